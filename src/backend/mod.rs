@@ -1,0 +1,129 @@
+//! The Backend seam: everything that touches all m points.
+//!
+//! A backend holds the data in its own layout and the gradient g = Qα (plus, for PARTAN,
+//! the previous iterate's gradient g⁻) as m-vectors; the solver variants only ever see the
+//! scalar [`Reduction`] it returns and describe each step as an [`Update`]. The CPU backend
+//! lives in [`cpu`]; the GPU backend of the next issue implements the same trait, and the
+//! sampled (randomized) iterations can wrap a backend behind the same interface.
+
+pub mod cpu;
+mod cache;
+pub mod exact;
+mod simd;
+
+pub use cpu::{CpuBackend, CpuConfig};
+
+use crate::active::ActiveSet;
+use crate::error::Result;
+
+/// What one reduction pass returns (ALGORITHMS.md §2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reduction {
+    /// s = argmin over all i of g_i (lowest index on ties).
+    pub s: usize,
+    /// g_s.
+    pub g_s: f64,
+    /// v = argmax over A of g_i (lowest index on ties); `usize::MAX` when A is empty.
+    pub v: usize,
+    /// g_v.
+    pub g_v: f64,
+    /// αᵀg over A (= 2f).
+    pub alpha_g: f64,
+    /// αᵀg⁻ over A when the previous-gradient slot is enabled (PARTAN's W), else 0.
+    pub alpha_g_prev: f64,
+}
+
+/// The fused gradient update of one iteration:
+///
+/// ```text
+/// g_new = scale·g + Σ_k coef_k·Q[:, j_k] + prev_coef·g⁻      and, if rotate, g⁻ ← g_old
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Update {
+    /// Factor on the current gradient.
+    pub scale: f64,
+    /// Up to two kernel columns (j, coefficient).
+    pub cols: [Option<(usize, f64)>; 2],
+    /// Factor on the previous gradient g⁻ (needs [`Backend::enable_prev`]).
+    pub prev_coef: f64,
+    /// After the update, g⁻ holds the gradient from before it.
+    pub rotate: bool,
+}
+
+impl Update {
+    /// g ← scale·g + coef·Q[:,j].
+    pub fn one(scale: f64, j: usize, coef: f64) -> Self {
+        Update {
+            scale,
+            cols: [Some((j, coef)), None],
+            prev_coef: 0.0,
+            rotate: false,
+        }
+    }
+
+    /// g ← scale·g + a·Q[:,i] + b·Q[:,j].
+    pub fn two(scale: f64, i: usize, a: f64, j: usize, b: f64) -> Self {
+        Update {
+            scale,
+            cols: [Some((i, a)), Some((j, b))],
+            prev_coef: 0.0,
+            rotate: false,
+        }
+    }
+}
+
+/// Counters a backend keeps for diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BackendStats {
+    /// Kernel columns computed from the data.
+    pub columns_computed: u64,
+    /// Kernel columns served by the cache.
+    pub cache_hits: u64,
+    /// Update passes.
+    pub updates: u64,
+}
+
+/// Everything the solvers need that touches all m points.
+pub trait Backend {
+    /// Number of points m.
+    fn len(&self) -> usize;
+
+    /// True when m = 0.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Short name ("cpu", "gpu: <adapter>").
+    fn name(&self) -> String;
+
+    /// Q_ii (exact).
+    fn q_diag(&self, i: usize) -> f64;
+
+    /// Q_ij, one kernel value evaluated on the host (exact f64).
+    fn q(&self, i: usize, j: usize) -> f64;
+
+    /// Sets g = Qα from scratch (exact), and g⁻ = g when the previous slot is enabled.
+    fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()>;
+
+    /// Allocates the previous-gradient slot g⁻ (PARTAN). Call before `set_alpha`.
+    fn enable_prev(&mut self);
+
+    /// Applies the fused update.
+    fn update(&mut self, u: &Update) -> Result<()>;
+
+    /// argmin over all, argmax over A and αᵀg (and αᵀg⁻) over A, for the current g.
+    fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction>;
+
+    /// out[k] = g[idx[k]].
+    fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()>;
+
+    /// out[k] = g⁻[idx[k]].
+    fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()>;
+
+    /// out[k] = Q[idx[k], j] (computes column j if needed; a following update that uses j
+    /// reuses it).
+    fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()>;
+
+    /// Diagnostics.
+    fn stats(&self) -> BackendStats;
+}

@@ -1,0 +1,192 @@
+//! Options and helpers shared by subcommands: data format, threads, progress and traces.
+
+use crate::data::{Dataset, Format, ReadOptions, read_dataset};
+use crate::error::{Error, Result};
+use crate::solver::{Observer, Progress};
+use clap::{Args, ValueEnum};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Input format flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FormatArg {
+    /// LIBSVM sparse text.
+    #[default]
+    Libsvm,
+    /// Dense comma-separated values.
+    Csv,
+}
+
+/// How to read data files.
+#[derive(Debug, Clone, Args)]
+pub struct DataArgs {
+    /// Input format (files may be plain, gzip, bzip2 or xz: detected from their content).
+    #[arg(long, value_enum, default_value_t = FormatArg::Libsvm)]
+    pub format: FormatArg,
+    /// CSV: column holding the label (0-based; negative counts from the end, -1 = last).
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    pub label_col: i64,
+}
+
+impl DataArgs {
+    /// Reads a dataset with these options; refuses an empty one.
+    pub fn read(&self, path: &Path) -> Result<Dataset> {
+        let opts = ReadOptions {
+            format: match self.format {
+                FormatArg::Libsvm => Format::Libsvm,
+                FormatArg::Csv => Format::Csv,
+            },
+            label_col: self.label_col,
+        };
+        let ds = read_dataset(path, &opts)?;
+        if ds.is_empty() {
+            return Err(Error::InvalidData {
+                path: path.to_path_buf(),
+                msg: "no data rows".into(),
+            });
+        }
+        Ok(ds)
+    }
+}
+
+/// Sets the number of worker threads (0 = one per core). Only the first call has effect.
+pub fn set_threads(n: usize) {
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+}
+
+/// A progress line on stderr when it is a terminal, refreshed at most 10 times a second.
+pub struct ProgressLine {
+    bar: indicatif::ProgressBar,
+    last: Instant,
+    prefix: String,
+}
+
+impl ProgressLine {
+    /// A spinner when stderr is a terminal and not quiet, else None.
+    pub fn new(prefix: String, quiet: bool) -> Option<Self> {
+        if quiet || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {prefix} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(prefix.clone());
+        Some(ProgressLine {
+            bar,
+            last: Instant::now(),
+            prefix,
+        })
+    }
+
+}
+
+impl Observer for ProgressLine {
+    fn observe(&mut self, p: &Progress) {
+        if p.iter > 0 && self.last.elapsed().as_millis() < 100 {
+            return;
+        }
+        self.last = Instant::now();
+        let _ = &self.prefix;
+        self.bar.set_message(format!(
+            "iter {}  gap {:.3e}  SVs {}  {:.1}s",
+            p.iter, p.gap, p.active, p.seconds
+        ));
+        self.bar.tick();
+    }
+}
+
+impl Drop for ProgressLine {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// CSV trace: iteration, seconds, f, gap, step kind, step size, active-set size.
+pub struct Trace {
+    out: std::io::BufWriter<std::fs::File>,
+    pair: Option<usize>,
+    path: PathBuf,
+    error: Option<std::io::Error>,
+}
+
+impl Trace {
+    /// Creates the file and writes the header.
+    pub fn create(path: &Path, multiclass: bool) -> Result<Self> {
+        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut out = std::io::BufWriter::new(f);
+        let head = if multiclass {
+            "pair,iteration,seconds,f,gap,step,step_size,active\n"
+        } else {
+            "iteration,seconds,f,gap,step,step_size,active\n"
+        };
+        out.write_all(head.as_bytes())
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Trace {
+            out,
+            pair: if multiclass { Some(0) } else { None },
+            path: path.to_path_buf(),
+            error: None,
+        })
+    }
+
+    /// Sets the pair index written in multi-class traces.
+    pub fn set_pair(&mut self, p: usize) {
+        if self.pair.is_some() {
+            self.pair = Some(p);
+        }
+    }
+
+    /// Flushes; reports the first write error.
+    pub fn finish(&mut self) -> Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(Error::io(&self.path, e));
+        }
+        self.out.flush().map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+impl Observer for Trace {
+    fn observe(&mut self, p: &Progress) {
+        if self.error.is_some() {
+            return;
+        }
+        let (kind, size) = match p.step {
+            Some(s) => (s.kind.name(), s.size),
+            None => ("init", 0.0),
+        };
+        let r = if let Some(pair) = self.pair {
+            writeln!(
+                self.out,
+                "{pair},{},{:.6},{:e},{:e},{kind},{:e},{}",
+                p.iter, p.seconds, p.f, p.gap, size, p.active
+            )
+        } else {
+            writeln!(
+                self.out,
+                "{},{:.6},{:e},{:e},{kind},{:e},{}",
+                p.iter, p.seconds, p.f, p.gap, size, p.active
+            )
+        };
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Label agreement: (correct, total).
+pub fn accuracy(pred: &[f64], truth: &[f64]) -> (usize, usize) {
+    let ok = pred.iter().zip(truth).filter(|(a, b)| a == b).count();
+    (ok, truth.len())
+}
+
+/// svm-predict's accuracy line.
+pub fn accuracy_line(correct: usize, total: usize) -> String {
+    let pct = if total == 0 { 0.0 } else { 100.0 * correct as f64 / total as f64 };
+    format!(
+        "Accuracy = {}% ({correct}/{total}) (classification)",
+        crate::util::fmt_g(pct, 6)
+    )
+}

@@ -1,0 +1,49 @@
+//! The command line: clap types and one module per subcommand.
+
+mod common;
+mod convert;
+mod predict;
+mod scale;
+mod train;
+
+use clap::{Parser, Subcommand};
+
+/// Kernel SVMs trained with Frank–Wolfe methods (LIBSVM-compatible models).
+#[derive(Debug, Parser)]
+#[command(name = "fwsvm", version, about, long_about = None, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Train an SVM and write a LIBSVM model file.
+    Train(train::TrainArgs),
+    /// Predict labels with a model; prints the accuracy when the data are labelled.
+    Predict(predict::PredictArgs),
+    /// Convert raw datasets (KDD Cup 99) to LIBSVM format.
+    #[command(subcommand)]
+    Convert(convert::ConvertCommand),
+    /// Min-max scale features, like svm-scale.
+    Scale(scale::ScaleArgs),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> crate::Result<()> {
+    match cli.command {
+        Command::Train(a) => train::run(a),
+        Command::Predict(a) => predict::run(a),
+        Command::Convert(c) => convert::run(c),
+        Command::Scale(a) => scale::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

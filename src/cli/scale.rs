@@ -1,0 +1,61 @@
+//! `fwsvm scale`: min-max scaling like svm-scale, with its parameter-file format.
+
+use super::common::DataArgs;
+use crate::data::scale::ScaleParams;
+use crate::data::write_libsvm;
+use crate::error::{Error, Result};
+use crate::model::write_atomically;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Options of `fwsvm scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Data to scale.
+    data_file: PathBuf,
+    /// Where to write the scaled data (LIBSVM format) [default: standard output].
+    output: Option<PathBuf>,
+    /// Lower end of the target range.
+    #[arg(short = 'l', long, default_value_t = -1.0, allow_hyphen_values = true)]
+    lower: f64,
+    /// Upper end of the target range.
+    #[arg(short = 'u', long, default_value_t = 1.0, allow_hyphen_values = true)]
+    upper: f64,
+    /// Save the fitted ranges to this file (svm-scale's format).
+    #[arg(short = 's', long, conflicts_with = "restore")]
+    save: Option<PathBuf>,
+    /// Apply ranges saved earlier (e.g. fitted on the training set) instead of fitting.
+    #[arg(short = 'r', long)]
+    restore: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+/// Runs `fwsvm scale`.
+pub fn run(a: ScaleArgs) -> Result<()> {
+    if !(a.lower < a.upper) {
+        return Err(Error::InvalidParam(format!(
+            "lower ({}) must be below upper ({})",
+            a.lower, a.upper
+        )));
+    }
+    let mut ds = a.data.read(&a.data_file)?;
+    let params = match &a.restore {
+        Some(p) => ScaleParams::load(p)?,
+        None => ScaleParams::fit(&ds, a.lower, a.upper)?,
+    };
+    if let Some(p) = &a.save {
+        params.save(p)?;
+    }
+    params.apply(&mut ds);
+    match &a.output {
+        Some(out) => write_atomically(out, |w| write_libsvm(w, &ds))?,
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            write_libsvm(&mut w, &ds).map_err(|e| Error::io("<stdout>", e))?;
+            std::io::Write::flush(&mut w).map_err(|e| Error::io("<stdout>", e))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,321 @@
+//! `fwsvm train`.
+
+use super::common::{DataArgs, ProgressLine, Trace, accuracy, accuracy_line, set_threads};
+use crate::backend::cpu::{CpuConfig, Precision};
+use crate::error::{Error, Result};
+use crate::solver::{Algorithm, Observer, SolverParams};
+use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
+use clap::{Args, ValueEnum};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum AlgorithmArg {
+    Fw,
+    Mfw,
+    Swap,
+    Swap2,
+    Partan,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KernelArg {
+    Rbf,
+    #[value(alias = "polynomial")]
+    Poly,
+    Linear,
+}
+
+/// Compute backend (the GPU backend arrives with issue 3).
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum BackendArg {
+    /// Multi-threaded CPU backend.
+    #[default]
+    Cpu,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PrecisionArg {
+    F32,
+    F64,
+}
+
+fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok(Gamma::Auto);
+    }
+    match s.parse::<f64>() {
+        Ok(g) if g > 0.0 && g.is_finite() => Ok(Gamma::Value(g)),
+        _ => Err(format!("expected `auto` or a positive number, found `{s}`")),
+    }
+}
+
+fn parse_positive(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a positive number, found `{s}`")),
+    }
+}
+
+/// Options of `fwsvm train`.
+#[derive(Debug, Args)]
+pub struct TrainArgs {
+    /// Training data (LIBSVM format unless --format csv; plain, .gz, .bz2 or .xz).
+    train: PathBuf,
+    /// Model file to write [default: the training file's name + ".model", in the current directory].
+    model: Option<PathBuf>,
+    /// Frank–Wolfe variant.
+    #[arg(short = 'a', long, value_enum, default_value = "partan")]
+    algorithm: AlgorithmArg,
+    /// Kernel.
+    #[arg(short = 'k', long, value_enum, default_value = "rbf")]
+    kernel: KernelArg,
+    /// C: the L2-SVM's regularisation (Q gets δ_ij / C).
+    #[arg(short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
+    cost: f64,
+    /// γ for rbf and poly, or `auto` = 1 / mean squared distance over 10,000 seeded random pairs.
+    #[arg(short = 'g', long, default_value = "auto", value_parser = parse_gamma)]
+    gamma: Gamma,
+    /// Degree of the polynomial kernel.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    degree: u32,
+    /// coef0 of the polynomial kernel.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    coef0: f64,
+    /// Stop when the duality gap is at most eps.
+    #[arg(short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
+    eps: f64,
+    /// Stop after this many iterations.
+    #[arg(long, default_value_t = 10_000_000)]
+    max_iter: u64,
+    /// Stop after this many seconds.
+    #[arg(long, value_parser = parse_positive)]
+    time_limit: Option<f64>,
+    /// Seed for the initial sample and --gamma auto (CPU runs are reproducible bit for bit).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Random points solved exactly to initialise (0 or 1 = one random vertex).
+    #[arg(long, default_value_t = 20)]
+    init_size: usize,
+    /// Kernel-column cache in MiB.
+    #[arg(long, default_value_t = 1024)]
+    cache_mb: usize,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Compute backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendArg,
+    /// Precision of cached kernel columns (the gradient is always f64).
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: PrecisionArg,
+    /// Skip the exact recomputation of the duality gap at the end.
+    #[arg(long)]
+    no_certify: bool,
+    /// Test data: predict after training and print the accuracy.
+    #[arg(long)]
+    test: Option<PathBuf>,
+    /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
+    #[arg(long, value_name = "CSV")]
+    trace: Option<PathBuf>,
+    /// Print only errors and the accuracy line.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+/// Runs `fwsvm train`.
+pub fn run(a: TrainArgs) -> Result<()> {
+    set_threads(a.threads);
+    let t0 = Instant::now();
+    let ds = a.data.read(&a.train)?;
+    let read_s = t0.elapsed().as_secs_f64();
+    let test = match &a.test {
+        Some(p) => Some(a.data.read(p)?),
+        None => None,
+    };
+    let model_path = a.model.clone().unwrap_or_else(|| {
+        let name = a
+            .train
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "train".into());
+        PathBuf::from(format!("{name}.model"))
+    });
+    let algorithm = match a.algorithm {
+        AlgorithmArg::Fw => Algorithm::Fw,
+        AlgorithmArg::Mfw => Algorithm::Mfw,
+        AlgorithmArg::Swap => Algorithm::Swap,
+        AlgorithmArg::Swap2 => Algorithm::Swap2,
+        AlgorithmArg::Partan => Algorithm::Partan,
+    };
+    let params = TrainParams {
+        kernel: match a.kernel {
+            KernelArg::Rbf => KernelKind::Rbf,
+            KernelArg::Poly => KernelKind::Poly,
+            KernelArg::Linear => KernelKind::Linear,
+        },
+        gamma: a.gamma,
+        coef0: a.coef0,
+        degree: a.degree,
+        c: a.cost,
+        solver: SolverParams {
+            algorithm,
+            eps: a.eps,
+            max_iter: a.max_iter,
+            time_limit: a.time_limit.map(Duration::from_secs_f64),
+            seed: a.seed,
+            init_size: a.init_size,
+            certify: !a.no_certify,
+        },
+        cpu: CpuConfig {
+            cache_bytes: a.cache_mb.saturating_mul(1 << 20),
+            precision: match a.precision {
+                PrecisionArg::F32 => Precision::F32,
+                PrecisionArg::F64 => Precision::F64,
+            },
+        },
+    };
+    let classes = crate::train::class_order(&ds);
+    if classes.len() < 2 {
+        return Err(Error::InvalidData {
+            path: a.train.clone(),
+            msg: format!(
+                "all {} rows have the same label ({}); training needs at least two classes",
+                ds.len(),
+                classes.first().copied().unwrap_or(f64::NAN)
+            ),
+        });
+    }
+    let kernel = params.resolve_kernel(&ds)?;
+    if !a.quiet {
+        eprintln!(
+            "fwsvm: {} rows, {} features ({}), {} classes; {} with {}, C = {}; read in {:.2}s",
+            ds.len(),
+            ds.n_features(),
+            if ds.is_dense() { "dense" } else { "sparse" },
+            classes.len(),
+            algorithm,
+            describe_kernel(&kernel),
+            a.cost,
+            read_s
+        );
+    }
+    let multiclass = classes.len() > 2;
+    let trace = match &a.trace {
+        Some(p) => Some(Rc::new(RefCell::new(Trace::create(p, multiclass)?))),
+        None => None,
+    };
+    let quiet = a.quiet;
+    let trace_for_obs = trace.clone();
+    let mut make_observers = move |info: &PairInfo| -> Vec<Box<dyn Observer>> {
+        let mut v: Vec<Box<dyn Observer>> = Vec::new();
+        let prefix = if info.count > 1 {
+            format!("pair {}/{} ({} vs {})", info.index + 1, info.count, info.classes.0, info.classes.1)
+        } else {
+            "training".to_string()
+        };
+        if let Some(p) = ProgressLine::new(prefix, quiet) {
+            v.push(Box::new(p));
+        }
+        if let Some(t) = &trace_for_obs {
+            t.borrow_mut().set_pair(info.index);
+            v.push(Box::new(SharedTrace(t.clone())));
+        }
+        v
+    };
+    let params = TrainParams {
+        gamma: match kernel {
+            crate::kernel::Kernel::Rbf { gamma } | crate::kernel::Kernel::Poly { gamma, .. } => {
+                Gamma::Value(gamma)
+            }
+            crate::kernel::Kernel::Linear => a.gamma,
+        },
+        ..params
+    };
+    let (model, reports) = train(&ds, &params, &mut make_observers)?;
+    if let Some(t) = &trace {
+        t.borrow_mut().finish()?;
+    }
+    model.save(&model_path)?;
+    if !a.quiet {
+        if multiclass {
+            for r in &reports {
+                eprintln!(
+                    "  pair {} vs {}: m {}, iterations {}, SVs {}, certified gap {}, {:.2}s, {}",
+                    r.classes.0,
+                    r.classes.1,
+                    r.m,
+                    r.result.iterations,
+                    r.result.alpha.len(),
+                    r.result.certified_gap.map(|g| format!("{g:.3e}")).unwrap_or("-".into()),
+                    r.result.seconds,
+                    r.result.stop
+                );
+            }
+        }
+        let iters: u64 = reports.iter().map(|r| r.result.iterations).sum();
+        let secs: f64 = reports.iter().map(|r| r.result.seconds).sum();
+        let cert_secs: f64 = reports.iter().map(|r| r.result.certify_seconds).sum();
+        let gap = reports
+            .iter()
+            .filter_map(|r| r.result.certified_gap)
+            .fold(None::<f64>, |m, g| Some(m.map_or(g, |m| m.max(g))));
+        let obj: f64 = reports.iter().map(|r| r.result.certified_f.unwrap_or(r.result.f)).sum();
+        let stop = reports
+            .iter()
+            .map(|r| r.result.stop)
+            .find(|s| *s != crate::solver::StopReason::Converged)
+            .unwrap_or(crate::solver::StopReason::Converged);
+        let cache = reports.iter().fold((0, 0), |(c, h), r| {
+            (c + r.result.stats.columns_computed, h + r.result.stats.cache_hits)
+        });
+        eprintln!(
+            "fwsvm: {algorithm}: iterations {iters}, SVs {}, certified gap {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
+            model.total_sv(),
+            gap.map(|g| format!("{g:.3e}")).unwrap_or_else(|| "not computed".into()),
+            obj,
+            secs,
+            cert_secs,
+            cache.0,
+            cache.1
+        );
+        eprintln!("fwsvm: model written to {}", model_path.display());
+    }
+    if let (Some(test), Some(path)) = (&test, &a.test) {
+        if test.n_features() > model.n_features() && !a.quiet {
+            eprintln!(
+                "fwsvm: warning: {} has features beyond index {} that no support vector uses",
+                path.display(),
+                model.n_features()
+            );
+        }
+        let pred = model.predict(test);
+        let (ok, n) = accuracy(&pred, &test.labels);
+        println!("{}", accuracy_line(ok, n));
+    }
+    Ok(())
+}
+
+struct SharedTrace(Rc<RefCell<Trace>>);
+
+impl Observer for SharedTrace {
+    fn observe(&mut self, p: &crate::solver::Progress) {
+        self.0.borrow_mut().observe(p);
+    }
+}
+
+fn describe_kernel(k: &crate::kernel::Kernel) -> String {
+    match k {
+        crate::kernel::Kernel::Linear => "linear kernel".into(),
+        crate::kernel::Kernel::Rbf { gamma } => format!("rbf kernel, gamma = {gamma:.6}"),
+        crate::kernel::Kernel::Poly {
+            gamma,
+            coef0,
+            degree,
+        } => format!("poly kernel, gamma = {gamma:.6}, coef0 = {coef0}, degree = {degree}"),
+    }
+}

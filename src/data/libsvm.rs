@@ -1,0 +1,497 @@
+//! LIBSVM sparse text: one `label index:value index:value ...` row per line.
+//!
+//! The reader streams the (possibly compressed) file straight out of the read buffer
+//! and parses bytes by hand: no per-line allocation, no UTF-8 validation, floats with
+//! `fast_float2`. Rules:
+//!
+//! * the label is any finite number (`+1`, `-1.0`, `2`, `3.5e0`), kept as f64;
+//! * indices are 1-based, strictly ascending integers; values are finite numbers,
+//!   stored as f32 (exact zeros are dropped from the sparse storage, but still count
+//!   towards the number of features);
+//! * blank lines, lines starting with `#` and anything after a `#` are ignored;
+//!   spaces, tabs and CRLF line ends are all fine;
+//! * a malformed line gives [`Error::Parse`] with its 1-based line number and a
+//!   message naming the offending token and what was expected.
+
+use super::compress::{for_each_line_chunk, open_with_format};
+use super::Dataset;
+use crate::error::{Error, Result};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// Reads a LIBSVM file (plain, gzip, bzip2 or xz).
+///
+/// The number of features is the largest index seen. Errors: [`Error::Io`] when the
+/// file cannot be read, [`Error::Decompress`] for corrupt or truncated compressed
+/// data, [`Error::Parse`] for a malformed line, [`Error::InvalidData`] when the file
+/// holds no data rows.
+pub fn read_libsvm(path: &Path) -> Result<Dataset> {
+    let (mut reader, format) = open_with_format(path)?;
+    let mut b = Builder::default();
+    let mut line = 0usize;
+    for_each_line_chunk(&mut *reader, path, format, |chunk| {
+        let mut p = 0;
+        while p < chunk.len() {
+            line += 1;
+            match parse_line(chunk, p, &mut b) {
+                Ok(next) => p = next,
+                Err(msg) => {
+                    return Err(Error::Parse {
+                        path: path.to_path_buf(),
+                        line,
+                        msg,
+                    });
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if b.labels.is_empty() {
+        return Err(Error::InvalidData {
+            path: path.to_path_buf(),
+            msg: "no data rows".into(),
+        });
+    }
+    Ok(Dataset::from_csr(
+        b.max_index,
+        b.indptr,
+        b.indices,
+        b.values,
+        b.labels,
+    ))
+}
+
+/// Writes `ds` in LIBSVM format: labels with `{}` of f64 (so `1.0` prints `1`), values
+/// with `{}` of f32 (the shortest text that reads back to the same f32), 1-based
+/// indices, zeros skipped. Reading the output with [`read_libsvm`] gives the same
+/// labels and values.
+pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    for i in 0..ds.len() {
+        write!(w, "{}", ds.labels[i])?;
+        match ds.row(i) {
+            super::Row::Dense(v) => {
+                for (j, &x) in v.iter().enumerate() {
+                    if x != 0.0 {
+                        write!(w, " {}:{}", j + 1, x)?;
+                    }
+                }
+            }
+            super::Row::Sparse(ix, v) => {
+                for (&j, &x) in ix.iter().zip(v) {
+                    if x != 0.0 {
+                        write!(w, " {}:{}", j as u64 + 1, x)?;
+                    }
+                }
+            }
+        }
+        w.write_all(b"\n")?;
+    }
+    w.flush()
+}
+
+/// CSR parts accumulated while reading.
+struct Builder {
+    indptr: Vec<usize>,
+    indices: Vec<u32>,
+    values: Vec<f32>,
+    labels: Vec<f64>,
+    max_index: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            indptr: vec![0],
+            indices: Vec::new(),
+            values: Vec::new(),
+            labels: Vec::new(),
+            max_index: 0,
+        }
+    }
+}
+
+/// Blanks inside a line (the line end `\n` is not one of them).
+#[inline(always)]
+fn is_blank(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | 0x0b | 0x0c)
+}
+
+/// Bytes that may follow a number: a blank, the line end or a comment.
+#[inline(always)]
+fn ends_token(c: u8) -> bool {
+    is_blank(c) || c == b'\n' || c == b'#'
+}
+
+/// Parses the line starting at `b[p]`; `b` ends with `\n`, so every line does.
+/// Returns the position just after the line's `\n`, or the error message.
+#[inline]
+fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<usize, String> {
+    while is_blank(b[p]) {
+        p += 1;
+    }
+    match b[p] {
+        b'\n' => return Ok(p + 1),
+        b'#' => return Ok(skip_line(b, p)),
+        _ => {}
+    }
+
+    // Label.
+    let (y, n) = match fast_float2::parse_partial::<f64, _>(&b[p..]) {
+        Ok(r) => r,
+        Err(_) => return Err(bad_label(b, p)),
+    };
+    if !ends_token(b[p + n]) {
+        return Err(bad_label(b, p));
+    }
+    if !y.is_finite() {
+        return Err(format!(
+            "label `{}` is not a finite number",
+            token(b, p)
+        ));
+    }
+    p += n;
+
+    // index:value pairs.
+    let mut last: u64 = 0;
+    loop {
+        while is_blank(b[p]) {
+            p += 1;
+        }
+        match b[p] {
+            b'\n' => {
+                p += 1;
+                break;
+            }
+            b'#' => {
+                p = skip_line(b, p);
+                break;
+            }
+            _ => {}
+        }
+        let tok = p;
+        let mut idx: u64 = 0;
+        while b[p].is_ascii_digit() {
+            idx = idx * 10 + (b[p] - b'0') as u64;
+            if idx > u32::MAX as u64 {
+                return Err(format!(
+                    "index too large in `{}`: at most {} is supported",
+                    token(b, tok),
+                    u32::MAX
+                ));
+            }
+            p += 1;
+        }
+        if p == tok || b[p] != b':' {
+            return Err(bad_index(b, tok));
+        }
+        if idx == 0 {
+            return Err(format!(
+                "index 0 in `{}`: indices start at 1",
+                token(b, tok)
+            ));
+        }
+        if idx <= last {
+            return Err(format!(
+                "index {idx} after {last}: indices must be ascending (at `{}`)",
+                token(b, tok)
+            ));
+        }
+        p += 1;
+        let (v, n) = match fast_float2::parse_partial::<f32, _>(&b[p..]) {
+            Ok(r) if ends_token(b[p + r.1]) => r,
+            _ => {
+                return Err(format!(
+                    "malformed value `{}` in `{}`: expected a number",
+                    token(b, p),
+                    token(b, tok)
+                ));
+            }
+        };
+        if !v.is_finite() {
+            return Err(format!(
+                "value `{}` in `{}` is not a finite number (f32 range is ±3.4e38)",
+                token(b, p),
+                token(b, tok)
+            ));
+        }
+        p += n;
+        last = idx;
+        if v != 0.0 {
+            out.indices.push((idx - 1) as u32);
+            out.values.push(v);
+        }
+    }
+    out.labels.push(y);
+    out.indptr.push(out.indices.len());
+    if last as usize > out.max_index {
+        out.max_index = last as usize;
+    }
+    Ok(p)
+}
+
+/// Position after the `\n` that ends the line containing `b[p]`.
+#[inline]
+fn skip_line(b: &[u8], p: usize) -> usize {
+    p + b[p..].iter().position(|&c| c == b'\n').unwrap_or(b.len() - p - 1) + 1
+}
+
+/// The whitespace-delimited token starting at `b[p]`, for messages (shortened if long).
+#[cold]
+fn token(b: &[u8], p: usize) -> String {
+    let end = b[p..]
+        .iter()
+        .position(|&c| is_blank(c) || c == b'\n')
+        .map_or(b.len(), |k| p + k);
+    let t = &b[p..end];
+    const MAX: usize = 40;
+    if t.len() > MAX {
+        format!("{}…", String::from_utf8_lossy(&t[..MAX]))
+    } else {
+        String::from_utf8_lossy(t).into_owned()
+    }
+}
+
+#[cold]
+fn bad_label(b: &[u8], p: usize) -> String {
+    let t = token(b, p);
+    if t.contains(':') {
+        format!("malformed label `{t}`: expected a number (is the label missing?)")
+    } else {
+        format!("malformed label `{t}`: expected a number")
+    }
+}
+
+#[cold]
+fn bad_index(b: &[u8], p: usize) -> String {
+    let t = token(b, p);
+    match t.split_once(':') {
+        None => format!("expected `index:value`, found `{t}`"),
+        Some((i, _)) => format!("malformed index `{i}` in `{t}`: expected a positive integer"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Features;
+    use crate::data::compress::Compression;
+    use crate::data::compress::tests::write_compressed;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn parse(text: &str) -> Result<Dataset> {
+        let dir = tempfile::tempdir().unwrap();
+        read_libsvm(&write(&dir, "d.txt", text))
+    }
+
+    /// Expects a parse error on `line` whose message contains every one of `needles`.
+    fn parse_err(text: &str, line: usize, needles: &[&str]) {
+        match parse(text) {
+            Err(Error::Parse { line: l, msg, .. }) => {
+                assert_eq!(l, line, "line of error `{msg}` for {text:?}");
+                for n in needles {
+                    assert!(msg.contains(n), "message `{msg}` lacks `{n}` for {text:?}");
+                }
+            }
+            Err(e) => panic!("expected a parse error for {text:?}, got {e}"),
+            Ok(d) => panic!("expected a parse error for {text:?}, got {d:?}"),
+        }
+    }
+
+    fn sparse_parts(ds: &Dataset) -> (Vec<usize>, Vec<u32>, Vec<f32>) {
+        match &ds.features {
+            Features::Sparse {
+                indptr,
+                indices,
+                values,
+                ..
+            } => (indptr.clone(), indices.clone(), values.clone()),
+            Features::Dense { .. } => panic!("expected sparse"),
+        }
+    }
+
+    #[test]
+    fn reads_basic_sparse_file() {
+        let ds = parse("+1 3:0.5 10:2\n-1 1:1\n2 \n-1.0 2:-3e-2 9:4\n").unwrap();
+        assert_eq!(ds.labels, vec![1.0, -1.0, 2.0, -1.0]);
+        assert_eq!(ds.n_features(), 10);
+        assert!(!ds.is_dense());
+        let (ip, ix, v) = sparse_parts(&ds);
+        assert_eq!(ip, vec![0, 2, 3, 3, 5]);
+        assert_eq!(ix, vec![2, 9, 0, 1, 8]);
+        assert_eq!(v, vec![0.5, 2.0, 1.0, -0.03, 4.0]);
+    }
+
+    #[test]
+    fn comments_blanks_tabs_crlf() {
+        let text = "# header comment\r\n\r\n   \n1\t1:1   2:2 # trailing comment 3:x\r\n\t# indented comment\n-1 2:5#glued\n1 1:.5 2:5. # x\n";
+        let ds = parse(text).unwrap();
+        assert_eq!(ds.labels, vec![1.0, -1.0, 1.0]);
+        assert_eq!(ds.n_features(), 2);
+        assert_eq!(ds.row(0).sq_norm(), 5.0);
+        let mut r = [0f32; 2];
+        ds.row(1).scatter_into(&mut r);
+        assert_eq!(r, [0.0, 5.0]);
+        ds.row(2).scatter_into(&mut r);
+        assert_eq!(r, [0.5, 5.0]);
+    }
+
+    #[test]
+    fn no_final_newline_and_label_only_rows() {
+        let ds = parse("1 4:1\n-1").unwrap();
+        assert_eq!(ds.labels, vec![1.0, -1.0]);
+        assert_eq!(ds.n_features(), 4);
+        assert_eq!(ds.row(1).sq_norm(), 0.0);
+    }
+
+    #[test]
+    fn explicit_zeros_are_dropped_but_count_for_width() {
+        let ds = parse("1 1:0 2:1 7:0\n-1 3:0\n").unwrap();
+        assert_eq!(ds.n_features(), 7);
+        assert_eq!(ds.nnz(), 1);
+    }
+
+    #[test]
+    fn dense_enough_data_is_stored_dense() {
+        let ds = parse("1 1:1 2:2 3:3\n-1 1:4 3:6\n").unwrap();
+        assert!(ds.is_dense());
+        assert_eq!(
+            ds.features,
+            Features::Dense {
+                n_features: 3,
+                values: vec![1.0, 2.0, 3.0, 4.0, 0.0, 6.0]
+            }
+        );
+        let ds = parse("1 1:1\n-1 100:1\n").unwrap();
+        assert!(!ds.is_dense());
+    }
+
+    #[test]
+    fn empty_files_are_invalid_data() {
+        for text in ["", "\n\n", "# only a comment\n  \n"] {
+            match parse(text) {
+                Err(Error::InvalidData { msg, .. }) => assert!(msg.contains("no data rows")),
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn error_cases_name_line_and_token() {
+        parse_err("1 1:1\nabc 1:1\n", 2, &["`abc`", "label"]);
+        parse_err("1:0.5 2:1\n", 1, &["`1:0.5`", "label"]);
+        parse_err("1 1:1\n\n# c\n1 2:3 foo\n", 4, &["`foo`", "index:value"]);
+        parse_err("1 x:1\n", 1, &["`x`", "index"]);
+        parse_err("1 -2:1\n", 1, &["`-2`", "index"]);
+        parse_err("1 1.5:1\n", 1, &["`1.5`", "index"]);
+        parse_err("1 0:1\n", 1, &["`0:1`", "start at 1"]);
+        parse_err("1 1:1\n1 5:1 3:0.5\n", 2, &["index 3 after 5: indices must be ascending", "`3:0.5`"]);
+        parse_err("1 2:1 2:1\n", 1, &["index 2 after 2", "`2:1`"]);
+        parse_err("1 2:abc\n", 1, &["`abc`", "value", "number"]);
+        parse_err("1 2:\n", 1, &["`2:`", "value"]);
+        parse_err("1 2:1:3\n", 1, &["`2:1:3`", "value"]);
+        parse_err("1 2:nan\n", 1, &["`nan`", "finite"]);
+        parse_err("1 2:inf\n", 1, &["`inf`", "finite"]);
+        parse_err("1 2:1e39\n", 1, &["`1e39`", "finite"]);
+        parse_err("nan 2:1\n", 1, &["`nan`", "label", "finite"]);
+        parse_err("-inf 2:1\n", 1, &["`-inf`", "label"]);
+        parse_err("1 99999999999:1\n", 1, &["`99999999999:1`", "too large"]);
+        parse_err("1 1:1\r\n-1 2:x\r\n", 2, &["`x`"]);
+    }
+
+    #[test]
+    fn error_line_numbers_across_buffer_chunks() {
+        // Enough lines to span several 1 MiB buffers, error near the end.
+        let mut text = String::new();
+        for i in 0..200_000 {
+            text.push_str(&format!("{} 1:{} 2:0.25 3:1\n", i % 2, i));
+        }
+        text.push_str("1 1:1 2:bad\n");
+        parse_err(&text, 200_001, &["`bad`"]);
+    }
+
+    fn sample() -> String {
+        let mut text = String::new();
+        for i in 0..5000u32 {
+            let y = if i % 3 == 0 { "+1" } else { "-1" };
+            text.push_str(&format!(
+                "{y} {}:{} {}:0.{} 40:{}e-3\n",
+                i % 7 + 1,
+                i,
+                i % 13 + 9,
+                i % 10,
+                i
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn compressed_files_read_identically() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = sample();
+        let plain = read_libsvm(&write(&dir, "plain", &text)).unwrap();
+        assert_eq!(plain.len(), 5000);
+        for fmt in [Compression::Gzip, Compression::Bzip2, Compression::Xz] {
+            let p = dir.path().join(format!("f.{}", fmt.name()));
+            write_compressed(&p, text.as_bytes(), fmt);
+            assert_eq!(read_libsvm(&p).unwrap(), plain, "{fmt}");
+        }
+    }
+
+    #[test]
+    fn truncated_compressed_files_are_decompress_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = sample();
+        for fmt in [Compression::Gzip, Compression::Bzip2, Compression::Xz] {
+            let p = dir.path().join("full");
+            write_compressed(&p, text.as_bytes(), fmt);
+            let bytes = std::fs::read(&p).unwrap();
+            let t = dir.path().join("trunc");
+            std::fs::write(&t, &bytes[..bytes.len() * 2 / 3]).unwrap();
+            match read_libsvm(&t) {
+                Err(Error::Decompress { format, path, .. }) => {
+                    assert_eq!(format, fmt.name());
+                    assert_eq!(path, t);
+                }
+                other => panic!("{fmt}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn write_then_read_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        // Awkward values: shortest round-trip printing must keep them exact.
+        let text = "1 1:0.1 3:3.4028235e38 5:-1.1754944e-38\n-1 2:0.3333333 4:16777217\n2.5 6:1e-45\n-7\n";
+        let ds = read_libsvm(&write(&dir, "a", text)).unwrap();
+        let mut buf = Vec::new();
+        write_libsvm(&mut buf, &ds).unwrap();
+        let out = String::from_utf8(buf).unwrap();
+        assert!(out.starts_with("1 1:0.1 3:"), "{out}");
+        assert!(out.contains("\n-7\n"));
+        let back = read_libsvm(&write(&dir, "b", &out)).unwrap();
+        assert_eq!(back, ds);
+
+        // Dense datasets write the same text as their sparse equivalent.
+        let dense = read_libsvm(&write(&dir, "c", "1 1:1 2:2\n-1 1:3 2:0.5\n")).unwrap();
+        assert!(dense.is_dense());
+        let mut buf = Vec::new();
+        write_libsvm(&mut buf, &dense).unwrap();
+        assert_eq!(String::from_utf8(buf).unwrap(), "1 1:1 2:2\n-1 1:3 2:0.5\n");
+    }
+
+    #[test]
+    fn long_tokens_are_shortened_in_messages() {
+        let long = "x".repeat(500);
+        match parse(&format!("1 1:{long}\n")) {
+            Err(Error::Parse { msg, .. }) => assert!(msg.len() < 200, "{msg}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Datasets in memory and the readers that build them.
+//!
+//! Features are stored as f32, dense row-major when the data are dense enough
+//! (nnz / (m·d) ≥ [`DENSE_THRESHOLD`]), CSR otherwise. Labels keep their original
+//! values (as f64, the way LIBSVM reads them).
+
+mod compress;
+mod csv;
+pub mod kdd;
+mod libsvm;
+pub mod scale;
+
+pub use compress::open_maybe_compressed;
+pub use csv::read_csv;
+pub use libsvm::{read_libsvm, write_libsvm};
+
+use crate::error::Result;
+use std::path::Path;
+
+/// Fraction of non-zeros above which a dataset is stored dense.
+pub const DENSE_THRESHOLD: f64 = 0.5;
+
+/// Feature storage.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Features {
+    /// Row-major m × d.
+    Dense {
+        /// Number of columns d.
+        n_features: usize,
+        /// m·d values, row i at `i*d .. (i+1)*d`.
+        values: Vec<f32>,
+    },
+    /// Compressed sparse rows, 0-based ascending column indices.
+    Sparse {
+        /// Number of columns d (max index seen, or larger when asked).
+        n_features: usize,
+        /// m+1 offsets into `indices`/`values`.
+        indptr: Vec<usize>,
+        /// Column indices (0-based), ascending within a row.
+        indices: Vec<u32>,
+        /// Non-zero values.
+        values: Vec<f32>,
+    },
+}
+
+/// A borrowed row.
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    /// All d values.
+    Dense(&'a [f32]),
+    /// (0-based indices, values).
+    Sparse(&'a [u32], &'a [f32]),
+}
+
+impl Row<'_> {
+    /// Squared Euclidean norm, accumulated in f64.
+    pub fn sq_norm(&self) -> f64 {
+        let v = match self {
+            Row::Dense(v) => v,
+            Row::Sparse(_, v) => v,
+        };
+        v.iter().map(|&x| (x as f64) * (x as f64)).sum()
+    }
+
+    /// Inner product with another row, accumulated in f64.
+    pub fn dot(&self, other: &Row<'_>) -> f64 {
+        match (self, other) {
+            (Row::Dense(a), Row::Dense(b)) => a
+                .iter()
+                .zip(b.iter())
+                .map(|(&x, &y)| x as f64 * y as f64)
+                .sum(),
+            (Row::Dense(a), Row::Sparse(ix, v)) | (Row::Sparse(ix, v), Row::Dense(a)) => ix
+                .iter()
+                .zip(v.iter())
+                .filter(|(j, _)| (**j as usize) < a.len())
+                .map(|(&j, &x)| a[j as usize] as f64 * x as f64)
+                .sum(),
+            (Row::Sparse(ia, va), Row::Sparse(ib, vb)) => {
+                let (mut p, mut q, mut s) = (0usize, 0usize, 0f64);
+                while p < ia.len() && q < ib.len() {
+                    match ia[p].cmp(&ib[q]) {
+                        std::cmp::Ordering::Less => p += 1,
+                        std::cmp::Ordering::Greater => q += 1,
+                        std::cmp::Ordering::Equal => {
+                            s += va[p] as f64 * vb[q] as f64;
+                            p += 1;
+                            q += 1;
+                        }
+                    }
+                }
+                s
+            }
+        }
+    }
+
+    /// Writes the row into a dense buffer of length ≥ d (zeros elsewhere are the caller's).
+    pub fn scatter_into(&self, out: &mut [f32]) {
+        match self {
+            Row::Dense(v) => {
+                let n = v.len().min(out.len());
+                out[..n].copy_from_slice(&v[..n]);
+            }
+            Row::Sparse(ix, v) => {
+                for (&j, &x) in ix.iter().zip(v.iter()) {
+                    if let Some(slot) = out.get_mut(j as usize) {
+                        *slot = x;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A labelled dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    /// Feature matrix.
+    pub features: Features,
+    /// One label per row, original values.
+    pub labels: Vec<f64>,
+}
+
+impl Dataset {
+    /// Number of rows m.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// True when there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// Number of feature columns d.
+    pub fn n_features(&self) -> usize {
+        match &self.features {
+            Features::Dense { n_features, .. } | Features::Sparse { n_features, .. } => {
+                *n_features
+            }
+        }
+    }
+
+    /// Number of stored values (m·d for dense).
+    pub fn nnz(&self) -> usize {
+        match &self.features {
+            Features::Dense { values, .. } | Features::Sparse { values, .. } => values.len(),
+        }
+    }
+
+    /// True for the dense layout.
+    pub fn is_dense(&self) -> bool {
+        matches!(self.features, Features::Dense { .. })
+    }
+
+    /// Row i.
+    pub fn row(&self, i: usize) -> Row<'_> {
+        match &self.features {
+            Features::Dense { n_features, values } => {
+                Row::Dense(&values[i * n_features..(i + 1) * n_features])
+            }
+            Features::Sparse {
+                indptr,
+                indices,
+                values,
+                ..
+            } => {
+                let (a, b) = (indptr[i], indptr[i + 1]);
+                Row::Sparse(&indices[a..b], &values[a..b])
+            }
+        }
+    }
+
+    /// Builds a dataset from CSR parts, choosing dense storage when the data are dense enough.
+    pub fn from_csr(
+        n_features: usize,
+        indptr: Vec<usize>,
+        indices: Vec<u32>,
+        values: Vec<f32>,
+        labels: Vec<f64>,
+    ) -> Self {
+        let m = labels.len();
+        let cells = m as f64 * n_features as f64;
+        let features = if cells > 0.0 && values.len() as f64 >= DENSE_THRESHOLD * cells {
+            let mut dense = vec![0f32; m * n_features];
+            for i in 0..m {
+                let row = &mut dense[i * n_features..(i + 1) * n_features];
+                for k in indptr[i]..indptr[i + 1] {
+                    row[indices[k] as usize] = values[k];
+                }
+            }
+            Features::Dense {
+                n_features,
+                values: dense,
+            }
+        } else {
+            Features::Sparse {
+                n_features,
+                indptr,
+                indices,
+                values,
+            }
+        };
+        Dataset { features, labels }
+    }
+
+    /// The rows `rows` (in that order) as a new dataset with the same layout.
+    pub fn subset(&self, rows: &[usize]) -> Dataset {
+        let labels = rows.iter().map(|&i| self.labels[i]).collect();
+        let features = match &self.features {
+            Features::Dense { n_features, values } => {
+                let d = *n_features;
+                let mut out = Vec::with_capacity(rows.len() * d);
+                for &i in rows {
+                    out.extend_from_slice(&values[i * d..(i + 1) * d]);
+                }
+                Features::Dense {
+                    n_features: d,
+                    values: out,
+                }
+            }
+            Features::Sparse {
+                n_features,
+                indptr,
+                indices,
+                values,
+            } => {
+                let mut ip = Vec::with_capacity(rows.len() + 1);
+                let (mut ix, mut vs) = (Vec::new(), Vec::new());
+                ip.push(0);
+                for &i in rows {
+                    ix.extend_from_slice(&indices[indptr[i]..indptr[i + 1]]);
+                    vs.extend_from_slice(&values[indptr[i]..indptr[i + 1]]);
+                    ip.push(ix.len());
+                }
+                Features::Sparse {
+                    n_features: *n_features,
+                    indptr: ip,
+                    indices: ix,
+                    values: vs,
+                }
+            }
+        };
+        Dataset { features, labels }
+    }
+
+    /// Distinct labels in order of first appearance (LIBSVM's class order).
+    pub fn classes(&self) -> Vec<f64> {
+        let mut out: Vec<f64> = Vec::new();
+        for &y in &self.labels {
+            if !out.contains(&y) {
+                out.push(y);
+            }
+        }
+        out
+    }
+}
+
+/// Input file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// LIBSVM sparse text: `label idx:val ...`.
+    #[default]
+    Libsvm,
+    /// Dense comma-separated values.
+    Csv,
+}
+
+/// How to read a data file.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// File format.
+    pub format: Format,
+    /// CSV only: 0-based column holding the label (negative counts from the end: -1 = last).
+    pub label_col: i64,
+}
+
+/// Reads a dataset from `path` (plain, gzip, bzip2 or xz, detected by magic bytes).
+pub fn read_dataset(path: &Path, opts: &ReadOptions) -> Result<Dataset> {
+    match opts.format {
+        Format::Libsvm => read_libsvm(path),
+        Format::Csv => read_csv(path, opts.label_col),
+    }
+}

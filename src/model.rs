@@ -1,0 +1,448 @@
+//! Trained models: support vectors, coefficients and biases in LIBSVM's layout, read and
+//! written in LIBSVM's model text format (so `svm-predict` and the LIBSVM bindings load our
+//! models), and prediction (one-versus-one voting, ties to the class listed first).
+//!
+//! For a binary L2-SVM with solution α: `sv_coef_i = α_i y_i` and `rho = −Σ α_i y_i`, so that
+//! LIBSVM's decision `Σ sv_coef_i k(x_i, x) − rho` equals F(x) = Σ α_i y_i (k(x_i, x) + 1).
+
+use crate::data::{Dataset, Row};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use ndarray::Array2;
+use rayon::prelude::*;
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+/// A trained (possibly multi-class) SVM.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Kernel.
+    pub kernel: Kernel,
+    /// Class labels in model order.
+    pub labels: Vec<f64>,
+    /// Number of SVs of each class (SVs are stored grouped by class, in label order).
+    pub nr_sv: Vec<usize>,
+    /// The support vectors (the dataset's labels hold each SV's class label).
+    pub sv: Dataset,
+    /// (nr_class − 1) rows × total_sv coefficients, LIBSVM's layout.
+    pub sv_coef: Vec<Vec<f64>>,
+    /// One bias per class pair (0,1), (0,2), …, (1,2), …
+    pub rho: Vec<f64>,
+}
+
+fn fmt_f64(x: f64) -> String {
+    format!("{x}")
+}
+
+impl Model {
+    /// Number of classes.
+    pub fn n_classes(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Total number of support vectors.
+    pub fn total_sv(&self) -> usize {
+        self.sv.len()
+    }
+
+    /// Highest feature index (1-based) used by any SV.
+    pub fn n_features(&self) -> usize {
+        self.sv.n_features()
+    }
+
+    fn starts(&self) -> Vec<usize> {
+        let mut s = vec![0; self.nr_sv.len()];
+        for c in 1..s.len() {
+            s[c] = s[c - 1] + self.nr_sv[c - 1];
+        }
+        s
+    }
+
+    /// Decision values (one per pair) and predicted label from the kernel values of x
+    /// against every SV.
+    fn decide(&self, kvalue: &[f64], starts: &[usize], dec: &mut [f64], vote: &mut [u32]) -> f64 {
+        let k = self.n_classes();
+        vote.iter_mut().for_each(|v| *v = 0);
+        let mut p = 0;
+        for i in 0..k {
+            for j in i + 1..k {
+                let (si, sj) = (starts[i], starts[j]);
+                let coef1 = &self.sv_coef[j - 1];
+                let coef2 = &self.sv_coef[i];
+                let mut sum = 0.0;
+                for t in 0..self.nr_sv[i] {
+                    sum += coef1[si + t] * kvalue[si + t];
+                }
+                for t in 0..self.nr_sv[j] {
+                    sum += coef2[sj + t] * kvalue[sj + t];
+                }
+                sum -= self.rho[p];
+                dec[p] = sum;
+                if sum > 0.0 {
+                    vote[i] += 1;
+                } else {
+                    vote[j] += 1;
+                }
+                p += 1;
+            }
+        }
+        let mut best = 0;
+        for c in 1..k {
+            if vote[c] > vote[best] {
+                best = c;
+            }
+        }
+        self.labels[best]
+    }
+
+    /// Predicted labels and, per row, the k(k−1)/2 decision values.
+    pub fn predict_with_decisions(&self, ds: &Dataset) -> (Vec<f64>, Vec<Vec<f64>>) {
+        let n = ds.len();
+        let nsv = self.total_sv();
+        let k = self.n_classes();
+        let npairs = k * (k - 1) / 2;
+        let d = self.n_features();
+        let starts = self.starts();
+        let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
+        const BLOCK: usize = 256;
+        let mut svd = Array2::<f64>::zeros((nsv, d));
+        for j in 0..nsv {
+            scatter(self.sv.row(j), svd.row_mut(j).as_slice_mut().unwrap_or(&mut []));
+        }
+        let svt = svd.t();
+        let results: Vec<(f64, Vec<f64>)> = (0..n.div_ceil(BLOCK))
+            .into_par_iter()
+            .flat_map_iter(|b| {
+                let r0 = b * BLOCK;
+                let r1 = (r0 + BLOCK).min(n);
+                let mut xb = Array2::<f64>::zeros((r1 - r0, d));
+                for r in r0..r1 {
+                    scatter(ds.row(r), xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []));
+                }
+                let dots = xb.dot(&svt);
+                let mut kv = vec![0.0; nsv];
+                let mut vote = vec![0u32; k];
+                let mut out = Vec::with_capacity(r1 - r0);
+                for r in r0..r1 {
+                    let nx = ds.row(r).sq_norm();
+                    for (j, kvj) in kv.iter_mut().enumerate() {
+                        *kvj = self.kernel.from_dot(dots[[r - r0, j]], nx, sv_norms[j]);
+                    }
+                    let mut dec = vec![0.0; npairs];
+                    let label = self.decide(&kv, &starts, &mut dec, &mut vote);
+                    out.push((label, dec));
+                }
+                out
+            })
+            .collect();
+        results.into_iter().unzip()
+    }
+
+    /// Predicted labels.
+    pub fn predict(&self, ds: &Dataset) -> Vec<f64> {
+        self.predict_with_decisions(ds).0
+    }
+
+    /// Writes the model in LIBSVM's text format.
+    pub fn write<W: Write>(&self, w: &mut W) -> std::io::Result<()> {
+        writeln!(w, "svm_type c_svc")?;
+        writeln!(w, "kernel_type {}", self.kernel.libsvm_name())?;
+        match self.kernel {
+            Kernel::Linear => {}
+            Kernel::Rbf { gamma } => writeln!(w, "gamma {}", fmt_f64(gamma))?,
+            Kernel::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => {
+                writeln!(w, "degree {degree}")?;
+                writeln!(w, "gamma {}", fmt_f64(gamma))?;
+                writeln!(w, "coef0 {}", fmt_f64(coef0))?;
+            }
+        }
+        writeln!(w, "nr_class {}", self.n_classes())?;
+        writeln!(w, "total_sv {}", self.total_sv())?;
+        let join = |v: &[f64]| v.iter().map(|x| fmt_f64(*x)).collect::<Vec<_>>().join(" ");
+        writeln!(w, "rho {}", join(&self.rho))?;
+        writeln!(w, "label {}", join(&self.labels))?;
+        writeln!(
+            w,
+            "nr_sv {}",
+            self.nr_sv.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
+        )?;
+        writeln!(w, "SV")?;
+        let mut line = String::new();
+        for j in 0..self.total_sv() {
+            line.clear();
+            for c in &self.sv_coef {
+                line.push_str(&fmt_f64(c[j]));
+                line.push(' ');
+            }
+            match self.sv.row(j) {
+                Row::Dense(v) => {
+                    for (f, &x) in v.iter().enumerate() {
+                        if x != 0.0 {
+                            line.push_str(&format!("{}:{} ", f + 1, x));
+                        }
+                    }
+                }
+                Row::Sparse(ix, v) => {
+                    for (&f, &x) in ix.iter().zip(v) {
+                        line.push_str(&format!("{}:{} ", f + 1, x));
+                    }
+                }
+            }
+            writeln!(w, "{line}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes the model to `path` atomically (temporary file in the same directory, then
+    /// rename): an existing file is replaced only by a complete model.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_atomically(path, |w| self.write(w))
+    }
+
+    /// Reads a LIBSVM model file (c_svc or nu_svc; linear, polynomial or rbf kernel).
+    pub fn load(path: &Path) -> Result<Model> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let reader = std::io::BufReader::new(file);
+        let bad = |line: usize, msg: String| Error::Model {
+            path: path.to_path_buf(),
+            line,
+            msg,
+        };
+        let mut lines = reader.split(b'\n').enumerate();
+        let (mut svm_type, mut kernel_type) = (None::<String>, None::<String>);
+        let (mut gamma, mut coef0, mut degree) = (None::<f64>, 0.0, 3u32);
+        let (mut nr_class, mut total_sv) = (None::<usize>, None::<usize>);
+        let (mut rho, mut labels, mut nr_sv) = (Vec::new(), Vec::new(), Vec::new());
+        let mut saw_sv = false;
+        let num = |ln: usize, key: &str, tok: &str| -> Result<f64> {
+            tok.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| bad(ln, format!("`{key}` expects numbers, found `{tok}`")))
+        };
+        for (k, line) in lines.by_ref() {
+            let ln = k + 1;
+            let line = line.map_err(|e| Error::io(path, e))?;
+            let text = String::from_utf8_lossy(&line);
+            let mut toks = text.split_whitespace();
+            let Some(key) = toks.next() else { continue };
+            let rest: Vec<&str> = toks.collect();
+            macro_rules! one {
+                ($r:expr) => {
+                    $r.first()
+                        .copied()
+                        .ok_or_else(|| bad(ln, format!("`{key}` needs a value")))
+                };
+            }
+            match key {
+                "svm_type" => svm_type = Some(one!(rest)?.to_string()),
+                "kernel_type" => kernel_type = Some(one!(rest)?.to_string()),
+                "gamma" => gamma = Some(num(ln, key, one!(rest)?)?),
+                "coef0" => coef0 = num(ln, key, one!(rest)?)?,
+                "degree" => {
+                    let t = one!(rest)?;
+                    degree = t
+                        .parse()
+                        .map_err(|_| bad(ln, format!("`degree` expects an integer, found `{t}`")))?
+                }
+                "nr_class" => {
+                    let t = one!(rest)?;
+                    nr_class = Some(t.parse().map_err(|_| {
+                        bad(ln, format!("`nr_class` expects an integer, found `{t}`"))
+                    })?)
+                }
+                "total_sv" => {
+                    let t = one!(rest)?;
+                    total_sv = Some(t.parse().map_err(|_| {
+                        bad(ln, format!("`total_sv` expects an integer, found `{t}`"))
+                    })?)
+                }
+                "rho" => {
+                    rho = rest.iter().map(|t| num(ln, key, t)).collect::<Result<_>>()?;
+                }
+                "label" => {
+                    labels = rest.iter().map(|t| num(ln, key, t)).collect::<Result<_>>()?;
+                }
+                "nr_sv" => {
+                    nr_sv = rest
+                        .iter()
+                        .map(|t| {
+                            t.parse::<usize>().map_err(|_| {
+                                bad(ln, format!("`nr_sv` expects integers, found `{t}`"))
+                            })
+                        })
+                        .collect::<Result<_>>()?;
+                }
+                "probA" | "probB" | "prob_density_marks" => {}
+                "SV" => {
+                    saw_sv = true;
+                    break;
+                }
+                other => {
+                    return Err(bad(
+                        ln,
+                        format!("unknown header key `{other}` (is this a LIBSVM model file?)"),
+                    ));
+                }
+            }
+        }
+        if !saw_sv {
+            return Err(bad(0, "no `SV` section (is this a LIBSVM model file?)".into()));
+        }
+        match svm_type.as_deref() {
+            Some("c_svc") | Some("nu_svc") => {}
+            Some(t) => {
+                return Err(bad(
+                    0,
+                    format!("svm_type `{t}` is not supported (only c_svc and nu_svc classifiers)"),
+                ));
+            }
+            None => return Err(bad(0, "missing `svm_type`".into())),
+        }
+        let kernel = match kernel_type.as_deref() {
+            Some("linear") => Kernel::Linear,
+            Some("rbf") => Kernel::Rbf {
+                gamma: gamma.ok_or_else(|| bad(0, "rbf kernel without `gamma`".into()))?,
+            },
+            Some("polynomial") => Kernel::Poly {
+                gamma: gamma.ok_or_else(|| bad(0, "polynomial kernel without `gamma`".into()))?,
+                coef0,
+                degree,
+            },
+            Some(t) => return Err(bad(0, format!("kernel_type `{t}` is not supported"))),
+            None => return Err(bad(0, "missing `kernel_type`".into())),
+        };
+        let k = nr_class.ok_or_else(|| bad(0, "missing `nr_class`".into()))?;
+        let total = total_sv.ok_or_else(|| bad(0, "missing `total_sv`".into()))?;
+        if k < 2 {
+            return Err(bad(0, format!("nr_class must be at least 2, found {k}")));
+        }
+        if labels.len() != k || nr_sv.len() != k || rho.len() != k * (k - 1) / 2 {
+            return Err(bad(
+                0,
+                format!(
+                    "inconsistent header: nr_class {k} but {} labels, {} nr_sv, {} rho (expected {})",
+                    labels.len(),
+                    nr_sv.len(),
+                    rho.len(),
+                    k * (k - 1) / 2
+                ),
+            ));
+        }
+        if nr_sv.iter().sum::<usize>() != total {
+            return Err(bad(0, format!("nr_sv sums to {} but total_sv is {total}", nr_sv.iter().sum::<usize>())));
+        }
+        let mut sv_coef = vec![Vec::with_capacity(total); k - 1];
+        let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
+        let mut sv_labels = Vec::with_capacity(total);
+        let mut class = 0;
+        let mut max_f = 0usize;
+        for (kk, line) in lines {
+            let ln = kk + 1;
+            let line = line.map_err(|e| Error::io(path, e))?;
+            let text = String::from_utf8_lossy(&line);
+            let mut toks = text.split_whitespace().peekable();
+            if toks.peek().is_none() {
+                continue;
+            }
+            if sv_labels.len() == total {
+                return Err(bad(ln, format!("more than total_sv = {total} support vectors")));
+            }
+            for c in sv_coef.iter_mut() {
+                let t = toks
+                    .next()
+                    .ok_or_else(|| bad(ln, format!("expected {} coefficients", k - 1)))?;
+                c.push(num(ln, "SV coefficient", t)?);
+            }
+            let mut last = 0usize;
+            for t in toks {
+                let (i, v) = t
+                    .split_once(':')
+                    .ok_or_else(|| bad(ln, format!("expected index:value, found `{t}`")))?;
+                let i: usize = i
+                    .parse()
+                    .ok()
+                    .filter(|&i| i > last)
+                    .ok_or_else(|| bad(ln, format!("bad or non-ascending feature index in `{t}`")))?;
+                let v: f32 = v
+                    .parse()
+                    .ok()
+                    .filter(|v: &f32| v.is_finite())
+                    .ok_or_else(|| bad(ln, format!("bad feature value in `{t}`")))?;
+                last = i;
+                max_f = max_f.max(i);
+                indices.push((i - 1) as u32);
+                values.push(v);
+            }
+            indptr.push(indices.len());
+            while class < k && sv_labels.len() >= nr_sv[..=class].iter().sum::<usize>() {
+                class += 1;
+            }
+            sv_labels.push(labels[class.min(k - 1)]);
+        }
+        if sv_labels.len() != total {
+            return Err(bad(
+                0,
+                format!("expected {total} support vectors, found {} (truncated file?)", sv_labels.len()),
+            ));
+        }
+        let sv = Dataset::from_csr(max_f, indptr, indices, values, sv_labels);
+        Ok(Model {
+            kernel,
+            labels,
+            nr_sv,
+            sv,
+            sv_coef,
+            rho,
+        })
+    }
+}
+
+fn scatter(row: Row<'_>, out: &mut [f64]) {
+    match row {
+        Row::Dense(v) => {
+            for (o, &x) in out.iter_mut().zip(v) {
+                *o = x as f64;
+            }
+        }
+        Row::Sparse(ix, v) => {
+            for (&j, &x) in ix.iter().zip(v) {
+                if let Some(o) = out.get_mut(j as usize) {
+                    *o = x as f64;
+                }
+            }
+        }
+    }
+}
+
+/// Writes `path` through a temporary file in the same directory renamed into place, so a
+/// failed or interrupted write never leaves a partial file or destroys an existing one.
+pub fn write_atomically(
+    path: &Path,
+    body: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| Error::io(&dir, e))?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        body(&mut w).map_err(|e| Error::io(path, e))?;
+        w.flush().map_err(|e| Error::io(path, e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// Builds a model's SV dataset with the layout of `like` (dense stays dense).
+pub(crate) fn sv_dataset(src: &Dataset, rows: &[usize], labels: Vec<f64>) -> Dataset {
+    let mut ds = src.subset(rows);
+    ds.labels = labels;
+    ds
+}

@@ -1,0 +1,377 @@
+//! The solver loop and the Frank–Wolfe variants.
+//!
+//! [`solve`] owns everything that is not a step: initialisation, the reduction that opens each
+//! iteration, the stopping rules (duality gap, iteration cap, time limit), observers (progress,
+//! CSV trace), and the certified gap at the end. A [`Variant`] only turns one [`Reduction`]
+//! into one step: which direction, which step size, and the [`Update`] the backend applies.
+
+pub mod fw;
+pub mod init;
+pub mod mfw;
+pub mod partan;
+pub mod steps;
+pub mod swap;
+pub mod swap2;
+
+use crate::active::ActiveSet;
+use crate::backend::{Backend, BackendStats, Reduction};
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// The deterministic FW variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    /// Plain Frank–Wolfe (toward steps).
+    Fw,
+    /// Modified FW: toward or away steps.
+    Mfw,
+    /// SWAP: the better of a toward and a pairwise step.
+    Swap,
+    /// SWAP with the second-order choice of the away vertex.
+    Swap2,
+    /// PARTAN-accelerated FW.
+    #[default]
+    Partan,
+}
+
+impl Algorithm {
+    /// All variants.
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Fw,
+        Algorithm::Mfw,
+        Algorithm::Swap,
+        Algorithm::Swap2,
+        Algorithm::Partan,
+    ];
+
+    /// CLI name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Algorithm::Fw => "fw",
+            Algorithm::Mfw => "mfw",
+            Algorithm::Swap => "swap",
+            Algorithm::Swap2 => "swap2",
+            Algorithm::Partan => "partan",
+        }
+    }
+
+    /// A fresh variant object.
+    pub fn variant(&self) -> Box<dyn Variant> {
+        match self {
+            Algorithm::Fw => Box::new(fw::Fw),
+            Algorithm::Mfw => Box::new(mfw::Mfw),
+            Algorithm::Swap => Box::new(swap::Swap),
+            Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
+            Algorithm::Partan => Box::new(partan::Partan::default()),
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Algorithm {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Algorithm::ALL
+            .iter()
+            .copied()
+            .find(|a| a.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown algorithm `{s}` (expected fw, mfw, swap, swap2 or partan)"))
+    }
+}
+
+/// Why the solver stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Duality gap ≤ ε.
+    Converged,
+    /// `--max-iter` reached.
+    MaxIter,
+    /// `--time-limit` reached.
+    TimeLimit,
+    /// No step could make progress (numerical floor reached before ε).
+    Stalled,
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StopReason::Converged => "converged (gap <= eps)",
+            StopReason::MaxIter => "iteration limit",
+            StopReason::TimeLimit => "time limit",
+            StopReason::Stalled => "stalled (no further decrease possible in floating point)",
+        })
+    }
+}
+
+/// Solver settings, validated by [`SolverParams::check`].
+#[derive(Debug, Clone)]
+pub struct SolverParams {
+    /// Variant.
+    pub algorithm: Algorithm,
+    /// Duality-gap tolerance ε.
+    pub eps: f64,
+    /// Iteration cap.
+    pub max_iter: u64,
+    /// Wall-clock cap.
+    pub time_limit: Option<Duration>,
+    /// Seed of the initial sample.
+    pub seed: u64,
+    /// Number of random points solved exactly to start (0 = one random vertex).
+    pub init_size: usize,
+    /// Recompute the gap exactly at the end.
+    pub certify: bool,
+}
+
+impl Default for SolverParams {
+    fn default() -> Self {
+        SolverParams {
+            algorithm: Algorithm::Partan,
+            eps: 1e-4,
+            max_iter: 10_000_000,
+            time_limit: None,
+            seed: 1,
+            init_size: 20,
+            certify: true,
+        }
+    }
+}
+
+impl SolverParams {
+    /// Rejects unusable settings.
+    pub fn check(&self) -> Result<()> {
+        if !(self.eps > 0.0) || !self.eps.is_finite() {
+            return Err(Error::InvalidParam(format!(
+                "eps must be a positive number, got {}",
+                self.eps
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The kind of step an iteration took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// Toward the FW vertex.
+    Toward,
+    /// Away from the worst active vertex.
+    Away,
+    /// Away step that removed its vertex.
+    Drop,
+    /// Pairwise (swap) step.
+    Swap,
+    /// Pairwise step that removed its away vertex.
+    SwapDrop,
+    /// FW step followed by a PARTAN step.
+    Partan,
+}
+
+impl StepKind {
+    /// Name used in traces.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepKind::Toward => "toward",
+            StepKind::Away => "away",
+            StepKind::Drop => "drop",
+            StepKind::Swap => "swap",
+            StepKind::SwapDrop => "swap-drop",
+            StepKind::Partan => "partan",
+        }
+    }
+}
+
+/// What a variant reports about its step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// Kind.
+    pub kind: StepKind,
+    /// Step size (λ, or μ for the PARTAN part).
+    pub size: f64,
+}
+
+/// The iterate as the variants see it.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// α.
+    pub alpha: ActiveSet,
+    /// f(α) = ½αᵀg, resynchronised from the reduction every iteration.
+    pub f: f64,
+    /// Iterations done.
+    pub iter: u64,
+}
+
+/// One FW flavour: host-side scalar logic only.
+pub trait Variant {
+    /// Called once before the first gradient is set (e.g. to enable g⁻).
+    fn prepare(&mut self, _be: &mut dyn Backend) {}
+
+    /// Takes one step from the iterate whose reduction is `red`; updates α, and g through
+    /// `be.update`. `state.f` is the current objective.
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step>;
+}
+
+/// What an observer sees after each iteration (before the step of that iteration).
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Iterations done.
+    pub iter: u64,
+    /// Seconds since the start of the solve.
+    pub seconds: f64,
+    /// f(α).
+    pub f: f64,
+    /// Duality gap.
+    pub gap: f64,
+    /// The step that led here (None for the initial point).
+    pub step: Option<Step>,
+    /// |A|.
+    pub active: usize,
+}
+
+/// Receives progress; used for progress bars and CSV traces.
+pub trait Observer {
+    /// Called once per iteration.
+    fn observe(&mut self, p: &Progress);
+}
+
+impl<F: FnMut(&Progress)> Observer for F {
+    fn observe(&mut self, p: &Progress) {
+        self(p)
+    }
+}
+
+/// The outcome of a solve.
+#[derive(Debug, Clone)]
+pub struct SolveResult {
+    /// Final α.
+    pub alpha: ActiveSet,
+    /// Iterations taken.
+    pub iterations: u64,
+    /// Objective f(α) as tracked.
+    pub f: f64,
+    /// Duality gap as tracked.
+    pub gap: f64,
+    /// Exact f (f64 from scratch), when certified.
+    pub certified_f: Option<f64>,
+    /// Exact duality gap, when certified.
+    pub certified_gap: Option<f64>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Seconds spent in initialisation and iterations.
+    pub seconds: f64,
+    /// Seconds spent certifying.
+    pub certify_seconds: f64,
+    /// Backend counters.
+    pub stats: BackendStats,
+}
+
+/// Runs a variant to a stop rule on a backend.
+pub fn solve(
+    prob: &Problem<'_>,
+    be: &mut dyn Backend,
+    params: &SolverParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    params.check()?;
+    let m = be.len();
+    if m == 0 {
+        return Err(Error::InvalidParam("empty problem".into()));
+    }
+    let start = Instant::now();
+    let mut variant = params.algorithm.variant();
+    variant.prepare(be);
+    let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+    be.set_alpha(&alpha)?;
+    let mut state = State {
+        alpha,
+        f: 0.0,
+        iter: 0,
+    };
+    let mut last_step: Option<Step> = None;
+    let mut best_f = f64::INFINITY;
+    let mut no_progress = 0u32;
+    let (stop, gap) = loop {
+        let red = be.reduce(&state.alpha)?;
+        state.f = 0.5 * red.alpha_g;
+        let gap = red.alpha_g - red.g_s;
+        if !gap.is_finite() {
+            return Err(Error::Backend(format!(
+                "non-finite duality gap at iteration {} (f = {}, g_s = {})",
+                state.iter, state.f, red.g_s
+            )));
+        }
+        let elapsed = start.elapsed();
+        let p = Progress {
+            iter: state.iter,
+            seconds: elapsed.as_secs_f64(),
+            f: state.f,
+            gap,
+            step: last_step,
+            active: state.alpha.len(),
+        };
+        for o in observers.iter_mut() {
+            o.observe(&p);
+        }
+        if gap <= params.eps {
+            break (StopReason::Converged, gap);
+        }
+        if state.iter >= params.max_iter {
+            break (StopReason::MaxIter, gap);
+        }
+        if params.time_limit.is_some_and(|t| elapsed >= t) {
+            break (StopReason::TimeLimit, gap);
+        }
+        // Floating-point floor: f cannot decrease any more for many iterations in a row.
+        if state.f < best_f {
+            best_f = state.f;
+            no_progress = 0;
+        } else {
+            no_progress += 1;
+            if no_progress > 1000 {
+                break (StopReason::Stalled, gap);
+            }
+        }
+        last_step = Some(variant.step(&mut state, &red, be)?);
+        state.iter += 1;
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
+    if params.certify {
+        let t = Instant::now();
+        let (f, g, _) = crate::backend::exact::certify(prob, &state.alpha);
+        certified_f = Some(f);
+        certified_gap = Some(g);
+        certify_seconds = t.elapsed().as_secs_f64();
+    }
+    Ok(SolveResult {
+        iterations: state.iter,
+        f: state.f,
+        gap,
+        certified_f,
+        certified_gap,
+        stop,
+        seconds,
+        certify_seconds,
+        stats: be.stats(),
+        alpha: state.alpha,
+    })
+}
+
+/// Applies a toward step of size λ to α: α ← (1−λ)α + λe_s.
+pub(crate) fn apply_toward(alpha: &mut ActiveSet, s: usize, lambda: f64) {
+    if lambda >= 1.0 {
+        alpha.clear();
+        alpha.set(s, 1.0);
+    } else {
+        alpha.scale(1.0 - lambda);
+        let a = alpha.get(s);
+        alpha.set(s, a + lambda);
+    }
+}

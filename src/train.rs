@@ -1,0 +1,228 @@
+//! Training end to end: kernel parameters (γ heuristic), label handling, the binary L2-SVM or
+//! one-versus-one over any variant (ALGORITHMS.md §7), and the LIBSVM-layout model.
+
+use crate::backend::cpu::{CpuConfig, cpu_backend};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::kernel::{Kernel, gamma_heuristic};
+use crate::model::{Model, sv_dataset};
+use crate::problem::Problem;
+use crate::solver::{Observer, SolveResult, SolverParams, solve};
+
+/// Kernel family chosen by the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelKind {
+    /// Linear.
+    Linear,
+    /// Polynomial.
+    Poly,
+    /// Gaussian RBF.
+    #[default]
+    Rbf,
+}
+
+/// γ as given: a number, or the papers' heuristic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Gamma {
+    /// 1 / mean squared distance over a seeded sample of pairs.
+    Auto,
+    /// A fixed value.
+    Value(f64),
+}
+
+/// Number of random pairs used by `--gamma auto`.
+pub const GAMMA_PAIRS: usize = 10_000;
+
+/// Training settings.
+#[derive(Debug, Clone)]
+pub struct TrainParams {
+    /// Kernel family.
+    pub kernel: KernelKind,
+    /// γ (RBF, polynomial).
+    pub gamma: Gamma,
+    /// coef0 (polynomial).
+    pub coef0: f64,
+    /// Degree (polynomial).
+    pub degree: u32,
+    /// C.
+    pub c: f64,
+    /// Solver settings.
+    pub solver: SolverParams,
+    /// CPU backend settings.
+    pub cpu: CpuConfig,
+}
+
+impl Default for TrainParams {
+    fn default() -> Self {
+        TrainParams {
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Auto,
+            coef0: 0.0,
+            degree: 3,
+            c: 1.0,
+            solver: SolverParams::default(),
+            cpu: CpuConfig::default(),
+        }
+    }
+}
+
+impl TrainParams {
+    /// The concrete kernel for a dataset (resolving `--gamma auto`).
+    pub fn resolve_kernel(&self, ds: &Dataset) -> Result<Kernel> {
+        let gamma = match self.gamma {
+            Gamma::Value(g) => g,
+            Gamma::Auto => gamma_heuristic(ds, GAMMA_PAIRS, self.solver.seed),
+        };
+        let k = match self.kernel {
+            KernelKind::Linear => Kernel::Linear,
+            KernelKind::Rbf => Kernel::Rbf { gamma },
+            KernelKind::Poly => Kernel::Poly {
+                gamma,
+                coef0: self.coef0,
+                degree: self.degree,
+            },
+        };
+        k.check()?;
+        Ok(k)
+    }
+}
+
+/// One binary sub-problem's outcome.
+#[derive(Debug, Clone)]
+pub struct PairReport {
+    /// (positive class, negative class).
+    pub classes: (f64, f64),
+    /// Training points in the sub-problem.
+    pub m: usize,
+    /// Solver outcome (α indexed within the sub-problem).
+    pub result: SolveResult,
+}
+
+/// Context given to the observer factory for each binary sub-problem.
+#[derive(Debug, Clone, Copy)]
+pub struct PairInfo {
+    /// Index of the pair (0-based).
+    pub index: usize,
+    /// Number of pairs.
+    pub count: usize,
+    /// Classes (positive, negative).
+    pub classes: (f64, f64),
+    /// Points in the sub-problem.
+    pub m: usize,
+}
+
+/// LIBSVM's class order: first appearance, except that a {−1, +1} problem lists +1 first.
+pub fn class_order(ds: &Dataset) -> Vec<f64> {
+    let mut c = ds.classes();
+    if c.len() == 2 && c[0] == -1.0 && c[1] == 1.0 {
+        c.swap(0, 1);
+    }
+    c
+}
+
+/// Trains a model on `ds`; `observers` is asked for the observers of each binary sub-problem.
+pub fn train(
+    ds: &Dataset,
+    params: &TrainParams,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<(Model, Vec<PairReport>)> {
+    params.solver.check()?;
+    if !(params.c > 0.0) || !params.c.is_finite() {
+        return Err(Error::InvalidParam(format!(
+            "C must be a positive number, got {}",
+            params.c
+        )));
+    }
+    let labels = class_order(ds);
+    if labels.len() < 2 {
+        return Err(Error::InvalidParam(format!(
+            "the training data have a single class ({}); at least two are needed",
+            labels.first().copied().unwrap_or(f64::NAN)
+        )));
+    }
+    let kernel = params.resolve_kernel(ds)?;
+    let k = labels.len();
+    let class_of: Vec<usize> = ds
+        .labels
+        .iter()
+        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
+        .collect();
+    let count = k * (k - 1) / 2;
+    // Per class, the global indices of its SVs and, per pair, the coefficients.
+    let mut coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>> =
+        vec![Default::default(); k];
+    let mut rho = Vec::with_capacity(count);
+    let mut reports = Vec::with_capacity(count);
+    let mut p = 0;
+    for a in 0..k {
+        for b in a + 1..k {
+            let (rows, sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
+                ((0..ds.len()).collect(), None)
+            } else {
+                let rows: Vec<usize> = (0..ds.len())
+                    .filter(|&i| class_of[i] == a || class_of[i] == b)
+                    .collect();
+                let sub = ds.subset(&rows);
+                (rows, Some(sub))
+            };
+            let data = sub.as_ref().unwrap_or(ds);
+            let y: Vec<f64> = rows
+                .iter()
+                .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
+                .collect();
+            let prob = Problem::new(data, y, kernel, params.c)?;
+            let info = PairInfo {
+                index: p,
+                count,
+                classes: (labels[a], labels[b]),
+                m: rows.len(),
+            };
+            let mut obs = observers(&info);
+            let mut obs_refs: Vec<&mut dyn Observer> =
+                obs.iter_mut().map(|o| o.as_mut() as &mut dyn Observer).collect();
+            let result = {
+                let mut be = cpu_backend(&prob, params.cpu);
+                solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
+            };
+            let mut r = 0.0;
+            for (li, al) in result.alpha.iter() {
+                let gi = rows[li];
+                let yi = prob.y[li];
+                r -= al * yi;
+                let c = class_of[gi];
+                let row = if c == a { b - 1 } else { a };
+                coef[c].entry(gi).or_insert_with(|| vec![0.0; k - 1])[row] = al * yi;
+            }
+            rho.push(r);
+            reports.push(PairReport {
+                classes: (labels[a], labels[b]),
+                m: rows.len(),
+                result,
+            });
+            p += 1;
+        }
+    }
+    let mut sv_rows = Vec::new();
+    let mut sv_labels = Vec::new();
+    let mut nr_sv = vec![0; k];
+    let mut sv_coef = vec![Vec::new(); k - 1];
+    for c in 0..k {
+        for (&gi, cs) in &coef[c] {
+            sv_rows.push(gi);
+            sv_labels.push(labels[c]);
+            for (t, v) in cs.iter().enumerate() {
+                sv_coef[t].push(*v);
+            }
+            nr_sv[c] += 1;
+        }
+    }
+    let model = Model {
+        kernel,
+        labels,
+        nr_sv,
+        sv: sv_dataset(ds, &sv_rows, sv_labels),
+        sv_coef,
+        rho,
+    };
+    Ok((model, reports))
+}
