@@ -221,8 +221,15 @@ pub(crate) mod tests {
     fn sample_text() -> Vec<u8> {
         let mut s = Vec::new();
         for i in 0..20000 {
-            writeln!(s, "{} 1:{} 7:{}.5 123:{}", if i % 3 == 0 { 1 } else { -1 }, i, i % 17, i * 7)
-                .unwrap();
+            writeln!(
+                s,
+                "{} 1:{} 7:{}.5 123:{}",
+                if i % 3 == 0 { 1 } else { -1 },
+                i,
+                i % 17,
+                i * 7
+            )
+            .unwrap();
         }
         s
     }
@@ -230,7 +237,8 @@ pub(crate) mod tests {
     fn read_all(path: &Path) -> Result<(Vec<u8>, Compression)> {
         let (mut r, fmt) = open_with_format(path)?;
         let mut out = Vec::new();
-        r.read_to_end(&mut out).map_err(|e| read_error(path, fmt, e))?;
+        r.read_to_end(&mut out)
+            .map_err(|e| read_error(path, fmt, e))?;
         Ok((out, fmt))
     }
 
@@ -350,7 +358,10 @@ pub(crate) mod tests {
                 Ok(())
             })
             .unwrap();
-            assert_eq!(seen, b"a b\nlong line here\n\nlast-no-newline\n", "cap {cap}");
+            assert_eq!(
+                seen, b"a b\nlong line here\n\nlast-no-newline\n",
+                "cap {cap}"
+            );
         }
     }
 }

@@ -8,8 +8,8 @@
 //! * Blank lines and lines starting with `#` are ignored; CRLF is fine.
 //! * Labels are f64, features f32; NaN and infinite values are errors.
 
-use super::compress::{for_each_line_chunk, open_with_format};
 use super::Dataset;
+use super::compress::{for_each_line_chunk, open_with_format};
 use crate::error::{Error, Result};
 use std::path::Path;
 
@@ -49,11 +49,7 @@ pub fn read_csv(path: &Path, label_col: i64) -> Result<Dataset> {
     }
     let n_features = st.first.map_or(0, |(n, _)| n - 1);
     Ok(Dataset::from_csr(
-        n_features,
-        st.indptr,
-        st.indices,
-        st.values,
-        st.labels,
+        n_features, st.indptr, st.indices, st.values, st.labels,
     ))
 }
 
@@ -101,7 +97,14 @@ impl CsvState<'_> {
     }
 
     fn row(&mut self, raw: &[u8]) -> Result<()> {
-        let line = raw.trim_ascii();
+        let mut line = raw.trim_ascii();
+        if self.first.is_none() {
+            // A UTF-8 byte-order mark would make a numeric first line look like a header.
+            line = line
+                .strip_prefix(b"\xEF\xBB\xBF")
+                .unwrap_or(line)
+                .trim_ascii();
+        }
         if line.is_empty() || line[0] == b'#' {
             return Ok(());
         }
@@ -130,7 +133,8 @@ impl CsvState<'_> {
                 self.label = col as usize;
                 let is_header = line
                     .split(|&c| c == b',')
-                    .any(|f| fast_float2::parse::<f64, _>(clean(f)).is_err());
+                    .map(clean)
+                    .any(|f| !f.is_empty() && fast_float2::parse::<f64, _>(f).is_err());
                 if is_header {
                     return Ok(());
                 }
@@ -263,6 +267,9 @@ mod tests {
         // A numeric first line is data.
         let ds = parse("1,2,1\n3,4,-1\n", -1).unwrap();
         assert_eq!(ds.len(), 2);
+        // A byte-order mark does not make a header.
+        let ds = parse("\u{feff}1,2,1\n3,4,-1\n", -1).unwrap();
+        assert_eq!(ds.len(), 2);
         // Quoted numbers are numbers.
         let ds = parse("\"1\",\"2\",1\n", -1).unwrap();
         assert_eq!(ds.len(), 1);
@@ -283,20 +290,29 @@ mod tests {
     #[test]
     fn errors() {
         parse_err("1,2,3\n1,2\n", -1, 2, &["2 fields", "expected 3", "line 1"]);
-        parse_err("a,b,c\n1,2,3\n1,2,3,4\n", -1, 3, &["4 fields", "expected 3"]);
+        parse_err(
+            "a,b,c\n1,2,3\n1,2,3,4\n",
+            -1,
+            3,
+            &["4 fields", "expected 3"],
+        );
         parse_err("1,2,3\n1,x,3\n", -1, 2, &["`x`", "field 2"]);
         parse_err("1,2,3\n1,2,abc\n", -1, 2, &["`abc`", "label", "field 3"]);
         parse_err("1,2,3\n1,nan,3\n", -1, 2, &["`nan`", "finite"]);
         parse_err("1,2,3\n1,2,inf\n", -1, 2, &["`inf`", "label"]);
         parse_err("1,2,3\n\n1,,3\n", -1, 3, &["field 2", "empty"]);
         parse_err("1,2,3\n1,1e40,3\n", -1, 2, &["`1e40`"]);
+        // An empty field on the first line is an error, not a header.
+        parse_err("1,,3\n1,2,3\n", -1, 1, &["field 2", "empty"]);
     }
 
     #[test]
     fn bad_label_col_and_empty_file() {
         for col in [3, -4] {
             match parse("1,2,3\n", col) {
-                Err(Error::InvalidData { msg, .. }) => assert!(msg.contains("out of range"), "{msg}"),
+                Err(Error::InvalidData { msg, .. }) => {
+                    assert!(msg.contains("out of range"), "{msg}")
+                }
                 other => panic!("{other:?}"),
             }
         }

@@ -155,7 +155,9 @@ pub fn read_kdd99_raw(path: &Path) -> Result<Dataset> {
             msg: "no data rows".into(),
         });
     }
-    Ok(Dataset::from_csr(N_FEATURES, indptr, indices, values, labels))
+    Ok(Dataset::from_csr(
+        N_FEATURES, indptr, indices, values, labels,
+    ))
 }
 
 /// Converts `raw` to `<out_prefix>.train` and `<out_prefix>.test` (LIBSVM format):
@@ -361,7 +363,12 @@ mod tests {
         let te = read_libsvm(&test.path).unwrap();
         assert_eq!((tr.len(), te.len()), (8, 2));
         assert!(tr.n_features() <= 38 && te.n_features() <= 38);
-        assert!(tr.labels.iter().chain(&te.labels).all(|&y| y == 1.0 || y == -1.0));
+        assert!(
+            tr.labels
+                .iter()
+                .chain(&te.labels)
+                .all(|&y| y == 1.0 || y == -1.0)
+        );
         assert_eq!(
             tr.labels.iter().filter(|&&y| y > 0.0).count(),
             s.train.positives
@@ -377,7 +384,11 @@ mod tests {
             }
         }
         let shuffled: Vec<u32> = ids.iter().map(|x| x.0).collect();
-        assert_ne!(shuffled, (1..=10).collect::<Vec<_>>(), "rows were not shuffled");
+        assert_ne!(
+            shuffled,
+            (1..=10).collect::<Vec<_>>(),
+            "rows were not shuffled"
+        );
         ids.sort_by_key(|x| x.0);
         for (k, (id, y)) in ids.iter().enumerate() {
             assert_eq!(*id as usize, k + 1);
@@ -405,7 +416,10 @@ mod tests {
         std::fs::write(&raw, sample()).unwrap();
         let out = dir.path().join("kdd.t");
         let s = convert_kdd99_all(&raw, &out).unwrap();
-        assert_eq!((s.train.rows, s.train.positives, s.train.negatives), (10, 4, 6));
+        assert_eq!(
+            (s.train.rows, s.train.positives, s.train.negatives),
+            (10, 4, 6)
+        );
         assert!(s.test.is_none());
         let ds = read_libsvm(&out).unwrap();
         assert_eq!(ds.labels, read_kdd99_raw(&raw).unwrap().labels);
@@ -431,13 +445,19 @@ mod tests {
         for (text, line, needle) in [
             (format!("{NORMAL}\n{bad_field}\n"), 2, "`18x1`"),
             (format!("{NORMAL}\n\n{short}\n"), 3, "41"),
-            (format!("{NORMAL}\n{}\n", NORMAL.replacen("normal.", ".", 1)), 2, "label"),
+            (
+                format!("{NORMAL}\n{}\n", NORMAL.replacen("normal.", ".", 1)),
+                2,
+                "label",
+            ),
         ] {
             std::fs::write(&raw, &text).unwrap();
             match read_kdd99_raw(&raw) {
                 Err(e) => {
                     let shown = e.to_string();
-                    let Error::Parse { path, line: l, msg } = e else { panic!("{shown}") };
+                    let Error::Parse { path, line: l, msg } = e else {
+                        panic!("{shown}")
+                    };
                     assert_eq!(path, raw);
                     assert_eq!(l, line, "{msg}");
                     assert!(msg.contains(needle), "{msg}");

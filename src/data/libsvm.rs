@@ -13,8 +13,8 @@
 //! * a malformed line gives [`Error::Parse`] with its 1-based line number and a
 //!   message naming the offending token and what was expected.
 
-use super::compress::{for_each_line_chunk, open_with_format};
 use super::Dataset;
+use super::compress::{for_each_line_chunk, open_with_format};
 use crate::error::{Error, Result};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -31,6 +31,9 @@ pub fn read_libsvm(path: &Path) -> Result<Dataset> {
     let mut line = 0usize;
     for_each_line_chunk(&mut *reader, path, format, |chunk| {
         let mut p = 0;
+        if line == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
+            p = 3; // UTF-8 byte-order mark
+        }
         while p < chunk.len() {
             line += 1;
             match parse_line(chunk, p, &mut b) {
@@ -145,10 +148,7 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
         return Err(bad_label(b, p));
     }
     if !y.is_finite() {
-        return Err(format!(
-            "label `{}` is not a finite number",
-            token(b, p)
-        ));
+        return Err(format!("label `{}` is not a finite number", token(b, p)));
     }
     p += n;
 
@@ -198,15 +198,18 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
             ));
         }
         p += 1;
-        let (v, n) = match fast_float2::parse_partial::<f32, _>(&b[p..]) {
-            Ok(r) if ends_token(b[p + r.1]) => r,
-            _ => {
-                return Err(format!(
-                    "malformed value `{}` in `{}`: expected a number",
-                    token(b, p),
-                    token(b, tok)
-                ));
-            }
+        let (v, n) = match small_int(b, p) {
+            Some(r) => r,
+            None => match fast_float2::parse_partial::<f32, _>(&b[p..]) {
+                Ok(r) if ends_token(b[p + r.1]) => r,
+                _ => {
+                    return Err(format!(
+                        "malformed value `{}` in `{}`: expected a number",
+                        token(b, p),
+                        token(b, tok)
+                    ));
+                }
+            },
         };
         if !v.is_finite() {
             return Err(format!(
@@ -230,10 +233,36 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
     Ok(p)
 }
 
+/// Fast path for the common values `1`, `0`, `255`…: an unsigned integer of at most
+/// 7 digits (exact in f32) ending the token. `None` sends the caller to the general
+/// float parser.
+#[inline(always)]
+fn small_int(b: &[u8], p: usize) -> Option<(f32, usize)> {
+    let mut v = 0u32;
+    let mut n = 0;
+    while n < 7 {
+        let d = b[p + n].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v * 10 + d as u32;
+        n += 1;
+    }
+    if n > 0 && ends_token(b[p + n]) {
+        Some((v as f32, n))
+    } else {
+        None
+    }
+}
+
 /// Position after the `\n` that ends the line containing `b[p]`.
 #[inline]
 fn skip_line(b: &[u8], p: usize) -> usize {
-    p + b[p..].iter().position(|&c| c == b'\n').unwrap_or(b.len() - p - 1) + 1
+    p + b[p..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .unwrap_or(b.len() - p - 1)
+        + 1
 }
 
 /// The whitespace-delimited token starting at `b[p]`, for messages (shortened if long).
@@ -342,6 +371,12 @@ mod tests {
     }
 
     #[test]
+    fn byte_order_mark_is_skipped() {
+        let ds = parse("\u{feff}1 2:1\n-1 1:1\n").unwrap();
+        assert_eq!(ds.labels, vec![1.0, -1.0]);
+    }
+
+    #[test]
     fn no_final_newline_and_label_only_rows() {
         let ds = parse("1 4:1\n-1").unwrap();
         assert_eq!(ds.labels, vec![1.0, -1.0]);
@@ -390,7 +425,11 @@ mod tests {
         parse_err("1 -2:1\n", 1, &["`-2`", "index"]);
         parse_err("1 1.5:1\n", 1, &["`1.5`", "index"]);
         parse_err("1 0:1\n", 1, &["`0:1`", "start at 1"]);
-        parse_err("1 1:1\n1 5:1 3:0.5\n", 2, &["index 3 after 5: indices must be ascending", "`3:0.5`"]);
+        parse_err(
+            "1 1:1\n1 5:1 3:0.5\n",
+            2,
+            &["index 3 after 5: indices must be ascending", "`3:0.5`"],
+        );
         parse_err("1 2:1 2:1\n", 1, &["index 2 after 2", "`2:1`"]);
         parse_err("1 2:abc\n", 1, &["`abc`", "value", "number"]);
         parse_err("1 2:\n", 1, &["`2:`", "value"]);
@@ -468,7 +507,8 @@ mod tests {
     fn write_then_read_round_trips() {
         let dir = tempfile::tempdir().unwrap();
         // Awkward values: shortest round-trip printing must keep them exact.
-        let text = "1 1:0.1 3:3.4028235e38 5:-1.1754944e-38\n-1 2:0.3333333 4:16777217\n2.5 6:1e-45\n-7\n";
+        let text =
+            "1 1:0.1 3:3.4028235e38 5:-1.1754944e-38\n-1 2:0.3333333 4:16777217\n2.5 6:1e-45\n-7\n";
         let ds = read_libsvm(&write(&dir, "a", text)).unwrap();
         let mut buf = Vec::new();
         write_libsvm(&mut buf, &ds).unwrap();

@@ -10,7 +10,7 @@ pub mod kdd;
 mod libsvm;
 pub mod scale;
 
-pub use compress::open_maybe_compressed;
+pub use compress::{Compression, open_maybe_compressed, open_with_format};
 pub use csv::read_csv;
 pub use libsvm::{read_libsvm, write_libsvm};
 

@@ -158,8 +158,10 @@ impl ScaleParams {
                     .filter(|&j| self.scaled(j, 0.0) != 0.0)
                     .map(|j| j as u32)
                     .collect();
-                let zero_val: Vec<f32> =
-                    zero_nz.iter().map(|&j| self.scaled(j as usize, 0.0)).collect();
+                let zero_val: Vec<f32> = zero_nz
+                    .iter()
+                    .map(|&j| self.scaled(j as usize, 0.0))
+                    .collect();
                 let mut ip = Vec::with_capacity(m + 1);
                 let mut ix = Vec::with_capacity(indices.len() + m * zero_nz.len());
                 let mut vs = Vec::with_capacity(indices.len() + m * zero_nz.len());
@@ -170,8 +172,7 @@ impl ScaleParams {
                     let (mut p, mut q) = (0, 0);
                     // Merge the stored entries with the features whose zero moves.
                     while p < ri.len() || q < zero_nz.len() {
-                        let (j, v) = if q == zero_nz.len() || (p < ri.len() && ri[p] < zero_nz[q])
-                        {
+                        let (j, v) = if q == zero_nz.len() || (p < ri.len() && ri[p] < zero_nz[q]) {
                             let r = (ri[p], self.scaled(ri[p] as usize, rv[p]));
                             p += 1;
                             r
@@ -250,7 +251,10 @@ impl ScaleParams {
         let num = |line: usize, t: &str, what: &str| -> Result<f64> {
             match t.parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(err(line, format!("malformed {what} `{t}`: expected a finite number"))),
+                _ => Err(err(
+                    line,
+                    format!("malformed {what} `{t}`: expected a finite number"),
+                )),
             }
         };
         let (n, l) = lines
@@ -263,7 +267,10 @@ impl ScaleParams {
         let lower = num(n, f[0], "lower bound")?;
         let upper = num(n, f[1], "upper bound")?;
         if lower >= upper {
-            return Err(err(n, format!("lower bound {lower} is not below upper bound {upper}")));
+            return Err(err(
+                n,
+                format!("lower bound {lower} is not below upper bound {upper}"),
+            ));
         }
         let mut min = Vec::new();
         let mut max = Vec::new();
@@ -323,7 +330,12 @@ mod tests {
             ip.push(ix.len());
         }
         Dataset {
-            features: Features::Sparse { n_features: d, indptr: ip, indices: ix, values: vs },
+            features: Features::Sparse {
+                n_features: d,
+                indptr: ip,
+                indices: ix,
+                values: vs,
+            },
             labels: labels.to_vec(),
         }
     }
@@ -393,7 +405,11 @@ mod tests {
         assert_eq!(a.n_features(), 3);
         assert_eq!(
             dense_rows(&a),
-            vec![vec![0.0, -1.0, 0.0], vec![-1.0, 0.0, 0.0], vec![1.0, 1.0, 0.0]]
+            vec![
+                vec![0.0, -1.0, 0.0],
+                vec![-1.0, 0.0, 0.0],
+                vec![1.0, 1.0, 0.0]
+            ]
         );
 
         // [0,1] keeps the zeros of feature 0 at zero: the sparse path.
@@ -402,7 +418,11 @@ mod tests {
         p01.apply(&mut b);
         assert_eq!(
             dense_rows(&b),
-            vec![vec![0.5, 0.0, 0.0], vec![0.0, 0.5, 0.0], vec![1.0, 1.0, 0.0]]
+            vec![
+                vec![0.5, 0.0, 0.0],
+                vec![0.0, 0.5, 0.0],
+                vec![1.0, 1.0, 0.0]
+            ]
         );
     }
 
@@ -438,9 +458,17 @@ mod tests {
 
     #[test]
     fn dense_and_sparse_give_the_same_result() {
-        let rows: &[&[f32]] = &[&[0.0, 3.0, 0.0, 1.0], &[2.0, 0.0, 0.0, 1.0], &[0.0, -1.0, 5.0, 1.0], &[0.0, 0.0, 0.0, 0.0]];
+        let rows: &[&[f32]] = &[
+            &[0.0, 3.0, 0.0, 1.0],
+            &[2.0, 0.0, 0.0, 1.0],
+            &[0.0, -1.0, 5.0, 1.0],
+            &[0.0, 0.0, 0.0, 0.0],
+        ];
         let ds = Dataset {
-            features: Features::Dense { n_features: 4, values: rows.concat() },
+            features: Features::Dense {
+                n_features: 4,
+                values: rows.concat(),
+            },
             labels: vec![1.0, -1.0, 1.0, -1.0],
         };
         let mut sp_ip = vec![0];
@@ -455,7 +483,12 @@ mod tests {
             sp_ip.push(ix.len());
         }
         let sp = Dataset {
-            features: Features::Sparse { n_features: 4, indptr: sp_ip, indices: ix, values: vs },
+            features: Features::Sparse {
+                n_features: 4,
+                indptr: sp_ip,
+                indices: ix,
+                values: vs,
+            },
             labels: ds.labels.clone(),
         };
         for (lo, hi) in [(-1.0, 1.0), (0.0, 1.0), (2.0, 3.0)] {
@@ -501,7 +534,11 @@ mod tests {
     fn loads_svm_scale_files() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("r");
-        std::fs::write(&f, "x\n0 1\n3 -2.5000000000000000 1.0000000000000000e+01\n1 0 1\n").unwrap();
+        std::fs::write(
+            &f,
+            "x\n0 1\n3 -2.5000000000000000 1.0000000000000000e+01\n1 0 1\n",
+        )
+        .unwrap();
         let p = ScaleParams::load(&f).unwrap();
         assert_eq!((p.lower, p.upper), (0.0, 1.0));
         assert_eq!(p.min, vec![0.0, 0.0, -2.5]);
@@ -543,7 +580,10 @@ mod tests {
     fn fit_rejects_bad_ranges() {
         let ds = dense(&[&[1.0]]);
         for (lo, hi) in [(1.0, 1.0), (1.0, -1.0), (f64::NAN, 1.0)] {
-            assert!(matches!(ScaleParams::fit(&ds, lo, hi), Err(Error::InvalidParam(_))));
+            assert!(matches!(
+                ScaleParams::fit(&ds, lo, hi),
+                Err(Error::InvalidParam(_))
+            ));
         }
     }
 }
