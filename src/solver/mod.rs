@@ -272,6 +272,9 @@ pub struct SolveResult {
     pub stats: BackendStats,
 }
 
+/// Iterations without a new best objective or gap after which the run is declared stalled.
+pub const STALL_ITERATIONS: u32 = 100_000;
+
 /// Runs a variant to a stop rule on a backend.
 pub fn solve(
     prob: &Problem<'_>,
@@ -296,6 +299,7 @@ pub fn solve(
     };
     let mut last_step: Option<Step> = None;
     let mut best_f = f64::INFINITY;
+    let mut best_gap = f64::INFINITY;
     let mut no_progress = 0u32;
     let (stop, gap) = loop {
         let red = be.reduce(&state.alpha)?;
@@ -328,13 +332,14 @@ pub fn solve(
         if params.time_limit.is_some_and(|t| elapsed >= t) {
             break (StopReason::TimeLimit, gap);
         }
-        // Floating-point floor: f cannot decrease any more for many iterations in a row.
-        if state.f < best_f {
-            best_f = state.f;
+        // Floating-point floor: neither f nor the gap has improved for a long stretch.
+        if state.f < best_f || gap < best_gap {
+            best_f = best_f.min(state.f);
+            best_gap = best_gap.min(gap);
             no_progress = 0;
         } else {
             no_progress += 1;
-            if no_progress > 1000 {
+            if no_progress > STALL_ITERATIONS {
                 break (StopReason::Stalled, gap);
             }
         }
