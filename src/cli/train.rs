@@ -240,6 +240,25 @@ pub fn run(a: TrainArgs) -> Result<()> {
     if let Some(t) = &trace {
         t.borrow_mut().finish()?;
     }
+    for r in &reports {
+        let (f, gap) = (
+            r.result.certified_f.unwrap_or(r.result.f),
+            r.result.certified_gap.unwrap_or(r.result.gap),
+        );
+        if gap > 2.0 * f && !a.quiet {
+            eprintln!(
+                "fwsvm: warning: {}the duality gap ({gap:.3e}) exceeds 2f = αᵀQα ({:.3e}): some \
+                 point's margin is still negative and the model may be far from optimal; \
+                 lower -e/--eps (ε is absolute and f shrinks as C grows)",
+                if reports.len() > 1 {
+                    format!("pair {} vs {}: ", r.classes.0, r.classes.1)
+                } else {
+                    String::new()
+                },
+                2.0 * f
+            );
+        }
+    }
     model.save(&model_path)?;
     if !a.quiet {
         if multiclass {

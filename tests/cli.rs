@@ -1,0 +1,298 @@
+//! The command line: one test per bad-input case (message names file, line and token; exit
+//! code 2; no panic; nothing overwritten), plus the happy paths of every subcommand.
+
+mod common;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+fn fwsvm() -> Command {
+    Command::cargo_bin("fwsvm").expect("fwsvm binary")
+}
+
+/// A small separable-ish training file.
+fn write_train(dir: &Path) -> PathBuf {
+    let p = dir.join("train.txt");
+    let mut s = String::from("# a comment\n\n");
+    for i in 0..60 {
+        let y = if i % 2 == 0 { 1 } else { -1 };
+        let x1 = y as f64 * 0.8 + (i as f64 * 0.037).sin() * 0.3;
+        let x2 = (i as f64 * 0.11).cos();
+        s.push_str(&format!("{y} 1:{x1:.4} 2:{x2:.4}\n"));
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn bad_input(dir: &Path, name: &str, body: &[u8], expect: &[&str]) {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    let model = dir.join(format!("{name}.model"));
+    let mut pred = predicate::str::contains(name).boxed();
+    for e in expect {
+        pred = pred.and(predicate::str::contains(*e)).boxed();
+    }
+    fwsvm()
+        .arg("train")
+        .arg(&p)
+        .arg(&model)
+        .assert()
+        .code(2)
+        .stderr(pred)
+        .stderr(predicate::str::contains("panicked").not());
+    assert!(!model.exists(), "a failed run must not write a model");
+}
+
+#[test]
+fn malformed_token() {
+    let d = common::tempdir();
+    bad_input(d.path(), "tok.txt", b"1 1:0.5 2:0.1\n-1 1:abc\n", &[":2:", "abc"]);
+}
+
+#[test]
+fn token_without_colon() {
+    let d = common::tempdir();
+    bad_input(d.path(), "colon.txt", b"1 1:0.5\n-1 1:0.2 3\n", &[":2:", "`3`"]);
+}
+
+#[test]
+fn index_zero() {
+    let d = common::tempdir();
+    bad_input(d.path(), "zero.txt", b"1 1:0.5\n-1 0:0.2\n", &[":2:", "0:0.2"]);
+}
+
+#[test]
+fn non_ascending_index() {
+    let d = common::tempdir();
+    bad_input(d.path(), "order.txt", b"1 1:0.5\n1 2:1\n-1 5:0.2 3:1\n", &[":3:", "ascending"]);
+}
+
+#[test]
+fn nan_and_inf_values() {
+    let d = common::tempdir();
+    bad_input(d.path(), "nan.txt", b"1 1:0.5\n-1 1:nan\n", &[":2:", "nan"]);
+    bad_input(d.path(), "inf.txt", b"1 1:0.5\n-1 1:0.1\n1 2:inf\n", &[":3:", "inf"]);
+    bad_input(d.path(), "nanlabel.txt", b"1 1:0.5\nnan 1:0.1\n", &[":2:", "nan"]);
+}
+
+#[test]
+fn empty_file() {
+    let d = common::tempdir();
+    bad_input(d.path(), "empty.txt", b"", &["no data rows"]);
+    bad_input(d.path(), "comments.txt", b"# nothing\n\n", &["no data rows"]);
+}
+
+#[test]
+fn one_class() {
+    let d = common::tempdir();
+    bad_input(d.path(), "oneclass.txt", b"1 1:0.5\n1 1:0.2\n1 2:1\n", &["same label", "two classes"]);
+}
+
+#[test]
+fn missing_file() {
+    let d = common::tempdir();
+    let p = d.path().join("nope.txt");
+    fwsvm()
+        .arg("train")
+        .arg(&p)
+        .arg(d.path().join("m.model"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("nope.txt").and(predicate::str::contains("No such file")));
+}
+
+#[test]
+fn corrupt_and_truncated_compressed_files() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let plain = std::fs::read(&train).unwrap();
+    // gzip, truncated
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).unwrap();
+    let gz = gz.finish().unwrap();
+    bad_input(d.path(), "trunc.gz", &gz[..gz.len() / 2], &["gzip"]);
+    // xz, truncated
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 6);
+    xz.write_all(&plain).unwrap();
+    let xz = xz.finish().unwrap();
+    bad_input(d.path(), "trunc.xz", &xz[..xz.len() - 20], &["xz"]);
+    // bzip2 with a corrupted body
+    let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+    bz.write_all(&plain).unwrap();
+    let mut bz = bz.finish().unwrap();
+    let mid = bz.len() / 2;
+    for b in &mut bz[mid..mid + 16] {
+        *b ^= 0x5a;
+    }
+    bad_input(d.path(), "corrupt.bz2", &bz, &["bzip2"]);
+}
+
+#[test]
+fn model_file_that_is_not_a_model() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let fake = d.path().join("fake.model");
+    std::fs::write(&fake, "hello world\nthis is not a model\n").unwrap();
+    fwsvm()
+        .arg("predict")
+        .arg(&train)
+        .arg(&fake)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("fake.model:1").and(predicate::str::contains("not a valid model")));
+    // a truncated real model
+    let model = d.path().join("m.model");
+    fwsvm().arg("train").arg("-q").arg(&train).arg(&model).assert().success();
+    let text = std::fs::read_to_string(&model).unwrap();
+    let cut = d.path().join("cut.model");
+    std::fs::write(&cut, &text[..text.len() * 2 / 3]).unwrap();
+    fwsvm()
+        .arg("predict")
+        .arg(&train)
+        .arg(&cut)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cut.model"));
+}
+
+#[test]
+fn test_data_with_more_features_than_the_model() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let model = d.path().join("m.model");
+    fwsvm().arg("train").arg("-q").arg(&train).arg(&model).assert().success();
+    let test = d.path().join("wide.txt");
+    std::fs::write(&test, "1 1:0.8 2:0.1 7:1\n-1 1:-0.8 2:0.3 9:0.5\n").unwrap();
+    fwsvm()
+        .arg("predict")
+        .arg(&test)
+        .arg(&model)
+        .arg(d.path().join("out.txt"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("warning").and(predicate::str::contains("wide.txt")))
+        .stdout(predicate::str::contains("Accuracy = "));
+}
+
+#[test]
+fn failed_run_keeps_the_existing_model() {
+    let d = common::tempdir();
+    let model = d.path().join("keep.model");
+    std::fs::write(&model, "precious").unwrap();
+    let bad = d.path().join("bad.txt");
+    std::fs::write(&bad, "1 1:0.5\n-1 1:x\n").unwrap();
+    fwsvm().arg("train").arg(&bad).arg(&model).assert().code(2);
+    assert_eq!(std::fs::read_to_string(&model).unwrap(), "precious");
+    // Bad parameters are usage errors (exit 2) and leave it alone too.
+    let train = write_train(d.path());
+    fwsvm().args(["train", "-c", "-1"]).arg(&train).arg(&model).assert().code(2);
+    fwsvm().args(["train", "-g", "0"]).arg(&train).arg(&model).assert().code(2);
+    assert_eq!(std::fs::read_to_string(&model).unwrap(), "precious");
+}
+
+#[test]
+fn train_predict_trace_and_decision_values() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let model = d.path().join("m.model");
+    let trace = d.path().join("trace.csv");
+    fwsvm()
+        .args(["train", "-a", "mfw", "-e", "1e-6", "--test"])
+        .arg(&train)
+        .arg("--trace")
+        .arg(&trace)
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Accuracy = 100% (60/60) (classification)"))
+        .stderr(predicate::str::contains("certified gap").and(predicate::str::contains("converged")));
+    let t = std::fs::read_to_string(&trace).unwrap();
+    let mut lines = t.lines();
+    assert_eq!(lines.next().unwrap(), "iteration,seconds,f,gap,step,step_size,active");
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() > 2);
+    assert!(rows[0].contains(",init,"));
+    let last_gap: f64 = rows.last().unwrap().split(',').nth(3).unwrap().parse().unwrap();
+    assert!(last_gap <= 1e-6);
+    let out = d.path().join("pred.txt");
+    fwsvm()
+        .args(["predict", "--decision-values"])
+        .arg(&train)
+        .arg(&model)
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Accuracy = 100% (60/60)"));
+    let p = std::fs::read_to_string(&out).unwrap();
+    let first: Vec<&str> = p.lines().next().unwrap().split(' ').collect();
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[0], "1");
+    assert!(first[1].parse::<f64>().unwrap() > 0.0);
+}
+
+#[test]
+fn csv_input_scale_and_kdd_convert() {
+    let d = common::tempdir();
+    let csv = d.path().join("data.csv");
+    let mut s = String::from("f1,f2,label\n");
+    for i in 0..40 {
+        let y = if i % 2 == 0 { 1 } else { -1 };
+        s.push_str(&format!("{},{},{y}\n", y as f64 * 3.0 + (i as f64 * 0.1), i % 5));
+    }
+    std::fs::write(&csv, s).unwrap();
+    let model = d.path().join("csv.model");
+    fwsvm()
+        .args(["train", "-q", "--format", "csv", "--label-col", "-1", "--test"])
+        .arg(&csv)
+        .arg(&csv)
+        .arg(&model)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Accuracy = 100%"));
+    // scale: fit, save, restore
+    let train = write_train(d.path());
+    let params = d.path().join("range");
+    let scaled = d.path().join("scaled.txt");
+    fwsvm()
+        .args(["scale", "-l", "0", "-u", "1", "-s"])
+        .arg(&params)
+        .arg(&train)
+        .arg(&scaled)
+        .assert()
+        .success();
+    let txt = std::fs::read_to_string(&scaled).unwrap();
+    for tok in txt.split_whitespace().filter(|t| t.contains(':')) {
+        let v: f64 = tok.split(':').nth(1).unwrap().parse().unwrap();
+        assert!((0.0..=1.0).contains(&v), "{tok}");
+    }
+    let restored = d.path().join("restored.txt");
+    fwsvm().args(["scale", "-r"]).arg(&params).arg(&train).arg(&restored).assert().success();
+    assert_eq!(std::fs::read_to_string(&restored).unwrap(), txt);
+    // KDD99 conversion of a tiny raw sample
+    let raw = d.path().join("kdd.csv");
+    let mut r = String::new();
+    for i in 0..10 {
+        let label = if i % 3 == 0 { "normal." } else { "smurf." };
+        r.push_str(&format!(
+            "0,tcp,http,SF,{},5450,0,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,8,8,0.00,0.00,0.00,0.00,1.00,0.00,0.00,9,9,1.00,0.00,0.11,0.00,0.00,0.00,0.00,0.00,{label}\n",
+            100 + i
+        ));
+    }
+    std::fs::write(&raw, r).unwrap();
+    let prefix = d.path().join("kdd");
+    fwsvm().args(["convert", "kdd99"]).arg(&raw).arg(&prefix).assert().success();
+    let tr = std::fs::read_to_string(d.path().join("kdd.train")).unwrap();
+    let te = std::fs::read_to_string(d.path().join("kdd.test")).unwrap();
+    assert_eq!(tr.lines().count() + te.lines().count(), 10);
+    assert_eq!(te.lines().count(), 2);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    fwsvm().arg("train").assert().code(2);
+    fwsvm().args(["train", "-a", "nope", "x"]).assert().code(2);
+    fwsvm().arg("bogus").assert().code(2);
+}

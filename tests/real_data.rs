@@ -1,0 +1,161 @@
+//! Training on the shared real datasets, checked against accuracies measured with fwsvm
+//! (minus 0.3 point) and against LIBSVM itself (libsvm-official) loading our models.
+//!
+//! Parameters (documented in README): RBF kernel, γ = auto (1 / mean squared distance over
+//! 10,000 seeded pairs), seed 1, ε = 1e-4 unless stated.
+
+mod common;
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn fwsvm() -> Command {
+    Command::cargo_bin("fwsvm").expect("fwsvm binary")
+}
+
+fn accuracy_of(stdout: &[u8]) -> f64 {
+    let s = String::from_utf8_lossy(stdout);
+    let line = s
+        .lines()
+        .find(|l| l.starts_with("Accuracy = "))
+        .unwrap_or_else(|| panic!("no accuracy line in {s}"));
+    line["Accuracy = ".len()..]
+        .split('%')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("bad accuracy line {line}"))
+}
+
+/// Trains and predicts through the CLI; returns (accuracy, model path, predictions path).
+fn train_and_test(
+    dir: &Path,
+    train: &Path,
+    test: &Path,
+    args: &[&str],
+) -> (f64, PathBuf, PathBuf) {
+    let model = dir.join("m.model");
+    let out = fwsvm()
+        .arg("train")
+        .args(args)
+        .arg("-q")
+        .arg(train)
+        .arg(&model)
+        .assert()
+        .success();
+    drop(out);
+    let pred = dir.join("pred.txt");
+    let out = fwsvm()
+        .args(["predict", "-q"])
+        .arg(test)
+        .arg(&model)
+        .arg(&pred)
+        .assert()
+        .success();
+    (accuracy_of(&out.get_output().stdout), model, pred)
+}
+
+/// Python with libsvm-official: $FWSVM_PYTHON, else ./.venv/bin/python. Required in CI.
+fn libsvm_python() -> Option<PathBuf> {
+    let cand = std::env::var_os("FWSVM_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let ok = std::process::Command::new(&cand)
+        .args(["-c", "import libsvm.svmutil"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        return Some(cand);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("libsvm-official is not importable by {} in CI", cand.display());
+    }
+    eprintln!("SKIPPED: LIBSVM comparison (no python with libsvm-official; set FWSVM_PYTHON)");
+    None
+}
+
+/// LIBSVM loads `model` and its predictions on `data` agree with ours on ≥ 99.9 % of rows.
+fn check_libsvm_agrees(dir: &Path, model: &Path, data: &Path, ours: &Path) {
+    let Some(py) = libsvm_python() else { return };
+    let theirs = dir.join("libsvm_pred.txt");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/libsvm_predict.py");
+    let st = std::process::Command::new(py)
+        .arg(script)
+        .arg(model)
+        .arg(data)
+        .arg(&theirs)
+        .status()
+        .expect("run python");
+    assert!(st.success(), "LIBSVM failed to load or apply {}", model.display());
+    let a: Vec<f64> = std::fs::read_to_string(ours)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let b: Vec<f64> = std::fs::read_to_string(&theirs)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(a.len(), b.len());
+    let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+    let frac = same as f64 / a.len() as f64;
+    assert!(frac >= 0.999, "LIBSVM agrees on only {:.4} % of labels", 100.0 * frac);
+}
+
+#[test]
+fn a9a_partan_accuracy_and_libsvm_agreement() {
+    let (Some(train), Some(test)) = (common::dataset("a9a.xz"), common::dataset("a9a.t.xz")) else {
+        return;
+    };
+    let dir = common::tempdir();
+    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-a", "partan"]);
+    // Measured: 84.4543 % (13750/16281).
+    assert!(acc >= 84.45 - 0.3, "a9a accuracy {acc}");
+    check_libsvm_agrees(dir.path(), &model, &test, &pred);
+}
+
+#[test]
+fn a9a_large_c_keeps_a_sane_model() {
+    let (Some(train), Some(test)) = (common::dataset("a9a.xz"), common::dataset("a9a.t.xz")) else {
+        return;
+    };
+    let dir = common::tempdir();
+    // ε is absolute (paper 004) and f* shrinks with C (≈ 2e-7 here): at the default 1e-4 the
+    // run stops far from the optimum, and fwsvm warns about it; at 1e-5 the model is sound.
+    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-c", "1000", "-e", "1e-5"]);
+    // Measured: 79.4607 % (the C++ of paper 004's authors drops to 27 % at C = 1000).
+    assert!(acc >= 79.46 - 0.3, "a9a at C = 1000: accuracy {acc}");
+    check_libsvm_agrees(dir.path(), &model, &test, &pred);
+}
+
+#[test]
+fn ijcnn1_partan_accuracy() {
+    let (Some(train), Some(test)) = (common::dataset("ijcnn1.trn.bz2"), common::dataset("ijcnn1.tst.bz2"))
+    else {
+        return;
+    };
+    let dir = common::tempdir();
+    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-c", "100", "-e", "1e-5"]);
+    assert!(acc >= IJCNN1_ACC - 0.3, "ijcnn1 accuracy {acc}");
+    check_libsvm_agrees(dir.path(), &model, &test, &pred);
+}
+
+/// Measured: 98.5682 % (90388/91701) with C = 100, ε = 1e-5.
+const IJCNN1_ACC: f64 = 98.568;
+
+#[test]
+fn pendigits_one_versus_one() {
+    let (Some(train), Some(test)) = (common::dataset("pendigits.xz"), common::dataset("pendigits.t.xz"))
+    else {
+        return;
+    };
+    let dir = common::tempdir();
+    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-a", "partan"]);
+    assert!(acc >= PENDIGITS_ACC - 0.3, "pendigits accuracy {acc}");
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(text.contains("nr_class 10"));
+    check_libsvm_agrees(dir.path(), &model, &test, &pred);
+}
+
+/// Measured: 97.57 % (3413/3498), 45 pairs, C = 1.
+const PENDIGITS_ACC: f64 = 97.57;
