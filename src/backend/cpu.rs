@@ -78,6 +78,8 @@ pub struct CpuBackend<'a, T: Elem> {
     min_valid: bool,
     inv_c: f64,
     stats: BackendStats,
+    /// Column just computed by `column_entries`: the update that follows is not a cache hit.
+    fresh: usize,
 }
 
 impl<'a, T: Elem> CpuBackend<'a, T> {
@@ -97,6 +99,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             min_valid: false,
             inv_c: 1.0 / prob.c,
             stats: BackendStats::default(),
+            fresh: usize::MAX,
         }
     }
 
@@ -234,7 +237,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// Makes column j resident; returns its slot and whether it must be computed.
     fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
         let (slot, hit) = self.cache.get_or_assign(j, pinned);
-        if hit {
+        if hit && j != std::mem::replace(&mut self.fresh, usize::MAX) {
             self.stats.cache_hits += 1;
         }
         (slot, !hit)
@@ -389,6 +392,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             self.pass(&[(slot, j, 0)], None);
             self.chunk_min = saved;
             self.min_valid = keep_min;
+            self.fresh = j;
         }
         let col = self.cache.data(slot);
         for (o, &i) in out.iter_mut().zip(idx) {
