@@ -41,11 +41,21 @@ fn data_bytes(ds: &Dataset) -> u64 {
 fn column_pass(c: &mut Criterion) {
     let mut g = c.benchmark_group("column");
     g.sample_size(10);
-    for &(label, d, density) in &[("dense-d38", 38usize, 1.0f64), ("csr-d123-11pct", 123, 0.11)] {
+    for &(label, d, density) in &[
+        ("dense-d38", 38usize, 1.0f64),
+        ("csr-d123-11pct", 123, 0.11),
+    ] {
         for &m in &[10_000usize, 100_000, 400_000] {
             let ds = dataset(m, d, density, 7);
-            let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
-            let mut be = cpu_backend(&prob, CpuConfig { cache_bytes: 0, precision: Precision::F32 });
+            let prob =
+                Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+            let mut be = cpu_backend(
+                &prob,
+                CpuConfig {
+                    cache_bytes: 0,
+                    precision: Precision::F32,
+                },
+            );
             g.throughput(Throughput::Bytes(data_bytes(&ds)));
             let mut j = 0usize;
             g.bench_with_input(BenchmarkId::new(label, m), &m, |b, _| {
@@ -94,7 +104,13 @@ fn iterations(c: &mut Criterion) {
     for alg in Algorithm::ALL {
         g.bench_function(alg.name(), |b| {
             b.iter(|| {
-                let mut be = cpu_backend(&prob, CpuConfig { cache_bytes: 0, precision: Precision::F32 });
+                let mut be = cpu_backend(
+                    &prob,
+                    CpuConfig {
+                        cache_bytes: 0,
+                        precision: Precision::F32,
+                    },
+                );
                 let params = SolverParams {
                     algorithm: alg,
                     eps: 1e-12,
@@ -102,7 +118,11 @@ fn iterations(c: &mut Criterion) {
                     certify: false,
                     ..Default::default()
                 };
-                black_box(solve(&prob, be.as_mut(), &params, &mut []).unwrap().iterations)
+                black_box(
+                    solve(&prob, be.as_mut(), &params, &mut [])
+                        .unwrap()
+                        .iterations,
+                )
             })
         });
     }

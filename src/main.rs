@@ -10,7 +10,11 @@ fn main() -> ExitCode {
         Err(e) => {
             // Every message already names the file, line and cause.
             eprintln!("fwsvm: error: {e}");
-            if e.is_user_error() { ExitCode::from(2) } else { ExitCode::from(1) }
+            if e.is_user_error() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -107,7 +107,10 @@ impl Model {
         const BLOCK: usize = 256;
         let mut svd = Array2::<f64>::zeros((nsv, d));
         for j in 0..nsv {
-            scatter(self.sv.row(j), svd.row_mut(j).as_slice_mut().unwrap_or(&mut []));
+            scatter(
+                self.sv.row(j),
+                svd.row_mut(j).as_slice_mut().unwrap_or(&mut []),
+            );
         }
         let svt = svd.t();
         let results: Vec<(f64, Vec<f64>)> = (0..n.div_ceil(BLOCK))
@@ -117,7 +120,10 @@ impl Model {
                 let r1 = (r0 + BLOCK).min(n);
                 let mut xb = Array2::<f64>::zeros((r1 - r0, d));
                 for r in r0..r1 {
-                    scatter(ds.row(r), xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []));
+                    scatter(
+                        ds.row(r),
+                        xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []),
+                    );
                 }
                 let dots = xb.dot(&svt);
                 let mut kv = vec![0.0; nsv];
@@ -168,7 +174,11 @@ impl Model {
         writeln!(
             w,
             "nr_sv {}",
-            self.nr_sv.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")
+            self.nr_sv
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
         )?;
         writeln!(w, "SV")?;
         let mut line = String::new();
@@ -262,10 +272,16 @@ impl Model {
                     })?)
                 }
                 "rho" => {
-                    rho = rest.iter().map(|t| num(ln, key, t)).collect::<Result<_>>()?;
+                    rho = rest
+                        .iter()
+                        .map(|t| num(ln, key, t))
+                        .collect::<Result<_>>()?;
                 }
                 "label" => {
-                    labels = rest.iter().map(|t| num(ln, key, t)).collect::<Result<_>>()?;
+                    labels = rest
+                        .iter()
+                        .map(|t| num(ln, key, t))
+                        .collect::<Result<_>>()?;
                 }
                 "nr_sv" => {
                     nr_sv = rest
@@ -291,7 +307,10 @@ impl Model {
             }
         }
         if !saw_sv {
-            return Err(bad(0, "no `SV` section (is this a LIBSVM model file?)".into()));
+            return Err(bad(
+                0,
+                "no `SV` section (is this a LIBSVM model file?)".into(),
+            ));
         }
         match svm_type.as_deref() {
             Some("c_svc") | Some("nu_svc") => {}
@@ -334,7 +353,13 @@ impl Model {
             ));
         }
         if nr_sv.iter().sum::<usize>() != total {
-            return Err(bad(0, format!("nr_sv sums to {} but total_sv is {total}", nr_sv.iter().sum::<usize>())));
+            return Err(bad(
+                0,
+                format!(
+                    "nr_sv sums to {} but total_sv is {total}",
+                    nr_sv.iter().sum::<usize>()
+                ),
+            ));
         }
         let mut sv_coef = vec![Vec::with_capacity(total); k - 1];
         let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
@@ -350,7 +375,10 @@ impl Model {
                 continue;
             }
             if sv_labels.len() == total {
-                return Err(bad(ln, format!("more than total_sv = {total} support vectors")));
+                return Err(bad(
+                    ln,
+                    format!("more than total_sv = {total} support vectors"),
+                ));
             }
             for c in sv_coef.iter_mut() {
                 let t = toks
@@ -363,11 +391,9 @@ impl Model {
                 let (i, v) = t
                     .split_once(':')
                     .ok_or_else(|| bad(ln, format!("expected index:value, found `{t}`")))?;
-                let i: usize = i
-                    .parse()
-                    .ok()
-                    .filter(|&i| i > last)
-                    .ok_or_else(|| bad(ln, format!("bad or non-ascending feature index in `{t}`")))?;
+                let i: usize = i.parse().ok().filter(|&i| i > last).ok_or_else(|| {
+                    bad(ln, format!("bad or non-ascending feature index in `{t}`"))
+                })?;
                 let v: f32 = v
                     .parse()
                     .ok()
@@ -387,7 +413,10 @@ impl Model {
         if sv_labels.len() != total {
             return Err(bad(
                 0,
-                format!("expected {total} support vectors, found {} (truncated file?)", sv_labels.len()),
+                format!(
+                    "expected {total} support vectors, found {} (truncated file?)",
+                    sv_labels.len()
+                ),
             ));
         }
         let sv = Dataset::from_csr(max_f, indptr, indices, values, sv_labels);

@@ -68,7 +68,8 @@ impl<'a> Problem<'a> {
     /// k(x_i, x_j), exact in f64.
     pub fn k(&self, i: usize, j: usize) -> f64 {
         let (a, b) = (self.data.row(i), self.data.row(j));
-        self.kernel.from_dot(a.dot(&b), self.norms[i], self.norms[j])
+        self.kernel
+            .from_dot(a.dot(&b), self.norms[i], self.norms[j])
     }
 
     /// Q_ij, exact in f64.

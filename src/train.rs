@@ -149,8 +149,7 @@ pub fn train(
         .collect();
     let count = k * (k - 1) / 2;
     // Per class, the global indices of its SVs and, per pair, the coefficients.
-    let mut coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>> =
-        vec![Default::default(); k];
+    let mut coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>> = vec![Default::default(); k];
     let mut rho = Vec::with_capacity(count);
     let mut reports = Vec::with_capacity(count);
     let mut p = 0;
@@ -178,8 +177,10 @@ pub fn train(
                 m: rows.len(),
             };
             let mut obs = observers(&info);
-            let mut obs_refs: Vec<&mut dyn Observer> =
-                obs.iter_mut().map(|o| o.as_mut() as &mut dyn Observer).collect();
+            let mut obs_refs: Vec<&mut dyn Observer> = obs
+                .iter_mut()
+                .map(|o| o.as_mut() as &mut dyn Observer)
+                .collect();
             let result = {
                 let mut be = cpu_backend(&prob, params.cpu);
                 solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?

@@ -48,46 +48,86 @@ fn bad_input(dir: &Path, name: &str, body: &[u8], expect: &[&str]) {
 #[test]
 fn malformed_token() {
     let d = common::tempdir();
-    bad_input(d.path(), "tok.txt", b"1 1:0.5 2:0.1\n-1 1:abc\n", &[":2:", "abc"]);
+    bad_input(
+        d.path(),
+        "tok.txt",
+        b"1 1:0.5 2:0.1\n-1 1:abc\n",
+        &[":2:", "abc"],
+    );
 }
 
 #[test]
 fn token_without_colon() {
     let d = common::tempdir();
-    bad_input(d.path(), "colon.txt", b"1 1:0.5\n-1 1:0.2 3\n", &[":2:", "`3`"]);
+    bad_input(
+        d.path(),
+        "colon.txt",
+        b"1 1:0.5\n-1 1:0.2 3\n",
+        &[":2:", "`3`"],
+    );
 }
 
 #[test]
 fn index_zero() {
     let d = common::tempdir();
-    bad_input(d.path(), "zero.txt", b"1 1:0.5\n-1 0:0.2\n", &[":2:", "0:0.2"]);
+    bad_input(
+        d.path(),
+        "zero.txt",
+        b"1 1:0.5\n-1 0:0.2\n",
+        &[":2:", "0:0.2"],
+    );
 }
 
 #[test]
 fn non_ascending_index() {
     let d = common::tempdir();
-    bad_input(d.path(), "order.txt", b"1 1:0.5\n1 2:1\n-1 5:0.2 3:1\n", &[":3:", "ascending"]);
+    bad_input(
+        d.path(),
+        "order.txt",
+        b"1 1:0.5\n1 2:1\n-1 5:0.2 3:1\n",
+        &[":3:", "ascending"],
+    );
 }
 
 #[test]
 fn nan_and_inf_values() {
     let d = common::tempdir();
     bad_input(d.path(), "nan.txt", b"1 1:0.5\n-1 1:nan\n", &[":2:", "nan"]);
-    bad_input(d.path(), "inf.txt", b"1 1:0.5\n-1 1:0.1\n1 2:inf\n", &[":3:", "inf"]);
-    bad_input(d.path(), "nanlabel.txt", b"1 1:0.5\nnan 1:0.1\n", &[":2:", "nan"]);
+    bad_input(
+        d.path(),
+        "inf.txt",
+        b"1 1:0.5\n-1 1:0.1\n1 2:inf\n",
+        &[":3:", "inf"],
+    );
+    bad_input(
+        d.path(),
+        "nanlabel.txt",
+        b"1 1:0.5\nnan 1:0.1\n",
+        &[":2:", "nan"],
+    );
 }
 
 #[test]
 fn empty_file() {
     let d = common::tempdir();
     bad_input(d.path(), "empty.txt", b"", &["no data rows"]);
-    bad_input(d.path(), "comments.txt", b"# nothing\n\n", &["no data rows"]);
+    bad_input(
+        d.path(),
+        "comments.txt",
+        b"# nothing\n\n",
+        &["no data rows"],
+    );
 }
 
 #[test]
 fn one_class() {
     let d = common::tempdir();
-    bad_input(d.path(), "oneclass.txt", b"1 1:0.5\n1 1:0.2\n1 2:1\n", &["same label", "two classes"]);
+    bad_input(
+        d.path(),
+        "oneclass.txt",
+        b"1 1:0.5\n1 1:0.2\n1 2:1\n",
+        &["same label", "two classes"],
+    );
 }
 
 #[test]
@@ -141,10 +181,19 @@ fn model_file_that_is_not_a_model() {
         .arg(&fake)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("fake.model:1").and(predicate::str::contains("not a valid model")));
+        .stderr(
+            predicate::str::contains("fake.model:1")
+                .and(predicate::str::contains("not a valid model")),
+        );
     // a truncated real model
     let model = d.path().join("m.model");
-    fwsvm().arg("train").arg("-q").arg(&train).arg(&model).assert().success();
+    fwsvm()
+        .arg("train")
+        .arg("-q")
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success();
     let text = std::fs::read_to_string(&model).unwrap();
     let cut = d.path().join("cut.model");
     std::fs::write(&cut, &text[..text.len() * 2 / 3]).unwrap();
@@ -162,7 +211,13 @@ fn test_data_with_more_features_than_the_model() {
     let d = common::tempdir();
     let train = write_train(d.path());
     let model = d.path().join("m.model");
-    fwsvm().arg("train").arg("-q").arg(&train).arg(&model).assert().success();
+    fwsvm()
+        .arg("train")
+        .arg("-q")
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success();
     let test = d.path().join("wide.txt");
     std::fs::write(&test, "1 1:0.8 2:0.1 7:1\n-1 1:-0.8 2:0.3 9:0.5\n").unwrap();
     fwsvm()
@@ -187,8 +242,18 @@ fn failed_run_keeps_the_existing_model() {
     assert_eq!(std::fs::read_to_string(&model).unwrap(), "precious");
     // Bad parameters are usage errors (exit 2) and leave it alone too.
     let train = write_train(d.path());
-    fwsvm().args(["train", "-c", "-1"]).arg(&train).arg(&model).assert().code(2);
-    fwsvm().args(["train", "-g", "0"]).arg(&train).arg(&model).assert().code(2);
+    fwsvm()
+        .args(["train", "-c", "-1"])
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .code(2);
+    fwsvm()
+        .args(["train", "-g", "0"])
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .code(2);
     assert_eq!(std::fs::read_to_string(&model).unwrap(), "precious");
 }
 
@@ -207,15 +272,29 @@ fn train_predict_trace_and_decision_values() {
         .arg(&model)
         .assert()
         .success()
-        .stdout(predicate::str::contains("Accuracy = 100% (60/60) (classification)"))
-        .stderr(predicate::str::contains("certified gap").and(predicate::str::contains("converged")));
+        .stdout(predicate::str::contains(
+            "Accuracy = 100% (60/60) (classification)",
+        ))
+        .stderr(
+            predicate::str::contains("certified gap").and(predicate::str::contains("converged")),
+        );
     let t = std::fs::read_to_string(&trace).unwrap();
     let mut lines = t.lines();
-    assert_eq!(lines.next().unwrap(), "iteration,seconds,f,gap,step,step_size,active");
+    assert_eq!(
+        lines.next().unwrap(),
+        "iteration,seconds,f,gap,step,step_size,active"
+    );
     let rows: Vec<&str> = lines.collect();
     assert!(rows.len() > 2);
     assert!(rows[0].contains(",init,"));
-    let last_gap: f64 = rows.last().unwrap().split(',').nth(3).unwrap().parse().unwrap();
+    let last_gap: f64 = rows
+        .last()
+        .unwrap()
+        .split(',')
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(last_gap <= 1e-6);
     let out = d.path().join("pred.txt");
     fwsvm()
@@ -240,12 +319,24 @@ fn csv_input_scale_and_kdd_convert() {
     let mut s = String::from("f1,f2,label\n");
     for i in 0..40 {
         let y = if i % 2 == 0 { 1 } else { -1 };
-        s.push_str(&format!("{},{},{y}\n", y as f64 * 3.0 + (i as f64 * 0.1), i % 5));
+        s.push_str(&format!(
+            "{},{},{y}\n",
+            y as f64 * 3.0 + (i as f64 * 0.1),
+            i % 5
+        ));
     }
     std::fs::write(&csv, s).unwrap();
     let model = d.path().join("csv.model");
     fwsvm()
-        .args(["train", "-q", "--format", "csv", "--label-col", "-1", "--test"])
+        .args([
+            "train",
+            "-q",
+            "--format",
+            "csv",
+            "--label-col",
+            "-1",
+            "--test",
+        ])
         .arg(&csv)
         .arg(&csv)
         .arg(&model)
@@ -269,7 +360,13 @@ fn csv_input_scale_and_kdd_convert() {
         assert!((0.0..=1.0).contains(&v), "{tok}");
     }
     let restored = d.path().join("restored.txt");
-    fwsvm().args(["scale", "-r"]).arg(&params).arg(&train).arg(&restored).assert().success();
+    fwsvm()
+        .args(["scale", "-r"])
+        .arg(&params)
+        .arg(&train)
+        .arg(&restored)
+        .assert()
+        .success();
     assert_eq!(std::fs::read_to_string(&restored).unwrap(), txt);
     // KDD99 conversion of a tiny raw sample
     let raw = d.path().join("kdd.csv");
@@ -283,7 +380,12 @@ fn csv_input_scale_and_kdd_convert() {
     }
     std::fs::write(&raw, r).unwrap();
     let prefix = d.path().join("kdd");
-    fwsvm().args(["convert", "kdd99"]).arg(&raw).arg(&prefix).assert().success();
+    fwsvm()
+        .args(["convert", "kdd99"])
+        .arg(&raw)
+        .arg(&prefix)
+        .assert()
+        .success();
     let tr = std::fs::read_to_string(d.path().join("kdd.train")).unwrap();
     let te = std::fs::read_to_string(d.path().join("kdd.test")).unwrap();
     assert_eq!(tr.lines().count() + te.lines().count(), 10);

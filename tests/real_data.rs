@@ -27,12 +27,7 @@ fn accuracy_of(stdout: &[u8]) -> f64 {
 }
 
 /// Trains and predicts through the CLI; returns (accuracy, model path, predictions path).
-fn train_and_test(
-    dir: &Path,
-    train: &Path,
-    test: &Path,
-    args: &[&str],
-) -> (f64, PathBuf, PathBuf) {
+fn train_and_test(dir: &Path, train: &Path, test: &Path, args: &[&str]) -> (f64, PathBuf, PathBuf) {
     let model = dir.join("m.model");
     let out = fwsvm()
         .arg("train")
@@ -67,7 +62,10 @@ fn libsvm_python() -> Option<PathBuf> {
         return Some(cand);
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("libsvm-official is not importable by {} in CI", cand.display());
+        panic!(
+            "libsvm-official is not importable by {} in CI",
+            cand.display()
+        );
     }
     eprintln!("SKIPPED: LIBSVM comparison (no python with libsvm-official; set FWSVM_PYTHON)");
     None
@@ -85,7 +83,11 @@ fn check_libsvm_agrees(dir: &Path, model: &Path, data: &Path, ours: &Path) {
         .arg(&theirs)
         .status()
         .expect("run python");
-    assert!(st.success(), "LIBSVM failed to load or apply {}", model.display());
+    assert!(
+        st.success(),
+        "LIBSVM failed to load or apply {}",
+        model.display()
+    );
     let a: Vec<f64> = std::fs::read_to_string(ours)
         .unwrap()
         .lines()
@@ -99,7 +101,11 @@ fn check_libsvm_agrees(dir: &Path, model: &Path, data: &Path, ours: &Path) {
     assert_eq!(a.len(), b.len());
     let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
     let frac = same as f64 / a.len() as f64;
-    assert!(frac >= 0.999, "LIBSVM agrees on only {:.4} % of labels", 100.0 * frac);
+    assert!(
+        frac >= 0.999,
+        "LIBSVM agrees on only {:.4} % of labels",
+        100.0 * frac
+    );
 }
 
 #[test]
@@ -122,7 +128,8 @@ fn a9a_large_c_keeps_a_sane_model() {
     let dir = common::tempdir();
     // ε is absolute (paper 004) and f* shrinks with C (≈ 2e-7 here): at the default 1e-4 the
     // run stops far from the optimum, and fwsvm warns about it; at 1e-5 the model is sound.
-    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-c", "1000", "-e", "1e-5"]);
+    let (acc, model, pred) =
+        train_and_test(dir.path(), &train, &test, &["-c", "1000", "-e", "1e-5"]);
     // Measured: 79.4607 % (the C++ of paper 004's authors drops to 27 % at C = 1000).
     assert!(acc >= 79.46 - 0.3, "a9a at C = 1000: accuracy {acc}");
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
@@ -130,12 +137,15 @@ fn a9a_large_c_keeps_a_sane_model() {
 
 #[test]
 fn ijcnn1_partan_accuracy() {
-    let (Some(train), Some(test)) = (common::dataset("ijcnn1.trn.bz2"), common::dataset("ijcnn1.tst.bz2"))
-    else {
+    let (Some(train), Some(test)) = (
+        common::dataset("ijcnn1.trn.bz2"),
+        common::dataset("ijcnn1.tst.bz2"),
+    ) else {
         return;
     };
     let dir = common::tempdir();
-    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-c", "100", "-e", "1e-5"]);
+    let (acc, model, pred) =
+        train_and_test(dir.path(), &train, &test, &["-c", "100", "-e", "1e-5"]);
     assert!(acc >= IJCNN1_ACC - 0.3, "ijcnn1 accuracy {acc}");
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }
@@ -145,8 +155,10 @@ const IJCNN1_ACC: f64 = 98.568;
 
 #[test]
 fn pendigits_one_versus_one() {
-    let (Some(train), Some(test)) = (common::dataset("pendigits.xz"), common::dataset("pendigits.t.xz"))
-    else {
+    let (Some(train), Some(test)) = (
+        common::dataset("pendigits.xz"),
+        common::dataset("pendigits.t.xz"),
+    ) else {
         return;
     };
     let dir = common::tempdir();

@@ -47,7 +47,9 @@ fn reference_optimum(prob: &Problem<'_>) -> (f64, Vec<f64>) {
     let m = prob.len();
     let q: Vec<f64> = (0..m * m).map(|k| prob.q(k / m, k % m)).collect();
     let grad = |a: &[f64]| -> Vec<f64> {
-        (0..m).map(|i| (0..m).map(|j| q[i * m + j] * a[j]).sum()).collect()
+        (0..m)
+            .map(|i| (0..m).map(|j| q[i * m + j] * a[j]).sum())
+            .collect()
     };
     // Lipschitz constant: Gershgorin bound on the largest eigenvalue.
     let l = (0..m)
@@ -79,18 +81,56 @@ fn reference_optimum(prob: &Problem<'_>) -> (f64, Vec<f64>) {
 /// PARTAN steps are asked for 1e-8 there.
 fn problems() -> Vec<(String, Dataset, Kernel, f64, bool)> {
     vec![
-        ("rbf dense, interior".into(), random_dataset(70, 5, false, 15), Kernel::Rbf { gamma: 0.8 }, 0.02, true),
-        ("poly sparse, interior".into(), random_dataset(60, 9, true, 16), Kernel::Poly { gamma: 0.5, coef0: 1.0, degree: 2 }, 0.01, true),
-        ("rbf dense".into(), random_dataset(70, 5, false, 11), Kernel::Rbf { gamma: 0.8 }, 10.0, false),
-        ("rbf sparse".into(), random_dataset(60, 9, true, 12), Kernel::Rbf { gamma: 0.5 }, 1.0, false),
+        (
+            "rbf dense, interior".into(),
+            random_dataset(70, 5, false, 15),
+            Kernel::Rbf { gamma: 0.8 },
+            0.02,
+            true,
+        ),
+        (
+            "poly sparse, interior".into(),
+            random_dataset(60, 9, true, 16),
+            Kernel::Poly {
+                gamma: 0.5,
+                coef0: 1.0,
+                degree: 2,
+            },
+            0.01,
+            true,
+        ),
+        (
+            "rbf dense".into(),
+            random_dataset(70, 5, false, 11),
+            Kernel::Rbf { gamma: 0.8 },
+            10.0,
+            false,
+        ),
+        (
+            "rbf sparse".into(),
+            random_dataset(60, 9, true, 12),
+            Kernel::Rbf { gamma: 0.5 },
+            1.0,
+            false,
+        ),
         (
             "poly dense".into(),
             random_dataset(50, 4, false, 13),
-            Kernel::Poly { gamma: 0.5, coef0: 1.0, degree: 2 },
+            Kernel::Poly {
+                gamma: 0.5,
+                coef0: 1.0,
+                degree: 2,
+            },
             5.0,
             false,
         ),
-        ("linear sparse".into(), random_dataset(55, 8, true, 14), Kernel::Linear, 100.0, false),
+        (
+            "linear sparse".into(),
+            random_dataset(55, 8, true, 14),
+            Kernel::Linear,
+            100.0,
+            false,
+        ),
     ]
 }
 
@@ -102,7 +142,11 @@ fn every_variant_reaches_the_reference_optimum() {
         let (f_ref, a_ref) = reference_optimum(&prob);
         let support = a_ref.iter().filter(|&&a| a > 1e-9).count();
         if interior {
-            assert_eq!(support, prob.len(), "{name}: the optimum should be interior");
+            assert_eq!(
+                support,
+                prob.len(),
+                "{name}: the optimum should be interior"
+            );
         } else {
             assert!(support < prob.len(), "{name}: the optimum should be sparse");
             sparse_optima += 1;
@@ -120,7 +164,13 @@ fn every_variant_reaches_the_reference_optimum() {
                 init_size: 4,
                 ..Default::default()
             };
-            let mut be = cpu_backend(&prob, CpuConfig { cache_bytes: 1 << 20, precision: Precision::F64 });
+            let mut be = cpu_backend(
+                &prob,
+                CpuConfig {
+                    cache_bytes: 1 << 20,
+                    precision: Precision::F64,
+                },
+            );
             let mut last_f = f64::INFINITY;
             let mut monotone = true;
             let mut obs = |p: &Progress| {
@@ -135,7 +185,10 @@ fn every_variant_reaches_the_reference_optimum() {
             let gap = r.certified_gap.unwrap();
             assert!(gap <= target, "{tag}: certified gap {gap}");
             let f = r.certified_f.unwrap();
-            assert!(f >= f_ref - 1e-9, "{tag}: f {f} below the reference optimum {f_ref}");
+            assert!(
+                f >= f_ref - 1e-9,
+                "{tag}: f {f} below the reference optimum {f_ref}"
+            );
             assert!(f - f_ref <= target, "{tag}: f {f} vs reference {f_ref}");
             assert!(monotone, "{tag}: f increased during the run");
             // α on the simplex, and close to the reference solution (strictly convex problem).
@@ -146,9 +199,16 @@ fn every_variant_reaches_the_reference_optimum() {
                 .map(|i| (r.alpha.get(i) - a_ref[i]).powi(2))
                 .sum::<f64>()
                 .sqrt();
-            assert!(dist < if sublinear { 3e-2 } else { 1e-3 }, "{tag}: ‖α − α_ref‖ = {dist}");
+            assert!(
+                dist < if sublinear { 3e-2 } else { 1e-3 },
+                "{tag}: ‖α − α_ref‖ = {dist}"
+            );
             // The tracked objective agrees with the exact one.
-            assert!((r.f - f).abs() <= 1e-12 + 1e-9 * f.abs(), "{tag}: tracked f {} vs exact {f}", r.f);
+            assert!(
+                (r.f - f).abs() <= 1e-12 + 1e-9 * f.abs(),
+                "{tag}: tracked f {} vs exact {f}",
+                r.f
+            );
         }
     }
     assert!(sparse_optima >= 3);
@@ -160,7 +220,12 @@ fn runs_are_reproducible_bit_for_bit() {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.3 }, 3.0).unwrap();
     for alg in Algorithm::ALL {
         let run = || {
-            let params = SolverParams { algorithm: alg, eps: 1e-5, seed: 42, ..Default::default() };
+            let params = SolverParams {
+                algorithm: alg,
+                eps: 1e-5,
+                seed: 42,
+                ..Default::default()
+            };
             let mut be = cpu_backend(&prob, CpuConfig::default());
             let mut trace = Vec::new();
             let mut obs = |p: &Progress| trace.push((p.f.to_bits(), p.gap.to_bits(), p.active));
@@ -182,7 +247,11 @@ fn stop_rules_are_reported() {
     let ds = random_dataset(2000, 6, false, 31);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 10.0).unwrap();
     let mut be = cpu_backend(&prob, CpuConfig::default());
-    let params = SolverParams { eps: 1e-12, max_iter: 25, ..Default::default() };
+    let params = SolverParams {
+        eps: 1e-12,
+        max_iter: 25,
+        ..Default::default()
+    };
     let r = solve(&prob, be.as_mut(), &params, &mut []).unwrap();
     assert_eq!(r.stop, StopReason::MaxIter);
     assert_eq!(r.iterations, 25);
@@ -193,7 +262,11 @@ fn stop_rules_are_reported() {
     };
     let mut be = cpu_backend(&prob, CpuConfig::default());
     let r = solve(&prob, be.as_mut(), &params, &mut []).unwrap();
-    assert!(matches!(r.stop, StopReason::TimeLimit | StopReason::Stalled), "{:?}", r.stop);
+    assert!(
+        matches!(r.stop, StopReason::TimeLimit | StopReason::Stalled),
+        "{:?}",
+        r.stop
+    );
 }
 
 #[test]
@@ -203,6 +276,9 @@ fn bad_parameters_are_rejected() {
     assert!(Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: -1.0 }, 1.0).is_err());
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 1.0).unwrap();
     let mut be = cpu_backend(&prob, CpuConfig::default());
-    let params = SolverParams { eps: 0.0, ..Default::default() };
+    let params = SolverParams {
+        eps: 0.0,
+        ..Default::default()
+    };
     assert!(solve(&prob, be.as_mut(), &params, &mut []).is_err());
 }

@@ -127,7 +127,11 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
     /// `up` is given) apply the gradient update and record per-chunk minima.
-    fn pass(&mut self, compute: &[(usize, usize, usize)], up: Option<([Option<(usize, f64)>; 2], f64, f64, bool)>) {
+    fn pass(
+        &mut self,
+        compute: &[(usize, usize, usize)],
+        up: Option<([Option<(usize, f64)>; 2], f64, f64, bool)>,
+    ) {
         let m = self.prob.len();
         let nchunks = m.div_ceil(CHUNK);
         let args = ColumnArgs {
@@ -181,8 +185,12 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 }
                 // SAFETY: as above, rows r0..r0+n of g and g⁻ belong to this chunk.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
-                let c0 = unsafe { std::slice::from_raw_parts(ucols[0].0.at(r0), if nu > 0 { n } else { 0 }) };
-                let c1 = unsafe { std::slice::from_raw_parts(ucols[1].0.at(r0), if nu > 1 { n } else { 0 }) };
+                let c0 = unsafe {
+                    std::slice::from_raw_parts(ucols[0].0.at(r0), if nu > 0 { n } else { 0 })
+                };
+                let c1 = unsafe {
+                    std::slice::from_raw_parts(ucols[1].0.at(r0), if nu > 1 { n } else { 0 })
+                };
                 let (a0, a1) = (ucols[0].1, ucols[1].1);
                 let mut best = (f64::INFINITY, usize::MAX);
                 if prev {
@@ -237,7 +245,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// Makes column j resident; returns its slot and whether it must be computed.
     fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
         let (slot, hit) = self.cache.get_or_assign(j, pinned);
-        if hit && j != std::mem::replace(&mut self.fresh, usize::MAX) {
+        let fresh = std::mem::replace(&mut self.fresh, usize::MAX);
+        if hit && j != fresh {
             self.stats.cache_hits += 1;
         }
         (slot, !hit)
@@ -285,7 +294,11 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             "cpu ({} threads, {} columns cached, {})",
             rayon::current_num_threads(),
             self.cache.capacity(),
-            if std::mem::size_of::<T>() == 4 { "f32 columns" } else { "f64 columns" }
+            if std::mem::size_of::<T>() == 4 {
+                "f32 columns"
+            } else {
+                "f64 columns"
+            }
         )
     }
 
@@ -315,7 +328,9 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn update(&mut self, u: &Update) -> Result<()> {
         let mut cols = u.cols;
-        if let ([Some((i, a)), Some((j, b))], true) = (cols, cols[0].map(|c| c.0) == cols[1].map(|c| c.0)) {
+        if let ([Some((i, a)), Some((j, b))], true) =
+            (cols, cols[0].map(|c| c.0) == cols[1].map(|c| c.0))
+        {
             debug_assert_eq!(i, j);
             cols = [Some((i, a + b)), None];
         }
@@ -338,7 +353,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         if u.prev_coef != 0.0 || u.rotate {
             debug_assert!(self.prev, "update uses g⁻ but enable_prev was not called");
         }
-        self.pass(&compute[..nc], Some((slots, u.scale, u.prev_coef, u.rotate && self.prev)));
+        self.pass(
+            &compute[..nc],
+            Some((slots, u.scale, u.prev_coef, u.rotate && self.prev)),
+        );
         self.stats.updates += 1;
         Ok(())
     }
@@ -435,18 +453,37 @@ mod tests {
         for (sparse, kernel) in [
             (false, Kernel::Rbf { gamma: 0.7 }),
             (true, Kernel::Rbf { gamma: 0.3 }),
-            (false, Kernel::Poly { gamma: 0.5, coef0: 1.0, degree: 3 }),
+            (
+                false,
+                Kernel::Poly {
+                    gamma: 0.5,
+                    coef0: 1.0,
+                    degree: 3,
+                },
+            ),
             (true, Kernel::Linear),
         ] {
             let (ds, y) = random_problem(5000, 13, sparse, 3);
             assert_eq!(ds.is_dense(), !sparse);
             let prob = Problem::new(&ds, y, kernel, 2.0).unwrap();
-            let mut be = CpuBackend::<f64>::new(&prob, CpuConfig { cache_bytes: 0, precision: Precision::F64 });
+            let mut be = CpuBackend::<f64>::new(
+                &prob,
+                CpuConfig {
+                    cache_bytes: 0,
+                    precision: Precision::F64,
+                },
+            );
             be.enable_prev();
             let mut a = ActiveSet::new(prob.len());
             a.set(17, 1.0);
             be.set_alpha(&a).unwrap();
-            be.update(&Update { scale: 0.5, cols: [Some((4000, 0.25)), Some((17, 0.25))], prev_coef: 0.1, rotate: true }).unwrap();
+            be.update(&Update {
+                scale: 0.5,
+                cols: [Some((4000, 0.25)), Some((17, 0.25))],
+                prev_coef: 0.1,
+                rotate: true,
+            })
+            .unwrap();
             let mut g = vec![0.0; prob.len()];
             let mut gp = vec![0.0; prob.len()];
             let idx: Vec<usize> = (0..prob.len()).collect();
@@ -454,7 +491,11 @@ mod tests {
             be.gather_prev(&idx, &mut gp).unwrap();
             for i in (0..prob.len()).step_by(37) {
                 let want = 0.85 * prob.q(i, 17) + 0.25 * prob.q(i, 4000);
-                assert!((g[i] - want).abs() < 1e-12, "{kernel:?} row {i}: {} vs {want}", g[i]);
+                assert!(
+                    (g[i] - want).abs() < 1e-12,
+                    "{kernel:?} row {i}: {} vs {want}",
+                    g[i]
+                );
                 assert!((gp[i] - prob.q(i, 17)).abs() < 1e-12);
             }
             let red = be.reduce(&a).unwrap();

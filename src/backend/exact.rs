@@ -24,10 +24,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
         out.iter_mut().for_each(|g| *g = 0.0);
         return;
     }
-    let coef: Vec<f64> = act
-        .iter()
-        .map(|&j| alpha.get(j) * prob.y[j])
-        .collect();
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let d = prob.data.n_features();
     let inv_c = 1.0 / prob.c;
@@ -35,7 +32,10 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     if d <= MAX_DENSE_D {
         let mut xa = Array2::<f64>::zeros((na, d));
         for (r, &j) in act.iter().enumerate() {
-            densify(prob.data.row(j), xa.row_mut(r).as_slice_mut().expect("contiguous"));
+            densify(
+                prob.data.row(j),
+                xa.row_mut(r).as_slice_mut().expect("contiguous"),
+            );
         }
         let xat = xa.t();
         out.par_chunks_mut(BLOCK)

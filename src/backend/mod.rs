@@ -6,8 +6,8 @@
 //! lives in [`cpu`]; the GPU backend of the next issue implements the same trait, and the
 //! sampled (randomized) iterations can wrap a backend behind the same interface.
 
-pub mod cpu;
 mod cache;
+pub mod cpu;
 pub mod exact;
 mod simd;
 

@@ -135,7 +135,8 @@ fn finish<const F: bool, T: Elem>(
             degree,
         } => {
             for ((o, &dt), &yi) in out.iter_mut().zip(dots).zip(y) {
-                *o = T::from_f64(yi * yj * (fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0));
+                *o =
+                    T::from_f64(yi * yj * (fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0));
             }
         }
     }

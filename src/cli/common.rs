@@ -52,7 +52,9 @@ impl DataArgs {
 
 /// Sets the number of worker threads (0 = one per core). Only the first call has effect.
 pub fn set_threads(n: usize) {
-    let _ = rayon::ThreadPoolBuilder::new().num_threads(n).build_global();
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global();
 }
 
 /// A progress line on stderr when it is a terminal, refreshed at most 10 times a second.
@@ -80,7 +82,6 @@ impl ProgressLine {
             prefix,
         })
     }
-
 }
 
 impl Observer for ProgressLine {
@@ -184,7 +185,11 @@ pub fn accuracy(pred: &[f64], truth: &[f64]) -> (usize, usize) {
 
 /// svm-predict's accuracy line.
 pub fn accuracy_line(correct: usize, total: usize) -> String {
-    let pct = if total == 0 { 0.0 } else { 100.0 * correct as f64 / total as f64 };
+    let pct = if total == 0 {
+        0.0
+    } else {
+        100.0 * correct as f64 / total as f64
+    };
     format!(
         "Accuracy = {}% ({correct}/{total}) (classification)",
         crate::util::fmt_g(pct, 6)

@@ -214,7 +214,13 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let mut make_observers = move |info: &PairInfo| -> Vec<Box<dyn Observer>> {
         let mut v: Vec<Box<dyn Observer>> = Vec::new();
         let prefix = if info.count > 1 {
-            format!("pair {}/{} ({} vs {})", info.index + 1, info.count, info.classes.0, info.classes.1)
+            format!(
+                "pair {}/{} ({} vs {})",
+                info.index + 1,
+                info.count,
+                info.classes.0,
+                info.classes.1
+            )
         } else {
             "training".to_string()
         };
@@ -270,7 +276,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
                     r.m,
                     r.result.iterations,
                     r.result.alpha.len(),
-                    r.result.certified_gap.map(|g| format!("{g:.3e}")).unwrap_or("-".into()),
+                    r.result
+                        .certified_gap
+                        .map(|g| format!("{g:.3e}"))
+                        .unwrap_or("-".into()),
                     r.result.seconds,
                     r.result.stop
                 );
@@ -283,19 +292,26 @@ pub fn run(a: TrainArgs) -> Result<()> {
             .iter()
             .filter_map(|r| r.result.certified_gap)
             .fold(None::<f64>, |m, g| Some(m.map_or(g, |m| m.max(g))));
-        let obj: f64 = reports.iter().map(|r| r.result.certified_f.unwrap_or(r.result.f)).sum();
+        let obj: f64 = reports
+            .iter()
+            .map(|r| r.result.certified_f.unwrap_or(r.result.f))
+            .sum();
         let stop = reports
             .iter()
             .map(|r| r.result.stop)
             .find(|s| *s != crate::solver::StopReason::Converged)
             .unwrap_or(crate::solver::StopReason::Converged);
         let cache = reports.iter().fold((0, 0), |(c, h), r| {
-            (c + r.result.stats.columns_computed, h + r.result.stats.cache_hits)
+            (
+                c + r.result.stats.columns_computed,
+                h + r.result.stats.cache_hits,
+            )
         });
         eprintln!(
             "fwsvm: {algorithm}: iterations {iters}, SVs {}, certified gap {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
             model.total_sv(),
-            gap.map(|g| format!("{g:.3e}")).unwrap_or_else(|| "not computed".into()),
+            gap.map(|g| format!("{g:.3e}"))
+                .unwrap_or_else(|| "not computed".into()),
             obj,
             secs,
             cert_secs,

@@ -135,9 +135,7 @@ impl Dataset {
     /// Number of feature columns d.
     pub fn n_features(&self) -> usize {
         match &self.features {
-            Features::Dense { n_features, .. } | Features::Sparse { n_features, .. } => {
-                *n_features
-            }
+            Features::Dense { n_features, .. } | Features::Sparse { n_features, .. } => *n_features,
         }
     }
 

@@ -16,7 +16,11 @@ use crate::error::Result;
 pub struct Fw;
 
 /// The toward step shared by every variant that may fall back to it.
-pub(crate) fn toward_step(state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+pub(crate) fn toward_step(
+    state: &mut State,
+    red: &Reduction,
+    be: &mut dyn Backend,
+) -> Result<Step> {
     let s = red.s;
     let (lambda, _) = steps::toward(state.f, red.g_s, be.q_diag(s));
     apply_toward(&mut state.alpha, s, lambda);

@@ -83,7 +83,9 @@ impl FromStr for Algorithm {
             .iter()
             .copied()
             .find(|a| a.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| format!("unknown algorithm `{s}` (expected fw, mfw, swap, swap2 or partan)"))
+            .ok_or_else(|| {
+                format!("unknown algorithm `{s}` (expected fw, mfw, swap, swap2 or partan)")
+            })
     }
 }
 

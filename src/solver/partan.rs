@@ -62,7 +62,9 @@ impl Variant for Partan {
                 size: lambda,
             });
         };
-        let spare = self.spare.get_or_insert_with(|| ActiveSet::new(state.alpha.dim()));
+        let spare = self
+            .spare
+            .get_or_insert_with(|| ActiveSet::new(state.alpha.dim()));
         // Union of the supports, then g, g⁻ and Q[·,s] there.
         self.idx.clear();
         self.idx.extend_from_slice(state.alpha.indices());

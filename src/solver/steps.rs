@@ -112,7 +112,13 @@ mod tests {
 
     fn random_alpha(n: usize, r: &mut SplitMix64) -> Vec<f64> {
         let mut a: Vec<f64> = (0..n)
-            .map(|_| if r.next_f64() < 0.6 { r.next_f64() } else { 0.0 })
+            .map(|_| {
+                if r.next_f64() < 0.6 {
+                    r.next_f64()
+                } else {
+                    0.0
+                }
+            })
             .collect();
         a[0] += 0.1;
         let s: f64 = a.iter().sum();
@@ -146,12 +152,16 @@ mod tests {
             let f = p.f(&a);
             let s = (0..7).min_by(|&i, &j| g[i].total_cmp(&g[j])).unwrap();
             let (lam, fnew) = toward(f, g[s], p.qq(s, s));
-            let d: Vec<f64> = (0..7).map(|i| if i == s { 1.0 } else { 0.0 } - a[i]).collect();
+            let d: Vec<f64> = (0..7)
+                .map(|i| if i == s { 1.0 } else { 0.0 } - a[i])
+                .collect();
             let (tb, fb) = brute_min(&p, &a, &d, 1.0);
             assert!((lam - tb).abs() < 1e-6, "λ {lam} vs {tb}");
             assert!((fnew - fb).abs() < 1e-10);
             // the step's α and g
-            let an: Vec<f64> = (0..7).map(|i| (1.0 - lam) * a[i] + if i == s { lam } else { 0.0 }).collect();
+            let an: Vec<f64> = (0..7)
+                .map(|i| (1.0 - lam) * a[i] + if i == s { lam } else { 0.0 })
+                .collect();
             assert!((an.iter().sum::<f64>() - 1.0).abs() < 1e-12 && an.iter().all(|&x| x >= 0.0));
             assert!((p.f(&an) - fnew).abs() < 1e-12);
             let gn = p.grad(&an);
@@ -172,16 +182,23 @@ mod tests {
             let a = random_alpha(6, &mut r);
             let g = p.grad(&a);
             let f = p.f(&a);
-            let v = (0..6).filter(|&i| a[i] > 0.0).max_by(|&i, &j| g[i].total_cmp(&g[j])).unwrap();
+            let v = (0..6)
+                .filter(|&i| a[i] > 0.0)
+                .max_by(|&i, &j| g[i].total_cmp(&g[j]))
+                .unwrap();
             if a[v] >= 1.0 {
                 continue;
             }
             let (lam, lmax, fnew) = away(f, g[v], p.qq(v, v), a[v]);
-            let d: Vec<f64> = (0..6).map(|i| a[i] - if i == v { 1.0 } else { 0.0 }).collect();
+            let d: Vec<f64> = (0..6)
+                .map(|i| a[i] - if i == v { 1.0 } else { 0.0 })
+                .collect();
             let (tb, fb) = brute_min(&p, &a, &d, lmax);
             assert!((lam - tb).abs() < 1e-6, "λ {lam} vs {tb}");
             assert!((fnew - fb).abs() < 1e-10);
-            let an: Vec<f64> = (0..6).map(|i| (1.0 + lam) * a[i] - if i == v { lam } else { 0.0 }).collect();
+            let an: Vec<f64> = (0..6)
+                .map(|i| (1.0 + lam) * a[i] - if i == v { lam } else { 0.0 })
+                .collect();
             assert!(an.iter().all(|&x| x >= -1e-15));
             assert!((an.iter().sum::<f64>() - 1.0).abs() < 1e-12);
             assert!((p.f(&an) - fnew).abs() < 1e-12);
@@ -203,13 +220,24 @@ mod tests {
             let g = p.grad(&a);
             let f = p.f(&a);
             let s = (0..6).min_by(|&i, &j| g[i].total_cmp(&g[j])).unwrap();
-            let v = (0..6).filter(|&i| a[i] > 0.0).max_by(|&i, &j| g[i].total_cmp(&g[j])).unwrap();
+            let v = (0..6)
+                .filter(|&i| a[i] > 0.0)
+                .max_by(|&i, &j| g[i].total_cmp(&g[j]))
+                .unwrap();
             if s == v {
                 continue;
             }
             let (lam, dec) = pairwise(g[s], g[v], p.qq(s, s), p.qq(v, v), p.qq(s, v), a[v]);
             let d: Vec<f64> = (0..6)
-                .map(|i| if i == s { 1.0 } else if i == v { -1.0 } else { 0.0 })
+                .map(|i| {
+                    if i == s {
+                        1.0
+                    } else if i == v {
+                        -1.0
+                    } else {
+                        0.0
+                    }
+                })
                 .collect();
             let (tb, fb) = brute_min(&p, &a, &d, a[v]);
             assert!((lam - tb).abs() < 1e-6);
@@ -236,7 +264,9 @@ mod tests {
             let w: f64 = (0..n).map(|i| a[i] * gp[i]).sum(); // W = αᵀQα⁻
             let s = (0..n).min_by(|&i, &j| g[i].total_cmp(&g[j])).unwrap();
             let (lam, ft) = toward(f, g[s], p.qq(s, s));
-            let at: Vec<f64> = (0..n).map(|i| (1.0 - lam) * a[i] + if i == s { lam } else { 0.0 }).collect();
+            let at: Vec<f64> = (0..n)
+                .map(|i| (1.0 - lam) * a[i] + if i == s { lam } else { 0.0 })
+                .collect();
             let wt = (1.0 - lam) * w + lam * gp[s];
             let wt_direct: f64 = (0..n).map(|i| at[i] * gp[i]).sum();
             assert!((wt - wt_direct).abs() < 1e-12, "W̃ recursion");
@@ -256,7 +286,9 @@ mod tests {
             assert!((aplus.iter().sum::<f64>() - 1.0).abs() < 1e-12);
             assert!((p.f(&aplus) - fplus).abs() < 1e-10);
             // g⁺ = (1+μ)g̃ − μg⁻ and next W = α⁺ᵀQα
-            let gt: Vec<f64> = (0..n).map(|i| (1.0 - lam) * g[i] + lam * p.qq(i, s)).collect();
+            let gt: Vec<f64> = (0..n)
+                .map(|i| (1.0 - lam) * g[i] + lam * p.qq(i, s))
+                .collect();
             let gplus = p.grad(&aplus);
             for i in 0..n {
                 assert!((gplus[i] - ((1.0 + mu) * gt[i] - mu * gp[i])).abs() < 1e-10);
