@@ -145,13 +145,13 @@ fn ijcnn1_partan_accuracy() {
     };
     let dir = common::tempdir();
     let (acc, model, pred) =
-        train_and_test(dir.path(), &train, &test, &["-c", "100", "-e", "1e-5"]);
+        train_and_test(dir.path(), &train, &test, &["-c", "100"]);
     assert!(acc >= IJCNN1_ACC - 0.3, "ijcnn1 accuracy {acc}");
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }
 
-/// Measured: 98.5682 % (90388/91701) with C = 100, ε = 1e-5.
-const IJCNN1_ACC: f64 = 98.568;
+/// Measured: 98.807 % (90607/91701) with C = 100, ε = 1e-4, rel-eps 1.
+const IJCNN1_ACC: f64 = 98.807;
 
 #[test]
 fn pendigits_one_versus_one() {

@@ -52,6 +52,13 @@ fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
     }
 }
 
+fn parse_rel(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number or `inf`, found `{s}`")),
+    }
+}
+
 fn parse_positive(s: &str) -> std::result::Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
@@ -87,6 +94,11 @@ pub struct TrainArgs {
     /// Stop when the duality gap is at most eps.
     #[arg(short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
     eps: f64,
+    /// Also require gap <= rel-eps * 2f (1 = no training point with a negative margin; `inf`
+    /// = the papers' absolute rule alone). Guards large C, where f is tiny and eps is reached
+    /// far from the optimum.
+    #[arg(long, default_value = "1", value_parser = parse_rel)]
+    rel_eps: f64,
     /// Stop after this many iterations.
     #[arg(long, default_value_t = 10_000_000)]
     max_iter: u64,
@@ -165,6 +177,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
         solver: SolverParams {
             algorithm,
             eps: a.eps,
+            rel_eps: a.rel_eps,
             max_iter: a.max_iter,
             time_limit: a.time_limit.map(Duration::from_secs_f64),
             seed: a.seed,
@@ -254,14 +267,15 @@ pub fn run(a: TrainArgs) -> Result<()> {
         if gap > 2.0 * f && !a.quiet {
             eprintln!(
                 "fwsvm: warning: {}the duality gap ({gap:.3e}) exceeds 2f = αᵀQα ({:.3e}): some \
-                 point's margin is still negative and the model may be far from optimal; \
-                 lower -e/--eps (ε is absolute and f shrinks as C grows)",
+                 point's margin is still negative and the model may be far from optimal \
+                 (stopped by {}); see --rel-eps and -e/--eps",
                 if reports.len() > 1 {
                     format!("pair {} vs {}: ", r.classes.0, r.classes.1)
                 } else {
                     String::new()
                 },
-                2.0 * f
+                2.0 * f,
+                r.result.stop
             );
         }
     }

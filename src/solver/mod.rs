@@ -92,7 +92,7 @@ impl FromStr for Algorithm {
 /// Why the solver stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// Duality gap ≤ ε.
+    /// Duality gap ≤ ε and ≤ rel_eps · 2f.
     Converged,
     /// `--max-iter` reached.
     MaxIter,
@@ -105,7 +105,7 @@ pub enum StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StopReason::Converged => "converged (gap <= eps)",
+            StopReason::Converged => "converged (gap <= eps, gap <= rel-eps * 2f)",
             StopReason::MaxIter => "iteration limit",
             StopReason::TimeLimit => "time limit",
             StopReason::Stalled => "stalled (no further decrease possible in floating point)",
@@ -118,8 +118,13 @@ impl fmt::Display for StopReason {
 pub struct SolverParams {
     /// Variant.
     pub algorithm: Algorithm,
-    /// Duality-gap tolerance ε.
+    /// Duality-gap tolerance ε (absolute, as in the papers).
     pub eps: f64,
+    /// Relative safeguard: also require gap ≤ rel_eps · 2f. With 1 (the default) this means
+    /// min_i g_i ≥ 0 — no training point with a negative margin y_iF(x_i) + α_i/C — which
+    /// keeps large-C runs, where f* is tiny and ε = 1e-4 is reached far from the optimum, from
+    /// stopping early. `f64::INFINITY` gives the papers' rule alone.
+    pub rel_eps: f64,
     /// Iteration cap.
     pub max_iter: u64,
     /// Wall-clock cap.
@@ -137,6 +142,7 @@ impl Default for SolverParams {
         SolverParams {
             algorithm: Algorithm::Partan,
             eps: 1e-4,
+            rel_eps: 1.0,
             max_iter: 10_000_000,
             time_limit: None,
             seed: 1,
@@ -153,6 +159,12 @@ impl SolverParams {
             return Err(Error::InvalidParam(format!(
                 "eps must be a positive number, got {}",
                 self.eps
+            )));
+        }
+        if !(self.rel_eps > 0.0) {
+            return Err(Error::InvalidParam(format!(
+                "rel-eps must be positive (or inf), got {}",
+                self.rel_eps
             )));
         }
         Ok(())
@@ -325,7 +337,7 @@ pub fn solve(
         for o in observers.iter_mut() {
             o.observe(&p);
         }
-        if gap <= params.eps {
+        if gap <= params.eps && gap <= params.rel_eps * red.alpha_g {
             break (StopReason::Converged, gap);
         }
         if state.iter >= params.max_iter {
