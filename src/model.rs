@@ -107,10 +107,9 @@ impl Model {
         const BLOCK: usize = 256;
         let mut svd = Array2::<f64>::zeros((nsv, d));
         for j in 0..nsv {
-            scatter(
-                self.sv.row(j),
-                svd.row_mut(j).as_slice_mut().unwrap_or(&mut []),
-            );
+            self.sv
+                .row(j)
+                .scatter_f64(svd.row_mut(j).as_slice_mut().unwrap_or(&mut []));
         }
         let svt = svd.t();
         let results: Vec<(f64, Vec<f64>)> = (0..n.div_ceil(BLOCK))
@@ -120,10 +119,8 @@ impl Model {
                 let r1 = (r0 + BLOCK).min(n);
                 let mut xb = Array2::<f64>::zeros((r1 - r0, d));
                 for r in r0..r1 {
-                    scatter(
-                        ds.row(r),
-                        xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []),
-                    );
+                    ds.row(r)
+                        .scatter_f64(xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []));
                 }
                 let dots = xb.dot(&svt);
                 let mut kv = vec![0.0; nsv];
@@ -428,23 +425,6 @@ impl Model {
             sv_coef,
             rho,
         })
-    }
-}
-
-fn scatter(row: Row<'_>, out: &mut [f64]) {
-    match row {
-        Row::Dense(v) => {
-            for (o, &x) in out.iter_mut().zip(v) {
-                *o = x as f64;
-            }
-        }
-        Row::Sparse(ix, v) => {
-            for (&j, &x) in ix.iter().zip(v) {
-                if let Some(o) = out.get_mut(j as usize) {
-                    *o = x as f64;
-                }
-            }
-        }
     }
 }
 

@@ -144,8 +144,7 @@ fn ijcnn1_partan_accuracy() {
         return;
     };
     let dir = common::tempdir();
-    let (acc, model, pred) =
-        train_and_test(dir.path(), &train, &test, &["-c", "100"]);
+    let (acc, model, pred) = train_and_test(dir.path(), &train, &test, &["-c", "100"]);
     assert!(acc >= IJCNN1_ACC - 0.3, "ijcnn1 accuracy {acc}");
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }

@@ -110,19 +110,11 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 
     fn load_query(&mut self, k: usize, j: usize) {
         let q = &mut self.qbuf[k];
-        match self.prob.data.row(j) {
-            crate::data::Row::Dense(v) => {
-                for (o, &x) in q.iter_mut().zip(v) {
-                    *o = x as f64;
-                }
-            }
-            crate::data::Row::Sparse(ix, v) => {
-                q.iter_mut().for_each(|o| *o = 0.0);
-                for (&f, &x) in ix.iter().zip(v) {
-                    q[f as usize] = x as f64;
-                }
-            }
+        let row = self.prob.data.row(j);
+        if let crate::data::Row::Sparse(..) = row {
+            q.iter_mut().for_each(|o| *o = 0.0);
         }
+        row.scatter_f64(q);
     }
 
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if

@@ -3,7 +3,6 @@
 //! passes. Used to start from an arbitrary α and to certify the final duality gap.
 
 use crate::active::ActiveSet;
-use crate::data::Row;
 use crate::problem::Problem;
 use ndarray::Array2;
 use rayon::prelude::*;
@@ -32,10 +31,9 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     if d <= MAX_DENSE_D {
         let mut xa = Array2::<f64>::zeros((na, d));
         for (r, &j) in act.iter().enumerate() {
-            densify(
-                prob.data.row(j),
-                xa.row_mut(r).as_slice_mut().expect("contiguous"),
-            );
+            prob.data
+                .row(j)
+                .scatter_f64(xa.row_mut(r).as_slice_mut().expect("contiguous"));
         }
         let xat = xa.t();
         out.par_chunks_mut(BLOCK)
@@ -45,10 +43,9 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                 let n = chunk.len();
                 let mut xb = Array2::<f64>::zeros((n, d));
                 for r in 0..n {
-                    densify(
-                        prob.data.row(r0 + r),
-                        xb.row_mut(r).as_slice_mut().expect("contiguous"),
-                    );
+                    prob.data
+                        .row(r0 + r)
+                        .scatter_f64(xb.row_mut(r).as_slice_mut().expect("contiguous"));
                 }
                 let dots = xb.dot(&xat);
                 for (r, g) in chunk.iter_mut().enumerate() {
@@ -76,21 +73,6 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                 *g = prob.y[i] * s + alpha.get(i) * inv_c;
             },
         );
-    }
-}
-
-fn densify(row: Row<'_>, out: &mut [f64]) {
-    match row {
-        Row::Dense(v) => {
-            for (o, &x) in out.iter_mut().zip(v) {
-                *o = x as f64;
-            }
-        }
-        Row::Sparse(ix, v) => {
-            for (&j, &x) in ix.iter().zip(v) {
-                out[j as usize] = x as f64;
-            }
-        }
     }
 }
 

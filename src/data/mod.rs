@@ -94,6 +94,25 @@ impl Row<'_> {
         }
     }
 
+    /// Writes the row, widened to f64, into a dense buffer (indices beyond `out` are ignored;
+    /// zeros elsewhere are the caller's).
+    pub fn scatter_f64(&self, out: &mut [f64]) {
+        match self {
+            Row::Dense(v) => {
+                for (o, &x) in out.iter_mut().zip(v.iter()) {
+                    *o = x as f64;
+                }
+            }
+            Row::Sparse(ix, v) => {
+                for (&j, &x) in ix.iter().zip(v.iter()) {
+                    if let Some(o) = out.get_mut(j as usize) {
+                        *o = x as f64;
+                    }
+                }
+            }
+        }
+    }
+
     /// Writes the row into a dense buffer of length ≥ d (zeros elsewhere are the caller's).
     pub fn scatter_into(&self, out: &mut [f32]) {
         match self {
