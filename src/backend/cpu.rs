@@ -429,7 +429,7 @@ mod tests {
         let mut y = Vec::new();
         for _ in 0..m {
             for f in 0..d {
-                if !sparse || r.next_f64() < 0.3 {
+                if !sparse || r.next_f64() < 0.1 {
                     ix.push(f as u32);
                     vs.push((r.next_f64() * 2.0 - 1.0) as f32);
                 }
@@ -458,6 +458,11 @@ mod tests {
             let (ds, y) = random_problem(5000, 13, sparse, 3);
             assert_eq!(ds.is_dense(), !sparse);
             let prob = Problem::new(&ds, y, kernel, 2.0).unwrap();
+            assert_eq!(
+                matches!(Layout::new(&ds), Layout::Dense { .. }),
+                !sparse,
+                "this test must exercise both column loops"
+            );
             let mut be = CpuBackend::<f64>::new(
                 &prob,
                 CpuConfig {
