@@ -1,7 +1,8 @@
 //! Training end to end: kernel parameters (γ heuristic), label handling, the binary L2-SVM or
 //! one-versus-one over any variant (ALGORITHMS.md §7), and the LIBSVM-layout model.
 
-use crate::backend::cpu::{CpuConfig, cpu_backend};
+use crate::backend::Device;
+use crate::backend::cpu::CpuConfig;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
@@ -48,8 +49,10 @@ pub struct TrainParams {
     pub c: f64,
     /// Solver settings.
     pub solver: SolverParams,
-    /// CPU backend settings.
+    /// CPU backend settings (also used when a GPU run falls back to the CPU).
     pub cpu: CpuConfig,
+    /// Where to run.
+    pub device: Device,
 }
 
 impl Default for TrainParams {
@@ -62,6 +65,7 @@ impl Default for TrainParams {
             c: 1.0,
             solver: SolverParams::default(),
             cpu: CpuConfig::default(),
+            device: Device::Cpu,
         }
     }
 }
@@ -182,7 +186,7 @@ pub fn train(
                 .map(|o| o.as_mut() as &mut dyn Observer)
                 .collect();
             let result = {
-                let mut be = cpu_backend(&prob, params.cpu);
+                let mut be = params.device.backend(&prob, params.cpu)?;
                 solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
             };
             let mut r = 0.0;

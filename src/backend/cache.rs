@@ -34,6 +34,17 @@ impl<T: Copy + Default> ColumnCache<T> {
         }
     }
 
+    /// A cache of exactly `slots` (at least two) columns of length `m`.
+    pub fn with_slots(m: usize, slots: usize) -> Self {
+        ColumnCache {
+            m,
+            capacity: slots.max(2),
+            slots: Vec::new(),
+            map: HashMap::new(),
+            clock: 0,
+        }
+    }
+
     /// Number of columns it may hold.
     pub fn capacity(&self) -> usize {
         self.capacity

@@ -9,6 +9,8 @@
 mod cache;
 pub mod cpu;
 pub mod exact;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 mod simd;
 
 pub use cpu::{CpuBackend, CpuConfig};
@@ -126,4 +128,56 @@ pub trait Backend {
 
     /// Diagnostics.
     fn stats(&self) -> BackendStats;
+}
+
+/// Where training runs: what `--backend` resolved to.
+#[derive(Debug, Clone, Default)]
+pub enum Device {
+    /// The CPU backend.
+    #[default]
+    Cpu,
+    /// The wgpu backend on an open device; with `fallback`, a problem the device cannot hold
+    /// runs on the CPU instead (after saying so) rather than failing (`--backend auto`).
+    #[cfg(feature = "gpu")]
+    Gpu {
+        /// The device.
+        ctx: std::sync::Arc<gpu::GpuContext>,
+        /// Settings.
+        cfg: gpu::GpuConfig,
+        /// Fall back to the CPU when the problem does not fit.
+        fallback: bool,
+    },
+}
+
+impl Device {
+    /// Short description for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Device::Cpu => "cpu".into(),
+            #[cfg(feature = "gpu")]
+            Device::Gpu { ctx, .. } => {
+                format!("gpu: {} ({})", ctx.adapter.name, ctx.adapter.backend)
+            }
+        }
+    }
+
+    /// A backend for the problem on this device.
+    pub fn backend<'a>(
+        &'a self,
+        prob: &'a crate::problem::Problem<'a>,
+        cpu: CpuConfig,
+    ) -> Result<Box<dyn Backend + 'a>> {
+        match self {
+            Device::Cpu => Ok(cpu::cpu_backend(prob, cpu)),
+            #[cfg(feature = "gpu")]
+            Device::Gpu { ctx, cfg, fallback } => match gpu::GpuBackend::new(prob, ctx, *cfg) {
+                Ok(b) => Ok(Box::new(b)),
+                Err(crate::Error::Backend(msg)) if *fallback => {
+                    eprintln!("fwsvm: {msg}; training on the CPU instead");
+                    Ok(cpu::cpu_backend(prob, cpu))
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
 }

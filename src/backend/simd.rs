@@ -335,7 +335,9 @@ mod tests {
             }
             ip.push(ix.len());
         }
-        let y: Vec<f64> = (0..m).map(|i| if i % 2 == 0 { 1.0 } else { -1.0 }).collect();
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
         let ds = crate::data::Dataset::from_csr(d, ip, ix, vs, y.clone());
         assert!(!ds.is_dense());
         let dense = Layout::new(&ds);

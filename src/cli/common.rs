@@ -8,6 +8,103 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum BackendArg {
+    /// A hardware GPU when there is one, else the CPU.
+    #[default]
+    Auto,
+    /// A GPU adapter of any kind (software ones included); an error when there is none.
+    Gpu,
+    /// The multi-threaded CPU backend.
+    Cpu,
+}
+
+/// Resolves `--backend`/`--device` to an open device (or the CPU), saying what it chose.
+pub fn open_device(
+    arg: BackendArg,
+    device: Option<&str>,
+    precision: crate::backend::cpu::Precision,
+    cache_bytes: usize,
+    quiet: bool,
+) -> Result<crate::backend::Device> {
+    use crate::backend::Device;
+    if arg == BackendArg::Cpu {
+        return Ok(Device::Cpu);
+    }
+    #[cfg(feature = "gpu")]
+    {
+        use crate::backend::gpu::{DeviceSelector, GpuConfig, GpuContext};
+        let default = if arg == BackendArg::Auto {
+            DeviceSelector::Hardware
+        } else {
+            DeviceSelector::Any
+        };
+        let sel = DeviceSelector::from_arg(device, default);
+        let opened = match GpuContext::open(&sel) {
+            Ok(c) => c,
+            Err(e) if arg == BackendArg::Auto && device.is_none() => {
+                if !quiet {
+                    eprintln!("fwsvm: {e}; using the CPU backend");
+                }
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        match opened {
+            Some(ctx) => {
+                if precision == crate::backend::cpu::Precision::F64 && !ctx.f64 {
+                    if arg == BackendArg::Auto {
+                        if !quiet {
+                            eprintln!(
+                                "fwsvm: {} has no SHADER_F64 for --precision f64; using the CPU backend",
+                                ctx.adapter.name
+                            );
+                        }
+                        return Ok(Device::Cpu);
+                    }
+                    ctx.pipelines(true)?;
+                }
+                Ok(Device::Gpu {
+                    ctx: std::sync::Arc::new(ctx),
+                    cfg: GpuConfig {
+                        cache_bytes,
+                        precision,
+                        max_chunk_bytes: None,
+                    },
+                    fallback: arg == BackendArg::Auto,
+                })
+            }
+            None if arg == BackendArg::Auto => {
+                if !quiet {
+                    eprintln!(
+                        "fwsvm: no hardware GPU adapter found (`fwsvm info` lists adapters); using the CPU backend"
+                    );
+                }
+                Ok(Device::Cpu)
+            }
+            None => Err(Error::InvalidParam(
+                "--backend gpu: no GPU adapter found (install a Vulkan driver, e.g. Debian's \
+                 mesa-vulkan-drivers for the software one; `fwsvm info` lists adapters)"
+                    .into(),
+            )),
+        }
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        let _ = (device, precision, cache_bytes);
+        if arg == BackendArg::Gpu {
+            return Err(Error::InvalidParam(
+                "--backend gpu: this fwsvm was built without the `gpu` feature".into(),
+            ));
+        }
+        if !quiet {
+            eprintln!("fwsvm: built without the `gpu` feature; using the CPU backend");
+        }
+        Ok(Device::Cpu)
+    }
+}
+
 /// Input format flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum FormatArg {

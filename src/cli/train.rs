@@ -1,6 +1,9 @@
 //! `fwsvm train`.
 
-use super::common::{DataArgs, ProgressLine, Trace, accuracy, accuracy_line, set_threads};
+pub use super::common::BackendArg;
+use super::common::{
+    DataArgs, ProgressLine, Trace, accuracy, accuracy_line, open_device, set_threads,
+};
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::error::{Error, Result};
 use crate::solver::{Algorithm, Observer, SolverParams};
@@ -26,14 +29,6 @@ enum KernelArg {
     #[value(alias = "polynomial")]
     Poly,
     Linear,
-}
-
-/// Compute backend (the GPU backend arrives with issue 3).
-#[derive(Debug, Clone, Copy, ValueEnum, Default)]
-pub enum BackendArg {
-    /// Multi-threaded CPU backend.
-    #[default]
-    Cpu,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -117,10 +112,16 @@ pub struct TrainArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Compute backend.
-    #[arg(long, value_enum, default_value = "cpu")]
+    /// Compute backend: auto = a hardware GPU when there is one, else the CPU; gpu = any
+    /// adapter, software ones included (for tests); cpu.
+    #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
-    /// Precision of cached kernel columns (the gradient is always f64).
+    /// GPU adapter: an index or part of a name, as `fwsvm info` lists them (default:
+    /// WGPU_ADAPTER_NAME, else the best one).
+    #[arg(long, value_name = "INDEX|NAME")]
+    device: Option<String>,
+    /// Precision: on the CPU, of the cached kernel columns (the gradient is always f64); on the
+    /// GPU, of the gradient (f64 needs an adapter with SHADER_F64).
     #[arg(long, value_enum, default_value = "f32")]
     precision: PrecisionArg,
     /// Skip the exact recomputation of the duality gap at the end.
@@ -164,6 +165,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
         AlgorithmArg::Swap2 => Algorithm::Swap2,
         AlgorithmArg::Partan => Algorithm::Partan,
     };
+    let precision = match a.precision {
+        PrecisionArg::F32 => Precision::F32,
+        PrecisionArg::F64 => Precision::F64,
+    };
     let params = TrainParams {
         kernel: match a.kernel {
             KernelArg::Rbf => KernelKind::Rbf,
@@ -186,11 +191,15 @@ pub fn run(a: TrainArgs) -> Result<()> {
         },
         cpu: CpuConfig {
             cache_bytes: a.cache_mb.saturating_mul(1 << 20),
-            precision: match a.precision {
-                PrecisionArg::F32 => Precision::F32,
-                PrecisionArg::F64 => Precision::F64,
-            },
+            precision,
         },
+        device: open_device(
+            a.backend,
+            a.device.as_deref(),
+            precision,
+            a.cache_mb.saturating_mul(1 << 20),
+            a.quiet,
+        )?,
     };
     let classes = crate::train::class_order(&ds);
     if classes.len() < 2 {
@@ -206,7 +215,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
     let kernel = params.resolve_kernel(&ds)?;
     if !a.quiet {
         eprintln!(
-            "fwsvm: {} rows, {} features ({}), {} classes; {} with {}, C = {}; read in {:.2}s",
+            "fwsvm: {} rows, {} features ({}), {} classes; {} with {}, C = {}; read in {:.2}s; {}",
             ds.len(),
             ds.n_features(),
             if ds.is_dense() { "dense" } else { "sparse" },
@@ -214,7 +223,8 @@ pub fn run(a: TrainArgs) -> Result<()> {
             algorithm,
             describe_kernel(&kernel),
             a.cost,
-            read_s
+            read_s,
+            params.device.describe()
         );
     }
     let multiclass = classes.len() > 2;

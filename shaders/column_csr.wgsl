@@ -1,0 +1,16 @@
+// CSR rows: indptr is relative to the chunk's first non-zero. RBF from the norms:
+// ‖x_i‖² + ‖x_j‖² − 2⟨x_i, x_j⟩ (clamped at 0 by the caller).
+@group(1) @binding(1) var<storage, read> indptr: array<u32>;
+@group(1) @binding(2) var<storage, read> cols: array<u32>;
+@group(1) @binding(3) var<storage, read> vals: array<f32>;
+
+fn row_value(li: u32) -> f32 {
+    var acc = 0.0;
+    for (var k = indptr[li]; k < indptr[li + 1u]; k++) {
+        acc = fma(vals[k], query[p.q_off + cols[k]], acc);
+    }
+    if (p.kind == 1u) {
+        return norms[chunk.r0 + li] + p.normj - 2.0 * acc;
+    }
+    return acc;
+}

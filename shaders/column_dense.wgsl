@@ -1,0 +1,19 @@
+// Dense rows, stored feature-major within the chunk (x[f * n + li]) so that neighbouring
+// invocations read neighbouring words. RBF uses Σ (x_f − q_f)² directly (no cancellation).
+@group(1) @binding(1) var<storage, read> xd: array<f32>;
+
+fn row_value(li: u32) -> f32 {
+    let n = chunk.n;
+    var acc = 0.0;
+    if (p.kind == 1u) {
+        for (var f = 0u; f < p.d; f++) {
+            let t = xd[f * n + li] - query[p.q_off + f];
+            acc = fma(t, t, acc);
+        }
+    } else {
+        for (var f = 0u; f < p.d; f++) {
+            acc = fma(xd[f * n + li], query[p.q_off + f], acc);
+        }
+    }
+    return acc;
+}

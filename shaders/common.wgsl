@@ -1,0 +1,58 @@
+// Shared by every fwsvm compute shader. The host prepends `alias GT = f32;` (or f64 where the
+// adapter has SHADER_F64 and --precision f64 asks for it): GT is the gradient's type.
+//
+// One Params block per dispatch, selected by a dynamic uniform offset. Scalars that must keep
+// f64 precision travel as an (hi, lo) pair of f32 whose sum is the f64 value rounded twice.
+
+struct Params {
+    m: u32,        // rows (points) in the problem
+    n: u32,        // items this dispatch covers (active-list or gather length)
+    d: u32,        // features
+    j: u32,        // the column being computed (global row index)
+    kind: u32,     // kernel: 0 linear, 1 rbf, 2 polynomial
+    degree: u32,   // polynomial degree
+    flags: u32,    // see F_* below
+    nwg: u32,      // workgroups of a grid-stride loop
+    nwg2: u32,     // partials of the second reduction (final pass)
+    q_off: u32,    // offset of x_j in the query buffer
+    pad0: u32,
+    pad1: u32,
+    gamma: f32,
+    coef0: f32,
+    inv_c: f32,
+    yj: f32,
+    normj: f32,
+    pad2: f32,
+    pad3: f32,
+    pad4: f32,
+    scale: vec2<f32>,
+    ca: vec2<f32>,
+    cb: vec2<f32>,
+    cp: vec2<f32>,
+}
+
+const F_COL_A: u32 = 1u;   // update: add ca·colA
+const F_COL_B: u32 = 2u;   // update: add cb·colB
+const F_PREV: u32 = 4u;    // g⁻ exists: add cp·g⁻ and sum αᵀg⁻
+const F_ROTATE: u32 = 8u;  // update: g⁻ ← g_old
+const F_WRITE: u32 = 16u;  // update: write g (otherwise only the argmin)
+const SRC_PREV: u32 = 32u; // gather: from g⁻
+const SRC_COL: u32 = 64u;  // gather: from the column binding
+
+const WG: u32 = 256u;
+const NONE: u32 = 0xffffffffu;
+const BIG: f32 = 3.0e38;
+
+fn wide(v: vec2<f32>) -> GT {
+    return GT(v.x) + GT(v.y);
+}
+
+// Lower value wins; ties go to the lower index (as the CPU's first-minimum scan).
+fn better_min(v: GT, i: u32, bv: GT, bi: u32) -> bool {
+    return v < bv || (v == bv && i < bi);
+}
+
+// Higher value wins; ties go to the lower index.
+fn better_max(v: GT, i: u32, bv: GT, bi: u32) -> bool {
+    return v > bv || (v == bv && i < bi);
+}

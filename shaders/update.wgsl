@@ -1,0 +1,64 @@
+// The fused gradient update and the first stage of argmin over all points:
+//   g_new = scale·g + ca·Q[:, a] + cb·Q[:, b] + cp·g⁻      (then g⁻ ← g_old if F_ROTATE)
+// Each of the p.nwg workgroups strides over the rows and leaves its (min g, lowest index).
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> col_a: array<f32>;
+@group(0) @binding(2) var<storage, read> col_b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> g: array<GT>;
+@group(0) @binding(4) var<storage, read_write> gp: array<GT>;
+@group(0) @binding(5) var<storage, read_write> part_v: array<GT>;
+@group(0) @binding(6) var<storage, read_write> part_i: array<u32>;
+
+var<workgroup> wv: array<GT, 256>;
+var<workgroup> wi: array<u32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = lid.x;
+    let stride = p.nwg * WG;
+    let scale = wide(p.scale);
+    let ca = wide(p.ca);
+    let cb = wide(p.cb);
+    let cp = wide(p.cp);
+    var bv = GT(BIG);
+    var bi = NONE;
+    for (var i = wid.x * WG + t; i < p.m; i += stride) {
+        var v = g[i];
+        if ((p.flags & F_WRITE) != 0u) {
+            let old = v;
+            v = scale * old;
+            if ((p.flags & F_COL_A) != 0u) {
+                v += ca * GT(col_a[i]);
+            }
+            if ((p.flags & F_COL_B) != 0u) {
+                v += cb * GT(col_b[i]);
+            }
+            if ((p.flags & F_PREV) != 0u) {
+                v += cp * gp[i];
+                if ((p.flags & F_ROTATE) != 0u) {
+                    gp[i] = old;
+                }
+            }
+            g[i] = v;
+        }
+        if (v < bv) {
+            bv = v;
+            bi = i;
+        }
+    }
+    wv[t] = bv;
+    wi[t] = bi;
+    workgroupBarrier();
+    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+        if (t < s && better_min(wv[t + s], wi[t + s], wv[t], wi[t])) {
+            wv[t] = wv[t + s];
+            wi[t] = wi[t + s];
+        }
+        workgroupBarrier();
+    }
+    if (t == 0u) {
+        part_v[wid.x] = wv[0];
+        part_i[wid.x] = wi[0];
+    }
+}

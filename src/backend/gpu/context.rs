@@ -1,0 +1,264 @@
+//! One long-lived wgpu device per process: adapter discovery and choice (`WGPU_BACKEND`,
+//! `WGPU_ADAPTER_NAME`, `--device`), the device with the adapter's own limits, device errors
+//! turned into [`Error::Backend`] instead of panics, and the compiled pipelines.
+
+use super::pipelines::Pipelines;
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What `fwsvm info` shows of one adapter.
+#[derive(Debug, Clone)]
+pub struct AdapterSummary {
+    /// Position in the enumeration (what `--device <index>` takes).
+    pub index: usize,
+    /// Adapter name.
+    pub name: String,
+    /// Vulkan, Gl, Metal, Dx12.
+    pub backend: String,
+    /// DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu (a software rasterizer), Other.
+    pub device_type: wgpu::DeviceType,
+    /// Driver and its version.
+    pub driver: String,
+    /// SHADER_F64 available (needed by `--precision f64`).
+    pub f64: bool,
+    /// Largest storage-buffer binding in bytes.
+    pub max_binding: u64,
+    /// Largest buffer in bytes.
+    pub max_buffer: u64,
+}
+
+impl AdapterSummary {
+    /// A hardware adapter (not a CPU rasterizer).
+    pub fn is_hardware(&self) -> bool {
+        matches!(
+            self.device_type,
+            wgpu::DeviceType::DiscreteGpu
+                | wgpu::DeviceType::IntegratedGpu
+                | wgpu::DeviceType::VirtualGpu
+        )
+    }
+}
+
+/// Which adapter to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// The best hardware adapter; none if there is only a software one (`--backend auto`).
+    Hardware,
+    /// The best adapter of any kind, software included (`--backend gpu`).
+    Any,
+    /// `--device <index>`.
+    Index(usize),
+    /// `--device <name>`: the first adapter whose name contains it (case-insensitive).
+    Name(String),
+}
+
+impl DeviceSelector {
+    /// Parses `--device` (an index or a name), falling back to `WGPU_ADAPTER_NAME`, then to
+    /// `default`.
+    pub fn from_arg(arg: Option<&str>, default: DeviceSelector) -> DeviceSelector {
+        match arg {
+            Some(s) => match s.parse::<usize>() {
+                Ok(i) => DeviceSelector::Index(i),
+                Err(_) => DeviceSelector::Name(s.to_string()),
+            },
+            None => match std::env::var("WGPU_ADAPTER_NAME") {
+                Ok(n) if !n.is_empty() => DeviceSelector::Name(n),
+                _ => default,
+            },
+        }
+    }
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+fn enumerate() -> Vec<wgpu::Adapter> {
+    let inst = instance();
+    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    pollster::block_on(inst.enumerate_adapters(backends))
+}
+
+fn summary(index: usize, a: &wgpu::Adapter) -> AdapterSummary {
+    let info = a.get_info();
+    let limits = a.limits();
+    AdapterSummary {
+        index,
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        device_type: info.device_type,
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
+        f64: a.features().contains(wgpu::Features::SHADER_F64),
+        max_binding: limits.max_storage_buffer_binding_size as u64,
+        max_buffer: limits.max_buffer_size,
+    }
+}
+
+/// All adapters wgpu finds (honouring `WGPU_BACKEND`).
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    enumerate()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| summary(i, a))
+        .collect()
+}
+
+fn rank(t: wgpu::DeviceType) -> u32 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+/// An open device and everything built on it once.
+pub struct GpuContext {
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// The adapter it was opened on.
+    pub adapter: AdapterSummary,
+    /// Limits granted (the adapter's own).
+    pub limits: wgpu::Limits,
+    /// SHADER_F64 enabled.
+    pub f64: bool,
+    errors: Arc<Mutex<Vec<String>>>,
+    pipes: [OnceLock<std::result::Result<Arc<Pipelines>, String>>; 2],
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter)
+            .finish()
+    }
+}
+
+impl GpuContext {
+    /// Opens the selected adapter. `Ok(None)` when the selector finds none (no driver, or only
+    /// a software adapter under [`DeviceSelector::Hardware`]); an error when it names one that
+    /// does not exist or the device cannot be opened.
+    pub fn open(sel: &DeviceSelector) -> Result<Option<GpuContext>> {
+        let adapters = enumerate();
+        let sums: Vec<AdapterSummary> = adapters
+            .iter()
+            .enumerate()
+            .map(|(i, a)| summary(i, a))
+            .collect();
+        let names = || {
+            if sums.is_empty() {
+                "none found".to_string()
+            } else {
+                sums.iter()
+                    .map(|s| format!("{}: {} ({})", s.index, s.name, s.backend))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let pick = match sel {
+            DeviceSelector::Index(i) => match sums.get(*i) {
+                Some(s) => Some(s.index),
+                None => {
+                    return Err(Error::InvalidParam(format!(
+                        "--device {i}: no such adapter (adapters: {})",
+                        names()
+                    )));
+                }
+            },
+            DeviceSelector::Name(n) => {
+                let low = n.to_lowercase();
+                match sums.iter().find(|s| s.name.to_lowercase().contains(&low)) {
+                    Some(s) => Some(s.index),
+                    None => {
+                        return Err(Error::InvalidParam(format!(
+                            "no adapter named like {n:?} (adapters: {})",
+                            names()
+                        )));
+                    }
+                }
+            }
+            DeviceSelector::Hardware | DeviceSelector::Any => sums
+                .iter()
+                .filter(|s| *sel == DeviceSelector::Any || s.is_hardware())
+                .min_by_key(|s| (rank(s.device_type), s.backend != "Vulkan", s.index))
+                .map(|s| s.index),
+        };
+        let Some(k) = pick else {
+            return Ok(None);
+        };
+        let adapter = &adapters[k];
+        let f64 = sums[k].f64;
+        let mut features = wgpu::Features::empty();
+        if f64 {
+            features |= wgpu::Features::SHADER_F64;
+        }
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("fwsvm"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::Backend(format!("cannot open {}: {e}", sums[k].name)))?;
+        let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.lock().unwrap().push(e.to_string());
+        }));
+        Ok(Some(GpuContext {
+            device,
+            queue,
+            adapter: sums[k].clone(),
+            limits,
+            f64,
+            errors,
+            pipes: [OnceLock::new(), OnceLock::new()],
+        }))
+    }
+
+    /// A software adapter (lavapipe, llvmpipe): wants few, long-running workgroups.
+    pub fn is_software(&self) -> bool {
+        !self.adapter.is_hardware()
+    }
+
+    /// Fails with the first device error recorded since the last call.
+    pub fn check(&self, what: &str) -> Result<()> {
+        let mut e = self.errors.lock().unwrap();
+        if e.is_empty() {
+            Ok(())
+        } else {
+            let msg = e.join("; ");
+            e.clear();
+            Err(Error::Backend(format!(
+                "{} on {}: {msg}",
+                what, self.adapter.name
+            )))
+        }
+    }
+
+    /// The compiled pipelines for the gradient type (f32, or f64 when `wide`).
+    pub fn pipelines(&self, wide: bool) -> Result<Arc<Pipelines>> {
+        if wide && !self.f64 {
+            return Err(Error::InvalidParam(format!(
+                "--precision f64 on the GPU needs SHADER_F64, which {} ({}) does not have; use --precision f32 or --backend cpu",
+                self.adapter.name, self.adapter.backend
+            )));
+        }
+        self.pipes[wide as usize]
+            .get_or_init(|| {
+                let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let p = Pipelines::new(&self.device, wide);
+                match pollster::block_on(scope.pop()) {
+                    Some(e) => Err(e.to_string()),
+                    None => Ok(Arc::new(p)),
+                }
+            })
+            .clone()
+            .map_err(|e| Error::Backend(format!("shader pipelines on {}: {e}", self.adapter.name)))
+    }
+}

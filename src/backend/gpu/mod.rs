@@ -1,0 +1,969 @@
+//! The GPU backend: the [`Backend`] seam on wgpu, with WGSL compute shaders (`shaders/`) for
+//! the kernel columns, the fused gradient update and the reductions; the host keeps only each
+//! variant's scalar step logic.
+//!
+//! Device-resident for the life of a problem (all created at load, none per iteration): the
+//! data in chunks no larger than a storage binding (dense chunks feature-major, so neighbouring
+//! invocations read neighbouring words; CSR chunks with chunk-relative `indptr`), ‖x_i‖², y,
+//! the gradient g and the previous gradient g⁻ (f32, or f64 with `--precision f64` where the
+//! adapter has SHADER_F64), an LRU cache of kernel columns in one buffer addressed by dynamic
+//! offsets, the reduction partials, the active list, and one mappable readback buffer.
+//!
+//! One iteration is one submit and one small readback: [`Backend::update`] only records the
+//! column pass (when the column is not cached) and the update pass, whose workgroups also leave
+//! their argmin partials; [`Backend::reduce`] uploads the active list, appends the active-set
+//! pass and the final combine, submits, and reads back 48 bytes. Gathers and column entries
+//! (SWAP-2o, PARTAN) are a submit and readback of their own. Ties go to the lowest index, as on
+//! the CPU. Reduction widths come from the adapter: a software adapter gets a few long-running
+//! workgroups, a hardware one enough to fill it.
+
+pub mod context;
+pub mod pipelines;
+
+pub use context::{AdapterSummary, DeviceSelector, GpuContext, list_adapters};
+
+use super::cache::ColumnCache;
+use super::cpu::Precision;
+use super::{Backend, BackendStats, Reduction, Update};
+use crate::active::ActiveSet;
+use crate::data::{Features, Row};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::problem::Problem;
+use pipelines::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use wgpu::util::DeviceExt;
+
+/// GPU backend settings.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuConfig {
+    /// Kernel-column cache budget in bytes (device memory).
+    pub cache_bytes: usize,
+    /// f32 or f64 gradient.
+    pub precision: Precision,
+    /// Largest data chunk in bytes (default: the adapter's storage-binding limit); tests force
+    /// tiny chunks to exercise the split.
+    pub max_chunk_bytes: Option<u64>,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig {
+            cache_bytes: 1024 << 20,
+            precision: Precision::F32,
+            max_chunk_bytes: None,
+        }
+    }
+}
+
+const WG: u64 = 256;
+const NONE: u32 = u32::MAX;
+/// Params blocks per submit before a flush (each dispatch uses one).
+const PARAM_SLOTS: usize = 32;
+/// Query rows per submit before a flush.
+const QUERY_SLOTS: usize = 4;
+
+struct Chunk {
+    bind: wgpu::BindGroup,
+    nwg: u32,
+    _bufs: Vec<wgpu::Buffer>,
+}
+
+/// What the memory plan counted, for messages.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryPlan {
+    /// Data (features, norms, labels).
+    pub data_bytes: u64,
+    /// Gradients, lists, partials, readback.
+    pub vector_bytes: u64,
+    /// Column cache.
+    pub cache_bytes: u64,
+    /// Number of data chunks.
+    pub chunks: usize,
+    /// Cached columns.
+    pub cache_slots: usize,
+}
+
+/// The wgpu implementation of [`Backend`].
+pub struct GpuBackend<'a> {
+    prob: &'a Problem<'a>,
+    ctx: &'a GpuContext,
+    pipes: Arc<Pipelines>,
+    wide: bool,
+    gt: u64,
+    dense: bool,
+    d: usize,
+    dpad: usize,
+    kind: u32,
+    degree: u32,
+    gamma: f32,
+    coef0: f32,
+    inv_c: f64,
+    norms32: Vec<f32>,
+    chunks: Vec<Chunk>,
+    // buffers
+    params: wgpu::Buffer,
+    param_stride: u64,
+    query: wgpu::Buffer,
+    g: wgpu::Buffer,
+    gp: wgpu::Buffer,
+    lidx: wgpu::Buffer,
+    lw: wgpu::Buffer,
+    gidx: wgpu::Buffer,
+    out: wgpu::Buffer,
+    res_v: wgpu::Buffer,
+    res_i: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    column_bg: wgpu::BindGroup,
+    update_bg: wgpu::BindGroup,
+    active_bg: wgpu::BindGroup,
+    final_bg: wgpu::BindGroup,
+    gather_bg: wgpu::BindGroup,
+    slot_stride: u64,
+    nwg_rows: u32,
+    nwg_list_max: u32,
+    // host-side state
+    cache: ColumnCache<()>,
+    enc: Option<wgpu::CommandEncoder>,
+    param_host: Vec<u8>,
+    n_params: usize,
+    query_host: Vec<f32>,
+    n_queries: usize,
+    lidx_host: Vec<u32>,
+    lw_host: Vec<u8>,
+    gidx_host: Vec<u32>,
+    prev: bool,
+    min_valid: bool,
+    fresh: usize,
+    stats: BackendStats,
+    plan: MemoryPlan,
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+impl<'a> GpuBackend<'a> {
+    /// Checks the memory plan against the adapter's limits and uploads the problem.
+    pub fn new(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig) -> Result<Self> {
+        let wide = cfg.precision == Precision::F64;
+        let pipes = ctx.pipelines(wide)?;
+        let dev = &ctx.device;
+        let lim = &ctx.limits;
+        let m = prob.len();
+        let ds = prob.data;
+        let d = ds.n_features().max(1);
+        let gt: u64 = if wide { 8 } else { 4 };
+        let max_bind = (lim.max_storage_buffer_binding_size as u64).min(lim.max_buffer_size);
+        let chunk_limit = cfg
+            .max_chunk_bytes
+            .unwrap_or(max_bind)
+            .min(max_bind)
+            .max(16);
+        let name = &ctx.adapter.name;
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        // Every m-vector must fit one binding.
+        if m as u64 * gt > max_bind || m > u32::MAX as usize / 2 {
+            return Err(Error::Backend(format!(
+                "{m} points need {:.1} MiB per gradient vector, more than {name}'s largest storage binding ({:.1} MiB); use --backend cpu",
+                mib(m as u64 * gt),
+                mib(max_bind)
+            )));
+        }
+        let align = lim.min_storage_buffer_offset_alignment.max(4) as u64;
+        let col_bytes = (m as u64 * 4).max(16);
+        let slot_stride = col_bytes.next_multiple_of(align);
+        let by_budget = cfg.cache_bytes as u64 / slot_stride;
+        let by_buffer = lim.max_buffer_size / slot_stride;
+        let slots = by_budget.max(2).min(by_buffer).min(1 << 20);
+        if slots < 2 {
+            return Err(Error::Backend(format!(
+                "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use --backend cpu",
+                mib(2 * slot_stride),
+                mib(lim.max_buffer_size)
+            )));
+        }
+        let software = ctx.is_software();
+        let nwg_rows = if software {
+            8u64.min(ceil_div(m as u64, WG)).max(1)
+        } else {
+            ceil_div(m as u64, WG).clamp(1, 1024)
+        } as u32;
+        let nwg_list_max: u32 = if software { 8 } else { 1024 };
+
+        // The data, split into chunks of at most chunk_limit bytes per binding.
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        match &ds.features {
+            Features::Dense { .. } => {
+                let rows = ((chunk_limit / (4 * d as u64)) as usize).max(1);
+                if 4 * d as u64 > chunk_limit {
+                    return Err(Error::Backend(format!(
+                        "one row of {d} features ({} bytes) exceeds the {chunk_limit}-byte binding limit",
+                        4 * d
+                    )));
+                }
+                let mut r = 0;
+                while r < m {
+                    let e = (r + rows).min(m);
+                    ranges.push((r, e));
+                    r = e;
+                }
+            }
+            Features::Sparse { indptr, .. } => {
+                let cap = (chunk_limit / 4) as usize;
+                let mut r = 0;
+                while r < m {
+                    let mut e = r;
+                    while e < m && indptr[e + 1] - indptr[r] <= cap && e + 2 - r <= cap {
+                        e += 1;
+                    }
+                    if e == r {
+                        return Err(Error::Backend(format!(
+                            "row {} has {} non-zeros, more than one {chunk_limit}-byte binding holds",
+                            r + 1,
+                            indptr[r + 1] - indptr[r]
+                        )));
+                    }
+                    ranges.push((r, e));
+                    r = e;
+                }
+            }
+        }
+        if ranges.is_empty() {
+            ranges.push((0, 0));
+        }
+
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let vscope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
+            let mut v = bytes.to_vec();
+            v.resize(v.len().max(16).next_multiple_of(4), 0);
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &v,
+                usage,
+            })
+        };
+        let zeroed = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(16).next_multiple_of(4),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let norms32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
+        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
+        let norms = init("norms", bytemuck::cast_slice(&norms32), storage);
+        let ylab = init("y", bytemuck::cast_slice(&y32), storage);
+        let dpad = d.next_multiple_of(4);
+        let query = zeroed("query", (QUERY_SLOTS * dpad * 4) as u64, storage);
+        let param_stride =
+            (PARAMS_SIZE).next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
+        let params = zeroed(
+            "params",
+            param_stride * PARAM_SLOTS as u64,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        );
+        let cache_buf = zeroed("column cache", slot_stride * slots, storage);
+        let rw = storage | wgpu::BufferUsages::COPY_SRC;
+        let g = zeroed("g", m as u64 * gt, rw);
+        let gp = zeroed("g_prev", m as u64 * gt, rw);
+        let pmin_v = zeroed("argmin partials", nwg_rows as u64 * gt, rw);
+        let pmin_i = zeroed("argmin partial indices", nwg_rows as u64 * 4, rw);
+        let pact_v = zeroed("active partials", 3 * nwg_list_max as u64 * gt, rw);
+        let pact_i = zeroed("active partial indices", nwg_list_max as u64 * 4, rw);
+        let lidx = zeroed("active indices", m as u64 * 4, storage);
+        let lw = zeroed("active weights", m as u64 * gt, storage);
+        let gidx = zeroed("gather indices", m as u64 * 4, storage);
+        let out = zeroed("gather output", m as u64 * gt, rw);
+        let res_v = zeroed("result values", 4 * gt, rw);
+        let res_i = zeroed("result indices", 16, rw);
+        let staging = zeroed(
+            "readback",
+            (m as u64 * gt).max(64) + 64,
+            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        );
+
+        let mut data_bytes = 8 * m as u64;
+        let mut chunks = Vec::with_capacity(ranges.len());
+        for &(r0, r1) in &ranges {
+            let n = r1 - r0;
+            let nwg = if software {
+                8u64.min(ceil_div(n as u64, WG)).max(1)
+            } else {
+                ceil_div(n as u64, WG).clamp(1, 65535)
+            } as u32;
+            let info = ChunkInfo {
+                r0: r0 as u32,
+                n: n as u32,
+                nwg,
+                pad: 0,
+            };
+            let info_buf = init(
+                "chunk info",
+                bytemuck::bytes_of(&info),
+                wgpu::BufferUsages::UNIFORM,
+            );
+            let (bufs, bind) = match &ds.features {
+                Features::Dense { values, n_features } => {
+                    let mut fm = vec![0f32; n * d];
+                    for i in 0..n {
+                        for f in 0..*n_features {
+                            fm[f * n + i] = values[(r0 + i) * n_features + f];
+                        }
+                    }
+                    data_bytes += fm.len() as u64 * 4;
+                    let x = init("x dense", bytemuck::cast_slice(&fm), storage);
+                    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("dense chunk"),
+                        layout: &pipes.dense_bgl,
+                        entries: &[entry(0, &info_buf), entry(1, &x)],
+                    });
+                    (vec![info_buf, x], bind)
+                }
+                Features::Sparse {
+                    indptr,
+                    indices,
+                    values,
+                    ..
+                } => {
+                    let base = indptr[r0];
+                    let ip: Vec<u32> = indptr[r0..=r1].iter().map(|&p| (p - base) as u32).collect();
+                    let nz = indptr[r1] - base;
+                    data_bytes += (ip.len() + 2 * nz) as u64 * 4;
+                    let ipb = init("x indptr", bytemuck::cast_slice(&ip), storage);
+                    let ixb = init(
+                        "x indices",
+                        bytemuck::cast_slice(&indices[base..base + nz]),
+                        storage,
+                    );
+                    let vb = init(
+                        "x values",
+                        bytemuck::cast_slice(&values[base..base + nz]),
+                        storage,
+                    );
+                    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                        label: Some("csr chunk"),
+                        layout: &pipes.csr_bgl,
+                        entries: &[
+                            entry(0, &info_buf),
+                            entry(1, &ipb),
+                            entry(2, &ixb),
+                            entry(3, &vb),
+                        ],
+                    });
+                    (vec![info_buf, ipb, ixb, vb], bind)
+                }
+            };
+            chunks.push(Chunk {
+                bind,
+                nwg,
+                _bufs: bufs,
+            });
+        }
+
+        let pbind = |b: u32| wgpu::BindGroupEntry {
+            binding: b,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &params,
+                offset: 0,
+                size: wgpu::BufferSize::new(PARAMS_SIZE),
+            }),
+        };
+        let slot = |b: u32| wgpu::BindGroupEntry {
+            binding: b,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &cache_buf,
+                offset: 0,
+                size: wgpu::BufferSize::new(col_bytes),
+            }),
+        };
+        let column_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("column"),
+            layout: &pipes.column_bgl,
+            entries: &[
+                pbind(0),
+                entry(1, &norms),
+                entry(2, &ylab),
+                entry(3, &query),
+                slot(4),
+            ],
+        });
+        let update_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("update"),
+            layout: &pipes.update_bgl,
+            entries: &[
+                pbind(0),
+                slot(1),
+                slot(2),
+                entry(3, &g),
+                entry(4, &gp),
+                entry(5, &pmin_v),
+                entry(6, &pmin_i),
+            ],
+        });
+        let active_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("active"),
+            layout: &pipes.active_bgl,
+            entries: &[
+                pbind(0),
+                entry(1, &g),
+                entry(2, &gp),
+                entry(3, &lidx),
+                entry(4, &lw),
+                entry(5, &pact_v),
+                entry(6, &pact_i),
+            ],
+        });
+        let final_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("final"),
+            layout: &pipes.final_bgl,
+            entries: &[
+                pbind(0),
+                entry(1, &pmin_v),
+                entry(2, &pmin_i),
+                entry(3, &pact_v),
+                entry(4, &pact_i),
+                entry(5, &res_v),
+                entry(6, &res_i),
+            ],
+        });
+        let gather_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("gather"),
+            layout: &pipes.gather_bgl,
+            entries: &[
+                pbind(0),
+                entry(1, &g),
+                entry(2, &gp),
+                slot(3),
+                entry(4, &gidx),
+                entry(5, &out),
+            ],
+        });
+        let vector_bytes = m as u64 * (6 * gt + 8) + (m as u64 * gt).max(64);
+        let plan = MemoryPlan {
+            data_bytes,
+            vector_bytes,
+            cache_bytes: slot_stride * slots,
+            chunks: chunks.len(),
+            cache_slots: slots as usize,
+        };
+        let val_err = pollster::block_on(vscope.pop());
+        let oom = pollster::block_on(scope.pop());
+        if let Some(e) = oom.or(val_err) {
+            return Err(Error::Backend(format!(
+                "{name} could not hold the problem ({:.1} MiB data + {:.1} MiB vectors + {:.1} MiB column cache; lower --cache-mb or use --backend cpu): {e}",
+                mib(plan.data_bytes),
+                mib(plan.vector_bytes),
+                mib(plan.cache_bytes)
+            )));
+        }
+        ctx.check("upload")?;
+        let (kind, degree, gamma, coef0) = match prob.kernel {
+            Kernel::Linear => (0, 1, 0.0, 0.0),
+            Kernel::Rbf { gamma } => (1, 1, gamma as f32, 0.0),
+            Kernel::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => (2, degree, gamma as f32, coef0 as f32),
+        };
+        Ok(GpuBackend {
+            prob,
+            ctx,
+            pipes,
+            wide,
+            gt,
+            dense: ds.is_dense(),
+            d,
+            dpad,
+            kind,
+            degree,
+            gamma,
+            coef0,
+            inv_c: 1.0 / prob.c,
+            norms32,
+            chunks,
+            params,
+            param_stride,
+            query,
+            g,
+            gp,
+            lidx,
+            lw,
+            gidx,
+            out,
+            res_v,
+            res_i,
+            staging,
+            column_bg,
+            update_bg,
+            active_bg,
+            final_bg,
+            gather_bg,
+            slot_stride,
+            nwg_rows,
+            nwg_list_max,
+            cache: ColumnCache::with_slots(m, slots as usize),
+            enc: None,
+            param_host: vec![0u8; param_stride as usize * PARAM_SLOTS],
+            n_params: 0,
+            query_host: vec![0f32; QUERY_SLOTS * dpad],
+            n_queries: 0,
+            lidx_host: Vec::new(),
+            lw_host: Vec::new(),
+            gidx_host: Vec::new(),
+            prev: false,
+            min_valid: false,
+            fresh: usize::MAX,
+            stats: BackendStats::default(),
+            plan,
+        })
+    }
+
+    /// What was allocated on the device.
+    pub fn memory_plan(&self) -> MemoryPlan {
+        self.plan
+    }
+
+    /// The recording encoder, taken out of `self` so passes can borrow the other fields; give
+    /// it back with `self.enc = Some(enc)`.
+    fn take_encoder(&mut self) -> wgpu::CommandEncoder {
+        self.enc.take().unwrap_or_else(|| {
+            self.ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        })
+    }
+
+    /// Reserves a Params block for the next dispatch; returns its dynamic offset.
+    fn push_params(&mut self, p: &Params) -> u32 {
+        if self.n_params == PARAM_SLOTS {
+            self.flush();
+        }
+        let off = self.n_params * self.param_stride as usize;
+        self.param_host[off..off + PARAMS_SIZE as usize].copy_from_slice(bytemuck::bytes_of(p));
+        self.n_params += 1;
+        off as u32
+    }
+
+    /// Submits what is recorded (params and query rows first), without waiting.
+    fn flush(&mut self) {
+        let q = &self.ctx.queue;
+        if self.n_params > 0 {
+            q.write_buffer(
+                &self.params,
+                0,
+                &self.param_host[..self.n_params * self.param_stride as usize],
+            );
+        }
+        if self.n_queries > 0 {
+            q.write_buffer(
+                &self.query,
+                0,
+                bytemuck::cast_slice(&self.query_host[..self.n_queries * self.dpad]),
+            );
+        }
+        if let Some(enc) = self.enc.take() {
+            q.submit([enc.finish()]);
+        }
+        self.n_params = 0;
+        self.n_queries = 0;
+    }
+
+    /// Flushes, waits, and copies `bytes` of the readback buffer out.
+    fn submit_and_read(&mut self, bytes: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.flush();
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let slice = self.staging.slice(0..bytes.max(4).next_multiple_of(4));
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            flag.store(r.is_ok(), Ordering::Release);
+        });
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
+        self.ctx.check("compute pass")?;
+        if !done.load(Ordering::Acquire) {
+            return Err(Error::Backend(format!(
+                "{}: reading results back failed",
+                self.ctx.adapter.name
+            )));
+        }
+        {
+            let view = slice
+                .get_mapped_range()
+                .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
+            out.clear();
+            out.extend_from_slice(&view[..bytes as usize]);
+        }
+        self.staging.unmap();
+        Ok(())
+    }
+
+    fn base_params(&self) -> Params {
+        Params {
+            m: self.prob.len() as u32,
+            d: self.d as u32,
+            kind: self.kind,
+            degree: self.degree,
+            gamma: self.gamma,
+            coef0: self.coef0,
+            inv_c: self.inv_c as f32,
+            nwg: self.nwg_rows,
+            flags: if self.prev { F_PREV } else { 0 },
+            ..Default::default()
+        }
+    }
+
+    /// Records the computation of column j into cache slot `slot`.
+    fn record_column(&mut self, j: usize, slot: usize) {
+        if self.n_queries == QUERY_SLOTS {
+            self.flush();
+        }
+        let q_off = self.n_queries * self.dpad;
+        let q = &mut self.query_host[q_off..q_off + self.dpad];
+        q.iter_mut().for_each(|v| *v = 0.0);
+        match self.prob.data.row(j) {
+            Row::Dense(v) => q[..v.len()].copy_from_slice(v),
+            Row::Sparse(ix, vs) => {
+                for (&i, &v) in ix.iter().zip(vs) {
+                    q[i as usize] = v;
+                }
+            }
+        }
+        self.n_queries += 1;
+        let p = Params {
+            j: j as u32,
+            q_off: q_off as u32,
+            yj: self.prob.y[j] as f32,
+            normj: self.norms32[j],
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let slot_off = (slot as u64 * self.slot_stride) as u32;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(if self.dense {
+                &self.pipes.column_dense
+            } else {
+                &self.pipes.column_csr
+            });
+            pass.set_bind_group(0, &self.column_bg, &[off, slot_off]);
+            for c in &self.chunks {
+                pass.set_bind_group(1, &c.bind, &[]);
+                pass.dispatch_workgroups(c.nwg, 1, 1);
+            }
+        }
+        self.enc = Some(enc);
+        self.stats.columns_computed += 1;
+    }
+
+    /// Column j resident (recording its computation if needed); returns its slot.
+    fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
+        let (slot, hit) = self.cache.get_or_assign(j, pinned);
+        let fresh = std::mem::replace(&mut self.fresh, usize::MAX);
+        if hit {
+            if j != fresh {
+                self.stats.cache_hits += 1;
+            }
+        } else {
+            self.record_column(j, slot);
+            self.cache.mark_valid(slot);
+        }
+        (slot, !hit)
+    }
+
+    /// Records the update pass (with F_WRITE unset: only the argmin partials).
+    fn record_update(&mut self, mut p: Params, a: usize, b: usize) {
+        p.nwg = self.nwg_rows;
+        let off = self.push_params(&p);
+        let (oa, ob) = (
+            (a as u64 * self.slot_stride) as u32,
+            (b as u64 * self.slot_stride) as u32,
+        );
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.update);
+            pass.set_bind_group(0, &self.update_bg, &[off, oa, ob]);
+            pass.dispatch_workgroups(self.nwg_rows, 1, 1);
+        }
+        self.enc = Some(enc);
+        self.min_valid = true;
+    }
+
+    fn list_nwg(&self, n: usize) -> u32 {
+        (ceil_div(n as u64, WG) as u32).clamp(1, self.nwg_list_max)
+    }
+
+    fn to_f64(&self, bytes: &[u8], k: usize) -> f64 {
+        if self.wide {
+            f64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap())
+        } else {
+            f32::from_le_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap()) as f64
+        }
+    }
+
+    fn gather_from(
+        &mut self,
+        flags: u32,
+        slot: usize,
+        idx: &[usize],
+        out: &mut [f64],
+    ) -> Result<()> {
+        if idx.is_empty() {
+            return Ok(());
+        }
+        let n = idx.len();
+        self.gidx_host.clear();
+        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
+        // The upload lands before the next submit, i.e. before this gather runs; earlier
+        // gathers have completed (each waits for its readback).
+        self.ctx
+            .queue
+            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        let nwg = self.list_nwg(n);
+        let p = Params {
+            n: n as u32,
+            nwg,
+            flags,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let so = (slot as u64 * self.slot_stride) as u32;
+        let bytes = n as u64 * self.gt;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.gather);
+            pass.set_bind_group(0, &self.gather_bg, &[off, so]);
+            pass.dispatch_workgroups(nwg, 1, 1);
+        }
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        let mut buf = Vec::new();
+        self.submit_and_read(bytes, &mut buf)?;
+        for (k, o) in out.iter_mut().enumerate().take(n) {
+            *o = self.to_f64(&buf, k);
+        }
+        Ok(())
+    }
+
+    fn upload_vector(&self, buf: &wgpu::Buffer, v: &[f64]) {
+        if self.wide {
+            self.ctx.queue.write_buffer(buf, 0, bytemuck::cast_slice(v));
+        } else {
+            let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+            self.ctx
+                .queue
+                .write_buffer(buf, 0, bytemuck::cast_slice(&f));
+        }
+    }
+}
+
+fn entry(binding: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buf.as_entire_binding(),
+    }
+}
+
+impl Backend for GpuBackend<'_> {
+    fn len(&self) -> usize {
+        self.prob.len()
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "gpu: {} ({}, {} gradient, {} columns cached, {} data chunk{})",
+            self.ctx.adapter.name,
+            self.ctx.adapter.backend,
+            if self.wide { "f64" } else { "f32" },
+            self.plan.cache_slots,
+            self.plan.chunks,
+            if self.plan.chunks == 1 { "" } else { "s" }
+        )
+    }
+
+    fn q_diag(&self, i: usize) -> f64 {
+        self.prob.q_diag(i)
+    }
+
+    fn q(&self, i: usize, j: usize) -> f64 {
+        self.prob.q(i, j)
+    }
+
+    fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        // Recorded work would otherwise run after the upload below and corrupt it.
+        self.flush();
+        let mut g = vec![0.0; self.prob.len()];
+        super::exact::full_gradient(self.prob, alpha, &mut g);
+        self.upload_vector(&self.g, &g);
+        if self.prev {
+            self.upload_vector(&self.gp, &g);
+        }
+        self.min_valid = false;
+        Ok(())
+    }
+
+    fn enable_prev(&mut self) {
+        if !self.prev {
+            self.prev = true;
+            let bytes = self.prob.len() as u64 * self.gt;
+            if bytes > 0 {
+                let mut enc = self.take_encoder();
+                enc.copy_buffer_to_buffer(&self.g, 0, &self.gp, 0, bytes.next_multiple_of(4));
+                self.enc = Some(enc);
+            }
+        }
+    }
+
+    fn update(&mut self, u: &Update) -> Result<()> {
+        let mut cols = u.cols;
+        if let ([Some((i, a)), Some((j, b))], true) =
+            (cols, cols[0].map(|c| c.0) == cols[1].map(|c| c.0))
+        {
+            debug_assert_eq!(i, j);
+            cols = [Some((i, a + b)), None];
+        }
+        let mut p = self.base_params();
+        p.flags |= F_WRITE;
+        p.scale = split(u.scale);
+        let mut slots = [0usize; 2];
+        let mut pinned = None;
+        for (k, c) in cols.iter().enumerate() {
+            if let Some((j, coef)) = *c {
+                let (slot, _) = self.resolve(j, pinned);
+                slots[k] = slot;
+                pinned = Some(slot);
+                if k == 0 {
+                    p.flags |= F_COL_A;
+                    p.ca = split(coef);
+                } else {
+                    p.flags |= F_COL_B;
+                    p.cb = split(coef);
+                }
+            }
+        }
+        if self.prev {
+            p.cp = split(u.prev_coef);
+            if u.rotate {
+                p.flags |= F_ROTATE;
+            }
+        }
+        self.record_update(p, slots[0], slots[1]);
+        self.stats.updates += 1;
+        Ok(())
+    }
+
+    fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
+        if !self.min_valid {
+            let p = self.base_params();
+            self.record_update(p, 0, 0);
+        }
+        let n = alpha.len();
+        let nwg2 = if n > 0 { self.list_nwg(n) } else { 0 };
+        if n > 0 {
+            self.lidx_host.clear();
+            self.lw_host.clear();
+            for (i, a) in alpha.iter() {
+                self.lidx_host.push(i as u32);
+                if self.wide {
+                    self.lw_host.extend_from_slice(&a.to_le_bytes());
+                } else {
+                    self.lw_host.extend_from_slice(&(a as f32).to_le_bytes());
+                }
+            }
+            let q = &self.ctx.queue;
+            q.write_buffer(&self.lidx, 0, bytemuck::cast_slice(&self.lidx_host));
+            q.write_buffer(&self.lw, 0, &self.lw_host);
+            let p = Params {
+                n: n as u32,
+                nwg: nwg2,
+                ..self.base_params()
+            };
+            let off = self.push_params(&p);
+            let mut enc = self.take_encoder();
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(&self.pipes.active);
+                pass.set_bind_group(0, &self.active_bg, &[off]);
+                pass.dispatch_workgroups(nwg2, 1, 1);
+            }
+            self.enc = Some(enc);
+        }
+        let p = Params {
+            nwg: self.nwg_rows,
+            nwg2,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let vbytes = 4 * self.gt;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.fin);
+            pass.set_bind_group(0, &self.final_bg, &[off]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
+        enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
+        self.enc = Some(enc);
+        let mut buf = Vec::new();
+        self.submit_and_read(vbytes + 8, &mut buf)?;
+        let idx = |k: usize| {
+            let o = vbytes as usize + 4 * k;
+            u32::from_le_bytes(buf[o..o + 4].try_into().unwrap())
+        };
+        let (s, v) = (idx(0), idx(1));
+        let (s, g_s) = if s == NONE {
+            (0, f64::NAN)
+        } else {
+            (s as usize, self.to_f64(&buf, 0))
+        };
+        let (v, g_v) = if v == NONE || n == 0 {
+            (usize::MAX, f64::NEG_INFINITY)
+        } else {
+            (v as usize, self.to_f64(&buf, 1))
+        };
+        Ok(Reduction {
+            s,
+            g_s,
+            v,
+            g_v,
+            alpha_g: if n > 0 { self.to_f64(&buf, 2) } else { 0.0 },
+            alpha_g_prev: if n > 0 && self.prev {
+                self.to_f64(&buf, 3)
+            } else {
+                0.0
+            },
+        })
+    }
+
+    fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.gather_from(0, 0, idx, out)
+    }
+
+    fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let f = if self.prev { SRC_PREV } else { 0 };
+        self.gather_from(f, 0, idx, out)
+    }
+
+    fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let (slot, miss) = self.resolve(j, None);
+        if miss {
+            self.fresh = j;
+        }
+        self.gather_from(SRC_COL, slot, idx, out)
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.stats
+    }
+}

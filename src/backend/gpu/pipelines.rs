@@ -1,0 +1,286 @@
+//! The WGSL sources (embedded from `shaders/` at compile time), their composition for the f32
+//! or f64 gradient, and the bind-group layouts and compute pipelines built once per device.
+
+/// shaders/common.wgsl
+pub const COMMON: &str = include_str!("../../../shaders/common.wgsl");
+/// shaders/column.wgsl
+pub const COLUMN: &str = include_str!("../../../shaders/column.wgsl");
+/// shaders/column_dense.wgsl
+pub const COLUMN_DENSE: &str = include_str!("../../../shaders/column_dense.wgsl");
+/// shaders/column_csr.wgsl
+pub const COLUMN_CSR: &str = include_str!("../../../shaders/column_csr.wgsl");
+/// shaders/update.wgsl
+pub const UPDATE: &str = include_str!("../../../shaders/update.wgsl");
+/// shaders/active.wgsl
+pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
+/// shaders/final.wgsl
+pub const FINAL: &str = include_str!("../../../shaders/final.wgsl");
+/// shaders/gather.wgsl
+pub const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+
+/// The shader programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// Kernel column over a dense chunk.
+    ColumnDense,
+    /// Kernel column over a CSR chunk.
+    ColumnCsr,
+    /// Fused gradient update + argmin partials.
+    Update,
+    /// Active-set partials.
+    Active,
+    /// Final combine.
+    Final,
+    /// Gather.
+    Gather,
+}
+
+impl Program {
+    /// Every program.
+    pub const ALL: [Program; 6] = [
+        Program::ColumnDense,
+        Program::ColumnCsr,
+        Program::Update,
+        Program::Active,
+        Program::Final,
+        Program::Gather,
+    ];
+}
+
+/// The full WGSL text of a program for the f32 (`wide` = false) or f64 gradient.
+pub fn source(prog: Program, wide: bool) -> String {
+    let mut s = String::from(if wide {
+        "alias GT = f64;\n"
+    } else {
+        "alias GT = f32;\n"
+    });
+    s.push_str(COMMON);
+    match prog {
+        Program::ColumnDense => {
+            s.push_str(COLUMN);
+            s.push_str(COLUMN_DENSE);
+        }
+        Program::ColumnCsr => {
+            s.push_str(COLUMN);
+            s.push_str(COLUMN_CSR);
+        }
+        Program::Update => s.push_str(UPDATE),
+        Program::Active => s.push_str(ACTIVE),
+        Program::Final => s.push_str(FINAL),
+        Program::Gather => s.push_str(GATHER),
+    }
+    s
+}
+
+/// Size of the Params uniform block (must match shaders/common.wgsl).
+pub const PARAMS_SIZE: u64 = std::mem::size_of::<Params>() as u64;
+
+/// shaders/common.wgsl's `Params`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Params {
+    pub m: u32,
+    pub n: u32,
+    pub d: u32,
+    pub j: u32,
+    pub kind: u32,
+    pub degree: u32,
+    pub flags: u32,
+    pub nwg: u32,
+    pub nwg2: u32,
+    pub q_off: u32,
+    pub pad0: u32,
+    pub pad1: u32,
+    pub gamma: f32,
+    pub coef0: f32,
+    pub inv_c: f32,
+    pub yj: f32,
+    pub normj: f32,
+    pub pad2: f32,
+    pub pad3: f32,
+    pub pad4: f32,
+    pub scale: [f32; 2],
+    pub ca: [f32; 2],
+    pub cb: [f32; 2],
+    pub cp: [f32; 2],
+}
+
+/// An f64 as the (hi, lo) pair of f32 the shaders add back together.
+pub fn split(x: f64) -> [f32; 2] {
+    let hi = x as f32;
+    [hi, (x - hi as f64) as f32]
+}
+
+pub const F_COL_A: u32 = 1;
+pub const F_COL_B: u32 = 2;
+pub const F_PREV: u32 = 4;
+pub const F_ROTATE: u32 = 8;
+pub const F_WRITE: u32 = 16;
+pub const SRC_PREV: u32 = 32;
+pub const SRC_COL: u32 = 64;
+
+/// Per-chunk uniform of column.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ChunkInfo {
+    pub r0: u32,
+    pub n: u32,
+    pub nwg: u32,
+    pub pad: u32,
+}
+
+/// Layouts and pipelines of one gradient precision.
+pub struct Pipelines {
+    pub column_bgl: wgpu::BindGroupLayout,
+    pub dense_bgl: wgpu::BindGroupLayout,
+    pub csr_bgl: wgpu::BindGroupLayout,
+    pub update_bgl: wgpu::BindGroupLayout,
+    pub active_bgl: wgpu::BindGroupLayout,
+    pub final_bgl: wgpu::BindGroupLayout,
+    pub gather_bgl: wgpu::BindGroupLayout,
+    pub column_dense: wgpu::ComputePipeline,
+    pub column_csr: wgpu::ComputePipeline,
+    pub update: wgpu::ComputePipeline,
+    pub active: wgpu::ComputePipeline,
+    pub fin: wgpu::ComputePipeline,
+    pub gather: wgpu::ComputePipeline,
+}
+
+/// Binding kinds of a layout entry.
+#[derive(Clone, Copy)]
+enum B {
+    /// Uniform with a dynamic offset (the Params ring).
+    ParamsDyn,
+    /// Plain uniform.
+    Uniform,
+    /// Read-only storage.
+    Ro,
+    /// Read-only storage with a dynamic offset (a cache slot).
+    RoDyn,
+    /// Read-write storage.
+    Rw,
+    /// Read-write storage with a dynamic offset.
+    RwDyn,
+}
+
+fn layout(dev: &wgpu::Device, label: &str, kinds: &[B]) -> wgpu::BindGroupLayout {
+    let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let (ty, dynamic) = match k {
+                B::ParamsDyn => (wgpu::BufferBindingType::Uniform, true),
+                B::Uniform => (wgpu::BufferBindingType::Uniform, false),
+                B::Ro => (wgpu::BufferBindingType::Storage { read_only: true }, false),
+                B::RoDyn => (wgpu::BufferBindingType::Storage { read_only: true }, true),
+                B::Rw => (wgpu::BufferBindingType::Storage { read_only: false }, false),
+                B::RwDyn => (wgpu::BufferBindingType::Storage { read_only: false }, true),
+            };
+            wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty,
+                    has_dynamic_offset: dynamic,
+                    min_binding_size: None,
+                },
+                count: None,
+            }
+        })
+        .collect();
+    dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some(label),
+        entries: &entries,
+    })
+}
+
+fn pipeline(
+    dev: &wgpu::Device,
+    prog: Program,
+    wide: bool,
+    layouts: &[&wgpu::BindGroupLayout],
+) -> wgpu::ComputePipeline {
+    let src = source(prog, wide);
+    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(&format!("{prog:?}")),
+        source: wgpu::ShaderSource::Wgsl(src.into()),
+    });
+    let bgls: Vec<Option<&wgpu::BindGroupLayout>> = layouts.iter().map(|l| Some(*l)).collect();
+    let pl = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some(&format!("{prog:?}")),
+        bind_group_layouts: &bgls,
+        immediate_size: 0,
+    });
+    dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(&format!("{prog:?}")),
+        layout: Some(&pl),
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
+
+impl Pipelines {
+    /// Builds everything (errors surface through the device's error scope).
+    pub fn new(dev: &wgpu::Device, wide: bool) -> Pipelines {
+        use B::*;
+        let column_bgl = layout(dev, "column", &[ParamsDyn, Ro, Ro, Ro, RwDyn]);
+        let dense_bgl = layout(dev, "dense chunk", &[Uniform, Ro]);
+        let csr_bgl = layout(dev, "csr chunk", &[Uniform, Ro, Ro, Ro]);
+        let update_bgl = layout(dev, "update", &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw]);
+        let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
+        let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
+        let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
+        Pipelines {
+            column_dense: pipeline(dev, Program::ColumnDense, wide, &[&column_bgl, &dense_bgl]),
+            column_csr: pipeline(dev, Program::ColumnCsr, wide, &[&column_bgl, &csr_bgl]),
+            update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
+            active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
+            fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
+            gather: pipeline(dev, Program::Gather, wide, &[&gather_bgl]),
+            column_bgl,
+            dense_bgl,
+            csr_bgl,
+            update_bgl,
+            active_bgl,
+            final_bgl,
+            gather_bgl,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every program parses and validates with naga, for both gradient types, without an
+    /// adapter.
+    #[test]
+    fn shaders_validate_with_naga() {
+        for wide in [false, true] {
+            for prog in Program::ALL {
+                let src = source(prog, wide);
+                let module = naga::front::wgsl::parse_str(&src).unwrap_or_else(|e| {
+                    panic!("{prog:?} (f64 {wide}): {}", e.emit_to_string(&src))
+                });
+                let mut v = naga::valid::Validator::new(
+                    naga::valid::ValidationFlags::all(),
+                    naga::valid::Capabilities::all(),
+                );
+                v.validate(&module)
+                    .unwrap_or_else(|e| panic!("{prog:?} (f64 {wide}): {e:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn params_block_matches_the_wgsl_layout() {
+        // 12 u32 + 8 f32 + 4 vec2<f32>, a multiple of 16 as uniform blocks require.
+        assert_eq!(PARAMS_SIZE, 112);
+        assert_eq!(std::mem::size_of::<ChunkInfo>(), 16);
+        let x = 0.1f64 + 1e-12;
+        let [hi, lo] = split(x);
+        assert!((hi as f64 + lo as f64 - x).abs() < 1e-15);
+    }
+}
