@@ -4,13 +4,13 @@
 @group(1) @binding(2) var<storage, read> cols: array<u32>;
 @group(1) @binding(3) var<storage, read> vals: array<f32>;
 
-fn row_value(li: u32) -> f32 {
-    var acc = 0.0;
+fn row_value(li: u32) -> GT {
+    var acc = GT(0.0);
     for (var k = indptr[li]; k < indptr[li + 1u]; k++) {
-        acc = fma(vals[k], query[p.q_off + cols[k]], acc);
+        acc = fma(GT(vals[k]), GT(query[p.q_off + cols[k]]), acc);
     }
     if (p.kind == 1u) {
-        return norms[chunk.r0 + li] + p.normj - 2.0 * acc;
+        return norms[chunk.r0 + li] + wide(p.normj) - GT(2.0) * acc;
     }
     return acc;
 }

@@ -2,17 +2,17 @@
 // invocations read neighbouring words. RBF uses Σ (x_f − q_f)² directly (no cancellation).
 @group(1) @binding(1) var<storage, read> xd: array<f32>;
 
-fn row_value(li: u32) -> f32 {
+fn row_value(li: u32) -> GT {
     let n = chunk.n;
-    var acc = 0.0;
+    var acc = GT(0.0);
     if (p.kind == 1u) {
         for (var f = 0u; f < p.d; f++) {
-            let t = xd[f * n + li] - query[p.q_off + f];
+            let t = GT(xd[f * n + li]) - GT(query[p.q_off + f]);
             acc = fma(t, t, acc);
         }
     } else {
         for (var f = 0u; f < p.d; f++) {
-            acc = fma(xd[f * n + li], query[p.q_off + f], acc);
+            acc = fma(GT(xd[f * n + li]), GT(query[p.q_off + f]), acc);
         }
     }
     return acc;

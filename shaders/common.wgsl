@@ -1,5 +1,7 @@
-// Shared by every fwsvm compute shader. The host prepends `alias GT = f32;` (or f64 where the
-// adapter has SHADER_F64 and --precision f64 asks for it): GT is the gradient's type.
+// Shared by every fwsvm compute shader. The host prepends `alias GT = f32;` and `exp_gt` =
+// exp, or, where the adapter has SHADER_F64 and --precision f64 asks for it, `alias GT = f64;`
+// and exp_f64.wgsl: GT is the type of the gradient, the cached kernel columns and the kernel
+// arithmetic (the data stay f32).
 //
 // One Params block per dispatch, selected by a dynamic uniform offset. Scalars that must keep
 // f64 precision travel as an (hi, lo) pair of f32 whose sum is the f64 value rounded twice.
@@ -17,11 +19,11 @@ struct Params {
     q_off: u32,    // offset of x_j in the query buffer
     pad0: u32,
     pad1: u32,
-    gamma: f32,
-    coef0: f32,
-    inv_c: f32,
+    gamma: vec2<f32>,
+    coef0: vec2<f32>,
+    inv_c: vec2<f32>,
+    normj: vec2<f32>,
     yj: f32,
-    normj: f32,
     pad2: f32,
     pad3: f32,
     pad4: f32,

@@ -3,7 +3,7 @@
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> g: array<GT>;
 @group(0) @binding(2) var<storage, read> gp: array<GT>;
-@group(0) @binding(3) var<storage, read> col: array<f32>;
+@group(0) @binding(3) var<storage, read> col: array<GT>;
 @group(0) @binding(4) var<storage, read> gidx: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<GT>;
 
@@ -13,7 +13,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = gid.x; k < p.n; k += stride) {
         let i = gidx[k];
         if ((p.flags & SRC_COL) != 0u) {
-            out[k] = GT(col[i]);
+            out[k] = col[i];
         } else if ((p.flags & SRC_PREV) != 0u) {
             out[k] = gp[i];
         } else {

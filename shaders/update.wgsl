@@ -3,8 +3,8 @@
 // Each of the p.nwg workgroups strides over the rows and leaves its (min g, lowest index).
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> col_a: array<f32>;
-@group(0) @binding(2) var<storage, read> col_b: array<f32>;
+@group(0) @binding(1) var<storage, read> col_a: array<GT>;
+@group(0) @binding(2) var<storage, read> col_b: array<GT>;
 @group(0) @binding(3) var<storage, read_write> g: array<GT>;
 @group(0) @binding(4) var<storage, read_write> gp: array<GT>;
 @group(0) @binding(5) var<storage, read_write> part_v: array<GT>;
@@ -29,10 +29,10 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let old = v;
             v = scale * old;
             if ((p.flags & F_COL_A) != 0u) {
-                v += ca * GT(col_a[i]);
+                v += ca * col_a[i];
             }
             if ((p.flags & F_COL_B) != 0u) {
-                v += cb * GT(col_b[i]);
+                v += cb * col_b[i];
             }
             if ((p.flags & F_PREV) != 0u) {
                 v += cp * gp[i];

@@ -398,3 +398,47 @@ fn usage_errors_exit_2() {
     fwsvm().args(["train", "-a", "nope", "x"]).assert().code(2);
     fwsvm().arg("bogus").assert().code(2);
 }
+
+/// `fwsvm info` lists the adapters; `train --backend gpu` trains on one (the software adapter
+/// in CI) and writes the same kind of model; a `--device` that does not exist is a usage error.
+#[cfg(feature = "gpu")]
+#[test]
+fn info_and_gpu_backend() {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let out = fwsvm()
+        .arg("info")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    if !out.contains("] ") {
+        assert!(!ci, "no GPU adapter in CI:\n{out}");
+        eprintln!("SKIPPED: no GPU adapter:\n{out}");
+        return;
+    }
+    assert!(out.contains("max storage binding"), "{out}");
+    let dir = common::tempdir();
+    let train = write_train(dir.path());
+    let model = dir.path().join("gpu.model");
+    fwsvm()
+        .args(["train", "--backend", "gpu", "-a", "swap", "--test"])
+        .arg(&train)
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("gpu: "))
+        .stdout(predicate::str::contains("Accuracy = "));
+    let text = std::fs::read_to_string(&model).unwrap();
+    assert!(text.starts_with("svm_type c_svc"), "{text}");
+    fwsvm()
+        .args(["train", "--backend", "gpu", "--device", "97"])
+        .arg(&train)
+        .arg(dir.path().join("no.model"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--device 97: no such adapter"));
+    assert!(!dir.path().join("no.model").exists());
+}

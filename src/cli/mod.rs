@@ -2,6 +2,7 @@
 
 mod common;
 mod convert;
+mod info;
 mod predict;
 mod scale;
 mod train;
@@ -27,6 +28,8 @@ enum Command {
     Convert(convert::ConvertCommand),
     /// Min-max scale features, like svm-scale.
     Scale(scale::ScaleArgs),
+    /// List GPU adapters: name, backend, type, f64 support, binding and buffer limits.
+    Info(info::InfoArgs),
 }
 
 /// Runs a parsed command line.
@@ -36,6 +39,7 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Predict(a) => predict::run(a),
         Command::Convert(c) => convert::run(c),
         Command::Scale(a) => scale::run(a),
+        Command::Info(a) => info::run(a),
     }
 }
 

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+pub mod problems;
+
 /// `../shared/datasets/<name>`, or None (with a loud message) when the shared data are absent
 /// outside CI. In CI (`CI=true`) a missing dataset is a failure, never a skip.
 pub fn dataset(name: &str) -> Option<PathBuf> {

@@ -73,9 +73,10 @@ fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
-fn enumerate() -> Vec<wgpu::Adapter> {
+fn enumerate(only: Option<wgpu::Backends>) -> Vec<wgpu::Adapter> {
     let inst = instance();
-    let backends = wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all());
+    let backends =
+        only.unwrap_or_else(|| wgpu::Backends::from_env().unwrap_or(wgpu::Backends::all()));
     pollster::block_on(inst.enumerate_adapters(backends))
 }
 
@@ -98,7 +99,7 @@ fn summary(index: usize, a: &wgpu::Adapter) -> AdapterSummary {
 
 /// All adapters wgpu finds (honouring `WGPU_BACKEND`).
 pub fn list_adapters() -> Vec<AdapterSummary> {
-    enumerate()
+    enumerate(None)
         .iter()
         .enumerate()
         .map(|(i, a)| summary(i, a))
@@ -113,6 +114,15 @@ fn rank(t: wgpu::DeviceType) -> u32 {
         wgpu::DeviceType::Cpu => 3,
         wgpu::DeviceType::Other => 4,
     }
+}
+
+/// The adapter `--backend auto` (`software` = false) or `--backend gpu` would pick: discrete
+/// before integrated before virtual before software, Vulkan first, then enumeration order.
+pub fn best(list: &[AdapterSummary], software: bool) -> Option<usize> {
+    list.iter()
+        .filter(|s| software || s.is_hardware())
+        .min_by_key(|s| (rank(s.device_type), s.backend != "Vulkan", s.index))
+        .map(|s| s.index)
 }
 
 /// An open device and everything built on it once.
@@ -144,7 +154,16 @@ impl GpuContext {
     /// a software adapter under [`DeviceSelector::Hardware`]); an error when it names one that
     /// does not exist or the device cannot be opened.
     pub fn open(sel: &DeviceSelector) -> Result<Option<GpuContext>> {
-        let adapters = enumerate();
+        Self::open_on(sel, None)
+    }
+
+    /// As [`open`](Self::open), restricted to some wgpu backends (e.g. `Backends::GL`) instead
+    /// of `WGPU_BACKEND`.
+    pub fn open_on(
+        sel: &DeviceSelector,
+        only: Option<wgpu::Backends>,
+    ) -> Result<Option<GpuContext>> {
+        let adapters = enumerate(only);
         let sums: Vec<AdapterSummary> = adapters
             .iter()
             .enumerate()
@@ -182,11 +201,8 @@ impl GpuContext {
                     }
                 }
             }
-            DeviceSelector::Hardware | DeviceSelector::Any => sums
-                .iter()
-                .filter(|s| *sel == DeviceSelector::Any || s.is_hardware())
-                .min_by_key(|s| (rank(s.device_type), s.backend != "Vulkan", s.index))
-                .map(|s| s.index),
+            DeviceSelector::Hardware => best(&sums, false),
+            DeviceSelector::Any => best(&sums, true),
         };
         let Some(k) = pick else {
             return Ok(None);

@@ -20,7 +20,7 @@
 pub mod context;
 pub mod pipelines;
 
-pub use context::{AdapterSummary, DeviceSelector, GpuContext, list_adapters};
+pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
 
 use super::cache::ColumnCache;
 use super::cpu::Precision;
@@ -32,7 +32,7 @@ use crate::kernel::Kernel;
 use crate::problem::Problem;
 use pipelines::*;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use wgpu::util::DeviceExt;
 
 /// GPU backend settings.
@@ -97,10 +97,9 @@ pub struct GpuBackend<'a> {
     dpad: usize,
     kind: u32,
     degree: u32,
-    gamma: f32,
-    coef0: f32,
+    gamma: f64,
+    coef0: f64,
     inv_c: f64,
-    norms32: Vec<f32>,
     chunks: Vec<Chunk>,
     // buffers
     params: wgpu::Buffer,
@@ -172,7 +171,7 @@ impl<'a> GpuBackend<'a> {
             )));
         }
         let align = lim.min_storage_buffer_offset_alignment.max(4) as u64;
-        let col_bytes = (m as u64 * 4).max(16);
+        let col_bytes = (m as u64 * gt).max(16);
         let slot_stride = col_bytes.next_multiple_of(align);
         let by_budget = cfg.cache_bytes as u64 / slot_stride;
         let by_buffer = lim.max_buffer_size / slot_stride;
@@ -254,9 +253,13 @@ impl<'a> GpuBackend<'a> {
                 mapped_at_creation: false,
             })
         };
-        let norms32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
+        let norms = if wide {
+            init("norms", bytemuck::cast_slice(&prob.norms), storage)
+        } else {
+            let n32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
+            init("norms", bytemuck::cast_slice(&n32), storage)
+        };
         let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
-        let norms = init("norms", bytemuck::cast_slice(&norms32), storage);
         let ylab = init("y", bytemuck::cast_slice(&y32), storage);
         let dpad = d.next_multiple_of(4);
         let query = zeroed("query", (QUERY_SLOTS * dpad * 4) as u64, storage);
@@ -287,7 +290,7 @@ impl<'a> GpuBackend<'a> {
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         );
 
-        let mut data_bytes = 8 * m as u64;
+        let mut data_bytes = (4 + gt) * m as u64;
         let mut chunks = Vec::with_capacity(ranges.len());
         for &(r0, r1) in &ranges {
             let n = r1 - r0;
@@ -464,12 +467,12 @@ impl<'a> GpuBackend<'a> {
         ctx.check("upload")?;
         let (kind, degree, gamma, coef0) = match prob.kernel {
             Kernel::Linear => (0, 1, 0.0, 0.0),
-            Kernel::Rbf { gamma } => (1, 1, gamma as f32, 0.0),
+            Kernel::Rbf { gamma } => (1, 1, gamma, 0.0),
             Kernel::Poly {
                 gamma,
                 coef0,
                 degree,
-            } => (2, degree, gamma as f32, coef0 as f32),
+            } => (2, degree, gamma, coef0),
         };
         Ok(GpuBackend {
             prob,
@@ -485,7 +488,6 @@ impl<'a> GpuBackend<'a> {
             gamma,
             coef0,
             inv_c: 1.0 / prob.c,
-            norms32,
             chunks,
             params,
             param_stride,
@@ -577,22 +579,30 @@ impl<'a> GpuBackend<'a> {
     /// Flushes, waits, and copies `bytes` of the readback buffer out.
     fn submit_and_read(&mut self, bytes: u64, out: &mut Vec<u8>) -> Result<()> {
         self.flush();
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
+        // 0 pending, 1 mapped, 2 failed. Another thread polling the same device may be the
+        // one that runs the callback, so poll until it has run.
+        let state = Arc::new(AtomicU8::new(0));
+        let flag = state.clone();
         let slice = self.staging.slice(0..bytes.max(4).next_multiple_of(4));
         slice.map_async(wgpu::MapMode::Read, move |r| {
-            flag.store(r.is_ok(), Ordering::Release);
+            flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::Release);
         });
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
-        self.ctx.check("compute pass")?;
-        if !done.load(Ordering::Acquire) {
-            return Err(Error::Backend(format!(
-                "{}: reading results back failed",
-                self.ctx.adapter.name
-            )));
+        loop {
+            self.ctx
+                .device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
+            self.ctx.check("compute pass")?;
+            match state.load(Ordering::Acquire) {
+                0 => std::thread::yield_now(),
+                1 => break,
+                _ => {
+                    return Err(Error::Backend(format!(
+                        "{}: reading results back failed",
+                        self.ctx.adapter.name
+                    )));
+                }
+            }
         }
         {
             let view = slice
@@ -611,9 +621,9 @@ impl<'a> GpuBackend<'a> {
             d: self.d as u32,
             kind: self.kind,
             degree: self.degree,
-            gamma: self.gamma,
-            coef0: self.coef0,
-            inv_c: self.inv_c as f32,
+            gamma: split(self.gamma),
+            coef0: split(self.coef0),
+            inv_c: split(self.inv_c),
             nwg: self.nwg_rows,
             flags: if self.prev { F_PREV } else { 0 },
             ..Default::default()
@@ -641,7 +651,7 @@ impl<'a> GpuBackend<'a> {
             j: j as u32,
             q_off: q_off as u32,
             yj: self.prob.y[j] as f32,
-            normj: self.norms32[j],
+            normj: split(self.prob.norms[j]),
             ..self.base_params()
         };
         let off = self.push_params(&p);

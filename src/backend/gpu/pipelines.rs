@@ -17,6 +17,8 @@ pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
 pub const FINAL: &str = include_str!("../../../shaders/final.wgsl");
 /// shaders/gather.wgsl
 pub const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+/// shaders/exp_f64.wgsl
+pub const EXP_F64: &str = include_str!("../../../shaders/exp_f64.wgsl");
 
 /// The shader programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,13 @@ pub fn source(prog: Program, wide: bool) -> String {
         "alias GT = f32;\n"
     });
     s.push_str(COMMON);
+    if matches!(prog, Program::ColumnDense | Program::ColumnCsr) {
+        s.push_str(if wide {
+            EXP_F64
+        } else {
+            "fn exp_gt(x: f32) -> f32 {\n    return exp(x);\n}\n"
+        });
+    }
     match prog {
         Program::ColumnDense => {
             s.push_str(COLUMN);
@@ -91,11 +100,11 @@ pub struct Params {
     pub q_off: u32,
     pub pad0: u32,
     pub pad1: u32,
-    pub gamma: f32,
-    pub coef0: f32,
-    pub inv_c: f32,
+    pub gamma: [f32; 2],
+    pub coef0: [f32; 2],
+    pub inv_c: [f32; 2],
+    pub normj: [f32; 2],
     pub yj: f32,
-    pub normj: f32,
     pub pad2: f32,
     pub pad3: f32,
     pub pad4: f32,
@@ -276,8 +285,9 @@ mod tests {
 
     #[test]
     fn params_block_matches_the_wgsl_layout() {
-        // 12 u32 + 8 f32 + 4 vec2<f32>, a multiple of 16 as uniform blocks require.
-        assert_eq!(PARAMS_SIZE, 112);
+        // 12 u32 + 4 vec2<f32> + 4 f32 + 4 vec2<f32>, a multiple of 16 as uniform blocks
+        // require.
+        assert_eq!(PARAMS_SIZE, 128);
         assert_eq!(std::mem::size_of::<ChunkInfo>(), 16);
         let x = 0.1f64 + 1e-12;
         let [hi, lo] = split(x);
