@@ -20,7 +20,7 @@ pub struct PredictArgs {
     /// Add the decision values (one per class pair) after each label.
     #[arg(long)]
     decision_values: bool,
-    /// Compute backend (prediction runs on the CPU for now; gpu checks that an adapter opens).
+    /// Compute backend. Accepted for scripts: prediction currently always runs on the CPU.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendArg,
     /// Worker threads (0 = one per core).
