@@ -165,6 +165,16 @@ struct Recorder<'a> {
     reds: Vec<Reduction>,
 }
 
+impl<'a> Recorder<'a> {
+    fn new(inner: Box<dyn Backend + 'a>) -> Self {
+        Recorder {
+            inner,
+            log: Vec::new(),
+            reds: Vec::new(),
+        }
+    }
+}
+
 impl Backend for Recorder<'_> {
     fn len(&self) -> usize {
         self.inner.len()
@@ -229,18 +239,10 @@ fn first_fifty_vertex_choices_are_identical() {
                 certify: false,
                 ..Default::default()
             };
-            let mut cpu = Recorder {
-                inner: cpu_exact(&prob),
-                log: Vec::new(),
-                reds: Vec::new(),
-            };
+            let mut cpu = Recorder::new(cpu_exact(&prob));
             solve(&prob, &mut cpu, &params, &mut []).unwrap();
             for wide in [true, false] {
-                let mut g = Recorder {
-                    inner: Box::new(gpu(&prob, ctx, wide, None)),
-                    log: Vec::new(),
-                    reds: Vec::new(),
-                };
+                let mut g = Recorder::new(Box::new(gpu(&prob, ctx, wide, None)));
                 solve(&prob, &mut g, &params, &mut []).unwrap();
                 assert_eq!(
                     cpu.log.len(),

@@ -319,13 +319,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let mut cols = u.cols;
-        if let ([Some((i, a)), Some((j, b))], true) =
-            (cols, cols[0].map(|c| c.0) == cols[1].map(|c| c.0))
-        {
-            debug_assert_eq!(i, j);
-            cols = [Some((i, a + b)), None];
-        }
+        let cols = u.merged_cols();
         let mut compute: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
         let mut nc = 0;
         let mut slots: [Option<(usize, f64)>; 2] = [None, None];

@@ -63,6 +63,15 @@ impl Update {
         }
     }
 
+    /// The columns with a repeated column merged into one (coefficients added), so a
+    /// backend never computes or reads the same column twice in one update.
+    pub fn merged_cols(&self) -> [Option<(usize, f64)>; 2] {
+        match self.cols {
+            [Some((i, a)), Some((j, b))] if i == j => [Some((i, a + b)), None],
+            cols => cols,
+        }
+    }
+
     /// g ← scale·g + a·Q[:,i] + b·Q[:,j].
     pub fn two(scale: f64, i: usize, a: f64, j: usize, b: f64) -> Self {
         Update {
@@ -179,5 +188,20 @@ impl Device {
                 Err(e) => Err(e),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Update;
+
+    #[test]
+    fn a_repeated_column_is_merged() {
+        assert_eq!(
+            Update::two(1.0, 3, 0.5, 3, 0.25).merged_cols(),
+            [Some((3, 0.75)), None]
+        );
+        let u = Update::two(1.0, 3, 0.5, 4, 0.25);
+        assert_eq!(u.merged_cols(), u.cols);
     }
 }

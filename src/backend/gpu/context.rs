@@ -224,7 +224,9 @@ impl GpuContext {
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            sink.lock().unwrap().push(e.to_string());
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(e.to_string());
         }));
         Ok(Some(GpuContext {
             device,
@@ -244,7 +246,7 @@ impl GpuContext {
 
     /// Fails with the first device error recorded since the last call.
     pub fn check(&self, what: &str) -> Result<()> {
-        let mut e = self.errors.lock().unwrap();
+        let mut e = self.errors.lock().unwrap_or_else(|p| p.into_inner());
         if e.is_empty() {
             Ok(())
         } else {

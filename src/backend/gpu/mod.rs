@@ -132,6 +132,10 @@ pub struct GpuBackend<'a> {
     lidx_host: Vec<u32>,
     lw_host: Vec<u8>,
     gidx_host: Vec<u32>,
+    /// Bytes of the last readback (reused: no allocation per iteration).
+    readback: Vec<u8>,
+    /// State of the pending map: 0 pending, 1 mapped, 2 failed.
+    map_state: Arc<AtomicU8>,
     prev: bool,
     min_valid: bool,
     fresh: usize,
@@ -518,6 +522,8 @@ impl<'a> GpuBackend<'a> {
             lidx_host: Vec::new(),
             lw_host: Vec::new(),
             gidx_host: Vec::new(),
+            readback: Vec::new(),
+            map_state: Arc::new(AtomicU8::new(0)),
             prev: false,
             min_valid: false,
             fresh: usize::MAX,
@@ -576,12 +582,13 @@ impl<'a> GpuBackend<'a> {
         self.n_queries = 0;
     }
 
-    /// Flushes, waits, and copies `bytes` of the readback buffer out.
-    fn submit_and_read(&mut self, bytes: u64, out: &mut Vec<u8>) -> Result<()> {
+    /// Flushes, waits, and copies `bytes` of the readback buffer into `self.readback`.
+    fn submit_and_read(&mut self, bytes: u64) -> Result<()> {
         self.flush();
-        // 0 pending, 1 mapped, 2 failed. Another thread polling the same device may be the
-        // one that runs the callback, so poll until it has run.
-        let state = Arc::new(AtomicU8::new(0));
+        // Another thread polling the same device may be the one that runs the callback, so
+        // poll until it has run.
+        let state = &self.map_state;
+        state.store(0, Ordering::Relaxed);
         let flag = state.clone();
         let slice = self.staging.slice(0..bytes.max(4).next_multiple_of(4));
         slice.map_async(wgpu::MapMode::Read, move |r| {
@@ -608,8 +615,8 @@ impl<'a> GpuBackend<'a> {
             let view = slice
                 .get_mapped_range()
                 .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
-            out.clear();
-            out.extend_from_slice(&view[..bytes as usize]);
+            self.readback.clear();
+            self.readback.extend_from_slice(&view[..bytes as usize]);
         }
         self.staging.unmap();
         Ok(())
@@ -632,7 +639,9 @@ impl<'a> GpuBackend<'a> {
 
     /// Records the computation of column j into cache slot `slot`.
     fn record_column(&mut self, j: usize, slot: usize) {
-        if self.n_queries == QUERY_SLOTS {
+        // Room for the query row and the Params block in the same submit: a flush between
+        // writing the one and pushing the other would let a later query overwrite this one.
+        if self.n_queries == QUERY_SLOTS || self.n_params == PARAM_SLOTS {
             self.flush();
         }
         let q_off = self.n_queries * self.dpad;
@@ -712,11 +721,13 @@ impl<'a> GpuBackend<'a> {
         (ceil_div(n as u64, WG) as u32).clamp(1, self.nwg_list_max)
     }
 
-    fn to_f64(&self, bytes: &[u8], k: usize) -> f64 {
+    /// Entry k of the last readback, read as a GT value.
+    fn read_gt(&self, k: usize) -> f64 {
+        let b = &self.readback;
         if self.wide {
-            f64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap())
+            f64::from_le_bytes(b[8 * k..8 * k + 8].try_into().unwrap())
         } else {
-            f32::from_le_bytes(bytes[4 * k..4 * k + 4].try_into().unwrap()) as f64
+            f32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap()) as f64
         }
     }
 
@@ -757,10 +768,9 @@ impl<'a> GpuBackend<'a> {
         }
         enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
         self.enc = Some(enc);
-        let mut buf = Vec::new();
-        self.submit_and_read(bytes, &mut buf)?;
+        self.submit_and_read(bytes)?;
         for (k, o) in out.iter_mut().enumerate().take(n) {
-            *o = self.to_f64(&buf, k);
+            *o = self.read_gt(k);
         }
         Ok(())
     }
@@ -835,13 +845,7 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let mut cols = u.cols;
-        if let ([Some((i, a)), Some((j, b))], true) =
-            (cols, cols[0].map(|c| c.0) == cols[1].map(|c| c.0))
-        {
-            debug_assert_eq!(i, j);
-            cols = [Some((i, a + b)), None];
-        }
+        let cols = u.merged_cols();
         let mut p = self.base_params();
         p.flags |= F_WRITE;
         p.scale = split(u.scale);
@@ -925,31 +929,30 @@ impl Backend for GpuBackend<'_> {
         enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
         enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
         self.enc = Some(enc);
-        let mut buf = Vec::new();
-        self.submit_and_read(vbytes + 8, &mut buf)?;
+        self.submit_and_read(vbytes + 8)?;
         let idx = |k: usize| {
             let o = vbytes as usize + 4 * k;
-            u32::from_le_bytes(buf[o..o + 4].try_into().unwrap())
+            u32::from_le_bytes(self.readback[o..o + 4].try_into().unwrap())
         };
         let (s, v) = (idx(0), idx(1));
         let (s, g_s) = if s == NONE {
             (0, f64::NAN)
         } else {
-            (s as usize, self.to_f64(&buf, 0))
+            (s as usize, self.read_gt(0))
         };
         let (v, g_v) = if v == NONE || n == 0 {
             (usize::MAX, f64::NEG_INFINITY)
         } else {
-            (v as usize, self.to_f64(&buf, 1))
+            (v as usize, self.read_gt(1))
         };
         Ok(Reduction {
             s,
             g_s,
             v,
             g_v,
-            alpha_g: if n > 0 { self.to_f64(&buf, 2) } else { 0.0 },
+            alpha_g: if n > 0 { self.read_gt(2) } else { 0.0 },
             alpha_g_prev: if n > 0 && self.prev {
-                self.to_f64(&buf, 3)
+                self.read_gt(3)
             } else {
                 0.0
             },
