@@ -61,6 +61,9 @@ pub enum Error {
     /// A failure of the compute backend.
     #[error("backend error: {0}")]
     Backend(String),
+    /// `fwsvm check` found two backends disagreeing beyond its tolerances.
+    #[error("check failed: {0}")]
+    Mismatch(String),
 }
 
 impl Error {
@@ -80,7 +83,7 @@ impl Error {
             | Error::InvalidData { .. }
             | Error::InvalidParam(_)
             | Error::Model { .. } => true,
-            Error::Backend(_) => false,
+            Error::Backend(_) | Error::Mismatch(_) => false,
         }
     }
 

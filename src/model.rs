@@ -50,7 +50,8 @@ impl Model {
         self.sv.n_features()
     }
 
-    fn starts(&self) -> Vec<usize> {
+    /// Index of each class's first SV.
+    pub fn starts(&self) -> Vec<usize> {
         let mut s = vec![0; self.nr_sv.len()];
         for c in 1..s.len() {
             s[c] = s[c - 1] + self.nr_sv[c - 1];
@@ -62,7 +63,6 @@ impl Model {
     /// against every SV.
     fn decide(&self, kvalue: &[f64], starts: &[usize], dec: &mut [f64], vote: &mut [u32]) -> f64 {
         let k = self.n_classes();
-        vote.iter_mut().for_each(|v| *v = 0);
         let mut p = 0;
         for i in 0..k {
             for j in i + 1..k {
@@ -78,7 +78,21 @@ impl Model {
                 }
                 sum -= self.rho[p];
                 dec[p] = sum;
-                if sum > 0.0 {
+                p += 1;
+            }
+        }
+        self.vote(dec, vote)
+    }
+
+    /// LIBSVM's one-versus-one vote from the k(k−1)/2 decision values of one row (pair
+    /// (i, j) votes for i when its value is positive); ties go to the class listed first.
+    pub fn vote(&self, dec: &[f64], vote: &mut [u32]) -> f64 {
+        let k = self.n_classes();
+        vote.iter_mut().for_each(|v| *v = 0);
+        let mut p = 0;
+        for i in 0..k {
+            for j in i + 1..k {
+                if dec[p] > 0.0 {
                     vote[i] += 1;
                 } else {
                     vote[j] += 1;

@@ -441,4 +441,54 @@ fn info_and_gpu_backend() {
         .code(2)
         .stderr(predicate::str::contains("--device 97: no such adapter"));
     assert!(!dir.path().join("no.model").exists());
+
+    // Prediction on the device writes the labels the CPU writes.
+    let (gpu_out, cpu_out) = (dir.path().join("gpu.out"), dir.path().join("cpu.out"));
+    for (backend, out) in [("gpu", &gpu_out), ("cpu", &cpu_out)] {
+        fwsvm()
+            .args(["predict", "--backend", backend])
+            .arg(&train)
+            .arg(&model)
+            .arg(out)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Accuracy = "));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&gpu_out).unwrap(),
+        std::fs::read_to_string(&cpu_out).unwrap()
+    );
+
+    // fwsvm check: CPU and GPU agree within the documented tolerances ...
+    let out = fwsvm()
+        .args(["check", "-a", "partan", "--checkpoints", "0,5,20", "--test"])
+        .arg(&train)
+        .arg(&train)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    for want in [
+        "| iterations |",
+        "| certified gap (max over pairs) |",
+        "| objective |",
+        "| SVs |",
+        "| 20 |",
+        "training labels: ",
+        "test labels: ",
+        "check: passed",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in:\n{out}");
+    }
+    // ... and a tolerance nothing can meet fails with exit code 1, naming it.
+    fwsvm()
+        .args(["check", "-q", "--checkpoints", "3", "--grad-tol", "1e-300"])
+        .arg(&train)
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("check failed").and(predicate::str::contains("--grad-tol")),
+        );
 }

@@ -455,3 +455,68 @@ fn gl_backend_runs_and_refuses_f64() {
         "{name} on GL: cpu f {fc}, gpu f {fg}"
     );
 }
+
+/// Prediction on the device against the CPU's: the same decision values (to f32 or f64
+/// rounding) for every pair of a three-class model, dense and sparse test data split into tiny
+/// chunks, and a test set with fewer features than the model's SVs.
+#[test]
+fn gpu_prediction_matches_the_cpu() {
+    let Some(ctx) = context() else { return };
+    use fwsvm::train::{Gamma, KernelKind, TrainParams, train};
+    for (sparse, kernel) in [
+        (false, KernelKind::Rbf),
+        (true, KernelKind::Rbf),
+        (false, KernelKind::Poly),
+        (true, KernelKind::Linear),
+    ] {
+        let mut ds = random_dataset(240, 6, sparse, 11);
+        for (i, y) in ds.labels.iter_mut().enumerate() {
+            *y = [3.0, 7.0, 5.0][i % 3];
+        }
+        let params = TrainParams {
+            kernel,
+            gamma: Gamma::Value(0.4),
+            coef0: 1.0,
+            degree: 2,
+            c: 10.0,
+            ..TrainParams::default()
+        };
+        let (model, _) = train(&ds, &params, &mut |_| Vec::new()).expect("training");
+        assert_eq!(model.n_classes(), 3);
+        let narrow = random_dataset(90, 4, sparse, 12);
+        for (test, what) in [(&ds, "training rows"), (&narrow, "4-feature rows")] {
+            let (cpu_labels, cpu_dec) = model.predict_with_decisions(test);
+            for wide in [false, true] {
+                let cfg = GpuConfig {
+                    cache_bytes: 0,
+                    precision: if wide { Precision::F64 } else { Precision::F32 },
+                    max_chunk_bytes: Some(512),
+                };
+                let (labels, dec) =
+                    fwsvm::backend::gpu::predict::predict(&model, test, ctx, cfg).expect("gpu");
+                assert_eq!(dec.len(), test.len());
+                let scale = cpu_dec
+                    .iter()
+                    .flatten()
+                    .fold(0.0f64, |m, v| m.max(v.abs()))
+                    .max(1.0);
+                let tol = if wide { 1e-9 } else { 1e-4 } * scale;
+                let mut worst = 0.0f64;
+                for (r, (a, b)) in cpu_dec.iter().zip(&dec).enumerate() {
+                    assert_eq!(a.len(), 3);
+                    for (x, y) in a.iter().zip(b) {
+                        worst = worst.max((x - y).abs());
+                    }
+                    let margin = a.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
+                    if margin > tol {
+                        assert_eq!(labels[r], cpu_labels[r], "row {r}, {what}");
+                    }
+                }
+                assert!(
+                    worst <= tol,
+                    "{kernel:?} sparse={sparse} wide={wide} {what}: max decision difference {worst:e} > {tol:e}"
+                );
+            }
+        }
+    }
+}

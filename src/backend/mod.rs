@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod exact;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod mirror;
 mod simd;
 
 pub use cpu::{CpuBackend, CpuConfig};
@@ -187,6 +188,40 @@ impl Device {
                 }
                 Err(e) => Err(e),
             },
+        }
+    }
+}
+
+/// Rows × support vectors below which `--backend auto` predicts on the CPU: the device's
+/// set-up and upload cost more than the kernel evaluations it would take over.
+pub const GPU_PREDICT_MIN_WORK: u64 = 20_000_000;
+
+impl Device {
+    /// Labels and decision values of `ds` under `model`, on this device. With `min_work`,
+    /// problems of fewer rows × SVs run on the CPU; a device failure falls back to the CPU
+    /// when the device was chosen by `--backend auto`.
+    pub fn predict(
+        &self,
+        model: &crate::model::Model,
+        ds: &crate::data::Dataset,
+        min_work: u64,
+    ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+        match self {
+            Device::Cpu => Ok(model.predict_with_decisions(ds)),
+            #[cfg(feature = "gpu")]
+            Device::Gpu { ctx, cfg, fallback } => {
+                if (ds.len() as u64).saturating_mul(model.total_sv() as u64) < min_work {
+                    return Ok(model.predict_with_decisions(ds));
+                }
+                match gpu::predict::predict(model, ds, ctx, *cfg) {
+                    Ok(r) => Ok(r),
+                    Err(crate::Error::Backend(msg)) if *fallback => {
+                        eprintln!("fwsvm: {msg}; predicting on the CPU instead");
+                        Ok(model.predict_with_decisions(ds))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
         }
     }
 }

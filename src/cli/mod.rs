@@ -1,5 +1,6 @@
 //! The command line: clap types and one module per subcommand.
 
+mod check;
 mod common;
 mod convert;
 mod info;
@@ -28,6 +29,8 @@ enum Command {
     Convert(convert::ConvertCommand),
     /// Min-max scale features, like svm-scale.
     Scale(scale::ScaleArgs),
+    /// Train on the CPU and on the GPU and compare: objectives, gradients, labels.
+    Check(check::CheckArgs),
     /// List GPU adapters: name, backend, type, f64 support, binding and buffer limits.
     Info(info::InfoArgs),
 }
@@ -40,6 +43,7 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Convert(c) => convert::run(c),
         Command::Scale(a) => scale::run(a),
         Command::Info(a) => info::run(a),
+        Command::Check(a) => check::run(a),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `fwsvm predict`.
 
-use super::common::{DataArgs, accuracy, accuracy_line, set_threads};
+use super::common::{DataArgs, accuracy, accuracy_line, open_device, set_threads};
 use super::train::BackendArg;
 use crate::error::Result;
 use crate::model::{Model, write_atomically};
@@ -20,9 +20,16 @@ pub struct PredictArgs {
     /// Add the decision values (one per class pair) after each label.
     #[arg(long)]
     decision_values: bool,
-    /// Compute backend. Accepted for scripts: prediction currently always runs on the CPU.
-    #[arg(long, value_enum, default_value = "cpu")]
+    /// Compute backend: auto = a hardware GPU when there is one and the test set is large
+    /// (rows × SVs ≥ 2·10⁷), else the CPU; gpu = any adapter, always; cpu.
+    #[arg(long, value_enum, default_value = "auto")]
     backend: BackendArg,
+    /// GPU adapter: an index or part of a name, as `fwsvm info` lists them.
+    #[arg(long, value_name = "INDEX|NAME")]
+    device: Option<String>,
+    /// Precision of the decision values on the GPU (f64 needs SHADER_F64).
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: super::train::PrecisionArg,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -46,7 +53,19 @@ pub fn run(a: PredictArgs) -> Result<()> {
             model.n_features()
         );
     }
-    let (pred, dec) = model.predict_with_decisions(&ds);
+    let precision = a.precision.into();
+    let work = (ds.len() as u64).saturating_mul(model.total_sv() as u64);
+    let device = if a.backend == BackendArg::Auto && work < crate::backend::GPU_PREDICT_MIN_WORK {
+        crate::backend::Device::Cpu
+    } else {
+        open_device(a.backend, a.device.as_deref(), precision, 0, a.quiet)?
+    };
+    let min_work = if a.backend == BackendArg::Auto {
+        crate::backend::GPU_PREDICT_MIN_WORK
+    } else {
+        0
+    };
+    let (pred, dec) = device.predict(&model, &ds, min_work)?;
     if let Some(out) = &a.output {
         write_atomically(out, |w| {
             for (p, d) in pred.iter().zip(&dec) {

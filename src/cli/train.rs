@@ -5,6 +5,7 @@ use super::common::{
     DataArgs, ProgressLine, Trace, accuracy, accuracy_line, open_device, set_threads,
 };
 use crate::backend::cpu::{CpuConfig, Precision};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::solver::{Algorithm, Observer, SolverParams};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
@@ -32,7 +33,7 @@ enum KernelArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum PrecisionArg {
+pub(super) enum PrecisionArg {
     F32,
     F64,
 }
@@ -61,6 +62,15 @@ fn parse_positive(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Precision {
+        match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F64 => Precision::F64,
+        }
+    }
+}
+
 /// Options of `fwsvm train`.
 #[derive(Debug, Args)]
 pub struct TrainArgs {
@@ -68,6 +78,20 @@ pub struct TrainArgs {
     train: PathBuf,
     /// Model file to write [default: the training file's name + ".model", in the current directory].
     model: Option<PathBuf>,
+    /// Compute backend: auto = a hardware GPU when there is one, else the CPU; gpu = any
+    /// adapter, software ones included (for tests); cpu.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
+    #[arg(long, value_name = "CSV")]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    opts: TrainOpts,
+}
+
+/// The training options shared by `fwsvm train` and `fwsvm check`.
+#[derive(Debug, Args)]
+pub struct TrainOpts {
     /// Frank–Wolfe variant.
     #[arg(short = 'a', long, value_enum, default_value = "partan")]
     algorithm: AlgorithmArg,
@@ -112,10 +136,6 @@ pub struct TrainArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Compute backend: auto = a hardware GPU when there is one, else the CPU; gpu = any
-    /// adapter, software ones included (for tests); cpu.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendArg,
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them (default:
     /// WGPU_ADAPTER_NAME, else the best one).
     #[arg(long, value_name = "INDEX|NAME")]
@@ -130,9 +150,6 @@ pub struct TrainArgs {
     /// Test data: predict after training and print the accuracy.
     #[arg(long)]
     test: Option<PathBuf>,
-    /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
-    #[arg(long, value_name = "CSV")]
-    trace: Option<PathBuf>,
     /// Print only errors and the accuracy line.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -140,71 +157,95 @@ pub struct TrainArgs {
     data: DataArgs,
 }
 
-/// Runs `fwsvm train`.
-pub fn run(a: TrainArgs) -> Result<()> {
-    set_threads(a.threads);
-    let t0 = Instant::now();
-    let ds = a.data.read(&a.train)?;
-    let read_s = t0.elapsed().as_secs_f64();
-    let test = match &a.test {
-        Some(p) => Some(a.data.read(p)?),
-        None => None,
-    };
-    let model_path = a.model.clone().unwrap_or_else(|| {
-        let name = a
-            .train
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "train".into());
-        PathBuf::from(format!("{name}.model"))
-    });
-    let algorithm = match a.algorithm {
-        AlgorithmArg::Fw => Algorithm::Fw,
-        AlgorithmArg::Mfw => Algorithm::Mfw,
-        AlgorithmArg::Swap => Algorithm::Swap,
-        AlgorithmArg::Swap2 => Algorithm::Swap2,
-        AlgorithmArg::Partan => Algorithm::Partan,
-    };
-    let precision = match a.precision {
-        PrecisionArg::F32 => Precision::F32,
-        PrecisionArg::F64 => Precision::F64,
-    };
-    let params = TrainParams {
-        kernel: match a.kernel {
-            KernelArg::Rbf => KernelKind::Rbf,
-            KernelArg::Poly => KernelKind::Poly,
-            KernelArg::Linear => KernelKind::Linear,
-        },
-        gamma: a.gamma,
-        coef0: a.coef0,
-        degree: a.degree,
-        c: a.cost,
-        solver: SolverParams {
-            algorithm,
-            eps: a.eps,
-            rel_eps: a.rel_eps,
-            max_iter: a.max_iter,
-            time_limit: a.time_limit.map(Duration::from_secs_f64),
-            seed: a.seed,
-            init_size: a.init_size,
-            certify: !a.no_certify,
-        },
-        cpu: CpuConfig {
-            cache_bytes: a.cache_mb.saturating_mul(1 << 20),
-            precision,
-        },
-        device: open_device(
-            a.backend,
-            a.device.as_deref(),
-            precision,
-            a.cache_mb.saturating_mul(1 << 20),
-            a.quiet,
-        )?,
-    };
-    let classes = crate::train::class_order(&ds);
+impl TrainOpts {
+    /// The solver variant.
+    pub fn algorithm(&self) -> Algorithm {
+        match self.algorithm {
+            AlgorithmArg::Fw => Algorithm::Fw,
+            AlgorithmArg::Mfw => Algorithm::Mfw,
+            AlgorithmArg::Swap => Algorithm::Swap,
+            AlgorithmArg::Swap2 => Algorithm::Swap2,
+            AlgorithmArg::Partan => Algorithm::Partan,
+        }
+    }
+
+    /// `--precision`.
+    pub fn precision(&self) -> Precision {
+        self.precision.into()
+    }
+
+    /// Kernel-cache bytes.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_mb.saturating_mul(1 << 20)
+    }
+
+    /// Opens the device `backend` names with these options (`--device`, `--precision`).
+    pub fn open_device(&self, backend: BackendArg) -> Result<crate::backend::Device> {
+        open_device(
+            backend,
+            self.device.as_deref(),
+            self.precision(),
+            self.cache_bytes(),
+            self.quiet,
+        )
+    }
+
+    /// The library's training settings on `device`.
+    pub fn params(&self, device: crate::backend::Device) -> TrainParams {
+        TrainParams {
+            kernel: match self.kernel {
+                KernelArg::Rbf => KernelKind::Rbf,
+                KernelArg::Poly => KernelKind::Poly,
+                KernelArg::Linear => KernelKind::Linear,
+            },
+            gamma: self.gamma,
+            coef0: self.coef0,
+            degree: self.degree,
+            c: self.cost,
+            solver: SolverParams {
+                algorithm: self.algorithm(),
+                eps: self.eps,
+                rel_eps: self.rel_eps,
+                max_iter: self.max_iter,
+                time_limit: self.time_limit.map(Duration::from_secs_f64),
+                seed: self.seed,
+                init_size: self.init_size,
+                certify: !self.no_certify,
+            },
+            cpu: CpuConfig {
+                cache_bytes: self.cache_bytes(),
+                precision: self.precision(),
+            },
+            device,
+        }
+    }
+
+    /// Reads the training file and the `--test` file; returns them with the seconds the
+    /// training file took.
+    pub fn read(&self, train: &std::path::Path) -> Result<(Dataset, Option<Dataset>, f64)> {
+        set_threads(self.threads);
+        let t0 = Instant::now();
+        let ds = self.data.read(train)?;
+        let read_s = t0.elapsed().as_secs_f64();
+        let test = match &self.test {
+            Some(p) => Some(self.data.read(p)?),
+            None => None,
+        };
+        Ok((ds, test, read_s))
+    }
+
+    /// `-q`.
+    pub fn quiet(&self) -> bool {
+        self.quiet
+    }
+}
+
+/// Fails unless the data have at least two classes.
+pub fn require_two_classes(ds: &Dataset, path: &std::path::Path) -> Result<Vec<f64>> {
+    let classes = crate::train::class_order(ds);
     if classes.len() < 2 {
         return Err(Error::InvalidData {
-            path: a.train.clone(),
+            path: path.to_path_buf(),
             msg: format!(
                 "all {} rows have the same label ({}); training needs at least two classes",
                 ds.len(),
@@ -212,6 +253,24 @@ pub fn run(a: TrainArgs) -> Result<()> {
             ),
         });
     }
+    Ok(classes)
+}
+
+/// Runs `fwsvm train`.
+pub fn run(args: TrainArgs) -> Result<()> {
+    let a = &args.opts;
+    let (ds, test, read_s) = a.read(&args.train)?;
+    let model_path = args.model.clone().unwrap_or_else(|| {
+        let name = args
+            .train
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "train".into());
+        PathBuf::from(format!("{name}.model"))
+    });
+    let algorithm = a.algorithm();
+    let params = a.params(a.open_device(args.backend)?);
+    let classes = require_two_classes(&ds, &args.train)?;
     let kernel = params.resolve_kernel(&ds)?;
     if !a.quiet {
         eprintln!(
@@ -228,7 +287,7 @@ pub fn run(a: TrainArgs) -> Result<()> {
         );
     }
     let multiclass = classes.len() > 2;
-    let trace = match &a.trace {
+    let trace = match &args.trace {
         Some(p) => Some(Rc::new(RefCell::new(Trace::create(p, multiclass)?))),
         None => None,
     };
@@ -352,7 +411,10 @@ pub fn run(a: TrainArgs) -> Result<()> {
                 model.n_features()
             );
         }
-        let pred = model.predict(test);
+        let (pred, _) =
+            params
+                .device
+                .predict(&model, test, crate::backend::GPU_PREDICT_MIN_WORK)?;
         let (ok, n) = accuracy(&pred, &test.labels);
         println!("{}", accuracy_line(ok, n));
     }

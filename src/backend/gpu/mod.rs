@@ -19,6 +19,7 @@
 
 pub mod context;
 pub mod pipelines;
+pub mod predict;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
 
@@ -639,28 +640,42 @@ impl<'a> GpuBackend<'a> {
 
     /// Records the computation of column j into cache slot `slot`.
     fn record_column(&mut self, j: usize, slot: usize) {
+        let (row, y, norm) = (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j]);
+        self.record_query(row, j as u32, y, norm, slot);
+        self.stats.columns_computed += 1;
+    }
+
+    /// Records y_i·y·(k(x_i, z) + 1) (+ 1/C at row `j`) for all rows i into slot `slot`, for
+    /// the query row z with squared norm `norm`.
+    fn record_query(&mut self, z: Row<'_>, j: u32, y: f64, norm: f64, slot: usize) {
         // Room for the query row and the Params block in the same submit: a flush between
         // writing the one and pushing the other would let a later query overwrite this one.
         if self.n_queries == QUERY_SLOTS || self.n_params == PARAM_SLOTS {
             self.flush();
         }
         let q_off = self.n_queries * self.dpad;
+        let d = self.d;
         let q = &mut self.query_host[q_off..q_off + self.dpad];
         q.iter_mut().for_each(|v| *v = 0.0);
-        match self.prob.data.row(j) {
-            Row::Dense(v) => q[..v.len()].copy_from_slice(v),
+        match z {
+            Row::Dense(v) => {
+                let n = v.len().min(d);
+                q[..n].copy_from_slice(&v[..n]);
+            }
             Row::Sparse(ix, vs) => {
                 for (&i, &v) in ix.iter().zip(vs) {
-                    q[i as usize] = v;
+                    if (i as usize) < d {
+                        q[i as usize] = v;
+                    }
                 }
             }
         }
         self.n_queries += 1;
         let p = Params {
-            j: j as u32,
+            j,
             q_off: q_off as u32,
-            yj: self.prob.y[j] as f32,
-            normj: split(self.prob.norms[j]),
+            yj: y as f32,
+            normj: split(norm),
             ..self.base_params()
         };
         let off = self.push_params(&p);
@@ -680,7 +695,38 @@ impl<'a> GpuBackend<'a> {
             }
         }
         self.enc = Some(enc);
-        self.stats.columns_computed += 1;
+    }
+
+    /// g ← g + Σ_k c_k·y_i·(k(x_i, z_k) + 1) over all rows i, for query rows z_k that need not
+    /// be rows of the data (a model's support vectors, for prediction on the device); each
+    /// query is (z_k, ‖z_k‖², c_k), and its features beyond the data's are ignored (the
+    /// caller handles that case). Uses cache slots 0 and 1 and forgets the cache: meant for
+    /// a backend that only serves this. Recorded only; [`Backend::gather`] waits for it.
+    pub fn accumulate_queries(&mut self, queries: &[(Row<'_>, f64, f64)]) -> Result<()> {
+        self.cache = ColumnCache::with_slots(self.prob.len(), self.cache.capacity());
+        for pair in queries.chunks(2) {
+            let mut p = self.base_params();
+            p.flags |= F_WRITE | F_COL_A;
+            p.scale = split(1.0);
+            let (z, norm, c) = pair[0];
+            self.record_query(z, NONE, 1.0, norm, 0);
+            p.ca = split(c);
+            if let Some(&(z, norm, c)) = pair.get(1) {
+                self.record_query(z, NONE, 1.0, norm, 1);
+                p.flags |= F_COL_B;
+                p.cb = split(c);
+            }
+            self.record_update(p, 0, 1);
+        }
+        self.ctx.check("prediction pass")
+    }
+
+    /// Sets g = 0.
+    pub fn clear_gradient(&mut self) -> Result<()> {
+        self.flush();
+        self.upload_vector(&self.g, &vec![0.0; self.prob.len()]);
+        self.min_valid = false;
+        Ok(())
     }
 
     /// Column j resident (recording its computation if needed); returns its slot.
