@@ -1,74 +1,158 @@
-//! Throughput of the CPU backend's kernel-column pass (dense and CSR, m = 10⁴ … 4·10⁵), a
-//! streaming sum beside it to measure the machine's memory bandwidth, and the per-iteration
-//! cost of each variant.
+//! Throughput of the kernel-column pass on the CPU and GPU backends (dense and CSR at 11 %,
+//! m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}), a streaming sum beside it to measure the
+//! machine's memory bandwidth, the GPU's per-iteration round trip (update with a cached column,
+//! full reduction, readback), and the per-iteration cost of each variant on the CPU.
 //!
-//! `cargo bench --bench kernels` (add `-- column` etc. to filter).
+//! `cargo bench --bench kernels` (add `-- column`, `-- gpu` etc. to filter). `fwsvm bench
+//! kernels` prints the same measurements as a table with the fraction of peak bandwidth.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::data::Dataset;
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
-use fwsvm::rng::SplitMix64;
 use fwsvm::solver::{Algorithm, SolverParams, solve};
 use rayon::prelude::*;
 use std::hint::black_box;
 
 fn dataset(m: usize, d: usize, density: f64, seed: u64) -> Dataset {
-    let mut r = SplitMix64::new(seed);
-    let (mut ip, mut ix, mut vs, mut y) = (vec![0usize], Vec::new(), Vec::new(), Vec::new());
-    for i in 0..m {
-        for f in 0..d {
-            if density >= 1.0 || r.next_f64() < density {
-                ix.push(f as u32);
-                vs.push(r.next_f64() as f32);
-            }
-        }
-        ip.push(ix.len());
-        y.push(if i % 3 == 0 { 1.0 } else { -1.0 });
-    }
-    Dataset::from_csr(d, ip, ix, vs, y)
+    fwsvm::bench::synthetic(m, d, density, seed)
 }
 
-fn data_bytes(ds: &Dataset) -> u64 {
-    if ds.is_dense() {
-        (ds.len() * ds.n_features() * 4) as u64
-    } else {
-        (ds.nnz() * 8 + ds.len() * 8) as u64
-    }
-}
+/// The grid: m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}, dense and CSR at 11 %.
+const GRID_M: [usize; 3] = [10_000, 100_000, 400_000];
+const GRID_D: [usize; 3] = [22, 38, 123];
+const LAYOUTS: [(&str, f64); 2] = [("dense", 1.0), ("csr11pct", 0.11)];
 
 fn column_pass(c: &mut Criterion) {
     let mut g = c.benchmark_group("column");
     g.sample_size(10);
-    for &(label, d, density) in &[
-        ("dense-d38", 38usize, 1.0f64),
-        ("csr-d123-11pct", 123, 0.11),
-    ] {
-        for &m in &[10_000usize, 100_000, 400_000] {
+    for &(layout, density) in &LAYOUTS {
+        for &d in &GRID_D {
+            for &m in &GRID_M {
+                let ds = dataset(m, d, density, 7);
+                let prob =
+                    Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+                let mut be = cpu_backend(
+                    &prob,
+                    CpuConfig {
+                        cache_bytes: 0,
+                        precision: Precision::F32,
+                    },
+                );
+                g.throughput(Throughput::Bytes(fwsvm::bench::data_bytes(&ds)));
+                let mut j = 0usize;
+                g.bench_with_input(BenchmarkId::new(format!("{layout}-d{d}"), m), &m, |b, _| {
+                    b.iter(|| {
+                        // A new column each call (the two-slot cache never hits).
+                        j = (j + 7919) % m;
+                        be.column_entries(j, &[], &mut []).unwrap();
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+/// The GPU backend on the same grid (any adapter: `WGPU_ADAPTER_NAME` picks one), timed with
+/// the wait for completion: each sample is a batch of fresh-column updates ended by a
+/// readback, and for the round trip an update with a cached column plus the full reduction.
+#[cfg(feature = "gpu")]
+fn gpu_passes(c: &mut Criterion) {
+    use fwsvm::active::ActiveSet;
+    use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
+    use fwsvm::backend::{Backend, Update};
+    use std::time::Instant;
+    let ctx = match GpuContext::open(&DeviceSelector::from_arg(None, DeviceSelector::Any)) {
+        Ok(Some(c)) => c,
+        _ => {
+            eprintln!("gpu benches skipped: no adapter");
+            return;
+        }
+    };
+    let tag = if ctx.is_software() {
+        "gpu-software"
+    } else {
+        "gpu"
+    };
+    let mut g = c.benchmark_group(format!("{tag}-column"));
+    g.sample_size(10);
+    for &(layout, density) in &LAYOUTS {
+        for &d in &GRID_D {
+            for &m in &GRID_M {
+                let ds = dataset(m, d, density, 7);
+                let prob =
+                    Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+                let mut be = GpuBackend::new(
+                    &prob,
+                    &ctx,
+                    GpuConfig {
+                        cache_bytes: 0,
+                        precision: Precision::F32,
+                        max_chunk_bytes: None,
+                    },
+                )
+                .unwrap();
+                let mut alpha = ActiveSet::new(m);
+                for k in 0..64 {
+                    alpha.set(k * (m / 64), 1.0 / 64.0);
+                }
+                be.set_alpha(&alpha).unwrap();
+                g.throughput(Throughput::Bytes(fwsvm::bench::data_bytes(&ds)));
+                let mut j = 0usize;
+                let mut sink = [0.0];
+                g.bench_with_input(BenchmarkId::new(format!("{layout}-d{d}"), m), &m, |b, _| {
+                    b.iter_custom(|iters| {
+                        let t = Instant::now();
+                        for _ in 0..iters {
+                            j = (j + 7919) % m;
+                            be.update(&Update::one(1.0, j, 1e-12)).unwrap();
+                        }
+                        be.gather(&[0], &mut sink).unwrap();
+                        t.elapsed()
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
+    let mut g = c.benchmark_group(format!("{tag}-iteration"));
+    g.sample_size(10);
+    for &(layout, density) in &LAYOUTS {
+        for &m in &GRID_M {
+            let d = 38;
             let ds = dataset(m, d, density, 7);
             let prob =
                 Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
-            let mut be = cpu_backend(
+            let mut be = GpuBackend::new(
                 &prob,
-                CpuConfig {
-                    cache_bytes: 0,
+                &ctx,
+                GpuConfig {
+                    cache_bytes: 1 << 26,
                     precision: Precision::F32,
+                    max_chunk_bytes: None,
                 },
-            );
-            g.throughput(Throughput::Bytes(data_bytes(&ds)));
-            let mut j = 0usize;
-            g.bench_with_input(BenchmarkId::new(label, m), &m, |b, _| {
+            )
+            .unwrap();
+            let mut alpha = ActiveSet::new(m);
+            for k in 0..64 {
+                alpha.set(k * (m / 64), 1.0 / 64.0);
+            }
+            be.set_alpha(&alpha).unwrap();
+            g.bench_with_input(BenchmarkId::new(format!("{layout}-d{d}"), m), &m, |b, _| {
                 b.iter(|| {
-                    // A new column each call (the two-slot cache never hits).
-                    j = (j + 7919) % m;
-                    be.column_entries(j, &[], &mut []).unwrap();
+                    be.update(&Update::one(1.0, 0, 1e-12)).unwrap();
+                    black_box(be.reduce(&alpha).unwrap())
                 })
             });
         }
     }
     g.finish();
 }
+
+#[cfg(not(feature = "gpu"))]
+fn gpu_passes(_: &mut Criterion) {}
 
 fn stream_sum(c: &mut Criterion) {
     let n = 64 << 20; // 256 MiB of f32
@@ -129,5 +213,5 @@ fn iterations(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, column_pass, stream_sum, iterations);
+criterion_group!(benches, column_pass, stream_sum, iterations, gpu_passes);
 criterion_main!(benches);

@@ -28,6 +28,7 @@
 
 pub mod active;
 pub mod backend;
+pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod error;

@@ -459,6 +459,58 @@ fn info_and_gpu_backend() {
         std::fs::read_to_string(&cpu_out).unwrap()
     );
 
+    // fwsvm bench kernels: one table per backend, a row per layout × d × m.
+    let out = fwsvm()
+        .args([
+            "bench",
+            "kernels",
+            "--backend",
+            "both",
+            "--rows",
+            "2000,3000",
+            "--dims",
+            "5",
+            "--min-time",
+            "0.05",
+            "--cpu-peak",
+            "20",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("cpu (") && out.contains("memory bandwidth 20.0 GB/s (given)"),
+        "{out}"
+    );
+    assert!(out.contains("gpu: "), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| dense |") || l.starts_with("| csr |"))
+        .collect();
+    assert_eq!(rows.len(), 8, "{out}");
+    // The first table is the CPU's, judged against the given 20 GB/s.
+    for (k, r) in rows.into_iter().enumerate() {
+        // layout, m, d, nnz/row, MB, column time, GB/s, % of peak, evals/s, iteration time
+        let cells: Vec<&str> = r.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 10, "{r}");
+        let gbs: f64 = cells[6].parse().unwrap();
+        let evals: f64 = cells[8].parse().unwrap();
+        let pct: f64 = cells[7].trim_end_matches(" %").parse().unwrap();
+        if k < 4 {
+            assert!((pct - gbs / 20.0 * 100.0).abs() <= 0.01 * pct + 1e-3, "{r}");
+        }
+        assert!(pct > 0.0, "{r}");
+        assert!(gbs > 0.0 && evals > 0.0, "{r}");
+    }
+    fwsvm()
+        .args(["bench", "kernels", "--backend", "cpu", "--density", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--density"));
+
     // fwsvm check: CPU and GPU agree within the documented tolerances ...
     let out = fwsvm()
         .args(["check", "-a", "partan", "--checkpoints", "0,5,20", "--test"])

@@ -1,5 +1,6 @@
 //! The command line: clap types and one module per subcommand.
 
+mod bench;
 mod check;
 mod common;
 mod convert;
@@ -29,6 +30,9 @@ enum Command {
     Convert(convert::ConvertCommand),
     /// Min-max scale features, like svm-scale.
     Scale(scale::ScaleArgs),
+    /// Benchmarks: `fwsvm bench kernels` measures kernel-column throughput per backend.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Train on the CPU and on the GPU and compare: objectives, gradients, labels.
     Check(check::CheckArgs),
     /// List GPU adapters: name, backend, type, f64 support, binding and buffer limits.
@@ -44,6 +48,7 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Scale(a) => scale::run(a),
         Command::Info(a) => info::run(a),
         Command::Check(a) => check::run(a),
+        Command::Bench(c) => bench::run(c),
     }
 }
 

@@ -25,7 +25,7 @@ enum AlgorithmArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum KernelArg {
+pub(super) enum KernelArg {
     Rbf,
     #[value(alias = "polynomial")]
     Poly,

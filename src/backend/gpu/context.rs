@@ -244,6 +244,46 @@ impl GpuContext {
         !self.adapter.is_hardware()
     }
 
+    /// Device-memory bandwidth in bytes/s, measured as buffer-to-buffer copies of up to
+    /// `bytes` (each copy reads and writes them, counted twice); best of `reps` submits of
+    /// four copies, each timed until the device is idle.
+    pub fn copy_bandwidth(&self, bytes: u64, reps: usize) -> Result<f64> {
+        let bytes = bytes
+            .min(self.limits.max_buffer_size)
+            .max(1 << 20)
+            .next_multiple_of(4);
+        let mk = |usage| {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("bandwidth"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let src = mk(wgpu::BufferUsages::COPY_SRC);
+        let dst = mk(wgpu::BufferUsages::COPY_DST);
+        let mut best = f64::INFINITY;
+        for r in 0..reps.max(1) + 1 {
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            for _ in 0..4 {
+                enc.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
+            }
+            let t = std::time::Instant::now();
+            self.queue.submit([enc.finish()]);
+            self.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Backend(format!("{}: {e}", self.adapter.name)))?;
+            self.check("bandwidth copy")?;
+            if r > 0 {
+                // The first submit is a warm-up.
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+        }
+        Ok(8.0 * bytes as f64 / best)
+    }
+
     /// Fails with the first device error recorded since the last call.
     pub fn check(&self, what: &str) -> Result<()> {
         let mut e = self.errors.lock().unwrap_or_else(|p| p.into_inner());

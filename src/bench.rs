@@ -1,0 +1,153 @@
+//! Kernel-throughput measurement shared by `fwsvm bench kernels` and the criterion benches:
+//! seeded synthetic data, the column + update pass with a fresh column each time, the
+//! per-iteration round trip with a cached column, and the memory bandwidth they are judged
+//! against. Every GPU figure includes the wait for completion (each timed batch ends with a
+//! readback).
+
+use crate::active::ActiveSet;
+use crate::backend::{Backend, Update};
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::rng::SplitMix64;
+use std::time::{Duration, Instant};
+
+/// Seeded synthetic data: `m` rows, `d` features uniform in [0, 1), each present with
+/// probability `density` (1 = dense); labels +1 for every third row, else −1.
+pub fn synthetic(m: usize, d: usize, density: f64, seed: u64) -> Dataset {
+    let mut r = SplitMix64::new(seed);
+    let (mut ip, mut ix, mut vs, mut y) = (vec![0usize], Vec::new(), Vec::new(), Vec::new());
+    for i in 0..m {
+        for f in 0..d {
+            if density >= 1.0 || r.next_f64() < density {
+                ix.push(f as u32);
+                vs.push(r.next_f64() as f32);
+            }
+        }
+        ip.push(ix.len());
+        y.push(if i % 3 == 0 { 1.0 } else { -1.0 });
+    }
+    Dataset::from_csr(d, ip, ix, vs, y)
+}
+
+/// Bytes of feature data one column pass reads: m·d·4 dense; for CSR the values and indices
+/// (8 bytes per non-zero) and the row offsets.
+pub fn data_bytes(ds: &Dataset) -> u64 {
+    if ds.is_dense() {
+        (ds.len() * ds.n_features() * 4) as u64
+    } else {
+        (ds.nnz() * 8 + (ds.len() + 1) * 4) as u64
+    }
+}
+
+/// What one backend did on one dataset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelTiming {
+    /// Seconds per kernel column computed and folded into the gradient (fresh column each
+    /// time, amortised over a batch that ends with a readback).
+    pub column_s: f64,
+    /// Seconds per iteration with a cached column: the fused update, the full reduction
+    /// (argmin over all, argmax and αᵀg over A) and its readback.
+    pub iteration_s: f64,
+    /// Active-set size during the iteration timing.
+    pub active: usize,
+    /// Columns and iterations timed.
+    pub samples: (usize, usize),
+}
+
+/// Times `be` (built with a column cache too small to hold the columns it is asked for):
+/// batches of fresh columns until `min_time` has passed, then single iterations likewise.
+pub fn time_backend(be: &mut dyn Backend, min_time: Duration) -> Result<KernelTiming> {
+    let m = be.len();
+    let active = m.min(64);
+    let mut alpha = ActiveSet::new(m);
+    for j in 0..active {
+        alpha.set(j * (m / active).max(1), 1.0 / active as f64);
+    }
+    be.set_alpha(&alpha)?;
+    let mut sink = [0.0];
+    // A tiny coefficient keeps g what it was (to rounding) however many passes run.
+    let coef = 1e-12;
+    let step = 7919 % m.max(1);
+    let mut j = 0usize;
+    let mut fresh = |be: &mut dyn Backend, n: usize| -> Result<()> {
+        for _ in 0..n {
+            j = (j + step.max(1)) % m;
+            be.update(&Update::one(1.0, j, coef))?;
+        }
+        be.gather(&[0], &mut sink)
+    };
+    // Warm-up: pipelines, caches, page faults.
+    fresh(be, 2)?;
+    let t = Instant::now();
+    let mut cols = 0usize;
+    let mut batch = 1usize;
+    while t.elapsed() < min_time || cols < 3 {
+        fresh(be, batch)?;
+        cols += batch;
+        batch = (batch * 2).min(64);
+    }
+    let column_s = t.elapsed().as_secs_f64() / cols as f64;
+
+    let hot = alpha.indices()[0];
+    be.update(&Update::one(1.0, hot, coef))?;
+    be.reduce(&alpha)?;
+    let t = Instant::now();
+    let mut iters = 0usize;
+    while t.elapsed() < min_time || iters < 10 {
+        be.update(&Update::one(1.0, hot, coef))?;
+        be.reduce(&alpha)?;
+        iters += 1;
+    }
+    let iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+    Ok(KernelTiming {
+        column_s,
+        iteration_s,
+        active,
+        samples: (cols, iters),
+    })
+}
+
+/// The host's streaming-read bandwidth in bytes/s: a parallel sum over 256 MiB of f32, best
+/// of `reps`.
+pub fn host_bandwidth(reps: usize) -> f64 {
+    use rayon::prelude::*;
+    let n = 64usize << 20;
+    let v: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        let s: f32 = v
+            .par_chunks(1 << 16)
+            .map(|ch| {
+                let mut acc = [0f32; 16];
+                for blk in ch.chunks_exact(16) {
+                    for l in 0..16 {
+                        acc[l] += blk[l];
+                    }
+                }
+                acc.iter().sum::<f32>()
+            })
+            .sum();
+        std::hint::black_box(s);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    (n * 4) as f64 / best
+}
+
+/// Published peak memory bandwidth (bytes/s) of GPUs this tool is benchmarked on, matched on
+/// the adapter name; None for others.
+pub fn known_gpu_peak(name: &str) -> Option<f64> {
+    let n = name.to_ascii_lowercase();
+    let table: [(&str, f64); 9] = [
+        ("h200", 4.8e12),
+        ("h100 nvl", 3.9e12),
+        ("h100 pcie", 2.0e12),
+        ("h100", 3.35e12),
+        ("a100-sxm4-80gb", 2.039e12),
+        ("a100 80gb pcie", 1.935e12),
+        ("a100", 1.555e12),
+        ("rtx 4090", 1.008e12),
+        ("l40s", 0.864e12),
+    ];
+    table.iter().find(|(k, _)| n.contains(k)).map(|&(_, v)| v)
+}

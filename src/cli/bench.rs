@@ -1,0 +1,254 @@
+//! `fwsvm bench kernels`: kernel-column throughput and per-iteration latency per backend on
+//! seeded synthetic data, against the memory bandwidth of the device.
+
+use super::common::{BackendArg, open_device, set_threads};
+use super::train::{KernelArg, PrecisionArg};
+use crate::backend::Device;
+use crate::backend::cpu::{CpuConfig, Precision, cpu_backend};
+use crate::bench::{KernelTiming, data_bytes, host_bandwidth, synthetic, time_backend};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::problem::Problem;
+use clap::{Args, Subcommand, ValueEnum};
+use std::time::Duration;
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Kernel-column pass (GB/s, kernel evaluations/s, fraction of the memory bandwidth) and
+    /// per-iteration round trip, per backend, on synthetic data.
+    Kernels(KernelsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BenchBackend {
+    /// The CPU, and a hardware GPU when there is one.
+    Auto,
+    /// The CPU only.
+    Cpu,
+    /// A GPU only (any adapter, software ones included).
+    Gpu,
+    /// The CPU and a GPU (any adapter).
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LayoutArg {
+    Dense,
+    Csr,
+}
+
+/// Options of `fwsvm bench kernels`.
+#[derive(Debug, Args)]
+pub struct KernelsArgs {
+    /// Backends to measure.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BenchBackend,
+    /// Row counts m.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000,400000")]
+    rows: Vec<usize>,
+    /// Feature counts d.
+    #[arg(long, value_delimiter = ',', default_value = "22,38,123")]
+    dims: Vec<usize>,
+    /// Layouts: dense rows, and CSR rows at --density.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "dense,csr")]
+    layouts: Vec<LayoutArg>,
+    /// Fraction of non-zero features in the CSR data (a9a has 0.11).
+    #[arg(long, default_value_t = 0.11)]
+    density: f64,
+    /// Kernel (γ = 1/d for rbf and poly).
+    #[arg(short = 'k', long, value_enum, default_value = "rbf")]
+    kernel: KernelArg,
+    /// Seconds spent on each measurement (at least).
+    #[arg(long, default_value_t = 1.0)]
+    min_time: f64,
+    /// The CPU's memory bandwidth in GB/s [default: measured, a parallel streaming sum].
+    #[arg(long, value_name = "GB/S")]
+    cpu_peak: Option<f64>,
+    /// The GPU's memory bandwidth in GB/s [default: the published figure for known GPUs
+    /// (H100, H200, A100, …), else measured with device-to-device copies].
+    #[arg(long, value_name = "GB/S")]
+    gpu_peak: Option<f64>,
+    /// GPU adapter: an index or part of a name, as `fwsvm info` lists them.
+    #[arg(long, value_name = "INDEX|NAME")]
+    device: Option<String>,
+    /// Precision of the columns (CPU) or of the gradient and columns (GPU).
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: PrecisionArg,
+    /// Worker threads for the CPU (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Seed of the synthetic data.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Runs `fwsvm bench …`.
+pub fn run(c: BenchCommand) -> Result<()> {
+    match c {
+        BenchCommand::Kernels(a) => kernels(a),
+    }
+}
+
+fn kernels(a: KernelsArgs) -> Result<()> {
+    set_threads(a.threads);
+    if !(a.density > 0.0 && a.density <= 1.0) {
+        return Err(Error::InvalidParam(format!(
+            "--density must be in (0, 1], got {}",
+            a.density
+        )));
+    }
+    if !(a.min_time > 0.0 && a.min_time.is_finite()) {
+        return Err(Error::InvalidParam(format!(
+            "--min-time must be a positive number of seconds, got {}",
+            a.min_time
+        )));
+    }
+    if let Some(&bad) = a.rows.iter().find(|&&m| m < 2) {
+        return Err(Error::InvalidParam(format!(
+            "--rows: need at least 2 rows, got {bad}"
+        )));
+    }
+    if let Some(&bad) = a.dims.iter().find(|&&d| d == 0) {
+        return Err(Error::InvalidParam(format!(
+            "--dims: need at least 1 feature, got {bad}"
+        )));
+    }
+    let precision: Precision = a.precision.into();
+    let mut targets: Vec<(String, Device, f64, String)> = Vec::new();
+    if a.backend != BenchBackend::Gpu {
+        let (peak, src) = match a.cpu_peak {
+            Some(p) => (p * 1e9, "given".to_string()),
+            None => (host_bandwidth(3), "measured: parallel streaming sum".into()),
+        };
+        targets.push((
+            format!("cpu ({} threads)", rayon::current_num_threads()),
+            Device::Cpu,
+            peak,
+            src,
+        ));
+    }
+    if a.backend != BenchBackend::Cpu {
+        let arg = if a.backend == BenchBackend::Auto {
+            BackendArg::Auto
+        } else {
+            BackendArg::Gpu
+        };
+        let dev = open_device(arg, a.device.as_deref(), precision, 0, false)?;
+        #[cfg(feature = "gpu")]
+        if let Device::Gpu { ctx, .. } = &dev {
+            let (peak, src) = match (a.gpu_peak, crate::bench::known_gpu_peak(&ctx.adapter.name)) {
+                (Some(p), _) => (p * 1e9, "given".to_string()),
+                (None, Some(p)) => (p, "published".into()),
+                (None, None) => (
+                    ctx.copy_bandwidth(256 << 20, 3)?,
+                    "measured: device-to-device copies".into(),
+                ),
+            };
+            targets.push((dev.describe(), dev.clone(), peak, src));
+        }
+    }
+    for (name, dev, peak, src) in &targets {
+        println!(
+            "{name}: memory bandwidth {:.1} GB/s ({src}); {} kernel, {} precision",
+            peak / 1e9,
+            format!("{:?}", a.kernel).to_lowercase(),
+            format!("{precision:?}").to_lowercase()
+        );
+        println!(
+            "| layout | m | d | non-zeros/row | data MB | column + update | GB/s | of peak | kernel evals/s | iteration (cached column) |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|");
+        for &layout in &a.layouts {
+            for &d in &a.dims {
+                for &m in &a.rows {
+                    let density = if layout == LayoutArg::Dense {
+                        1.0
+                    } else {
+                        a.density
+                    };
+                    let ds = synthetic(m, d, density, a.seed);
+                    let gamma = 1.0 / d as f64;
+                    let kernel = match a.kernel {
+                        KernelArg::Rbf => Kernel::Rbf { gamma },
+                        KernelArg::Poly => Kernel::Poly {
+                            gamma,
+                            coef0: 1.0,
+                            degree: 3,
+                        },
+                        KernelArg::Linear => Kernel::Linear,
+                    };
+                    let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
+                    let t = measure(dev, &prob, precision, a.min_time)?;
+                    let bytes = data_bytes(&ds) as f64;
+                    let gbs = bytes / t.column_s / 1e9;
+                    println!(
+                        "| {} | {m} | {d} | {:.1} | {} | {} | {} | {} % | {:.3e} | {} |",
+                        if ds.is_dense() { "dense" } else { "csr" },
+                        ds.nnz() as f64 / m as f64,
+                        sig(bytes / 1e6),
+                        fmt_s(t.column_s),
+                        sig(gbs),
+                        sig(100.0 * gbs * 1e9 / peak),
+                        m as f64 / t.column_s,
+                        fmt_s(t.iteration_s),
+                    );
+                }
+            }
+        }
+        println!();
+    }
+    Ok(())
+}
+
+fn measure(
+    dev: &Device,
+    prob: &Problem<'_>,
+    precision: Precision,
+    min_time: f64,
+) -> Result<KernelTiming> {
+    let min = Duration::from_secs_f64(min_time);
+    match dev {
+        Device::Cpu => {
+            let mut be = cpu_backend(
+                prob,
+                CpuConfig {
+                    cache_bytes: 0,
+                    precision,
+                },
+            );
+            time_backend(be.as_mut(), min)
+        }
+        #[cfg(feature = "gpu")]
+        Device::Gpu { ctx, cfg, .. } => {
+            let mut be = crate::backend::gpu::GpuBackend::new(
+                prob,
+                ctx,
+                crate::backend::gpu::GpuConfig {
+                    cache_bytes: 0,
+                    ..*cfg
+                },
+            )?;
+            time_backend(&mut be, min)
+        }
+    }
+}
+
+/// Three significant digits for small values, one decimal otherwise.
+fn sig(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn fmt_s(s: f64) -> String {
+    if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{:.1} µs", s * 1e6)
+    }
+}
