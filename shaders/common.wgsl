@@ -17,7 +17,7 @@ struct Params {
     nwg: u32,      // workgroups of a grid-stride loop
     nwg2: u32,     // partials of the second reduction (final pass)
     q_off: u32,    // offset of x_j in the query buffer
-    pad0: u32,
+    out_off: u32,  // gather: first output entry
     pad1: u32,
     gamma: vec2<f32>,
     coef0: vec2<f32>,

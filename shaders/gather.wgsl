@@ -1,4 +1,5 @@
-// out[k] = src[idx[k]] for k < p.n, src = g, g⁻ (SRC_PREV) or a cached column (SRC_COL).
+// out[out_off + k] = src[idx[k]] for k < p.n, src = g, g⁻ (SRC_PREV) or a cached column
+// (SRC_COL); several gathers of one index list share one submit at different out_off.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> g: array<GT>;
@@ -12,12 +13,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let stride = p.nwg * WG;
     for (var k = gid.x; k < p.n; k += stride) {
         let i = gidx[k];
+        let o = p.out_off + k;
         if ((p.flags & SRC_COL) != 0u) {
-            out[k] = col[i];
+            out[o] = col[i];
         } else if ((p.flags & SRC_PREV) != 0u) {
-            out[k] = gp[i];
+            out[o] = gp[i];
         } else {
-            out[k] = g[i];
+            out[o] = g[i];
         }
     }
 }

@@ -112,23 +112,24 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
             }
             let idx: Vec<usize> = (0..prob.len()).step_by(7).chain([2999]).collect();
             let mut reds: Vec<Reduction> = Vec::new();
-            let mut vecs: Vec<[Vec<f64>; 3]> = Vec::new();
+            let mut vecs: Vec<[Vec<f64>; 6]> = Vec::new();
             for be in [cpu.as_mut(), &mut g as &mut dyn Backend] {
                 for u in &ups {
                     be.update(u).unwrap();
                 }
                 reds.push(be.reduce(&a).unwrap());
-                let mut v = [
-                    vec![0.0; idx.len()],
-                    vec![0.0; idx.len()],
-                    vec![0.0; idx.len()],
-                ];
+                let mut v: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; idx.len()]);
                 be.gather(&idx, &mut v[0]).unwrap();
                 be.gather_prev(&idx, &mut v[1]).unwrap();
                 be.column_entries(555, &idx, &mut v[2]).unwrap();
+                // The fused gather (one submit on the GPU), with a column not yet computed.
+                let [_, _, _, a, b, c] = &mut v;
+                be.gather_fused(&idx, a, Some(b), Some((556, c))).unwrap();
+                assert_eq!(v[3], v[0], "{tag}: fused g");
+                assert_eq!(v[4], v[1], "{tag}: fused g⁻");
                 vecs.push(v);
             }
-            for k in 0..3 {
+            for k in 0..6 {
                 for (n, (x, y)) in vecs[0][k].iter().zip(&vecs[1][k]).enumerate() {
                     assert!(
                         (x - y).abs() <= tol * (1.0 + x.abs()),
@@ -152,7 +153,8 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
             }
             let st = g.stats();
             assert_eq!(st.updates, 3);
-            assert_eq!(st.columns_computed, 4, "{tag}: {st:?}");
+            // Three update columns, column 555 and the fused gather's column 556.
+            assert_eq!(st.columns_computed, 5, "{tag}: {st:?}");
         }
     }
 }
@@ -212,6 +214,15 @@ impl Backend for Recorder<'_> {
     }
     fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> fwsvm::Result<()> {
         self.inner.column_entries(j, idx, out)
+    }
+    fn gather_fused(
+        &mut self,
+        idx: &[usize],
+        g: &mut [f64],
+        prev: Option<&mut [f64]>,
+        col: Option<(usize, &mut [f64])>,
+    ) -> fwsvm::Result<()> {
+        self.inner.gather_fused(idx, g, prev, col)
     }
     fn stats(&self) -> BackendStats {
         self.inner.stats()

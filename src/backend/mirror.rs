@@ -207,6 +207,24 @@ impl Backend for Mirror<'_> {
         self.primary.column_entries(j, idx, out)
     }
 
+    fn gather_fused(
+        &mut self,
+        idx: &[usize],
+        g: &mut [f64],
+        prev: Option<&mut [f64]>,
+        col: Option<(usize, &mut [f64])>,
+    ) -> Result<()> {
+        let n = idx.len();
+        let (mut a, mut b, mut c) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        self.secondary.gather_fused(
+            idx,
+            &mut a,
+            prev.is_some().then_some(&mut b[..]),
+            col.as_ref().map(|(j, _)| (*j, &mut c[..])),
+        )?;
+        self.primary.gather_fused(idx, g, prev, col)
+    }
+
     fn stats(&self) -> BackendStats {
         self.primary.stats()
     }

@@ -136,6 +136,26 @@ pub trait Backend {
     /// reuses it).
     fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()>;
 
+    /// g, and g⁻ and Q[idx, j] when asked, at `idx` — what [`gather`](Self::gather),
+    /// [`gather_prev`](Self::gather_prev) and [`column_entries`](Self::column_entries) give,
+    /// in one round trip where the backend can (the GPU: one submit, one readback).
+    fn gather_fused(
+        &mut self,
+        idx: &[usize],
+        g: &mut [f64],
+        prev: Option<&mut [f64]>,
+        col: Option<(usize, &mut [f64])>,
+    ) -> Result<()> {
+        self.gather(idx, g)?;
+        if let Some(p) = prev {
+            self.gather_prev(idx, p)?;
+        }
+        if let Some((j, q)) = col {
+            self.column_entries(j, idx, q)?;
+        }
+        Ok(())
+    }
+
     /// Diagnostics.
     fn stats(&self) -> BackendStats;
 }
@@ -199,13 +219,17 @@ pub const GPU_PREDICT_MIN_WORK: u64 = 20_000_000;
 impl Device {
     /// Labels and decision values of `ds` under `model`, on this device. With `min_work`,
     /// problems of fewer rows × SVs run on the CPU; a device failure falls back to the CPU
-    /// when the device was chosen by `--backend auto`.
+    /// when the device was chosen by `--backend auto`. `precision` None means f64 where the
+    /// adapter has SHADER_F64: an L2-SVM's decision values are O(f), often 1e-5, and an f32
+    /// sum over thousands of SVs flips labels near the boundary.
     pub fn predict(
         &self,
         model: &crate::model::Model,
         ds: &crate::data::Dataset,
         min_work: u64,
+        precision: Option<cpu::Precision>,
     ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+        let _ = precision;
         match self {
             Device::Cpu => Ok(model.predict_with_decisions(ds)),
             #[cfg(feature = "gpu")]
@@ -213,7 +237,13 @@ impl Device {
                 if (ds.len() as u64).saturating_mul(model.total_sv() as u64) < min_work {
                     return Ok(model.predict_with_decisions(ds));
                 }
-                match gpu::predict::predict(model, ds, ctx, *cfg) {
+                let precision = precision.unwrap_or(if ctx.f64 {
+                    cpu::Precision::F64
+                } else {
+                    cpu::Precision::F32
+                });
+                let cfg = gpu::GpuConfig { precision, ..*cfg };
+                match gpu::predict::predict(model, ds, ctx, cfg) {
                     Ok(r) => Ok(r),
                     Err(crate::Error::Backend(msg)) if *fallback => {
                         eprintln!("fwsvm: {msg}; predicting on the CPU instead");

@@ -27,9 +27,10 @@ pub struct PredictArgs {
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them.
     #[arg(long, value_name = "INDEX|NAME")]
     device: Option<String>,
-    /// Precision of the decision values on the GPU (f64 needs SHADER_F64).
-    #[arg(long, value_enum, default_value = "f32")]
-    precision: super::train::PrecisionArg,
+    /// Precision of the kernel values and sums on the GPU [default: f64 where the adapter has
+    /// SHADER_F64, else f32].
+    #[arg(long, value_enum)]
+    precision: Option<super::train::PrecisionArg>,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -53,19 +54,25 @@ pub fn run(a: PredictArgs) -> Result<()> {
             model.n_features()
         );
     }
-    let precision = a.precision.into();
+    let precision: Option<crate::backend::cpu::Precision> = a.precision.map(Into::into);
     let work = (ds.len() as u64).saturating_mul(model.total_sv() as u64);
     let device = if a.backend == BackendArg::Auto && work < crate::backend::GPU_PREDICT_MIN_WORK {
         crate::backend::Device::Cpu
     } else {
-        open_device(a.backend, a.device.as_deref(), precision, 0, a.quiet)?
+        open_device(
+            a.backend,
+            a.device.as_deref(),
+            precision.unwrap_or_default(),
+            0,
+            a.quiet,
+        )?
     };
     let min_work = if a.backend == BackendArg::Auto {
         crate::backend::GPU_PREDICT_MIN_WORK
     } else {
         0
     };
-    let (pred, dec) = device.predict(&model, &ds, min_work)?;
+    let (pred, dec) = device.predict(&model, &ds, min_work, precision)?;
     if let Some(out) = &a.output {
         write_atomically(out, |w| {
             for (p, d) in pred.iter().zip(&dec) {

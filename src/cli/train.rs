@@ -414,7 +414,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         let (pred, _) =
             params
                 .device
-                .predict(&model, test, crate::backend::GPU_PREDICT_MIN_WORK)?;
+                .predict(&model, test, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
         let (ok, n) = accuracy(&pred, &test.labels);
         println!("{}", accuracy_line(ok, n));
     }

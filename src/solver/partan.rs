@@ -80,9 +80,12 @@ impl Variant for Partan {
         self.g.resize(n, 0.0);
         self.gp.resize(n, 0.0);
         self.qs.resize(n, 0.0);
-        be.gather(&self.idx, &mut self.g)?;
-        be.gather_prev(&self.idx, &mut self.gp)?;
-        be.column_entries(s, &self.idx, &mut self.qs)?;
+        be.gather_fused(
+            &self.idx,
+            &mut self.g,
+            Some(&mut self.gp),
+            Some((s, &mut self.qs)),
+        )?;
         // Σp_i = 0, so subtracting a constant from g̃ leaves the slope unchanged in exact
         // arithmetic and removes the O(‖p‖·|g|·ulp) rounding that otherwise swamps it near the
         // optimum (where all active g_i are ≈ 2f).

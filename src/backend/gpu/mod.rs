@@ -112,6 +112,7 @@ pub struct GpuBackend<'a> {
     lw: wgpu::Buffer,
     gidx: wgpu::Buffer,
     out: wgpu::Buffer,
+    out_bytes: u64,
     res_v: wgpu::Buffer,
     res_i: wgpu::Buffer,
     staging: wgpu::Buffer,
@@ -286,12 +287,14 @@ impl<'a> GpuBackend<'a> {
         let lidx = zeroed("active indices", m as u64 * 4, storage);
         let lw = zeroed("active weights", m as u64 * gt, storage);
         let gidx = zeroed("gather indices", m as u64 * 4, storage);
-        let out = zeroed("gather output", m as u64 * gt, rw);
+        // Three gathers of one index list share it (PARTAN's g, g⁻ and column), up to a binding.
+        let out_bytes = (3 * m as u64 * gt).min(max_bind).max(m as u64 * gt);
+        let out = zeroed("gather output", out_bytes, rw);
         let res_v = zeroed("result values", 4 * gt, rw);
         let res_i = zeroed("result indices", 16, rw);
         let staging = zeroed(
             "readback",
-            (m as u64 * gt).max(64) + 64,
+            out_bytes.max(64) + 64,
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         );
 
@@ -451,7 +454,8 @@ impl<'a> GpuBackend<'a> {
                 entry(5, &out),
             ],
         });
-        let vector_bytes = m as u64 * (6 * gt + 8) + (m as u64 * gt).max(64);
+        let vector_bytes =
+            m as u64 * (6 * gt + 8) + (m as u64 * gt).max(64) + 2 * (out_bytes - m as u64 * gt);
         let plan = MemoryPlan {
             data_bytes,
             vector_bytes,
@@ -503,6 +507,7 @@ impl<'a> GpuBackend<'a> {
             lw,
             gidx,
             out,
+            out_bytes,
             res_v,
             res_i,
             staging,
@@ -1020,6 +1025,93 @@ impl Backend for GpuBackend<'_> {
             self.fresh = j;
         }
         self.gather_from(SRC_COL, slot, idx, out)
+    }
+
+    fn gather_fused(
+        &mut self,
+        idx: &[usize],
+        g: &mut [f64],
+        prev: Option<&mut [f64]>,
+        col: Option<(usize, &mut [f64])>,
+    ) -> Result<()> {
+        let n = idx.len();
+        let parts = 1 + prev.is_some() as usize + col.is_some() as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        if (parts * n) as u64 * self.gt > self.out_bytes {
+            self.gather(idx, g)?;
+            if let Some(p) = prev {
+                self.gather_prev(idx, p)?;
+            }
+            if let Some((j, q)) = col {
+                self.column_entries(j, idx, q)?;
+            }
+            return Ok(());
+        }
+        let slot = match &col {
+            Some((j, _)) => {
+                let (slot, miss) = self.resolve(*j, None);
+                if miss {
+                    self.fresh = *j;
+                }
+                slot
+            }
+            None => 0,
+        };
+        self.gidx_host.clear();
+        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
+        self.ctx
+            .queue
+            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        let nwg = self.list_nwg(n);
+        let so = (slot as u64 * self.slot_stride) as u32;
+        let mut srcs = vec![0u32];
+        if prev.is_some() {
+            srcs.push(if self.prev { SRC_PREV } else { 0 });
+        }
+        if col.is_some() {
+            srcs.push(SRC_COL);
+        }
+        for (k, &flags) in srcs.iter().enumerate() {
+            let p = Params {
+                n: n as u32,
+                nwg,
+                flags,
+                out_off: (k * n) as u32,
+                ..self.base_params()
+            };
+            let off = self.push_params(&p);
+            let mut enc = self.take_encoder();
+            {
+                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                pass.set_pipeline(&self.pipes.gather);
+                pass.set_bind_group(0, &self.gather_bg, &[off, so]);
+                pass.dispatch_workgroups(nwg, 1, 1);
+            }
+            self.enc = Some(enc);
+        }
+        let bytes = (parts * n) as u64 * self.gt;
+        let mut enc = self.take_encoder();
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)?;
+        for (k, o) in g.iter_mut().enumerate().take(n) {
+            *o = self.read_gt(k);
+        }
+        let mut part = 1;
+        if let Some(p) = prev {
+            for (k, o) in p.iter_mut().enumerate().take(n) {
+                *o = self.read_gt(part * n + k);
+            }
+            part += 1;
+        }
+        if let Some((_, q)) = col {
+            for (k, o) in q.iter_mut().enumerate().take(n) {
+                *o = self.read_gt(part * n + k);
+            }
+        }
+        Ok(())
     }
 
     fn stats(&self) -> BackendStats {

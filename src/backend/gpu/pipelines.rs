@@ -98,7 +98,7 @@ pub struct Params {
     pub nwg: u32,
     pub nwg2: u32,
     pub q_off: u32,
-    pub pad0: u32,
+    pub out_off: u32,
     pub pad1: u32,
     pub gamma: [f32; 2],
     pub coef0: [f32; 2],
