@@ -38,7 +38,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let stride = chunk.nwg * WG;
     for (var li = gid.x; li < chunk.n; li += stride) {
         let i = chunk.r0 + li;
-        var v = GT(ylab[i] * p.yj) * (kernel_value(i, row_value(li)) + GT(1.0));
+        let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
+        var v = GT(ylab[i] * p.yj) * (kernel_value(i, row_value(li)) + bias);
         if (i == p.j) {
             v += wide(p.inv_c);
         }

@@ -40,6 +40,7 @@ const F_ROTATE: u32 = 8u;  // update: g⁻ ← g_old
 const F_WRITE: u32 = 16u;  // update: write g (otherwise only the argmin)
 const SRC_PREV: u32 = 32u; // gather: from g⁻
 const SRC_COL: u32 = 64u;  // gather: from the column binding
+const F_NO_BIAS: u32 = 128u; // column: external query, k(x_i, z) without Q's +1
 
 const WG: u32 = 256u;
 const NONE: u32 = 0xffffffffu;

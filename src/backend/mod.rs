@@ -229,9 +229,11 @@ impl Device {
         min_work: u64,
         precision: Option<cpu::Precision>,
     ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
-        let _ = precision;
         match self {
-            Device::Cpu => Ok(model.predict_with_decisions(ds)),
+            Device::Cpu => {
+                let _ = precision;
+                Ok(model.predict_with_decisions(ds))
+            }
             #[cfg(feature = "gpu")]
             Device::Gpu { ctx, cfg, fallback } => {
                 if (ds.len() as u64).saturating_mul(model.total_sv() as u64) < min_work {

@@ -4,8 +4,8 @@
 //! 1. the CPU backend alone and 2. the GPU backend alone, each to its stop rule: iterations,
 //!    certified gap, objective, SVs, seconds, and the labels both models give the training and
 //!    test data;
-//! 3. a lockstep run ([`Mirror`]): the GPU backend drives the solver and the CPU backend
-//!    follows the same α, so their gradients can be compared entry by entry at checkpoints;
+//! 3. a lockstep run ([`Mirror`]): the GPU backend drives the solver and the CPU backend (f64
+//!    columns, the reference) follows the same α, so their gradients can be compared entry by entry at checkpoints;
 //!    it also counts the iterations whose vertex choices differ.
 //!
 //! Tolerances (documented in README, all adjustable):
@@ -115,7 +115,14 @@ fn lockstep(
         ..gpu.solver.clone()
     };
     let primary = gpu.device.backend(&prob, gpu.cpu)?;
-    let secondary = cpu_backend(&prob, gpu.cpu);
+    // The reference: f64 columns on the CPU, whatever the GPU's precision.
+    let secondary = cpu_backend(
+        &prob,
+        crate::backend::cpu::CpuConfig {
+            precision: Precision::F64,
+            ..gpu.cpu
+        },
+    );
     let mut mirror = Mirror::new(primary, secondary, checkpoints.to_vec());
     let r = solve(&prob, &mut mirror, &params, &mut [])?;
     if mirror.checks.last().map(|c| c.iteration) != Some(r.iterations) {
@@ -176,7 +183,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     }
     let cpu = run_one(&ds, &cpu_params, "cpu", quiet)?;
     let gpu = run_one(&ds, &gpu_params, "gpu", quiet)?;
-    let (lock, checks, s_mis, v_mis, first_mis, reductions) =
+    let (lock, checks, s_mis, v_mis, first_mis, _) =
         lockstep(&ds, &classes, &gpu_params, &args.checkpoints)?;
 
     let mut failures = Vec::new();
@@ -187,7 +194,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let max_gap = |r: &Run| {
         r.reports
             .iter()
-            .map(|p| p.result.certified_gap.unwrap_or(f64::NAN))
+            .map(|p| p.result.certified_gap.unwrap_or(f64::INFINITY))
             .fold(0.0f64, f64::max)
     };
     println!("| iterations | {} | {} |", iters(&cpu), iters(&gpu));
@@ -241,7 +248,6 @@ pub fn run(args: CheckArgs) -> Result<()> {
             .map(|i| format!(" (first at iteration {i})"))
             .unwrap_or_default()
     );
-    let _ = reductions;
     println!();
     println!(
         "| iteration | max abs(g_gpu - g_cpu) | max abs(g_cpu) | relative | abs(2f_gpu - 2f_cpu) |"
@@ -270,6 +276,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
         label_rows.push(("test", t));
     }
     for (name, data) in label_rows {
+        if data.is_empty() {
+            println!("{name} labels: no rows");
+            continue;
+        }
         let pc = cpu.model.predict(data);
         let pg = gpu.model.predict(data);
         let agree = agreement(&pc, &pg);

@@ -181,7 +181,9 @@ impl<'a> GpuBackend<'a> {
         let slot_stride = col_bytes.next_multiple_of(align);
         let by_budget = cfg.cache_bytes as u64 / slot_stride;
         let by_buffer = lim.max_buffer_size / slot_stride;
-        let slots = by_budget.max(2).min(by_buffer).min(1 << 20);
+        // Dynamic offsets are u32: the last slot must start below 4 GiB.
+        let by_offset = u32::MAX as u64 / slot_stride + 1;
+        let slots = by_budget.max(2).min(by_buffer).min(by_offset).min(1 << 20);
         if slots < 2 {
             return Err(Error::Backend(format!(
                 "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use --backend cpu",
@@ -288,7 +290,10 @@ impl<'a> GpuBackend<'a> {
         let lw = zeroed("active weights", m as u64 * gt, storage);
         let gidx = zeroed("gather indices", m as u64 * 4, storage);
         // Three gathers of one index list share it (PARTAN's g, g⁻ and column), up to a binding.
-        let out_bytes = (3 * m as u64 * gt).min(max_bind).max(m as u64 * gt);
+        let out_bytes = (3 * m as u64 * gt)
+            .min(max_bind / gt * gt)
+            .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
+            .max(m as u64 * gt);
         let out = zeroed("gather output", out_bytes, rw);
         let res_v = zeroed("result values", 4 * gt, rw);
         let res_i = zeroed("result indices", 16, rw);
@@ -676,13 +681,17 @@ impl<'a> GpuBackend<'a> {
             }
         }
         self.n_queries += 1;
-        let p = Params {
+        let mut p = Params {
             j,
             q_off: q_off as u32,
             yj: y as f32,
             normj: split(norm),
             ..self.base_params()
         };
+        if j == NONE {
+            // An external query (prediction): the kernel value alone, without Q's +1.
+            p.flags |= F_NO_BIAS;
+        }
         let off = self.push_params(&p);
         let slot_off = (slot as u64 * self.slot_stride) as u32;
         let mut enc = self.take_encoder();
@@ -702,7 +711,7 @@ impl<'a> GpuBackend<'a> {
         self.enc = Some(enc);
     }
 
-    /// g ← g + Σ_k c_k·y_i·(k(x_i, z_k) + 1) over all rows i, for query rows z_k that need not
+    /// g ← g + Σ_k c_k·y_i·k(x_i, z_k) over all rows i (Q's +1 left out), for query rows z_k that need not
     /// be rows of the data (a model's support vectors, for prediction on the device); each
     /// query is (z_k, ‖z_k‖², c_k), and its features beyond the data's are ignored (the
     /// caller handles that case). Uses cache slots 0 and 1 and forgets the cache: meant for

@@ -127,6 +127,8 @@ pub const F_ROTATE: u32 = 8;
 pub const F_WRITE: u32 = 16;
 pub const SRC_PREV: u32 = 32;
 pub const SRC_COL: u32 = 64;
+/// column: an external query row (j = none): k(x_i, z) without Q's +1.
+pub const F_NO_BIAS: u32 = 128;
 
 /// Per-chunk uniform of column.wgsl.
 #[repr(C)]

@@ -2,8 +2,8 @@
 //!
 //! The test rows are uploaded as the data of a [`GpuBackend`] (chunked like training data),
 //! with every label +1; each support vector of the pair is then a query row whose column
-//! k(x_i, sv) + 1 the column shader computes and the update shader accumulates with the SV's
-//! coefficient: g_i = Σ_sv c_sv (k(x_i, sv) + 1). The decision value is g_i − Σ c_sv − ρ, and
+//! k(x_i, sv) the column shader computes (without Q's +1) and the update shader accumulates
+//! with the SV's coefficient: g_i = Σ_sv c_sv k(x_i, sv). The decision value is g_i − ρ, and
 //! LIBSVM's vote picks the label on the host ([`Model::vote`]).
 
 use super::{GpuBackend, GpuConfig, GpuContext};
@@ -76,20 +76,18 @@ pub fn predict(
         for b in a + 1..k {
             be.clear_gradient()?;
             let mut queries = Vec::with_capacity(model.nr_sv[a] + model.nr_sv[b]);
-            let mut csum = 0.0;
             for (class, row) in [(a, b - 1), (b, a)] {
                 for s in starts[class]..starts[class] + model.nr_sv[class] {
                     let c = model.sv_coef[row][s];
                     if c != 0.0 {
                         queries.push((model.sv.row(s), sv_norms[s], c));
-                        csum += c;
                     }
                 }
             }
             be.accumulate_queries(&queries)?;
             be.gather(&all, &mut g)?;
             for (r, &v) in g.iter().enumerate() {
-                dec[r][p] = v - csum - model.rho[p];
+                dec[r][p] = v - model.rho[p];
             }
             p += 1;
         }
