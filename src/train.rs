@@ -53,6 +53,9 @@ pub struct TrainParams {
     pub cpu: CpuConfig,
     /// Where to run.
     pub device: Device,
+    /// Randomized iterations: |S| per draw (0 = off; the paper uses 194). See
+    /// [`crate::backend::sampled`].
+    pub sample: usize,
 }
 
 impl Default for TrainParams {
@@ -66,6 +69,7 @@ impl Default for TrainParams {
             solver: SolverParams::default(),
             cpu: CpuConfig::default(),
             device: Device::Cpu,
+            sample: 0,
         }
     }
 }
@@ -186,7 +190,20 @@ pub fn train(
                 .map(|o| o.as_mut() as &mut dyn Observer)
                 .collect();
             let result = {
-                let mut be = params.device.backend(&prob, params.cpu)?;
+                let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
+                    Box::new(crate::backend::sampled::Sampled::new(
+                        &prob,
+                        crate::backend::sampled::SampledConfig {
+                            sample: params.sample,
+                            seed: params.solver.seed,
+                            eps: params.solver.eps,
+                            rel_eps: params.solver.rel_eps,
+                            extra_draws: 2,
+                        },
+                    ))
+                } else {
+                    params.device.backend(&prob, params.cpu)?
+                };
                 solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
             };
             let mut r = 0.0;

@@ -91,3 +91,28 @@ pub fn certify(prob: &Problem<'_>, alpha: &ActiveSet) -> (f64, f64, usize) {
     }
     (f, 2.0 * f - gs, s)
 }
+
+/// out[k] = g_{rows[k]} = Σ_{j∈A} α_j Q_{rows[k], j}, exactly (f64), for a few rows: the
+/// |rows|×|A| kernel block of the sampled iterations (ALGORITHMS.md §3). Rows in parallel.
+pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
+    assert_eq!(rows.len(), out.len());
+    let act = alpha.indices();
+    if act.is_empty() {
+        out.iter_mut().for_each(|g| *g = 0.0);
+        return;
+    }
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
+    let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
+    let inv_c = 1.0 / prob.c;
+    out.par_iter_mut().zip(rows.par_iter()).for_each_init(
+        || vec![0.0f64; act.len()],
+        |dots, (g, &i)| {
+            let xi = prob.data.row(i);
+            for (k, &j) in act.iter().enumerate() {
+                dots[k] = xi.dot(&prob.data.row(j));
+            }
+            let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
+            *g = prob.y[i] * s + alpha.get(i) * inv_c;
+        },
+    );
+}

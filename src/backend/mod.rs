@@ -12,6 +12,7 @@ pub mod exact;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod mirror;
+pub mod sampled;
 mod simd;
 
 pub use cpu::{CpuBackend, CpuConfig};

@@ -161,6 +161,12 @@ pub fn run(args: CheckArgs) -> Result<()> {
         )));
     }
     let cpu_params = o.params(Device::Cpu);
+    if cpu_params.sample > 0 {
+        return Err(Error::InvalidParam(
+            "fwsvm check compares the full-gradient backends; --sample is not supported by it yet"
+                .into(),
+        ));
+    }
     let gpu_params = TrainParams {
         solver: SolverParams {
             certify: true,
