@@ -104,6 +104,42 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let inv_c = 1.0 / prob.c;
+    let d = prob.data.n_features();
+    // Enough dot products for a GEMM to pay for densifying the rows involved.
+    if d <= MAX_DENSE_D && rows.len() * act.len() >= 4096 {
+        let mut xa = Array2::<f64>::zeros((act.len(), d));
+        for (r, &j) in act.iter().enumerate() {
+            prob.data
+                .row(j)
+                .scatter_f64(xa.row_mut(r).as_slice_mut().expect("contiguous"));
+        }
+        let xat = xa.t();
+        const RB: usize = 64;
+        out.par_chunks_mut(RB)
+            .zip(rows.par_chunks(RB))
+            .for_each(|(chunk, rs)| {
+                let mut xb = Array2::<f64>::zeros((rs.len(), d));
+                for (r, &i) in rs.iter().enumerate() {
+                    prob.data
+                        .row(i)
+                        .scatter_f64(xb.row_mut(r).as_slice_mut().expect("contiguous"));
+                }
+                let dots = xb.dot(&xat);
+                for (r, g) in chunk.iter_mut().enumerate() {
+                    let i = rs[r];
+                    let row = dots.row(r);
+                    let s = kernel_row_sum(
+                        prob.kernel,
+                        row.as_slice().expect("contiguous"),
+                        &nj,
+                        &coef,
+                        prob.norms[i],
+                    );
+                    *g = prob.y[i] * s + alpha.get(i) * inv_c;
+                }
+            });
+        return;
+    }
     out.par_iter_mut().zip(rows.par_iter()).for_each_init(
         || vec![0.0f64; act.len()],
         |dots, (g, &i)| {
