@@ -185,7 +185,7 @@ fn iterations(c: &mut Criterion) {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 10.0).unwrap();
     let mut g = c.benchmark_group("iterations-x100");
     g.sample_size(10);
-    for alg in Algorithm::ALL {
+    for alg in Algorithm::FW {
         g.bench_function(alg.name(), |b| {
             b.iter(|| {
                 let mut be = cpu_backend(

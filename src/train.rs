@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
 use crate::problem::Problem;
-use crate::solver::{Observer, SolveResult, SolverParams, solve};
+use crate::solver::simple_svm::{LinearSolver, SimpleParams, Violator};
+use crate::solver::{Algorithm, Observer, SolveResult, SolverParams, solve};
 
 /// Kernel family chosen by the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,6 +57,10 @@ pub struct TrainParams {
     /// Randomized iterations: |S| per draw (0 = off; the paper uses 194). See
     /// [`crate::backend::sampled`].
     pub sample: usize,
+    /// SimpleSVM's violator rule.
+    pub violator: Violator,
+    /// SimpleSVM's linear solver.
+    pub linear_solver: LinearSolver,
 }
 
 impl Default for TrainParams {
@@ -70,6 +75,8 @@ impl Default for TrainParams {
             cpu: CpuConfig::default(),
             device: Device::Cpu,
             sample: 0,
+            violator: Violator::Greedy,
+            linear_solver: LinearSolver::Cholesky,
         }
     }
 }
@@ -148,7 +155,25 @@ pub fn train(
             labels.first().copied().unwrap_or(f64::NAN)
         )));
     }
+    let alg = params.solver.algorithm;
+    if params.sample > 0 && matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm) {
+        return Err(Error::InvalidParam(format!(
+            "--sample is for fw, mfw, swap, swap2, partan and cvm, not {alg}"
+        )));
+    }
+    if params.solver.stop == crate::solver::StopRule::Meb && alg == Algorithm::SimpleSvm {
+        return Err(Error::InvalidParam(
+            "--stop meb is a rule of the L2-SVM's ball; simplesvm stops on its KKT violation"
+                .into(),
+        ));
+    }
     let kernel = params.resolve_kernel(ds)?;
+    // SimpleSVM solves LIBSVM's C-SVM: its backend problem is the L2 form with C = ∞.
+    let prob_c = if alg == Algorithm::SimpleSvm {
+        f64::INFINITY
+    } else {
+        params.c
+    };
     let k = labels.len();
     let class_of: Vec<usize> = ds
         .labels
@@ -177,7 +202,7 @@ pub fn train(
                 .iter()
                 .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
                 .collect();
-            let prob = Problem::new(data, y, kernel, params.c)?;
+            let prob = Problem::new(data, y, kernel, prob_c)?;
             let info = PairInfo {
                 index: p,
                 count,
@@ -204,7 +229,22 @@ pub fn train(
                 } else {
                     params.device.backend(&prob, params.cpu)?
                 };
-                solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
+                if alg == Algorithm::SimpleSvm {
+                    let sp = SimpleParams {
+                        c: params.c,
+                        violator: params.violator,
+                        solver: params.linear_solver,
+                    };
+                    crate::solver::simple_svm::solve(
+                        &prob,
+                        be.as_mut(),
+                        &params.solver,
+                        &sp,
+                        &mut obs_refs,
+                    )?
+                } else {
+                    solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
+                }
             };
             let mut r = 0.0;
             for (li, al) in result.alpha.iter() {
@@ -215,7 +255,7 @@ pub fn train(
                 let row = if c == a { b - 1 } else { a };
                 coef[c].entry(gi).or_insert_with(|| vec![0.0; k - 1])[row] = al * yi;
             }
-            rho.push(r);
+            rho.push(result.rho.unwrap_or(r));
             reports.push(PairReport {
                 classes: (labels[a], labels[b]),
                 m: rows.len(),

@@ -5,7 +5,7 @@
 
 use super::cache::ColumnCache;
 use super::simd::{ColumnArgs, Elem, Layout, column_chunk};
-use super::{Backend, BackendStats, Reduction, Update};
+use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
 use crate::problem::Problem;
@@ -80,6 +80,8 @@ pub struct CpuBackend<'a, T: Elem> {
     stats: BackendStats,
     /// Column just computed by `column_entries`: the update that follows is not a cache hit.
     fresh: usize,
+    /// Marks of the marked reduction (allocated on first use).
+    marks: Vec<u8>,
 }
 
 impl<'a, T: Elem> CpuBackend<'a, T> {
@@ -100,6 +102,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             inv_c: 1.0 / prob.c,
             stats: BackendStats::default(),
             fresh: usize::MAX,
+            marks: Vec::new(),
         }
     }
 
@@ -407,6 +410,44 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.marks.clear();
+        self.marks.resize(self.prob.len(), mk);
+        Ok(())
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        if self.marks.len() != self.prob.len() {
+            self.fill_marks(super::mark::NONE)?;
+        }
+        for &(i, mk) in marks {
+            self.marks[i] = mk;
+        }
+        Ok(())
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        if self.marks.len() != self.prob.len() {
+            return Ok(MarkedReduction::EMPTY);
+        }
+        let (g, y, marks) = (&self.g, &self.prob.y, &self.marks);
+        Ok(g.par_chunks(CHUNK)
+            .enumerate()
+            .map(|(c, ch)| {
+                let mut r = MarkedReduction::EMPTY;
+                let base = c * CHUNK;
+                for (k, &v) in ch.iter().enumerate() {
+                    let i = base + k;
+                    let mk = marks[i];
+                    if mk != 0 {
+                        r.offer(i, v + shift * y[i], mk);
+                    }
+                }
+                r
+            })
+            .reduce(|| MarkedReduction::EMPTY, |a, b| a.merge(&b)))
     }
 }
 

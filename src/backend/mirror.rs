@@ -6,7 +6,7 @@
 //! is gathered from both and the largest difference recorded; every reduction also records
 //! whether the two backends chose the same vertices (s and v).
 
-use super::{Backend, BackendStats, Reduction, Update};
+use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
 
@@ -227,6 +227,34 @@ impl Backend for Mirror<'_> {
 
     fn stats(&self) -> BackendStats {
         self.primary.stats()
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        self.primary.update_many(scale, cols)?;
+        self.secondary.update_many(scale, cols)
+    }
+
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.primary.fill_marks(mk)?;
+        self.secondary.fill_marks(mk)
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        self.primary.set_marks(marks)?;
+        self.secondary.set_marks(marks)
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        let iteration = self.reductions;
+        let a = self.primary.reduce_marked(shift)?;
+        let b = self.secondary.reduce_marked(shift)?;
+        if (a.low.0, a.mid.0, a.high.0) != (b.low.0, b.mid.0, b.high.0) {
+            self.s_mismatches += 1;
+            if self.first_mismatch.is_none() {
+                self.first_mismatch = Some(iteration);
+            }
+        }
+        Ok(a)
     }
 }
 

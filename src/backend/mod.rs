@@ -85,6 +85,70 @@ impl Update {
     }
 }
 
+/// Set membership of a point in a marked reduction ([`Backend::reduce_marked`]): bit flags.
+pub mod mark {
+    /// In no set.
+    pub const NONE: u8 = 0;
+    /// A candidate of the first minimum (`low`).
+    pub const LOW: u8 = 1;
+    /// A candidate of the second minimum (`mid`).
+    pub const MID: u8 = 2;
+    /// A candidate of the maximum (`high`).
+    pub const HIGH: u8 = 4;
+}
+
+/// What a marked reduction returns. With h_i = g_i + shift·y_i: `low` = argmin of h over the
+/// points marked [`mark::LOW`], `mid` = argmin over [`mark::MID`], `high` = argmax over
+/// [`mark::HIGH`] (lowest index on ties); `(usize::MAX, ±inf)` for an empty set. Sparse
+/// re-weighted FW uses it for the inactive and the active vectors, SimpleSVM for its
+/// violators at α = 0 and at α = C (the shift is then the bias b, so h_i = y_iF(x_i)).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MarkedReduction {
+    /// argmin over LOW and its value.
+    pub low: (usize, f64),
+    /// argmin over MID and its value.
+    pub mid: (usize, f64),
+    /// argmax over HIGH and its value.
+    pub high: (usize, f64),
+}
+
+impl MarkedReduction {
+    /// Empty sets everywhere.
+    pub const EMPTY: MarkedReduction = MarkedReduction {
+        low: (usize::MAX, f64::INFINITY),
+        mid: (usize::MAX, f64::INFINITY),
+        high: (usize::MAX, f64::NEG_INFINITY),
+    };
+
+    /// Folds point i with value h and marks `mk` in (lowest index on ties).
+    #[inline]
+    pub fn offer(&mut self, i: usize, h: f64, mk: u8) {
+        if mk & mark::LOW != 0 && (h < self.low.1 || (h == self.low.1 && i < self.low.0)) {
+            self.low = (i, h);
+        }
+        if mk & mark::MID != 0 && (h < self.mid.1 || (h == self.mid.1 && i < self.mid.0)) {
+            self.mid = (i, h);
+        }
+        if mk & mark::HIGH != 0 && (h > self.high.1 || (h == self.high.1 && i < self.high.0)) {
+            self.high = (i, h);
+        }
+    }
+
+    /// Combines two partial results.
+    pub fn merge(mut self, o: &MarkedReduction) -> MarkedReduction {
+        if o.low.0 != usize::MAX {
+            self.offer(o.low.0, o.low.1, mark::LOW);
+        }
+        if o.mid.0 != usize::MAX {
+            self.offer(o.mid.0, o.mid.1, mark::MID);
+        }
+        if o.high.0 != usize::MAX {
+            self.offer(o.high.0, o.high.1, mark::HIGH);
+        }
+        self
+    }
+}
+
 /// Counters a backend keeps for diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct BackendStats {
@@ -159,6 +223,58 @@ pub trait Backend {
 
     /// Diagnostics.
     fn stats(&self) -> BackendStats;
+
+    /// g ← scale·g + Σ_k c_k·Q[:, j_k] for any number of columns (CVM's flush of an inner
+    /// solve, SimpleSVM's change of α over its free set). The default applies them two at a
+    /// time through [`update`](Self::update).
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        if cols.is_empty() {
+            if scale != 1.0 {
+                self.update(&Update {
+                    scale,
+                    cols: [None, None],
+                    prev_coef: 0.0,
+                    rotate: false,
+                })?;
+            }
+            return Ok(());
+        }
+        let mut first = true;
+        for pair in cols.chunks(2) {
+            let sc = if first { scale } else { 1.0 };
+            first = false;
+            let u = match *pair {
+                [(i, a), (j, b)] => Update::two(sc, i, a, j, b),
+                [(i, a)] => Update::one(sc, i, a),
+                _ => unreachable!("chunks of two"),
+            };
+            self.update(&u)?;
+        }
+        Ok(())
+    }
+
+    /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        let _ = mk;
+        Err(crate::Error::Backend(format!(
+            "{}: marked reductions are not supported (sparse-fw and simplesvm need the \
+             full-gradient CPU or GPU backend)",
+            self.name()
+        )))
+    }
+
+    /// Sets the marks of the listed points.
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        let _ = marks;
+        self.fill_marks(mark::NONE)
+    }
+
+    /// The marked reduction of the current g with h_i = g_i + shift·y_i.
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        let _ = shift;
+        self.fill_marks(mark::NONE)?;
+        Ok(MarkedReduction::EMPTY)
+    }
 }
 
 /// Where training runs: what `--backend` resolved to.

@@ -7,7 +7,8 @@ use super::common::{
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::solver::{Algorithm, Observer, SolverParams};
+use crate::solver::simple_svm::{LinearSolver, Violator};
+use crate::solver::{Algorithm, Observer, SolverParams, StopRule};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
 use clap::{Args, ValueEnum};
 use std::cell::RefCell;
@@ -22,6 +23,29 @@ enum AlgorithmArg {
     Swap,
     Swap2,
     Partan,
+    Cvm,
+    #[value(name = "sparse-fw")]
+    SparseFw,
+    #[value(name = "simplesvm")]
+    SimpleSvm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StopArg {
+    Gap,
+    Meb,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ViolatorArg {
+    Greedy,
+    Queue,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LinearSolverArg {
+    Chol,
+    Cg,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -92,9 +116,21 @@ pub struct TrainArgs {
 /// The training options shared by `fwsvm train` and `fwsvm check`.
 #[derive(Debug, Args)]
 pub struct TrainOpts {
-    /// Frank–Wolfe variant.
+    /// Algorithm: a Frank–Wolfe variant (fw, mfw, swap, swap2, partan), the Core Vector
+    /// Machine (cvm), sparse re-weighted FW (sparse-fw), or SimpleSVM for LIBSVM's C-SVM
+    /// (simplesvm).
     #[arg(short = 'a', long, value_enum, default_value = "partan")]
     algorithm: AlgorithmArg,
+    /// Stopping rule: the duality gap, or CVM's relative ball rule (rbf only).
+    #[arg(long, value_enum, default_value = "gap")]
+    stop: StopArg,
+    /// SimpleSVM: the next violator is the largest one (greedy) or comes from SimplerSVM's
+    /// priority queue.
+    #[arg(long, value_enum, default_value = "greedy")]
+    violator: ViolatorArg,
+    /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
+    #[arg(long, value_enum, default_value = "chol")]
+    linear_solver: LinearSolverArg,
     /// Kernel.
     #[arg(short = 'k', long, value_enum, default_value = "rbf")]
     kernel: KernelArg,
@@ -171,6 +207,9 @@ impl TrainOpts {
             AlgorithmArg::Swap => Algorithm::Swap,
             AlgorithmArg::Swap2 => Algorithm::Swap2,
             AlgorithmArg::Partan => Algorithm::Partan,
+            AlgorithmArg::Cvm => Algorithm::Cvm,
+            AlgorithmArg::SparseFw => Algorithm::SparseFw,
+            AlgorithmArg::SimpleSvm => Algorithm::SimpleSvm,
         }
     }
 
@@ -216,6 +255,18 @@ impl TrainOpts {
                 seed: self.seed,
                 init_size: self.init_size,
                 certify: !self.no_certify,
+                stop: match self.stop {
+                    StopArg::Gap => StopRule::Gap,
+                    StopArg::Meb => StopRule::Meb,
+                },
+            },
+            violator: match self.violator {
+                ViolatorArg::Greedy => Violator::Greedy,
+                ViolatorArg::Queue => Violator::Queue,
+            },
+            linear_solver: match self.linear_solver {
+                LinearSolverArg::Chol => LinearSolver::Cholesky,
+                LinearSolverArg::Cg => LinearSolver::Cg,
             },
             cpu: CpuConfig {
                 cache_bytes: self.cache_bytes(),
@@ -346,7 +397,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
             r.result.certified_f.unwrap_or(r.result.f),
             r.result.certified_gap.unwrap_or(r.result.gap),
         );
-        if gap > 2.0 * f && !a.quiet {
+        if algorithm.is_l2svm() && gap > 2.0 * f && !a.quiet {
             eprintln!(
                 "fwsvm: warning: {}the duality gap ({gap:.3e}) exceeds 2f = αᵀQα ({:.3e}): some \
                  point's margin is still negative and the model may be far from optimal \
@@ -404,8 +455,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
             )
         });
         eprintln!(
-            "fwsvm: {algorithm}: iterations {iters}, SVs {}, certified gap {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
+            "fwsvm: {algorithm}: iterations {iters}, SVs {}, {} {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
             model.total_sv(),
+            if algorithm.is_l2svm() {
+                "certified gap"
+            } else {
+                "certified KKT violation"
+            },
             gap.map(|g| format!("{g:.3e}"))
                 .unwrap_or_else(|| "not computed".into()),
             obj,

@@ -5,10 +5,13 @@
 //! CSV trace), and the certified gap at the end. A [`Variant`] only turns one [`Reduction`]
 //! into one step: which direction, which step size, and the [`Update`] the backend applies.
 
+pub mod cvm;
 pub mod fw;
 pub mod init;
 pub mod mfw;
 pub mod partan;
+pub mod simple_svm;
+pub mod sparse;
 pub mod steps;
 pub mod swap;
 pub mod swap2;
@@ -21,7 +24,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-/// The deterministic FW variants.
+/// The training algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Algorithm {
     /// Plain Frank–Wolfe (toward steps).
@@ -35,16 +38,35 @@ pub enum Algorithm {
     /// PARTAN-accelerated FW.
     #[default]
     Partan,
+    /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
+    Cvm,
+    /// Sparse re-weighted FW (active/inactive vectors, pairwise steps).
+    SparseFw,
+    /// SimpleSVM: the active-set solver of LIBSVM's C-SVM dual (a different problem).
+    SimpleSvm,
 }
 
 impl Algorithm {
-    /// All variants.
-    pub const ALL: [Algorithm; 5] = [
+    /// The five Frank–Wolfe variants: one step per iteration on the full problem, each
+    /// available with randomized iterations (`--sample`).
+    pub const FW: [Algorithm; 5] = [
         Algorithm::Fw,
         Algorithm::Mfw,
         Algorithm::Swap,
         Algorithm::Swap2,
         Algorithm::Partan,
+    ];
+
+    /// Every algorithm.
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Fw,
+        Algorithm::Mfw,
+        Algorithm::Swap,
+        Algorithm::Swap2,
+        Algorithm::Partan,
+        Algorithm::Cvm,
+        Algorithm::SparseFw,
+        Algorithm::SimpleSvm,
     ];
 
     /// CLI name.
@@ -55,17 +77,28 @@ impl Algorithm {
             Algorithm::Swap => "swap",
             Algorithm::Swap2 => "swap2",
             Algorithm::Partan => "partan",
+            Algorithm::Cvm => "cvm",
+            Algorithm::SparseFw => "sparse-fw",
+            Algorithm::SimpleSvm => "simplesvm",
         }
     }
 
-    /// A fresh variant object.
-    pub fn variant(&self) -> Box<dyn Variant> {
+    /// True for the algorithms that solve the L2-SVM on the simplex (all but SimpleSVM).
+    pub fn is_l2svm(&self) -> bool {
+        !matches!(self, Algorithm::SimpleSvm)
+    }
+
+    /// A fresh variant object (SimpleSVM, which solves another problem, has its own loop:
+    /// [`simple_svm::solve`]).
+    pub fn variant(&self, params: &SolverParams) -> Box<dyn Variant> {
         match self {
             Algorithm::Fw => Box::new(fw::Fw),
             Algorithm::Mfw => Box::new(mfw::Mfw),
             Algorithm::Swap => Box::new(swap::Swap),
             Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
-            Algorithm::Partan => Box::new(partan::Partan::default()),
+            Algorithm::Partan | Algorithm::SimpleSvm => Box::new(partan::Partan::default()),
+            Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
+            Algorithm::SparseFw => Box::new(sparse::SparseFw::new(params)),
         }
     }
 }
@@ -79,13 +112,43 @@ impl fmt::Display for Algorithm {
 impl FromStr for Algorithm {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let s = match s.to_ascii_lowercase().as_str() {
+            "sparsefw" | "sparse_fw" | "m-fw" => "sparse-fw".to_string(),
+            "simple-svm" | "simple_svm" => "simplesvm".to_string(),
+            other => other.to_string(),
+        };
         Algorithm::ALL
             .iter()
             .copied()
-            .find(|a| a.name().eq_ignore_ascii_case(s))
+            .find(|a| a.name() == s)
             .ok_or_else(|| {
-                format!("unknown algorithm `{s}` (expected fw, mfw, swap, swap2 or partan)")
+                format!(
+                    "unknown algorithm `{s}` (expected fw, mfw, swap, swap2, partan, cvm, \
+                     sparse-fw or simplesvm)"
+                )
             })
+    }
+}
+
+/// Which stopping rule ends a run (ALGORITHMS.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopRule {
+    /// The duality gap: Δ = 2f − min g ≤ ε (and ≤ rel_eps · 2f).
+    #[default]
+    Gap,
+    /// CVM's relative rule for normalized kernels (constant κ = Q_ii): the farthest point's
+    /// squared distance to the ball's centre κ − 2g_s + 2f ≤ (1+ε)² R², R² = κ − 2f.
+    Meb,
+}
+
+impl FromStr for StopRule {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "gap" => Ok(StopRule::Gap),
+            "meb" => Ok(StopRule::Meb),
+            _ => Err(format!("unknown stopping rule `{s}` (expected gap or meb)")),
+        }
     }
 }
 
@@ -105,7 +168,7 @@ pub enum StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StopReason::Converged => "converged (gap <= eps, gap <= rel-eps * 2f)",
+            StopReason::Converged => "converged (the stop rule of -e, --rel-eps, --stop is met)",
             StopReason::MaxIter => "iteration limit",
             StopReason::TimeLimit => "time limit",
             StopReason::Stalled => "stalled (no further decrease possible in floating point)",
@@ -135,6 +198,8 @@ pub struct SolverParams {
     pub init_size: usize,
     /// Recompute the gap exactly at the end.
     pub certify: bool,
+    /// Stopping rule.
+    pub stop: StopRule,
 }
 
 impl Default for SolverParams {
@@ -148,6 +213,7 @@ impl Default for SolverParams {
             seed: 1,
             init_size: 20,
             certify: true,
+            stop: StopRule::Gap,
         }
     }
 }
@@ -174,6 +240,10 @@ impl SolverParams {
 /// The kind of step an iteration took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepKind {
+    /// CVM: the farthest point joined the core set and the core problem was re-solved.
+    Core,
+    /// Sparse FW: an inactive vector was activated, then a pairwise step.
+    Activate,
     /// Toward the FW vertex.
     Toward,
     /// Away from the worst active vertex.
@@ -198,6 +268,8 @@ impl StepKind {
             StepKind::Swap => "swap",
             StepKind::SwapDrop => "swap-drop",
             StepKind::Partan => "partan",
+            StepKind::Core => "core",
+            StepKind::Activate => "activate",
         }
     }
 }
@@ -230,6 +302,20 @@ pub trait Variant {
     /// Takes one step from the iterate whose reduction is `red`; updates α, and g through
     /// `be.update`. `state.f` is the current objective.
     fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step>;
+
+    /// Opens an iteration: the reduction the step will use, the duality gap the stop rule
+    /// tests, and whether the run may stop at all. The default is [`Backend::reduce`],
+    /// Δ = αᵀg − g_s, true; a variant that solves a restricted problem (sparse FW) reports the
+    /// gap of that problem.
+    fn open(&mut self, state: &State, be: &mut dyn Backend) -> Result<(Reduction, f64, bool)> {
+        let red = be.reduce(&state.alpha)?;
+        Ok((red, red.alpha_g - red.g_s, true))
+    }
+
+    /// The points over which the final gap is certified: None = all (the default).
+    fn certify_over(&self) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// What an observer sees after each iteration (before the step of that iteration).
@@ -284,6 +370,9 @@ pub struct SolveResult {
     pub certify_seconds: f64,
     /// Backend counters.
     pub stats: BackendStats,
+    /// LIBSVM's rho when the solver has a bias of its own (SimpleSVM's −b); None for the
+    /// L2-SVM, whose bias is the +1 in Q (rho = −Σ α_i y_i).
+    pub rho: Option<f64>,
 }
 
 /// Iterations without a new best objective or gap after which the run is declared stalled.
@@ -302,8 +391,12 @@ pub fn solve(
         return Err(Error::InvalidParam("empty problem".into()));
     }
     let start = Instant::now();
-    let mut variant = params.algorithm.variant();
+    let mut variant = params.algorithm.variant(params);
     variant.prepare(be);
+    let kappa = match params.stop {
+        StopRule::Gap => 0.0,
+        StopRule::Meb => meb_kappa(prob)?,
+    };
     let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
     be.set_alpha(&alpha)?;
     let mut state = State {
@@ -316,9 +409,8 @@ pub fn solve(
     let mut best_gap = f64::INFINITY;
     let mut no_progress = 0u32;
     let (stop, gap) = loop {
-        let red = be.reduce(&state.alpha)?;
+        let (red, gap, may_stop) = variant.open(&state, be)?;
         state.f = 0.5 * red.alpha_g;
-        let gap = red.alpha_g - red.g_s;
         if !gap.is_finite() {
             return Err(Error::Backend(format!(
                 "non-finite duality gap at iteration {} (f = {}, g_s = {})",
@@ -337,7 +429,15 @@ pub fn solve(
         for o in observers.iter_mut() {
             o.observe(&p);
         }
-        if gap <= params.eps && gap <= params.rel_eps * red.alpha_g {
+        let converged = may_stop
+            && match params.stop {
+                StopRule::Gap => gap <= params.eps && gap <= params.rel_eps * red.alpha_g,
+                // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
+                StopRule::Meb => {
+                    2.0 * gap <= ((1.0 + params.eps).powi(2) - 1.0) * (kappa - red.alpha_g)
+                }
+            };
+        if converged {
             break (StopReason::Converged, gap);
         }
         if state.iter >= params.max_iter {
@@ -364,7 +464,10 @@ pub fn solve(
     let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
     if params.certify {
         let t = Instant::now();
-        let (f, g, _) = crate::backend::exact::certify(prob, &state.alpha);
+        let (f, g, _) = match variant.certify_over() {
+            None => crate::backend::exact::certify(prob, &state.alpha),
+            Some(rows) => crate::backend::exact::certify_rows(prob, &state.alpha, &rows),
+        };
         certified_f = Some(f);
         certified_gap = Some(g);
         certify_seconds = t.elapsed().as_secs_f64();
@@ -380,7 +483,19 @@ pub fn solve(
         certify_seconds,
         stats: be.stats(),
         alpha: state.alpha,
+        rho: None,
     })
+}
+
+/// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).
+fn meb_kappa(prob: &Problem<'_>) -> Result<f64> {
+    if !matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. }) {
+        return Err(Error::InvalidParam(format!(
+            "--stop meb needs a normalized kernel (k(x, x) constant: rbf), not {}",
+            prob.kernel.libsvm_name()
+        )));
+    }
+    Ok(prob.q_diag(0))
 }
 
 /// Applies a toward step of size λ to α: α ← (1−λ)α + λe_s.
