@@ -1,4 +1,4 @@
-//! Every variant on small random problems: reaches a certified gap ≤ 1e-8, matches an optimum
+//! Every variant (and the Core Vector Machine) on small random problems: reaches a certified gap ≤ 1e-8, matches an optimum
 //! computed independently here (accelerated projected gradient on the simplex), keeps α on the
 //! simplex, decreases f monotonically, and is reproducible bit for bit from its seed.
 
@@ -27,7 +27,7 @@ fn every_variant_reaches_the_reference_optimum() {
             assert!(support < prob.len(), "{name}: the optimum should be sparse");
             sparse_optima += 1;
         }
-        for alg in Algorithm::FW {
+        for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
             // FW and PARTAN are O(1/k) in the gap when the optimum is sparse (paper 004, §4 and
             // Table 3): there they are held to 1e-5; everything else to 1e-8.
             let sublinear = !interior && matches!(alg, Algorithm::Fw | Algorithm::Partan);
@@ -94,7 +94,10 @@ fn every_variant_reaches_the_reference_optimum() {
 fn runs_are_reproducible_bit_for_bit() {
     let ds = random_dataset(3000, 12, false, 21);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.3 }, 3.0).unwrap();
-    for alg in Algorithm::FW {
+    for alg in Algorithm::FW
+        .into_iter()
+        .chain([Algorithm::Cvm, Algorithm::SparseFw])
+    {
         let run = || {
             let params = SolverParams {
                 algorithm: alg,

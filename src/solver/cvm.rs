@@ -15,9 +15,12 @@
 //!          α_s' += λ, α_v −= λ,   g_C += λ(Q[C,s'] − Q[C,v])
 //! ```
 //!
-//! The inner steps keep g on C only, on the host, from the column entries Q[C, j] the backend
-//! returns (the backend computes and caches the columns); when the inner solve ends, the change
-//! of α is applied to the full gradient in one [`Backend::update_many`]. The inner tolerance
+//! The inner steps keep g on C only, on the host, with the core block Q_CC stored on the host
+//! (f32, grown by one row and column per added point from the column entries Q[C, s] the
+//! backend returns — it computes and caches the column on the device): an inner solve needs no
+//! device round trip. When it ends, the change of α is applied to the full gradient in one
+//! [`Backend::update_many`]; an outer iteration is thus one column, one gather of g on C, and
+//! one batched update. The inner tolerance
 //! is a tenth of the outer one, so a farthest point already in C (an inexact inner solve)
 //! always makes progress. One outer iteration is one "iteration" in the counts; the inner
 //! steps are what the FW variants avoid.
@@ -37,8 +40,9 @@ pub struct Cvm {
     /// Position in `core`, or u32::MAX.
     pos: Vec<u32>,
     g: Vec<f64>,
-    qs: Vec<f64>,
-    qv: Vec<f64>,
+    /// Q_CC by rows (row k: Q[core[k], core[..]]), f32.
+    qcc: Vec<Vec<f32>>,
+    col: Vec<f64>,
     delta: Vec<f64>,
     /// Inner steps taken so far (diagnostics).
     pub inner_steps: u64,
@@ -53,18 +57,28 @@ impl Cvm {
             core: Vec::new(),
             pos: Vec::new(),
             g: Vec::new(),
-            qs: Vec::new(),
-            qv: Vec::new(),
+            qcc: Vec::new(),
+            col: Vec::new(),
             delta: Vec::new(),
             inner_steps: 0,
         }
     }
 
-    fn add(&mut self, i: usize) {
-        if self.pos[i] == u32::MAX {
-            self.pos[i] = self.core.len() as u32;
-            self.core.push(i);
+    /// Adds point i to the core set, extending Q_CC by its column.
+    fn add(&mut self, i: usize, be: &mut dyn Backend) -> Result<()> {
+        if self.pos[i] != u32::MAX {
+            return Ok(());
         }
+        self.pos[i] = self.core.len() as u32;
+        self.core.push(i);
+        let n = self.core.len();
+        self.col.resize(n, 0.0);
+        be.column_entries(i, &self.core, &mut self.col)?;
+        for (row, &q) in self.qcc.iter_mut().zip(&self.col) {
+            row.push(q as f32);
+        }
+        self.qcc.push(self.col.iter().map(|&q| q as f32).collect());
+        Ok(())
     }
 }
 
@@ -73,14 +87,12 @@ impl Variant for Cvm {
         if self.pos.is_empty() {
             self.pos = vec![u32::MAX; be.len()];
             for &i in state.alpha.indices() {
-                self.add(i);
+                self.add(i, be)?;
             }
         }
-        self.add(red.s);
+        self.add(red.s, be)?;
         let n = self.core.len();
         self.g.resize(n, 0.0);
-        self.qs.resize(n, 0.0);
-        self.qv.resize(n, 0.0);
         self.delta.clear();
         self.delta.resize(n, 0.0);
         be.gather(&self.core, &mut self.g)?;
@@ -100,8 +112,8 @@ impl Variant for Cvm {
                 break;
             }
             let js = self.core[s];
-            be.column_entries(js, &self.core, &mut self.qs)?;
-            let q_ss = self.qs[s];
+            let qs = &self.qcc[s];
+            let q_ss = qs[s] as f64;
             // v: the active vertex with the largest exact pairwise decrease
             let (mut v, mut best) = (usize::MAX, 0.0);
             let mut lam_v = 0.0;
@@ -110,8 +122,8 @@ impl Variant for Cvm {
                 if a <= 0.0 || k == s || self.g[k] <= self.g[s] {
                     continue;
                 }
-                let q_jj = be.q_diag(self.core[k]);
-                let (lam, dec) = steps::pairwise(self.g[s], self.g[k], q_ss, q_jj, self.qs[k], a);
+                let q_jj = self.qcc[k][k] as f64;
+                let (lam, dec) = steps::pairwise(self.g[s], self.g[k], q_ss, q_jj, qs[k] as f64, a);
                 if dec > best {
                     best = dec;
                     v = k;
@@ -122,7 +134,7 @@ impl Variant for Cvm {
                 break;
             }
             let jv = self.core[v];
-            be.column_entries(jv, &self.core, &mut self.qv)?;
+            let qv = &self.qcc[v];
             let av = state.alpha.get(jv);
             let a_s = state.alpha.get(js);
             state.alpha.set(js, a_s + lam_v);
@@ -132,7 +144,7 @@ impl Variant for Cvm {
                 state.alpha.set(jv, av - lam_v);
             }
             for k in 0..n {
-                self.g[k] += lam_v * (self.qs[k] - self.qv[k]);
+                self.g[k] += lam_v * (qs[k] as f64 - qv[k] as f64);
             }
             self.delta[s] += lam_v;
             self.delta[v] -= lam_v;

@@ -326,6 +326,46 @@ impl Ord for Prio {
     }
 }
 
+/// Outer iterations in a row that leave α unchanged before the run is declared stalled.
+const MAX_IDLE: usize = 1000;
+
+/// The best SMO partner of violator k among the points at a bound: one of the other class that
+/// can move the same way, or one of the same class that can move the other way, scored by the
+/// pair's first-order gain (a full pass over g).
+fn partner(
+    be: &mut dyn Backend,
+    y: &[f64],
+    status: &[u8],
+    b: f64,
+    k: usize,
+) -> Result<Option<usize>> {
+    let m = y.len();
+    let idx: Vec<usize> = (0..m).filter(|&i| status[i] != W && i != k).collect();
+    let mut g = vec![0.0; idx.len()];
+    be.gather(&idx, &mut g)?;
+    let mut gk = [0.0];
+    be.gather(&[k], &mut gk)?;
+    // u_i = 1 − y_iF(x_i): positive when raising α_i lowers the dual
+    let uk = 1.0 - (gk[0] + y[k] * b);
+    let k_up = status[k] == L;
+    let mut best = (f64::NEG_INFINITY, None);
+    for (t, &j) in idx.iter().enumerate() {
+        let uj = 1.0 - (g[t] + y[j] * b);
+        let same = y[j] == y[k];
+        let j_up = status[j] == L;
+        // k up with j: other class up, or same class down; k down: mirrored
+        let ok = if k_up { same != j_up } else { same == j_up };
+        if !ok {
+            continue;
+        }
+        let score = if j_up { uj } else { -uj } + if k_up { uk } else { -uk };
+        if score > best.0 {
+            best = (score, Some(j));
+        }
+    }
+    Ok(best.1)
+}
+
 /// Points re-examined per iteration in queue mode before a full pass.
 const QUEUE_BATCH: usize = 64;
 
@@ -388,6 +428,7 @@ pub fn solve(
     let mut iter = 0u64;
     let mut pending: Vec<usize> = vec![p0, n0];
     let mut upper = IndexSet::new(m);
+    let mut idle = 0usize;
     let mut viol;
     let mut dual;
     let stop;
@@ -395,6 +436,13 @@ pub fn solve(
         // 1. the violator(s) join W
         let mut changed: Vec<(usize, f64)> = Vec::new();
         let mut mark_changes = Vec::new();
+        if blk.len() + pending.len() == 1 {
+            // One free variable is pinned by yᵀα = 0: give the violator the partner an SMO
+            // pair would (rare: only when every point sits at a bound).
+            if let Some(j) = partner(be, y, &status, b, pending[0])? {
+                pending.push(j);
+            }
+        }
         for &k in &pending {
             if status[k] == W {
                 continue;
@@ -512,6 +560,7 @@ pub fn solve(
             was_sv[j] = true;
         }
         iter += 1;
+        idle = if changed.is_empty() { idle + 1 } else { 0 };
 
         // 3. the next violator
         let mr = be.reduce_marked(b)?;
@@ -553,6 +602,10 @@ pub fn solve(
         }
         if viol <= params.eps {
             stop = StopReason::Converged;
+            break;
+        }
+        if idle > MAX_IDLE {
+            stop = StopReason::Stalled;
             break;
         }
         if iter >= params.max_iter {

@@ -25,7 +25,7 @@ pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapter
 
 use super::cache::ColumnCache;
 use super::cpu::Precision;
-use super::{Backend, BackendStats, Reduction, Update};
+use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::data::{Features, Row};
 use crate::error::{Error, Result};
@@ -121,6 +121,12 @@ pub struct GpuBackend<'a> {
     active_bg: wgpu::BindGroup,
     final_bg: wgpu::BindGroup,
     gather_bg: wgpu::BindGroup,
+    marks: wgpu::Buffer,
+    mpart_v: wgpu::Buffer,
+    mpart_i: wgpu::Buffer,
+    marked_bg: wgpu::BindGroup,
+    /// Host copy of the marks (to batch contiguous writes).
+    marks_host: Vec<u32>,
     slot_stride: u64,
     nwg_rows: u32,
     nwg_list_max: u32,
@@ -295,6 +301,9 @@ impl<'a> GpuBackend<'a> {
             .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
             .max(m as u64 * gt);
         let out = zeroed("gather output", out_bytes, rw);
+        let marks = zeroed("marks", m as u64 * 4, storage);
+        let mpart_v = zeroed("marked partials", 3 * (nwg_rows as u64 + 1) * gt, rw);
+        let mpart_i = zeroed("marked partial indices", 3 * (nwg_rows as u64 + 1) * 4, rw);
         let res_v = zeroed("result values", 4 * gt, rw);
         let res_i = zeroed("result indices", 16, rw);
         let staging = zeroed(
@@ -459,8 +468,20 @@ impl<'a> GpuBackend<'a> {
                 entry(5, &out),
             ],
         });
+        let marked_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("marked"),
+            layout: &pipes.marked_bgl,
+            entries: &[
+                pbind(0),
+                entry(1, &g),
+                entry(2, &ylab),
+                entry(3, &marks),
+                entry(4, &mpart_v),
+                entry(5, &mpart_i),
+            ],
+        });
         let vector_bytes =
-            m as u64 * (6 * gt + 8) + (m as u64 * gt).max(64) + 2 * (out_bytes - m as u64 * gt);
+            m as u64 * (6 * gt + 12) + (m as u64 * gt).max(64) + 2 * (out_bytes - m as u64 * gt);
         let plan = MemoryPlan {
             data_bytes,
             vector_bytes,
@@ -521,6 +542,11 @@ impl<'a> GpuBackend<'a> {
             active_bg,
             final_bg,
             gather_bg,
+            marks,
+            mpart_v,
+            mpart_i,
+            marked_bg,
+            marks_host: Vec::new(),
             slot_stride,
             nwg_rows,
             nwg_list_max,
@@ -1125,5 +1151,88 @@ impl Backend for GpuBackend<'_> {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.marks_host.clear();
+        self.marks_host.resize(self.prob.len(), mk as u32);
+        if !self.marks_host.is_empty() {
+            self.ctx
+                .queue
+                .write_buffer(&self.marks, 0, bytemuck::cast_slice(&self.marks_host));
+        }
+        Ok(())
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        if self.marks_host.len() != self.prob.len() {
+            self.fill_marks(super::mark::NONE)?;
+        }
+        // The writes land before the next submit; no recorded pass reads the marks except a
+        // marked reduction, which is submitted as soon as it is recorded.
+        let q = &self.ctx.queue;
+        for &(i, mk) in marks {
+            self.marks_host[i] = mk as u32;
+            q.write_buffer(
+                &self.marks,
+                4 * i as u64,
+                bytemuck::bytes_of(&self.marks_host[i]),
+            );
+        }
+        Ok(())
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        if self.marks_host.len() != self.prob.len() {
+            return Ok(MarkedReduction::EMPTY);
+        }
+        let nwg = self.nwg_rows;
+        let p = Params {
+            nwg,
+            scale: split(shift),
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let vbytes = 3 * self.gt;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.marked);
+            pass.set_bind_group(0, &self.marked_bg, &[off]);
+            pass.dispatch_workgroups(nwg, 1, 1);
+            pass.set_pipeline(&self.pipes.marked_final);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        let o = 3 * nwg as u64;
+        enc.copy_buffer_to_buffer(&self.mpart_v, o * self.gt, &self.staging, 0, vbytes);
+        enc.copy_buffer_to_buffer(
+            &self.mpart_i,
+            o * 4,
+            &self.staging,
+            vbytes.next_multiple_of(4),
+            12,
+        );
+        self.enc = Some(enc);
+        let ioff = vbytes.next_multiple_of(4) as usize;
+        self.submit_and_read(ioff as u64 + 12)?;
+        let idx = |k: usize| {
+            let o = ioff + 4 * k;
+            match u32::from_le_bytes(self.readback[o..o + 4].try_into().unwrap()) {
+                NONE => usize::MAX,
+                i => i as usize,
+            }
+        };
+        let val = |k: usize, empty: f64| {
+            if idx(k) == usize::MAX {
+                empty
+            } else {
+                self.read_gt(k)
+            }
+        };
+        Ok(MarkedReduction {
+            low: (idx(0), val(0, f64::INFINITY)),
+            mid: (idx(1), val(1, f64::INFINITY)),
+            high: (idx(2), val(2, f64::NEG_INFINITY)),
+        })
     }
 }

@@ -17,6 +17,10 @@ pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
 pub const FINAL: &str = include_str!("../../../shaders/final.wgsl");
 /// shaders/gather.wgsl
 pub const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+/// shaders/marked.wgsl
+pub const MARKED: &str = include_str!("../../../shaders/marked.wgsl");
+/// shaders/marked_final.wgsl
+pub const MARKED_FINAL: &str = include_str!("../../../shaders/marked_final.wgsl");
 /// shaders/exp_f64.wgsl
 pub const EXP_F64: &str = include_str!("../../../shaders/exp_f64.wgsl");
 
@@ -35,17 +39,23 @@ pub enum Program {
     Final,
     /// Gather.
     Gather,
+    /// Marked reduction, first stage.
+    Marked,
+    /// Marked reduction, combine.
+    MarkedFinal,
 }
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 6] = [
+    pub const ALL: [Program; 8] = [
         Program::ColumnDense,
         Program::ColumnCsr,
         Program::Update,
         Program::Active,
         Program::Final,
         Program::Gather,
+        Program::Marked,
+        Program::MarkedFinal,
     ];
 }
 
@@ -77,6 +87,8 @@ pub fn source(prog: Program, wide: bool) -> String {
         Program::Active => s.push_str(ACTIVE),
         Program::Final => s.push_str(FINAL),
         Program::Gather => s.push_str(GATHER),
+        Program::Marked => s.push_str(MARKED),
+        Program::MarkedFinal => s.push_str(MARKED_FINAL),
     }
     s
 }
@@ -149,6 +161,9 @@ pub struct Pipelines {
     pub active_bgl: wgpu::BindGroupLayout,
     pub final_bgl: wgpu::BindGroupLayout,
     pub gather_bgl: wgpu::BindGroupLayout,
+    pub marked_bgl: wgpu::BindGroupLayout,
+    pub marked: wgpu::ComputePipeline,
+    pub marked_final: wgpu::ComputePipeline,
     pub column_dense: wgpu::ComputePipeline,
     pub column_csr: wgpu::ComputePipeline,
     pub update: wgpu::ComputePipeline,
@@ -243,7 +258,11 @@ impl Pipelines {
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
+        let marked_bgl = layout(dev, "marked", &[ParamsDyn, Ro, Ro, Ro, Rw, Rw]);
         Pipelines {
+            marked: pipeline(dev, Program::Marked, wide, &[&marked_bgl]),
+            marked_final: pipeline(dev, Program::MarkedFinal, wide, &[&marked_bgl]),
+            marked_bgl,
             column_dense: pipeline(dev, Program::ColumnDense, wide, &[&column_bgl, &dense_bgl]),
             column_csr: pipeline(dev, Program::ColumnCsr, wide, &[&column_bgl, &csr_bgl]),
             update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
