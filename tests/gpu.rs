@@ -531,3 +531,99 @@ fn gpu_prediction_matches_the_cpu() {
         }
     }
 }
+
+/// The marked reduction (sparse FW's and SimpleSVM's violator search) on the device equals the
+/// CPU's, indices included, with the data forced into 1 KiB chunks.
+#[test]
+fn marked_reduction_matches_the_cpu() {
+    use fwsvm::backend::mark;
+    let Some(ctx) = context() else { return };
+    for sparse in [false, true] {
+        let ds = random_dataset(900, 6, sparse, 17);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 3.0).unwrap();
+        let mut alpha = ActiveSet::new(prob.len());
+        for (k, i) in [5usize, 77, 300, 899].into_iter().enumerate() {
+            alpha.set(i, 0.25 + 0.01 * k as f64);
+        }
+        let mut cpu = cpu_exact(&prob);
+        let mut g = gpu(&prob, ctx, true, Some(1024));
+        let marks: Vec<(usize, u8)> = (0..prob.len()).map(|i| (i, (i * 5 % 8) as u8)).collect();
+        for be in [&mut *cpu as &mut dyn Backend, &mut g as &mut dyn Backend] {
+            be.set_alpha(&alpha).unwrap();
+            be.fill_marks(mark::LOW).unwrap();
+            be.set_marks(&marks).unwrap();
+            be.update(&Update::two(0.5, 3, 0.25, 600, 0.25)).unwrap();
+        }
+        for shift in [0.0, 0.8, -1.5] {
+            let a = cpu.reduce_marked(shift).unwrap();
+            let b = g.reduce_marked(shift).unwrap();
+            assert_eq!((a.low.0, a.mid.0, a.high.0), (b.low.0, b.mid.0, b.high.0));
+            for (x, y) in [(a.low.1, b.low.1), (a.mid.1, b.mid.1), (a.high.1, b.high.1)] {
+                assert!((x - y).abs() <= 1e-12, "{x} vs {y}");
+            }
+        }
+        g.fill_marks(mark::NONE).unwrap();
+        let e = g.reduce_marked(0.0).unwrap();
+        assert_eq!(
+            (e.low.0, e.mid.0, e.high.0),
+            (usize::MAX, usize::MAX, usize::MAX)
+        );
+    }
+}
+
+/// CVM, sparse re-weighted FW and SimpleSVM run on the device through the same primitives and
+/// end where the CPU does (f64 gradient: the same objective to 1e-9 relative).
+#[test]
+fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
+    use fwsvm::solver::simple_svm::{self, LinearSolver, SimpleParams, Violator};
+    let Some(ctx) = context() else { return };
+    let ds = random_dataset(300, 4, false, 29);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.8 }, 5.0).unwrap();
+    for alg in [Algorithm::Cvm, Algorithm::SparseFw] {
+        let params = SolverParams {
+            algorithm: alg,
+            eps: 1e-8,
+            seed: 3,
+            ..Default::default()
+        };
+        let rc = solve(&prob, cpu_exact(&prob).as_mut(), &params, &mut []).unwrap();
+        let mut g = gpu(&prob, ctx, true, Some(4096));
+        let rg = solve(&prob, &mut g, &params, &mut []).unwrap();
+        assert_eq!(rg.stop, StopReason::Converged, "{alg}");
+        let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
+        assert!((fc - fg).abs() <= 1e-6 * fc, "{alg}: cpu {fc}, gpu {fg}");
+        assert_eq!(rc.alpha.len(), rg.alpha.len(), "{alg}: SVs");
+    }
+    let csvm = Problem::new(
+        &ds,
+        ds.labels.clone(),
+        Kernel::Rbf { gamma: 0.8 },
+        f64::INFINITY,
+    )
+    .unwrap();
+    for violator in [Violator::Greedy, Violator::Queue] {
+        let sp = SimpleParams {
+            c: 2.0,
+            violator,
+            solver: LinearSolver::Cholesky,
+        };
+        let params = SolverParams {
+            eps: 1e-7,
+            ..Default::default()
+        };
+        let rc =
+            simple_svm::solve(&csvm, cpu_exact(&csvm).as_mut(), &params, &sp, &mut []).unwrap();
+        let mut g = gpu(&csvm, ctx, true, None);
+        let rg = simple_svm::solve(&csvm, &mut g, &params, &sp, &mut []).unwrap();
+        assert_eq!(rg.stop, StopReason::Converged, "{violator}");
+        let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
+        assert!(
+            (fc - fg).abs() <= 1e-9 * fc.abs(),
+            "{violator}: cpu {fc}, gpu {fg}"
+        );
+        assert!(
+            (rc.rho.unwrap() - rg.rho.unwrap()).abs() <= 1e-7,
+            "{violator}: rho"
+        );
+    }
+}

@@ -245,11 +245,23 @@ fn simplesvm_matches_libsvm_csvc() {
         let (trp, tep) = (dir.path().join("train"), dir.path().join("test"));
         write_data(&trp, &tr);
         write_data(&tep, &te);
-        let (ours, theirs) = (dir.path().join("ours.model"), dir.path().join("libsvm.model"));
+        let (ours, theirs) = (
+            dir.path().join("ours.model"),
+            dir.path().join("libsvm.model"),
+        );
         let (ours_lab, theirs_lab) = (dir.path().join("ours.txt"), dir.path().join("libsvm.txt"));
         let (cs, gs) = (format!("{c}"), format!("{gamma:.17e}"));
         fwsvm()
-            .args(["train", "-q", "--backend", "cpu", "-a", "simplesvm", "-e", "1e-5"])
+            .args([
+                "train",
+                "-q",
+                "--backend",
+                "cpu",
+                "-a",
+                "simplesvm",
+                "-e",
+                "1e-5",
+            ])
             .args(["-c", &cs, "-g", &gs])
             .arg(&trp)
             .arg(&ours)
@@ -297,6 +309,10 @@ fn simplesvm_matches_libsvm_csvc() {
             (fa - fb).abs() <= 1e-3 * fb.abs(),
             "{name}: dual objective {fa} vs LIBSVM's {fb}"
         );
-        assert!(agree >= 0.995, "{name}: labels agree on {:.3} %", 100.0 * agree);
+        assert!(
+            agree >= 0.995,
+            "{name}: labels agree on {:.3} %",
+            100.0 * agree
+        );
     }
 }
