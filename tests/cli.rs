@@ -544,3 +544,62 @@ fn info_and_gpu_backend() {
             predicate::str::contains("check failed").and(predicate::str::contains("--grad-tol")),
         );
 }
+
+/// The papers' other solvers from the command line: each trains, writes a model LIBSVM-style
+/// and predicts; unsupported combinations are usage errors (exit 2) that name the option.
+#[test]
+fn cvm_sparse_fw_and_simplesvm_from_the_cli() {
+    let dir = common::tempdir();
+    let train = write_train(dir.path());
+    for args in [
+        vec!["-a", "cvm"],
+        vec!["-a", "cvm", "--stop", "meb", "-e", "1e-5"],
+        vec!["-a", "cvm", "--sample", "20"],
+        vec!["-a", "sparse-fw", "--init-size", "1"],
+        vec!["-a", "simplesvm", "-c", "10"],
+        vec![
+            "-a",
+            "simplesvm",
+            "--violator",
+            "queue",
+            "--linear-solver",
+            "cg",
+        ],
+    ] {
+        let model = dir.path().join("m.model");
+        fwsvm()
+            .arg("train")
+            .args(["--backend", "cpu", "--test"])
+            .arg(&train)
+            .args(&args)
+            .arg(&train)
+            .arg(&model)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Accuracy = "));
+        let text = std::fs::read_to_string(&model).unwrap();
+        assert!(
+            text.contains("svm_type c_svc") && text.contains("rho "),
+            "{args:?}"
+        );
+    }
+    for (args, msg) in [
+        (vec!["-a", "sparse-fw", "--sample", "20"], "--sample"),
+        (vec!["-a", "simplesvm", "--stop", "meb"], "--stop meb"),
+        (
+            vec!["-a", "cvm", "--stop", "meb", "-k", "linear"],
+            "normalized kernel",
+        ),
+    ] {
+        fwsvm()
+            .arg("train")
+            .args(["--backend", "cpu"])
+            .args(&args)
+            .arg(&train)
+            .arg(dir.path().join("bad.model"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(msg));
+        assert!(!dir.path().join("bad.model").exists());
+    }
+}

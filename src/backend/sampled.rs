@@ -504,6 +504,7 @@ mod tests {
                 Algorithm::Swap => 0.1,
                 Algorithm::Swap2 => 1e-5,
                 Algorithm::Partan => 1e-2,
+                other => unreachable!("{other} is not in Algorithm::FW"),
             };
             assert!(
                 f - f_star <= tol * f_star,
