@@ -9,7 +9,7 @@ use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::exact::full_gradient;
 use fwsvm::backend::{Backend, mark};
-use fwsvm::data::{Dataset, ReadOptions, Row, read_dataset};
+use fwsvm::data::{Dataset, ReadOptions, read_dataset};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
 use fwsvm::solver::simple_svm::{LinearSolver, SimpleParams, Violator};
@@ -303,38 +303,11 @@ fn simplesvm_reaches_the_csvm_optimum() {
 fn shared(name: &str, drop_first: bool) -> Option<Dataset> {
     let path = common::dataset(name)?;
     let ds = read_dataset(&path, &ReadOptions::default()).unwrap();
-    if !drop_first {
-        return Some(ds);
-    }
-    let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
-    for i in 0..ds.len() {
-        match ds.row(i) {
-            Row::Dense(v) => {
-                for (j, &x) in v.iter().enumerate().skip(1) {
-                    if x != 0.0 {
-                        ix.push(j as u32 - 1);
-                        vs.push(x);
-                    }
-                }
-            }
-            Row::Sparse(idx, val) => {
-                for (&j, &x) in idx.iter().zip(val) {
-                    if j > 0 {
-                        ix.push(j - 1);
-                        vs.push(x);
-                    }
-                }
-            }
-        }
-        ip.push(ix.len());
-    }
-    Some(Dataset::from_csr(
-        ds.n_features() - 1,
-        ip,
-        ix,
-        vs,
-        ds.labels.clone(),
-    ))
+    Some(if drop_first {
+        common::drop_first_feature(&ds)
+    } else {
+        ds
+    })
 }
 
 /// Seeded 70/30 split.

@@ -217,20 +217,7 @@ fn simplesvm_matches_libsvm_csvc() {
         cases.push(("heart_scale", a, b, 1.0));
     }
     if let Some(ds) = read("breast-cancer.xz") {
-        // drop feature 1 (the sample id): rebuild the rows without it
-        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
-        for i in 0..ds.len() {
-            let mut row = vec![0f64; ds.n_features()];
-            ds.row(i).scatter_f64(&mut row);
-            for (j, &x) in row.iter().enumerate().skip(1) {
-                if x != 0.0 {
-                    ix.push(j as u32 - 1);
-                    vs.push(x as f32);
-                }
-            }
-            ip.push(ix.len());
-        }
-        let ds = fwsvm::data::Dataset::from_csr(ds.n_features() - 1, ip, ix, vs, ds.labels);
+        let ds = common::drop_first_feature(&ds);
         let (a, b) = split(&ds);
         cases.push(("breast-cancer", a, b, 10.0));
     }

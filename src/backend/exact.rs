@@ -96,13 +96,9 @@ pub fn certify(prob: &Problem<'_>, alpha: &ActiveSet) -> (f64, f64, usize) {
 /// argmin), exactly. Sparse FW solves the L2-SVM of a subsample; this is its gap there.
 pub fn certify_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize]) -> (f64, f64, usize) {
     let mut all: Vec<usize> = rows.to_vec();
-    all.extend(
-        alpha
-            .indices()
-            .iter()
-            .copied()
-            .filter(|i| !rows.contains(i)),
-    );
+    let mut listed = vec![false; prob.len()];
+    rows.iter().for_each(|&i| listed[i] = true);
+    all.extend(alpha.indices().iter().copied().filter(|&i| !listed[i]));
     let mut g = vec![0.0; all.len()];
     gradient_rows(prob, alpha, &all, &mut g);
     let f = 0.5

@@ -25,3 +25,21 @@ pub fn dataset(name: &str) -> Option<PathBuf> {
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temporary directory")
 }
+
+/// The dataset without its first feature (breast-cancer's sample id), the others shifted down.
+pub fn drop_first_feature(ds: &fwsvm::data::Dataset) -> fwsvm::data::Dataset {
+    let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+    let mut row = vec![0f64; ds.n_features()];
+    for i in 0..ds.len() {
+        row.iter_mut().for_each(|v| *v = 0.0);
+        ds.row(i).scatter_f64(&mut row);
+        for (j, &x) in row.iter().enumerate().skip(1) {
+            if x != 0.0 {
+                ix.push(j as u32 - 1);
+                vs.push(x as f32);
+            }
+        }
+        ip.push(ix.len());
+    }
+    fwsvm::data::Dataset::from_csr(ds.n_features() - 1, ip, ix, vs, ds.labels.clone())
+}

@@ -17,6 +17,8 @@ pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
 pub const FINAL: &str = include_str!("../../../shaders/final.wgsl");
 /// shaders/gather.wgsl
 pub const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+/// shaders/marked_common.wgsl
+pub const MARKED_COMMON: &str = include_str!("../../../shaders/marked_common.wgsl");
 /// shaders/marked.wgsl
 pub const MARKED: &str = include_str!("../../../shaders/marked.wgsl");
 /// shaders/marked_final.wgsl
@@ -87,8 +89,14 @@ pub fn source(prog: Program, wide: bool) -> String {
         Program::Active => s.push_str(ACTIVE),
         Program::Final => s.push_str(FINAL),
         Program::Gather => s.push_str(GATHER),
-        Program::Marked => s.push_str(MARKED),
-        Program::MarkedFinal => s.push_str(MARKED_FINAL),
+        Program::Marked => {
+            s.push_str(MARKED_COMMON);
+            s.push_str(MARKED);
+        }
+        Program::MarkedFinal => {
+            s.push_str(MARKED_COMMON);
+            s.push_str(MARKED_FINAL);
+        }
     }
     s
 }
