@@ -216,7 +216,7 @@ pub fn train(
                 .collect();
             let result = {
                 let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
-                    Box::new(crate::backend::sampled::Sampled::new(
+                    Box::new(crate::backend::sampled::Sampled::with_engine(
                         &prob,
                         crate::backend::sampled::SampledConfig {
                             sample: params.sample,
@@ -225,6 +225,7 @@ pub fn train(
                             rel_eps: params.solver.rel_eps,
                             extra_draws: 2,
                         },
+                        params.device.blocks(&prob)?,
                     ))
                 } else {
                     params.device.backend(&prob, params.cpu)?

@@ -433,6 +433,16 @@ fn info_and_gpu_backend() {
         .stdout(predicate::str::contains("Accuracy = "));
     let text = std::fs::read_to_string(&model).unwrap();
     assert!(text.starts_with("svm_type c_svc"), "{text}");
+    // Sampled iterations compute their kernel blocks on the device.
+    fwsvm()
+        .args(["train", "--backend", "gpu", "--sample", "30", "--test"])
+        .arg(&train)
+        .arg(&train)
+        .arg(dir.path().join("sampled.model"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("kernel blocks on the gpu: "))
+        .stdout(predicate::str::contains("Accuracy = "));
     fwsvm()
         .args(["train", "--backend", "gpu", "--device", "97"])
         .arg(&train)

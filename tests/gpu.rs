@@ -627,3 +627,183 @@ fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
         );
     }
 }
+
+/// The device's kernel blocks of the sampled iterations equal the CPU's (f64: 1e-10
+/// relative to the block's scale; f32: 1e-5), dense and CSR, every kernel, both the
+/// one-invocation-per-row path (a step's few columns) and the workgroup-per-row path (a draw's
+/// |S| × |A| block), with a slot buffer small enough that rows are evicted and the buffer
+/// grows; a block needing more rows than the binding holds is a clear error.
+#[test]
+fn sampled_kernel_blocks_match_the_cpu() {
+    use fwsvm::backend::gpu::block::GpuBlocks;
+    use fwsvm::backend::sampled::{BlockEngine, BlockJob, CpuBlocks, Weights};
+    use fwsvm::rng::SplitMix64;
+    let Some(ctx) = context() else { return };
+    let kernels = [
+        Kernel::Rbf { gamma: 0.6 },
+        Kernel::Poly {
+            gamma: 0.4,
+            coef0: 1.0,
+            degree: 3,
+        },
+        Kernel::Linear,
+    ];
+    for sparse in [false, true] {
+        let ds = random_dataset(400, 7, sparse, 41);
+        for kernel in kernels {
+            let prob = Problem::new(&ds, ds.labels.clone(), kernel, 3.0).unwrap();
+            for wide in [true, false] {
+                // 7 features pad to 8 floats: 32 bytes a row, 96 slots at most.
+                let cfg = GpuConfig {
+                    precision: if wide { Precision::F64 } else { Precision::F32 },
+                    max_chunk_bytes: Some(96 * 32),
+                    ..Default::default()
+                };
+                let mut g = GpuBlocks::new(&prob, ctx, cfg).expect("block engine");
+                let mut c = CpuBlocks::new(&prob);
+                let mut r = SplitMix64::new(7);
+                for round in 0..6 {
+                    let mut alpha = ActiveSet::new(prob.len());
+                    for _ in 0..40 {
+                        alpha.set(r.below(prob.len()), 0.01 + r.next_f64());
+                    }
+                    let rows: Vec<usize> = (0..30).map(|_| r.below(prob.len())).collect();
+                    // Rows of the α too, so the diagonal term 1/C is exercised.
+                    let mut rows2: Vec<usize> = alpha.indices()[..10].to_vec();
+                    rows2.push(rows[0]);
+                    let cols = [(rows[1], 0.3), (alpha.indices()[0], -0.2)];
+                    let run = |e: &mut dyn BlockEngine| {
+                        let (mut a, mut b) = (vec![0.0; rows.len()], vec![0.0; rows2.len()]);
+                        e.run(&mut [
+                            BlockJob {
+                                rows: &rows,
+                                weights: Weights::Alpha(&alpha),
+                                out: &mut a,
+                            },
+                            BlockJob {
+                                rows: &rows2,
+                                weights: Weights::Cols(&cols),
+                                out: &mut b,
+                            },
+                        ])
+                        .unwrap();
+                        (a, b)
+                    };
+                    let (ga, gb) = run(&mut g);
+                    let (ca, cb) = run(&mut c);
+                    let scale = ca.iter().chain(&cb).fold(1e-3f64, |s, v| s.max(v.abs()));
+                    let tol = if wide { 1e-10 } else { 1e-5 } * scale;
+                    for (k, (x, y)) in ga.iter().chain(&gb).zip(ca.iter().chain(&cb)).enumerate() {
+                        assert!(
+                            (x - y).abs() <= tol,
+                            "sparse {sparse}, {kernel:?}, f64 {wide}, round {round}, entry {k}: gpu {x} vs cpu {y}"
+                        );
+                    }
+                }
+                assert!(g.capacity() <= 96, "slots {}", g.capacity());
+                assert!(g.capacity() > 64, "the slot buffer never grew");
+                // 6 rounds × ≤ 81 distinct rows in 96 slots: rows were evicted and re-sent.
+                assert!(g.uploaded_rows() > 96, "uploaded {}", g.uploaded_rows());
+                let all: Vec<usize> = (0..200).collect();
+                let mut out = vec![0.0; all.len()];
+                let alpha = {
+                    let mut a = ActiveSet::new(prob.len());
+                    a.set(0, 1.0);
+                    a
+                };
+                let err = g
+                    .run(&mut [BlockJob {
+                        rows: &all,
+                        weights: Weights::Alpha(&alpha),
+                        out: &mut out,
+                    }])
+                    .unwrap_err()
+                    .to_string();
+                assert!(err.contains("resident rows"), "{err}");
+            }
+        }
+    }
+}
+
+/// Sampled iterations with the blocks on the device take the CPU's steps: the same draws (the
+/// seed), the same first 50 vertex choices with the f64 blocks, and the same certified
+/// optimum at the end (every FW variant and the CVM, f64 and f32 blocks).
+#[test]
+fn sampled_iterations_match_the_cpu() {
+    use fwsvm::backend::gpu::block::GpuBlocks;
+    use fwsvm::backend::sampled::{Sampled, SampledConfig};
+    let Some(ctx) = context() else { return };
+    let ds = random_dataset(500, 5, true, 53);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.9 }, 4.0).unwrap();
+    let cfg = SampledConfig {
+        sample: 40,
+        seed: 11,
+        eps: 1e-7,
+        rel_eps: 1.0,
+        extra_draws: 2,
+    };
+    let reference = {
+        let params = SolverParams {
+            algorithm: Algorithm::Swap2,
+            eps: 1e-11,
+            ..Default::default()
+        };
+        solve(&prob, cpu_exact(&prob).as_mut(), &params, &mut []).unwrap()
+    };
+    let f_star = reference.certified_f.unwrap();
+    let mut algs = Algorithm::FW.to_vec();
+    algs.push(Algorithm::Cvm);
+    for alg in algs {
+        let short = SolverParams {
+            algorithm: alg,
+            eps: 1e-300,
+            rel_eps: f64::INFINITY,
+            max_iter: 50,
+            certify: false,
+            ..Default::default()
+        };
+        let gpu_cfg = |wide: bool| GpuConfig {
+            precision: if wide { Precision::F64 } else { Precision::F32 },
+            ..Default::default()
+        };
+        if alg != Algorithm::Cvm {
+            let mut c = Recorder::new(Box::new(Sampled::new(&prob, cfg)));
+            solve(&prob, &mut c, &short, &mut []).unwrap();
+            let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(true)).unwrap();
+            let mut g = Recorder::new(Box::new(Sampled::with_engine(&prob, cfg, Box::new(engine))));
+            solve(&prob, &mut g, &short, &mut []).unwrap();
+            assert!(c.log.len() >= 50, "{alg}: {} steps", c.log.len());
+            assert_eq!(c.log, g.log, "{alg}: vertex choices (f64 blocks)");
+        }
+        let long = SolverParams {
+            algorithm: alg,
+            eps: 1e-7,
+            max_iter: 2_000,
+            ..Default::default()
+        };
+        let rc = solve(&prob, &mut Sampled::new(&prob, cfg), &long, &mut []).unwrap();
+        for wide in [true, false] {
+            let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(wide)).unwrap();
+            let mut be = Sampled::with_engine(&prob, cfg, Box::new(engine));
+            assert!(be.name().starts_with("gpu: "), "{}", be.name());
+            let rg = solve(&prob, &mut be, &long, &mut []).unwrap();
+            let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
+            eprintln!(
+                "{alg} f64 {wide}: cpu {} it f {fc:.10e}, gpu {} it f {fg:.10e}, f* {f_star:.10e}",
+                rc.iterations, rg.iterations
+            );
+            assert!(fg >= f_star * (1.0 - 1e-9), "{alg}: {fg} below f* {f_star}");
+            if wide {
+                // The same steps: the same objective.
+                assert!((fg - fc).abs() <= 1e-8 * fc, "{alg}: gpu {fg} vs cpu {fc}");
+            } else {
+                // f32 blocks change the path, not how far it gets.
+                let (ec, eg) = (fc / f_star - 1.0, fg / f_star - 1.0);
+                assert!(
+                    eg <= 2.0 * ec + 1e-6,
+                    "{alg}: gpu {eg:e} above f*, cpu {ec:e}"
+                );
+            }
+        }
+    }
+}

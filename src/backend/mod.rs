@@ -329,6 +329,30 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The engine of the sampled iterations' kernel blocks on this device (with `fallback`,
+    /// the CPU's when the device cannot serve the problem, after saying so).
+    pub fn blocks<'a>(
+        &'a self,
+        prob: &'a crate::problem::Problem<'a>,
+    ) -> Result<Box<dyn sampled::BlockEngine + 'a>> {
+        match self {
+            Device::Cpu => Ok(Box::new(sampled::CpuBlocks::new(prob))),
+            #[cfg(feature = "gpu")]
+            Device::Gpu { ctx, cfg, fallback } => {
+                match gpu::block::GpuBlocks::new(prob, ctx, *cfg) {
+                    Ok(b) => Ok(Box::new(b)),
+                    Err(crate::Error::Backend(msg)) if *fallback => {
+                        eprintln!("fwsvm: {msg}; computing the sampled blocks on the CPU instead");
+                        Ok(Box::new(sampled::CpuBlocks::new(prob)))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
 /// Rows × support vectors below which `--backend auto` predicts on the CPU: the device's
 /// set-up and upload cost more than the kernel evaluations it would take over.
 pub const GPU_PREDICT_MIN_WORK: u64 = 20_000_000;

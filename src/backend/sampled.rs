@@ -14,6 +14,13 @@
 //! Entries the variants ask for outside T (PARTAN's union of supports with a sampled s) are
 //! computed exactly on demand from the α of the last reduction (g) or of the iterate before
 //! it (g⁻), and then tracked.
+//!
+//! The kernel blocks — the draw's |S|×|A| block and a step's columns restricted to T — are
+//! computed by a [`BlockEngine`]: [`CpuBlocks`] (f64, rayon) or, on a GPU, the device's
+//! `shaders/block.wgsl` ([`crate::backend::gpu::block::GpuBlocks`]). The host keeps T, the
+//! draws and the reductions over S ∪ A (a few thousand entries). A step's block is deferred
+//! to the next reduction and submitted with the draw's, so an iteration is one round trip to
+//! the engine (PARTAN's g⁻ of a newly tracked point adds one).
 
 use super::{Backend, BackendStats, Reduction, Update};
 use crate::active::ActiveSet;
@@ -22,6 +29,92 @@ use crate::problem::Problem;
 use crate::rng::SplitMix64;
 
 use super::exact::gradient_rows;
+
+/// The weights of one kernel block.
+#[derive(Debug, Clone, Copy)]
+pub enum Weights<'w> {
+    /// An iterate: out = g = Qα on the rows.
+    Alpha(&'w ActiveSet),
+    /// A few columns with coefficients: out = Σ c_j Q[:, j] on the rows.
+    Cols(&'w [(usize, f64)]),
+}
+
+impl Weights<'_> {
+    /// Number of weights.
+    pub fn len(&self) -> usize {
+        match self {
+            Weights::Alpha(a) => a.len(),
+            Weights::Cols(c) => c.len(),
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f(j, w_j)` for each weight.
+    pub fn for_each(&self, mut f: impl FnMut(usize, f64)) {
+        match self {
+            Weights::Alpha(a) => a.iter().for_each(|(j, w)| f(j, w)),
+            Weights::Cols(c) => c.iter().for_each(|&(j, w)| f(j, w)),
+        }
+    }
+}
+
+/// One kernel block: out[k] = Σ_j w_j Q(rows[k], j).
+pub struct BlockJob<'j> {
+    /// Row indices.
+    pub rows: &'j [usize],
+    /// The weights.
+    pub weights: Weights<'j>,
+    /// One entry per row.
+    pub out: &'j mut [f64],
+}
+
+/// Computes kernel blocks of a problem; all jobs of one call form one round trip.
+pub trait BlockEngine {
+    /// For messages ("cpu", "gpu: <adapter>").
+    fn name(&self) -> String;
+    /// Runs every job.
+    fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()>;
+}
+
+/// Kernel blocks on the CPU, in f64 (GEMM for the draws' blocks, rayon over rows).
+pub struct CpuBlocks<'a> {
+    prob: &'a Problem<'a>,
+}
+
+impl<'a> CpuBlocks<'a> {
+    /// Blocks of `prob`.
+    pub fn new(prob: &'a Problem<'a>) -> Self {
+        CpuBlocks { prob }
+    }
+}
+
+impl BlockEngine for CpuBlocks<'_> {
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+
+    fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()> {
+        for job in jobs.iter_mut() {
+            match job.weights {
+                Weights::Alpha(a) => gradient_rows(self.prob, a, job.rows, job.out),
+                Weights::Cols(cols) => {
+                    for (o, &i) in job.out.iter_mut().zip(job.rows) {
+                        let mut v = 0.0;
+                        for &(j, c) in cols {
+                            v += c * self.prob.q(i, j);
+                        }
+                        *o = v;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Settings of the sampled iterations.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,10 +133,19 @@ pub struct SampledConfig {
 
 const UNTRACKED: u32 = u32::MAX;
 
-/// The sampled backend (CPU kernel blocks, exact f64).
+/// A step whose block on T is still to be computed.
+struct Pending {
+    scale: f64,
+    cols: Vec<(usize, f64)>,
+    prev_coef: f64,
+    rotate: bool,
+}
+
+/// The sampled backend.
 pub struct Sampled<'a> {
     prob: &'a Problem<'a>,
     cfg: SampledConfig,
+    engine: Box<dyn BlockEngine + 'a>,
     rng: SplitMix64,
     /// Position of each index in `tracked`, or UNTRACKED.
     pos: Vec<u32>,
@@ -51,22 +153,37 @@ pub struct Sampled<'a> {
     g: Vec<f64>,
     gp: Vec<f64>,
     prev: bool,
-    /// α at the last reduction: g = Qα for it.
-    alpha_last: ActiveSet,
+    /// The iterate g describes once the pending step is applied: α of the last reduction,
+    /// moved by the steps since (α' = scale·α + Σ c_j e_j + prev_coef·α⁻, as g' is).
+    alpha_cur: ActiveSet,
+    /// Scratch copy of α for a step.
+    alpha_tmp: ActiveSet,
     /// The iterate whose gradient g⁻ holds.
     alpha_prev: ActiveSet,
     /// The last draws and their exact g.
     sample_idx: Vec<usize>,
     sample_g: Vec<f64>,
+    /// The last step, not yet applied to g on T.
+    pending: Option<Pending>,
     /// Partial Fisher–Yates permutation used for drawing without replacement.
     perm: Vec<u32>,
     buf_idx: Vec<usize>,
+    blk: Vec<f64>,
     stats: BackendStats,
 }
 
 impl<'a> Sampled<'a> {
-    /// A sampled backend on `prob`.
+    /// A sampled backend on `prob` with kernel blocks on the CPU.
     pub fn new(prob: &'a Problem<'a>, cfg: SampledConfig) -> Self {
+        Self::with_engine(prob, cfg, Box::new(CpuBlocks::new(prob)))
+    }
+
+    /// A sampled backend on `prob` whose kernel blocks `engine` computes.
+    pub fn with_engine(
+        prob: &'a Problem<'a>,
+        cfg: SampledConfig,
+        engine: Box<dyn BlockEngine + 'a>,
+    ) -> Self {
         let m = prob.len();
         Sampled {
             prob,
@@ -74,18 +191,22 @@ impl<'a> Sampled<'a> {
                 sample: cfg.sample.clamp(1, m.max(1)),
                 ..cfg
             },
+            engine,
             rng: SplitMix64::new(cfg.seed ^ 0x5A3F_1D2C_9B8E_7F60),
             pos: vec![UNTRACKED; m],
             tracked: Vec::new(),
             g: Vec::new(),
             gp: Vec::new(),
             prev: false,
-            alpha_last: ActiveSet::new(m),
+            alpha_cur: ActiveSet::new(m),
             alpha_prev: ActiveSet::new(m),
+            alpha_tmp: ActiveSet::new(m),
             sample_idx: Vec::new(),
             sample_g: Vec::new(),
+            pending: None,
             perm: (0..m as u32).collect(),
             buf_idx: Vec::new(),
+            blk: Vec::new(),
             stats: BackendStats::default(),
         }
     }
@@ -102,9 +223,41 @@ impl<'a> Sampled<'a> {
         self.gp.push(gp);
     }
 
+    /// Applies a step to g (and g⁻) on T, given its block `blk` on T.
+    fn apply(&mut self, p: &Pending, blk: &[f64]) {
+        for (r, &b) in blk.iter().enumerate() {
+            let old = self.g[r];
+            let mut v = p.scale * old + b;
+            if self.prev {
+                v += p.prev_coef * self.gp[r];
+                if p.rotate {
+                    self.gp[r] = old;
+                }
+            }
+            self.g[r] = v;
+        }
+    }
+
+    /// Applies the pending step, if any (one engine call).
+    fn settle(&mut self) -> Result<()> {
+        if let Some(p) = self.pending.take() {
+            let mut blk = std::mem::take(&mut self.blk);
+            blk.resize(self.tracked.len(), 0.0);
+            self.engine.run(&mut [BlockJob {
+                rows: &self.tracked,
+                weights: Weights::Cols(&p.cols),
+                out: &mut blk,
+            }])?;
+            self.apply(&p, &blk);
+            self.blk = blk;
+        }
+        Ok(())
+    }
+
     /// Tracks every index of `idx` not yet tracked, with exact g (from the last reduction's α,
-    /// or the sample it drew) and g⁻ (from the previous iterate).
-    fn ensure_tracked(&mut self, idx: &[usize]) {
+    /// or the sample it drew) and g⁻ (from the previous iterate). No step may be pending.
+    fn ensure_tracked(&mut self, idx: &[usize]) -> Result<()> {
+        debug_assert!(self.pending.is_none());
         self.buf_idx.clear();
         for &i in idx {
             if self.pos[i] == UNTRACKED && !self.buf_idx.contains(&i) {
@@ -112,11 +265,11 @@ impl<'a> Sampled<'a> {
             }
         }
         if self.buf_idx.is_empty() {
-            return;
+            return Ok(());
         }
         let new = std::mem::take(&mut self.buf_idx);
         let mut g = vec![0.0; new.len()];
-        // Sampled entries are already exact for alpha_last.
+        // Sampled entries are already exact for alpha_cur.
         let mut missing = Vec::new();
         for (k, &i) in new.iter().enumerate() {
             match self.sample_idx.iter().position(|&j| j == i) {
@@ -124,25 +277,38 @@ impl<'a> Sampled<'a> {
                 None => missing.push(k),
             }
         }
-        if !missing.is_empty() {
-            let rows: Vec<usize> = missing.iter().map(|&k| new[k]).collect();
-            let mut out = vec![0.0; rows.len()];
-            gradient_rows(self.prob, &self.alpha_last, &rows, &mut out);
-            for (t, &k) in missing.iter().enumerate() {
-                g[k] = out[t];
+        let rows: Vec<usize> = missing.iter().map(|&k| new[k]).collect();
+        let mut out = vec![0.0; rows.len()];
+        let mut gp = vec![0.0; if self.prev { new.len() } else { 0 }];
+        {
+            let mut jobs = Vec::with_capacity(2);
+            if !rows.is_empty() {
+                jobs.push(BlockJob {
+                    rows: &rows,
+                    weights: Weights::Alpha(&self.alpha_cur),
+                    out: &mut out,
+                });
             }
+            if self.prev {
+                jobs.push(BlockJob {
+                    rows: &new,
+                    weights: Weights::Alpha(&self.alpha_prev),
+                    out: &mut gp,
+                });
+            }
+            self.engine.run(&mut jobs)?;
         }
-        let gp = if self.prev {
-            let mut out = vec![0.0; new.len()];
-            gradient_rows(self.prob, &self.alpha_prev, &new, &mut out);
-            out
-        } else {
-            g.clone()
-        };
+        for (t, &k) in missing.iter().enumerate() {
+            g[k] = out[t];
+        }
+        if !self.prev {
+            gp = g.clone();
+        }
         for (k, &i) in new.iter().enumerate() {
             self.track(i, g[k], gp[k]);
         }
         self.buf_idx = new;
+        Ok(())
     }
 
     /// Drops tracked entries outside supp(α) ∪ supp(α⁻), keeping T small.
@@ -166,9 +332,9 @@ impl<'a> Sampled<'a> {
         self.gp.truncate(w);
     }
 
-    /// Draws one sample (without replacement) and appends it, with exact g, to the sample
-    /// buffers.
-    fn draw(&mut self, alpha: &ActiveSet) {
+    /// Draws one sample (without replacement) and appends its indices to `sample_idx`; returns
+    /// where they start.
+    fn draw_indices(&mut self) -> usize {
         let m = self.perm.len();
         let n = self.cfg.sample;
         let start = self.sample_idx.len();
@@ -178,13 +344,81 @@ impl<'a> Sampled<'a> {
             self.sample_idx.push(self.perm[k] as usize);
         }
         self.sample_g.resize(start + n, 0.0);
-        gradient_rows(
-            self.prob,
-            alpha,
-            &self.sample_idx[start..],
-            &mut self.sample_g[start..],
-        );
         self.stats.columns_computed += 1;
+        start
+    }
+
+    /// g ← scale·g + Σ c_j Q[:, j] (+ prev_coef·g⁻; with `rotate`, g⁻ ← the old g): recorded
+    /// as pending, α moved alike.
+    fn step(
+        &mut self,
+        scale: f64,
+        cols: Vec<(usize, f64)>,
+        prev_coef: f64,
+        rotate: bool,
+    ) -> Result<()> {
+        self.settle()?;
+        let js: Vec<usize> = cols.iter().map(|c| c.0).collect();
+        self.ensure_tracked(&js)?;
+        // α' = scale·α + Σ c_j e_j + prev_coef·α⁻ (entries that reach ≤ 0 are dropped).
+        self.alpha_tmp.copy_from(&self.alpha_cur);
+        for (i, a) in self.alpha_tmp.iter() {
+            self.alpha_cur.set(i, scale * a);
+        }
+        for &(j, c) in &cols {
+            self.alpha_cur.set(j, self.alpha_cur.get(j) + c);
+        }
+        if self.prev {
+            if prev_coef != 0.0 {
+                for (i, a) in self.alpha_prev.iter() {
+                    self.alpha_cur.set(i, self.alpha_cur.get(i) + prev_coef * a);
+                }
+            }
+            if rotate {
+                self.alpha_prev.copy_from(&self.alpha_tmp);
+            }
+        }
+        // Applied with the next reduction's draw (or before the next read of g).
+        self.pending = Some(Pending {
+            scale,
+            cols,
+            prev_coef,
+            rotate,
+        });
+        // The sample's g values describe the iterate before this step: no longer valid.
+        self.sample_idx.clear();
+        self.sample_g.clear();
+        self.stats.updates += 1;
+        Ok(())
+    }
+
+    /// Computes the exact g of the draws from `start` on under `alpha`, together with the
+    /// pending step's block on T (one engine call), and applies the step.
+    fn fill_draw(&mut self, alpha: &ActiveSet, start: usize) -> Result<()> {
+        let pending = self.pending.take();
+        let mut blk = std::mem::take(&mut self.blk);
+        {
+            let mut jobs = Vec::with_capacity(2);
+            if let Some(p) = &pending {
+                blk.resize(self.tracked.len(), 0.0);
+                jobs.push(BlockJob {
+                    rows: &self.tracked,
+                    weights: Weights::Cols(&p.cols),
+                    out: &mut blk,
+                });
+            }
+            jobs.push(BlockJob {
+                rows: &self.sample_idx[start..],
+                weights: Weights::Alpha(alpha),
+                out: &mut self.sample_g[start..],
+            });
+            self.engine.run(&mut jobs)?;
+        }
+        if let Some(p) = &pending {
+            self.apply(p, &blk);
+        }
+        self.blk = blk;
+        Ok(())
     }
 }
 
@@ -194,7 +428,11 @@ impl Backend for Sampled<'_> {
     }
 
     fn name(&self) -> String {
-        format!("cpu, sampled (|S| = {})", self.cfg.sample)
+        format!(
+            "{}, sampled (|S| = {})",
+            self.engine.name(),
+            self.cfg.sample
+        )
     }
 
     fn q_diag(&self, i: usize) -> f64 {
@@ -206,6 +444,7 @@ impl Backend for Sampled<'_> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        self.pending = None;
         for &i in &self.tracked {
             self.pos[i] = UNTRACKED;
         }
@@ -214,11 +453,15 @@ impl Backend for Sampled<'_> {
         self.gp.clear();
         self.sample_idx.clear();
         self.sample_g.clear();
-        self.alpha_last.copy_from(alpha);
+        self.alpha_cur.copy_from(alpha);
         self.alpha_prev.copy_from(alpha);
         let idx = alpha.indices().to_vec();
         let mut g = vec![0.0; idx.len()];
-        gradient_rows(self.prob, alpha, &idx, &mut g);
+        self.engine.run(&mut [BlockJob {
+            rows: &idx,
+            weights: Weights::Alpha(alpha),
+            out: &mut g,
+        }])?;
         for (k, &i) in idx.iter().enumerate() {
             self.track(i, g[k], g[k]);
         }
@@ -230,39 +473,35 @@ impl Backend for Sampled<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let cols = u.merged_cols();
-        let js: Vec<usize> = cols.iter().flatten().map(|c| c.0).collect();
-        self.ensure_tracked(&js);
-        for r in 0..self.tracked.len() {
-            let i = self.tracked[r];
-            let old = self.g[r];
-            let mut v = u.scale * old;
-            for &(j, c) in cols.iter().flatten() {
-                v += c * self.prob.q(i, j);
-            }
-            if self.prev {
-                v += u.prev_coef * self.gp[r];
-                if u.rotate {
-                    self.gp[r] = old;
-                }
-            }
-            self.g[r] = v;
+        let cols: Vec<(usize, f64)> = u.merged_cols().iter().flatten().copied().collect();
+        self.step(u.scale, cols, u.prev_coef, u.rotate)
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        if cols.is_empty() && scale == 1.0 {
+            return Ok(());
         }
-        if self.prev && u.rotate {
-            self.alpha_prev.copy_from(&self.alpha_last);
+        // One block over all the columns (the trait's default would make a step per pair).
+        let mut merged: Vec<(usize, f64)> = Vec::with_capacity(cols.len());
+        for &(j, c) in cols {
+            match merged.iter_mut().find(|e| e.0 == j) {
+                Some(e) => e.1 += c,
+                None => merged.push((j, c)),
+            }
         }
-        // The sample's g values describe the iterate before this step: no longer valid.
-        self.sample_idx.clear();
-        self.sample_g.clear();
-        self.stats.updates += 1;
-        Ok(())
+        self.step(scale, merged, 0.0, false)
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
-        self.alpha_last.copy_from(alpha);
+        // Pruning first: the pending step is then computed on the survivors only.
         self.prune(alpha);
+        self.sample_idx.clear();
+        self.sample_g.clear();
+        let start = self.draw_indices();
+        self.fill_draw(alpha, start)?;
+        self.alpha_cur.copy_from(alpha);
         let supp = alpha.indices().to_vec();
-        self.ensure_tracked(&supp);
+        self.ensure_tracked(&supp)?;
         let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
         let (mut s, mut g_s) = (usize::MAX, f64::INFINITY);
         let (mut ag, mut agp) = (0.0, 0.0);
@@ -280,12 +519,9 @@ impl Backend for Sampled<'_> {
                 g_s = gi;
             }
         }
-        self.sample_idx.clear();
-        self.sample_g.clear();
+        let mut from = start;
         let mut draws = 0;
         loop {
-            let from = self.sample_idx.len();
-            self.draw(alpha);
             for k in from..self.sample_idx.len() {
                 let (i, gi) = (self.sample_idx[k], self.sample_g[k]);
                 if gi < g_s || (gi == g_s && i < s) {
@@ -299,6 +535,8 @@ impl Backend for Sampled<'_> {
                 break;
             }
             draws += 1;
+            from = self.draw_indices();
+            self.fill_draw(alpha, from)?;
         }
         Ok(Reduction {
             s,
@@ -311,7 +549,8 @@ impl Backend for Sampled<'_> {
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.ensure_tracked(idx);
+        self.settle()?;
+        self.ensure_tracked(idx)?;
         for (o, &i) in out.iter_mut().zip(idx) {
             *o = self.g[self.pos[i] as usize];
         }
@@ -319,7 +558,8 @@ impl Backend for Sampled<'_> {
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        self.ensure_tracked(idx);
+        self.settle()?;
+        self.ensure_tracked(idx)?;
         let src = if self.prev { &self.gp } else { &self.g };
         for (o, &i) in out.iter_mut().zip(idx) {
             *o = src[self.pos[i] as usize];

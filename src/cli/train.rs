@@ -342,8 +342,9 @@ pub fn run(args: TrainArgs) -> Result<()> {
             read_s,
             if params.sample > 0 {
                 format!(
-                    "sampled iterations, |S| = {} (kernel blocks on the cpu)",
-                    params.sample
+                    "sampled iterations, |S| = {} (kernel blocks on the {})",
+                    params.sample,
+                    params.device.describe()
                 )
             } else {
                 params.device.describe()

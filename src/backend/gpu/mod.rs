@@ -17,6 +17,7 @@
 //! the CPU. Reduction widths come from the adapter: a software adapter gets a few long-running
 //! workgroups, a hardware one enough to fill it.
 
+pub mod block;
 pub mod context;
 pub mod pipelines;
 pub mod predict;
@@ -622,41 +623,13 @@ impl<'a> GpuBackend<'a> {
     /// Flushes, waits, and copies `bytes` of the readback buffer into `self.readback`.
     fn submit_and_read(&mut self, bytes: u64) -> Result<()> {
         self.flush();
-        // Another thread polling the same device may be the one that runs the callback, so
-        // poll until it has run.
-        let state = &self.map_state;
-        state.store(0, Ordering::Relaxed);
-        let flag = state.clone();
-        let slice = self.staging.slice(0..bytes.max(4).next_multiple_of(4));
-        slice.map_async(wgpu::MapMode::Read, move |r| {
-            flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::Release);
-        });
-        loop {
-            self.ctx
-                .device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
-            self.ctx.check("compute pass")?;
-            match state.load(Ordering::Acquire) {
-                0 => std::thread::yield_now(),
-                1 => break,
-                _ => {
-                    return Err(Error::Backend(format!(
-                        "{}: reading results back failed",
-                        self.ctx.adapter.name
-                    )));
-                }
-            }
-        }
-        {
-            let view = slice
-                .get_mapped_range()
-                .map_err(|e| Error::Backend(format!("{}: {e}", self.ctx.adapter.name)))?;
-            self.readback.clear();
-            self.readback.extend_from_slice(&view[..bytes as usize]);
-        }
-        self.staging.unmap();
-        Ok(())
+        read_back(
+            self.ctx,
+            &self.staging,
+            bytes,
+            &self.map_state,
+            &mut self.readback,
+        )
     }
 
     fn base_params(&self) -> Params {
@@ -871,6 +844,50 @@ impl<'a> GpuBackend<'a> {
                 .write_buffer(buf, 0, bytemuck::cast_slice(&f));
         }
     }
+}
+
+/// Maps the first `bytes` of `staging` once the submitted work has run and copies them into
+/// `out`. `state` is the map callback's flag (0 pending, 1 mapped, 2 failed).
+fn read_back(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+    state: &Arc<AtomicU8>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    // Another thread polling the same device may be the one that runs the callback, so poll
+    // until it has run.
+    state.store(0, Ordering::Relaxed);
+    let flag = state.clone();
+    let slice = staging.slice(0..bytes.max(4).next_multiple_of(4));
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::Release);
+    });
+    loop {
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Backend(format!("{}: {e}", ctx.adapter.name)))?;
+        ctx.check("compute pass")?;
+        match state.load(Ordering::Acquire) {
+            0 => std::thread::yield_now(),
+            1 => break,
+            _ => {
+                return Err(Error::Backend(format!(
+                    "{}: reading results back failed",
+                    ctx.adapter.name
+                )));
+            }
+        }
+    }
+    {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| Error::Backend(format!("{}: {e}", ctx.adapter.name)))?;
+        out.clear();
+        out.extend_from_slice(&view[..bytes as usize]);
+    }
+    staging.unmap();
+    Ok(())
 }
 
 fn entry(binding: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {

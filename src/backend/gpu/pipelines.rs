@@ -23,6 +23,8 @@ pub const MARKED_COMMON: &str = include_str!("../../../shaders/marked_common.wgs
 pub const MARKED: &str = include_str!("../../../shaders/marked.wgsl");
 /// shaders/marked_final.wgsl
 pub const MARKED_FINAL: &str = include_str!("../../../shaders/marked_final.wgsl");
+/// shaders/block.wgsl
+pub const BLOCK: &str = include_str!("../../../shaders/block.wgsl");
 /// shaders/exp_f64.wgsl
 pub const EXP_F64: &str = include_str!("../../../shaders/exp_f64.wgsl");
 
@@ -45,11 +47,13 @@ pub enum Program {
     Marked,
     /// Marked reduction, combine.
     MarkedFinal,
+    /// Kernel blocks of the sampled iterations (entry points `per_row`, `per_thread`).
+    Block,
 }
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 8] = [
+    pub const ALL: [Program; 9] = [
         Program::ColumnDense,
         Program::ColumnCsr,
         Program::Update,
@@ -58,6 +62,7 @@ impl Program {
         Program::Gather,
         Program::Marked,
         Program::MarkedFinal,
+        Program::Block,
     ];
 }
 
@@ -69,7 +74,10 @@ pub fn source(prog: Program, wide: bool) -> String {
         "alias GT = f32;\n"
     });
     s.push_str(COMMON);
-    if matches!(prog, Program::ColumnDense | Program::ColumnCsr) {
+    if matches!(
+        prog,
+        Program::ColumnDense | Program::ColumnCsr | Program::Block
+    ) {
         s.push_str(if wide {
             EXP_F64
         } else {
@@ -97,6 +105,7 @@ pub fn source(prog: Program, wide: bool) -> String {
             s.push_str(MARKED_COMMON);
             s.push_str(MARKED_FINAL);
         }
+        Program::Block => s.push_str(BLOCK),
     }
     s
 }
@@ -170,6 +179,9 @@ pub struct Pipelines {
     pub final_bgl: wgpu::BindGroupLayout,
     pub gather_bgl: wgpu::BindGroupLayout,
     pub marked_bgl: wgpu::BindGroupLayout,
+    pub block_bgl: wgpu::BindGroupLayout,
+    pub block_row: wgpu::ComputePipeline,
+    pub block_thread: wgpu::ComputePipeline,
     pub marked: wgpu::ComputePipeline,
     pub marked_final: wgpu::ComputePipeline,
     pub column_dense: wgpu::ComputePipeline,
@@ -234,6 +246,16 @@ fn pipeline(
     wide: bool,
     layouts: &[&wgpu::BindGroupLayout],
 ) -> wgpu::ComputePipeline {
+    pipeline_at(dev, prog, wide, layouts, "main")
+}
+
+fn pipeline_at(
+    dev: &wgpu::Device,
+    prog: Program,
+    wide: bool,
+    layouts: &[&wgpu::BindGroupLayout],
+    entry: &str,
+) -> wgpu::ComputePipeline {
     let src = source(prog, wide);
     let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(&format!("{prog:?}")),
@@ -249,7 +271,7 @@ fn pipeline(
         label: Some(&format!("{prog:?}")),
         layout: Some(&pl),
         module: &module,
-        entry_point: Some("main"),
+        entry_point: Some(entry),
         compilation_options: Default::default(),
         cache: None,
     })
@@ -267,7 +289,11 @@ impl Pipelines {
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
         let marked_bgl = layout(dev, "marked", &[ParamsDyn, Ro, Ro, Ro, Rw, Rw]);
+        let block_bgl = layout(dev, "block", &[ParamsDyn, Ro, Ro, Ro, Ro, Ro, Rw]);
         Pipelines {
+            block_row: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_row"),
+            block_thread: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_thread"),
+            block_bgl,
             marked: pipeline(dev, Program::Marked, wide, &[&marked_bgl]),
             marked_final: pipeline(dev, Program::MarkedFinal, wide, &[&marked_bgl]),
             marked_bgl,
