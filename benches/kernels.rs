@@ -1,7 +1,8 @@
 //! Throughput of the kernel-column pass on the CPU and GPU backends (dense and CSR at 11 %,
 //! m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}), a streaming sum beside it to measure the
 //! machine's memory bandwidth, the GPU's per-iteration round trip (update with a cached column,
-//! full reduction, readback), and the per-iteration cost of each variant on the CPU.
+//! full reduction, readback), the per-iteration cost of each variant on the CPU, and one sampled
+//! iteration's kernel blocks per engine.
 //!
 //! `cargo bench --bench kernels` (add `-- column`, `-- gpu` etc. to filter). `fwsvm bench
 //! kernels` prints the same measurements as a table with the fraction of peak bandwidth.
@@ -213,5 +214,82 @@ fn iterations(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, column_pass, stream_sum, iterations, gpu_passes);
+/// One sampled iteration's kernel blocks (ALGORITHMS.md §3): the draw's |S| × |A| block
+/// (|S| = 194) and the step's two columns on the tracked set T = A, as one engine call, on the
+/// CPU engine and on the device (any adapter) including the readback.
+fn sampled_blocks(c: &mut Criterion) {
+    use fwsvm::active::ActiveSet;
+    use fwsvm::backend::sampled::{BlockEngine, BlockJob, CpuBlocks, Weights};
+    let m = 100_000;
+    #[cfg(feature = "gpu")]
+    let ctx = fwsvm::backend::gpu::GpuContext::open(&fwsvm::backend::gpu::DeviceSelector::Any)
+        .ok()
+        .flatten();
+    let mut g = c.benchmark_group("sampled-block");
+    g.sample_size(10);
+    for d in [38, 123] {
+        let ds = dataset(m, d, 1.0, 7);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+        for na in [1_000usize, 4_000] {
+            let mut alpha = ActiveSet::new(m);
+            for k in 0..na {
+                alpha.set(k * (m / na), 1.0 / na as f64);
+            }
+            let tracked = alpha.indices().to_vec();
+            let cols = [(5usize, 0.01), (tracked[3], -0.01)];
+            let mut engines: Vec<(String, Box<dyn BlockEngine + '_>)> =
+                vec![("cpu".into(), Box::new(CpuBlocks::new(&prob)))];
+            #[cfg(feature = "gpu")]
+            if let Some(ctx) = &ctx {
+                let tag = if ctx.is_software() {
+                    "gpu-software"
+                } else {
+                    "gpu"
+                };
+                let e = fwsvm::backend::gpu::block::GpuBlocks::new(
+                    &prob,
+                    ctx,
+                    fwsvm::backend::gpu::GpuConfig::default(),
+                )
+                .unwrap();
+                engines.push((tag.into(), Box::new(e)));
+            }
+            for (tag, e) in engines.iter_mut() {
+                let mut draw = 0usize;
+                let (mut gs, mut gt) = (vec![0.0; 194], vec![0.0; tracked.len()]);
+                g.bench_function(BenchmarkId::new(format!("{tag}-d{d}-A{na}"), m), |b| {
+                    b.iter(|| {
+                        draw += 1;
+                        let rows: Vec<usize> =
+                            (0..194).map(|k| (draw * 7919 + k * 104_729) % m).collect();
+                        e.run(&mut [
+                            BlockJob {
+                                rows: &tracked,
+                                weights: Weights::Cols(&cols),
+                                out: &mut gt,
+                            },
+                            BlockJob {
+                                rows: &rows,
+                                weights: Weights::Alpha(&alpha),
+                                out: &mut gs,
+                            },
+                        ])
+                        .unwrap();
+                        black_box(gs[0])
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    column_pass,
+    stream_sum,
+    iterations,
+    gpu_passes,
+    sampled_blocks
+);
 criterion_main!(benches);
