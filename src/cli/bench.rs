@@ -135,7 +135,7 @@ fn kernels(a: KernelsArgs) -> Result<()> {
         } else {
             BackendArg::Gpu
         };
-        let dev = open_device(arg, a.device.as_deref(), precision, 0, false)?;
+        let dev = open_device(arg, a.device.as_deref(), precision, true, 0, false)?;
         #[cfg(feature = "gpu")]
         if let Device::Gpu { ctx, .. } = &dev {
             let (peak, src) = match (a.gpu_peak, crate::bench::known_gpu_peak(&ctx.adapter.name)) {

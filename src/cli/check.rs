@@ -150,7 +150,15 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "fwsvm check needs a GPU adapter (`fwsvm info` lists them)".into(),
         ));
     }
-    let grad_tol = args.grad_tol.unwrap_or(match o.precision() {
+    // The precision the device got (an algorithm's f64 default falls to f32 without SHADER_F64).
+    #[cfg(feature = "gpu")]
+    let gpu_precision = match &gpu_device {
+        Device::Gpu { cfg, .. } => cfg.precision,
+        Device::Cpu => o.precision(),
+    };
+    #[cfg(not(feature = "gpu"))]
+    let gpu_precision = o.precision();
+    let grad_tol = args.grad_tol.unwrap_or(match gpu_precision {
         Precision::F32 => 1e-5,
         Precision::F64 => 1e-12,
     });

@@ -25,9 +25,12 @@ pub fn open_device(
     arg: BackendArg,
     device: Option<&str>,
     precision: crate::backend::cpu::Precision,
+    precision_given: bool,
     cache_bytes: usize,
     quiet: bool,
 ) -> Result<crate::backend::Device> {
+    #[cfg(not(feature = "gpu"))]
+    let _ = precision_given;
     use crate::backend::Device;
     if arg == BackendArg::Cpu {
         return Ok(Device::Cpu);
@@ -53,6 +56,18 @@ pub fn open_device(
         };
         match opened {
             Some(ctx) => {
+                let mut precision = precision;
+                if precision == crate::backend::cpu::Precision::F64 && !ctx.f64 && !precision_given
+                {
+                    // An algorithm's default, not the user's demand: f32 on this adapter.
+                    if !quiet {
+                        eprintln!(
+                            "fwsvm: {} has no SHADER_F64; the gradient is f32 (--precision f32)",
+                            ctx.adapter.name
+                        );
+                    }
+                    precision = crate::backend::cpu::Precision::F32;
+                }
                 if precision == crate::backend::cpu::Precision::F64 && !ctx.f64 {
                     if arg == BackendArg::Auto {
                         if !quiet {

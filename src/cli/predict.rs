@@ -63,6 +63,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             a.backend,
             a.device.as_deref(),
             precision.unwrap_or_default(),
+            precision.is_some(),
             0,
             a.quiet,
         )?

@@ -177,9 +177,11 @@ pub struct TrainOpts {
     #[arg(long, value_name = "INDEX|NAME")]
     device: Option<String>,
     /// Precision: on the CPU, of the cached kernel columns (the gradient is always f64); on the
-    /// GPU, of the gradient (f64 needs an adapter with SHADER_F64).
-    #[arg(long, value_enum, default_value = "f32")]
-    precision: PrecisionArg,
+    /// GPU, of the gradient (f64 needs an adapter with SHADER_F64). Default: f64 for simplesvm
+    /// (its α reach C and its KKT test is absolute; f64 on a GPU only where the adapter has
+    /// it), f32 otherwise
+    #[arg(long, value_enum)]
+    precision: Option<PrecisionArg>,
     /// Randomized iterations: draw this many points per iteration instead of keeping the
     /// full gradient (0 = off; the paper uses 194). The gap is then sampled, with two extra
     /// draws before stopping; the certified gap at the end is exact.
@@ -213,9 +215,13 @@ impl TrainOpts {
         }
     }
 
-    /// `--precision`.
+    /// `--precision`, or the algorithm's default.
     pub fn precision(&self) -> Precision {
-        self.precision.into()
+        match self.precision {
+            Some(p) => p.into(),
+            None if self.algorithm() == Algorithm::SimpleSvm => Precision::F64,
+            None => Precision::F32,
+        }
     }
 
     /// Kernel-cache bytes.
@@ -229,6 +235,7 @@ impl TrainOpts {
             backend,
             self.device.as_deref(),
             self.precision(),
+            self.precision.is_some(),
             self.cache_bytes(),
             self.quiet,
         )
