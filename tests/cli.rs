@@ -613,3 +613,64 @@ fn cvm_sparse_fw_and_simplesvm_from_the_cli() {
         assert!(!dir.path().join("bad.model").exists());
     }
 }
+
+/// `fwsvm gen checkerboard`: seeded (same seed, same bytes), the board's labels are learnable
+/// (RBF γ = 2, C = 100 reaches ≥ 95 % on a fresh board), and bad arguments are usage errors.
+#[test]
+fn gen_checkerboard() {
+    let dir = common::tempdir();
+    let p = |n: &str| dir.path().join(n);
+    for (name, rows, seed) in [("a", "3000", "1"), ("b", "3000", "1"), ("t", "1000", "2")] {
+        fwsvm()
+            .args(["gen", "checkerboard", "--rows", rows, "--seed", seed])
+            .arg(p(name))
+            .assert()
+            .success();
+    }
+    let a = std::fs::read(p("a")).unwrap();
+    assert_eq!(
+        a,
+        std::fs::read(p("b")).unwrap(),
+        "same seed, different files"
+    );
+    assert_eq!(a.iter().filter(|&&b| b == b'\n').count(), 3000);
+    let out = fwsvm()
+        .args([
+            "train",
+            "--backend",
+            "cpu",
+            "-g",
+            "2",
+            "-c",
+            "100",
+            "--test",
+        ])
+        .arg(p("t"))
+        .arg(p("a"))
+        .arg(p("cb.model"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let acc: f64 = out
+        .split("Accuracy = ")
+        .nth(1)
+        .and_then(|s| s.split('%').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no accuracy in {out}"));
+    assert!(acc >= 95.0, "checkerboard test accuracy {acc} %");
+    fwsvm()
+        .args(["gen", "checkerboard", "--rows", "0"])
+        .arg(p("z"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--rows"));
+    fwsvm()
+        .args(["gen", "checkerboard", "--rows", "10"])
+        .arg(dir.path().join("missing").join("x"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("missing"));
+}

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod common;
 mod convert;
+mod generate;
 mod info;
 mod predict;
 mod scale;
@@ -30,6 +31,9 @@ enum Command {
     Convert(convert::ConvertCommand),
     /// Min-max scale features, like svm-scale.
     Scale(scale::ScaleArgs),
+    /// Generate synthetic data: `fwsvm gen checkerboard --rows N OUT`.
+    #[command(subcommand)]
+    Gen(generate::GenCommand),
     /// Benchmarks: `fwsvm bench kernels` measures kernel-column throughput per backend.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -46,6 +50,7 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Predict(a) => predict::run(a),
         Command::Convert(c) => convert::run(c),
         Command::Scale(a) => scale::run(a),
+        Command::Gen(c) => generate::run(c),
         Command::Info(a) => info::run(a),
         Command::Check(a) => check::run(a),
         Command::Bench(c) => bench::run(c),

@@ -9,6 +9,7 @@ mod csv;
 pub mod kdd;
 mod libsvm;
 pub mod scale;
+pub mod synth;
 
 pub use compress::{Compression, open_maybe_compressed, open_with_format};
 pub use csv::read_csv;
