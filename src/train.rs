@@ -289,3 +289,121 @@ pub fn train(
     };
     Ok((model, reports))
 }
+
+/// Stratified k-fold assignment: each class's rows shuffled with `seed`, then dealt to folds
+/// in turn (the classes one after another), so every fold holds each class in proportion and
+/// the fold sizes differ by at most one. Returns the fold of each row.
+pub fn stratified_folds(labels: &[f64], k: usize, seed: u64) -> Vec<usize> {
+    let mut classes: Vec<f64> = Vec::new();
+    for &y in labels {
+        if !classes.contains(&y) {
+            classes.push(y);
+        }
+    }
+    let mut rng = crate::rng::SplitMix64::new(seed ^ 0xF01D_5EED_0000_0001);
+    let mut fold = vec![0; labels.len()];
+    let mut next = 0;
+    for c in classes {
+        let mut rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == c).collect();
+        rng.shuffle(&mut rows);
+        for i in rows {
+            fold[i] = next % k;
+            next += 1;
+        }
+    }
+    fold
+}
+
+/// Outcome of a cross-validation.
+#[derive(Debug, Clone)]
+pub struct CvReport {
+    /// Held-out rows predicted correctly.
+    pub correct: usize,
+    /// Rows.
+    pub total: usize,
+    /// Per fold: (held-out rows, correct, training reports).
+    pub folds: Vec<(usize, usize, Vec<PairReport>)>,
+}
+
+impl CvReport {
+    /// Accuracy in percent.
+    pub fn accuracy(&self) -> f64 {
+        100.0 * self.correct as f64 / self.total.max(1) as f64
+    }
+}
+
+/// Stratified `k`-fold cross-validation (seeded by `seed`): trains on k − 1 folds, predicts
+/// the held-out one, for each fold. γ auto is resolved once on all of `ds`, as LIBSVM's
+/// `svm-train -v` keeps one γ. `observers` gets the fold index in `PairInfo::index` terms of
+/// its own calls (one call per binary sub-problem of each fold).
+pub fn cross_validate(
+    ds: &Dataset,
+    params: &TrainParams,
+    k: usize,
+    seed: u64,
+    observers: &mut dyn FnMut(usize, &PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<CvReport> {
+    let m = ds.len();
+    if k < 2 || k > m {
+        return Err(Error::InvalidParam(format!(
+            "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {k}"
+        )));
+    }
+    let kernel = params.resolve_kernel(ds)?;
+    let params = TrainParams {
+        gamma: match kernel {
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } => Gamma::Value(gamma),
+            Kernel::Linear => params.gamma,
+        },
+        ..params.clone()
+    };
+    let fold = stratified_folds(&ds.labels, k, seed);
+    let mut report = CvReport {
+        correct: 0,
+        total: m,
+        folds: Vec::with_capacity(k),
+    };
+    for f in 0..k {
+        let train_rows: Vec<usize> = (0..m).filter(|&i| fold[i] != f).collect();
+        let test_rows: Vec<usize> = (0..m).filter(|&i| fold[i] == f).collect();
+        let tr = ds.subset(&train_rows);
+        let te = ds.subset(&test_rows);
+        if class_order(&tr).len() < 2 {
+            return Err(Error::InvalidParam(format!(
+                "fold {} of {k} leaves a single class to train on; use fewer folds",
+                f + 1
+            )));
+        }
+        let (model, reports) = train(&tr, &params, &mut |info| observers(f, info))?;
+        let (pred, _) =
+            params
+                .device
+                .predict(&model, &te, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
+        let correct = pred.iter().zip(&te.labels).filter(|(p, y)| p == y).count();
+        report.correct += correct;
+        report.folds.push((te.len(), correct, reports));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod cv_tests {
+    use super::stratified_folds;
+
+    #[test]
+    fn folds_are_stratified_balanced_and_seeded() {
+        // 70 of class 1, 30 of class −1, interleaved.
+        let labels: Vec<f64> = (0..100)
+            .map(|i| if i % 10 < 7 { 1.0 } else { -1.0 })
+            .collect();
+        let f = stratified_folds(&labels, 4, 3);
+        for k in 0..4 {
+            let n = f.iter().filter(|&&x| x == k).count();
+            let pos = (0..100).filter(|&i| f[i] == k && labels[i] > 0.0).count();
+            assert_eq!(n, 25, "fold {k} size");
+            assert!((17..=18).contains(&pos), "fold {k}: {pos} positives of 25");
+        }
+        assert_eq!(f, stratified_folds(&labels, 4, 3));
+        assert_ne!(f, stratified_folds(&labels, 4, 4));
+    }
+}

@@ -674,3 +674,57 @@ fn gen_checkerboard() {
         .failure()
         .stderr(predicate::str::contains("missing"));
 }
+
+/// `train -v K`: svm-train's output line, no model written, stratified folds that a seed
+/// reproduces, and usage errors for a bad K or a model/test file beside it.
+#[test]
+fn cross_validation() {
+    let dir = common::tempdir();
+    let heart = common::dataset("heart_scale.xz");
+    let Some(heart) = heart else { return };
+    let run = |extra: &[&str]| {
+        let out = fwsvm()
+            .current_dir(dir.path())
+            .args(["train", "--backend", "cpu", "-v", "5"])
+            .args(extra)
+            .arg(&heart)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(stderr.contains("fold 5/5: 54 held out"), "{stderr}");
+        let acc: f64 = stdout
+            .strip_prefix("Cross Validation Accuracy = ")
+            .and_then(|s| s.trim_end().strip_suffix('%'))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"));
+        acc
+    };
+    let a = run(&[]);
+    assert_eq!(a, run(&[]), "same seed, same folds");
+    assert!((75.0..95.0).contains(&a), "heart_scale 5-fold accuracy {a}");
+    // A multiple of 1/270: the held-out predictions of every row are counted once.
+    assert!(((a * 2.7).round() - a * 2.7).abs() < 1e-3, "{a}");
+    let _ = run(&["--seed", "9"]);
+    let _ = run(&["-a", "simplesvm"]);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "cross-validation wrote a file"
+    );
+    fwsvm()
+        .args(["train", "-v", "1"])
+        .arg(&heart)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("2 ≤ K"));
+    fwsvm()
+        .args(["train", "-v", "3", "--test"])
+        .arg(&heart)
+        .arg(&heart)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}

@@ -109,6 +109,10 @@ pub struct TrainArgs {
     /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
     #[arg(long, value_name = "CSV")]
     trace: Option<PathBuf>,
+    /// K-fold cross-validation (stratified, seeded by --seed): prints the held-out accuracy as
+    /// svm-train -v does and writes no model.
+    #[arg(short = 'v', long = "cv", value_name = "K", conflicts_with_all = ["model", "test", "trace"])]
+    cv: Option<usize>,
     #[command(flatten)]
     opts: TrainOpts,
 }
@@ -320,6 +324,56 @@ pub fn require_two_classes(ds: &Dataset, path: &std::path::Path) -> Result<Vec<f
     Ok(classes)
 }
 
+/// `fwsvm train --cv K`: the held-out accuracy, one progress line per fold.
+fn cross_validation(
+    ds: &Dataset,
+    params: &TrainParams,
+    k: usize,
+    seed: u64,
+    quiet: bool,
+) -> Result<()> {
+    let t0 = Instant::now();
+    let mut obs = |fold: usize, info: &PairInfo| -> Vec<Box<dyn Observer>> {
+        let prefix = if info.count > 1 {
+            format!(
+                "fold {}/{k}, pair {}/{}",
+                fold + 1,
+                info.index + 1,
+                info.count
+            )
+        } else {
+            format!("fold {}/{k}", fold + 1)
+        };
+        match ProgressLine::new(prefix, quiet) {
+            Some(p) => vec![Box::new(p) as Box<dyn Observer>],
+            None => Vec::new(),
+        }
+    };
+    let r = crate::train::cross_validate(ds, params, k, seed, &mut obs)?;
+    if !quiet {
+        for (f, (n, correct, reports)) in r.folds.iter().enumerate() {
+            let iters: u64 = reports.iter().map(|p| p.result.iterations).sum();
+            let svs: usize = reports.iter().map(|p| p.result.alpha.len()).sum();
+            let secs: f64 = reports.iter().map(|p| p.result.seconds).sum();
+            eprintln!(
+                "fwsvm: fold {}/{k}: {} held out, {:.2} % correct; iterations {iters}, SVs {svs}, {secs:.2}s",
+                f + 1,
+                n,
+                100.0 * *correct as f64 / (*n).max(1) as f64
+            );
+        }
+        eprintln!(
+            "fwsvm: {k}-fold cross-validation in {:.2}s (no model written)",
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "Cross Validation Accuracy = {}%",
+        crate::util::fmt_g(r.accuracy(), 6)
+    );
+    Ok(())
+}
+
 /// Runs `fwsvm train`.
 pub fn run(args: TrainArgs) -> Result<()> {
     let a = &args.opts;
@@ -357,6 +411,9 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 params.device.describe()
             }
         );
+    }
+    if let Some(k) = args.cv {
+        return cross_validation(&ds, &params, k, a.seed, a.quiet);
     }
     let multiclass = classes.len() > 2;
     let trace = match &args.trace {
