@@ -728,3 +728,68 @@ fn cross_validation() {
         .code(2)
         .stderr(predicate::str::contains("cannot be used with"));
 }
+
+/// `fwsvm grid`: one line per point, the best printed, CSV and SVG written; an existing CSV
+/// is refused without --resume, and --resume keeps its points (a torn last line dropped) and
+/// computes only the missing ones.
+#[test]
+fn grid_search_and_resume() {
+    let Some(heart) = common::dataset("heart_scale.xz") else {
+        return;
+    };
+    let dir = common::tempdir();
+    let (csv, svg) = (dir.path().join("g.csv"), dir.path().join("g.svg"));
+    let grid = |extra: &[&str]| {
+        let mut c = fwsvm();
+        c.args(["grid", "--backend", "cpu", "-v", "3", "--log2c", "-1,3,2"])
+            .args(["--log2g", "-3,-7,-2", "--out"])
+            .arg(&csv)
+            .arg("--svg")
+            .arg(&svg)
+            .args(extra)
+            .arg(&heart);
+        c
+    };
+    let out = grid(&[]).assert().success().get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.matches("/9] ").count(), 9, "{out}");
+    assert!(out.contains("Best: C = "), "{out}");
+    let full = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(full.lines().count(), 10, "{full}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("stroke=\"red\""));
+    grid(&[])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--resume"));
+    // Keep the header and four points, plus half a line (an interrupted write).
+    let lines: Vec<&str> = full.lines().collect();
+    let partial = format!("{}\n{}", lines[..5].join("\n"), &lines[5][..6]);
+    std::fs::write(&csv, partial).unwrap();
+    let out = grid(&["--resume"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(out.matches("/9] ").count(), 5, "recomputed:\n{out}");
+    let resumed = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(resumed.lines().count(), 10, "{resumed}");
+    // Same folds, same points: the same accuracies as the uninterrupted run.
+    let acc = |t: &str| {
+        let mut v: Vec<String> = t
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').take(5).collect::<Vec<_>>().join(","))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(acc(&full), acc(&resumed));
+    std::fs::write(&csv, "not,a,grid\n").unwrap();
+    grid(&["--resume"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 1"));
+}

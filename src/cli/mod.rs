@@ -5,6 +5,7 @@ mod check;
 mod common;
 mod convert;
 mod generate;
+mod grid;
 mod info;
 mod predict;
 mod scale;
@@ -37,6 +38,8 @@ enum Command {
     /// Benchmarks: `fwsvm bench kernels` measures kernel-column throughput per backend.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Cross-validated accuracy over log2 grids of C and γ (as LIBSVM's grid.py).
+    Grid(grid::GridArgs),
     /// Train on the CPU and on the GPU and compare: objectives, gradients, labels.
     Check(check::CheckArgs),
     /// List GPU adapters: name, backend, type, f64 support, binding and buffer limits.
@@ -53,6 +56,7 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Gen(c) => generate::run(c),
         Command::Info(a) => info::run(a),
         Command::Check(a) => check::run(a),
+        Command::Grid(a) => grid::run(a),
         Command::Bench(c) => bench::run(c),
     }
 }

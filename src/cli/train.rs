@@ -302,6 +302,11 @@ impl TrainOpts {
         Ok((ds, test, read_s))
     }
 
+    /// `--seed`.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// `-q`.
     pub fn quiet(&self) -> bool {
         self.quiet

@@ -1,0 +1,393 @@
+//! `fwsvm grid`: cross-validated accuracy over log2 grids of C and γ, as LIBSVM's grid.py.
+//!
+//! Every grid point is a stratified k-fold cross-validation with the same folds (`--seed`).
+//! Results are appended to a CSV as each point finishes, so an interrupted search continues
+//! with `--resume`; the best point is printed and a heat map written as SVG.
+
+use super::common::{BackendArg, ProgressLine};
+use super::train::TrainOpts;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::model::write_atomically;
+use crate::solver::Observer;
+use crate::train::{Gamma, PairInfo, TrainParams, cross_validate};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Options of `fwsvm grid`.
+#[derive(Debug, Args)]
+pub struct GridArgs {
+    /// Training data.
+    train: PathBuf,
+    /// log2 C grid: BEGIN,END,STEP (END included when on the grid).
+    #[arg(long, default_value = "-5,15,2", allow_hyphen_values = true)]
+    log2c: String,
+    /// log2 γ grid: BEGIN,END,STEP (ignored for the linear kernel).
+    #[arg(long, default_value = "3,-15,-2", allow_hyphen_values = true)]
+    log2g: String,
+    /// Folds of each cross-validation.
+    #[arg(short = 'v', long = "cv", default_value_t = 5)]
+    folds: usize,
+    /// Results CSV, appended as each point finishes [default: <TRAIN file name>.grid.csv].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Heat-map SVG [default: <TRAIN file name>.grid.svg].
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Continue a partial run: points already in the CSV are kept, not recomputed.
+    #[arg(long)]
+    resume: bool,
+    /// Compute backend (as for train).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    #[command(flatten)]
+    opts: TrainOpts,
+}
+
+/// BEGIN,END,STEP → the grid values, END included when reached (as grid.py's range_f).
+pub fn parse_range(s: &str, what: &str) -> Result<Vec<f64>> {
+    let bad = |why: &str| Error::InvalidParam(format!("{what} `{s}`: {why}"));
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|t| t.trim().parse::<f64>())
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| bad("expected BEGIN,END,STEP numbers"))?;
+    let [b, e, st] = v[..] else {
+        return Err(bad("expected three numbers BEGIN,END,STEP"));
+    };
+    if !(b.is_finite() && e.is_finite() && st.is_finite()) {
+        return Err(bad("values must be finite"));
+    }
+    if b == e {
+        return Ok(vec![b]);
+    }
+    if st == 0.0 || (e - b).signum() != st.signum() {
+        return Err(bad("STEP must be non-zero and go from BEGIN toward END"));
+    }
+    let n = ((e - b) / st + 1e-9).floor() as usize + 1;
+    if n > 1000 {
+        return Err(bad("more than 1000 grid values"));
+    }
+    Ok((0..n).map(|k| b + k as f64 * st).collect())
+}
+
+const HEADER: &str = "log2c,log2g,c,gamma,accuracy,seconds";
+
+/// One finished grid point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Point {
+    log2c: f64,
+    log2g: Option<f64>,
+    accuracy: f64,
+    seconds: f64,
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(1.0)
+}
+
+/// Reads the points of a results CSV; a torn last line (an interrupted write) is dropped.
+fn read_results(path: &Path) -> Result<Vec<Point>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let complete = match text.rfind('\n') {
+        Some(p) => &text[..=p],
+        None => "",
+    };
+    let mut lines = complete.lines().enumerate();
+    match lines.next() {
+        Some((_, h)) if h.trim() == HEADER => {}
+        _ => {
+            return Err(Error::InvalidData {
+                path: path.to_path_buf(),
+                msg: format!(
+                    "line 1: expected the header `{HEADER}`; not a `fwsvm grid` results file"
+                ),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (n, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').collect();
+        let num = |k: usize| -> Option<f64> { f.get(k)?.trim().parse().ok() };
+        let parsed = (|| {
+            Some(Point {
+                log2c: num(0)?,
+                log2g: if f.get(1)?.trim() == "-" {
+                    None
+                } else {
+                    Some(num(1)?)
+                },
+                accuracy: num(4)?,
+                seconds: num(5)?,
+            })
+        })();
+        match parsed {
+            Some(p) if f.len() == 6 => out.push(p),
+            _ => {
+                return Err(Error::InvalidData {
+                    path: path.to_path_buf(),
+                    msg: format!(
+                        "line {}: `{line}` is not log2c,log2g,c,gamma,accuracy,seconds",
+                        n + 1
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn default_path(train: &Path, ext: &str) -> PathBuf {
+    let name = train
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "train".into());
+    PathBuf::from(format!("{name}.{ext}"))
+}
+
+/// Runs `fwsvm grid`.
+pub fn run(a: GridArgs) -> Result<()> {
+    let o = &a.opts;
+    let log2c = parse_range(&a.log2c, "--log2c")?;
+    let csv = a
+        .out
+        .clone()
+        .unwrap_or_else(|| default_path(&a.train, "grid.csv"));
+    let svg = a
+        .svg
+        .clone()
+        .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
+    let mut done = Vec::new();
+    if csv.exists() {
+        if !a.resume {
+            return Err(Error::InvalidParam(format!(
+                "{} exists: pass --resume to continue that search, or another --out",
+                csv.display()
+            )));
+        }
+        done = read_results(&csv)?;
+    }
+    let (ds, test, _) = o.read(&a.train)?;
+    if test.is_some() {
+        return Err(Error::InvalidParam(
+            "--test is not used by grid (it scores by cross-validation)".into(),
+        ));
+    }
+    super::train::require_two_classes(&ds, &a.train)?;
+    let base = o.params(o.open_device(a.backend)?);
+    let linear = matches!(base.resolve_kernel(&ds)?, Kernel::Linear);
+    let log2g: Vec<Option<f64>> = if linear {
+        vec![None]
+    } else {
+        parse_range(&a.log2g, "--log2g")?
+            .into_iter()
+            .map(Some)
+            .collect()
+    };
+    if a.folds < 2 || a.folds > ds.len() {
+        return Err(Error::InvalidParam(format!(
+            "--cv needs 2 ≤ K ≤ the number of rows ({}), got {}",
+            ds.len(),
+            a.folds
+        )));
+    }
+    // Rewrite the file with its complete lines (drops a torn last line), then append.
+    write_atomically(&csv, |w| {
+        writeln!(w, "{HEADER}")?;
+        for p in &done {
+            write_point(w, p)?;
+        }
+        Ok(())
+    })?;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&csv)
+        .map_err(|e| Error::io(&csv, e))?;
+    let quiet = o.quiet();
+    let total = log2c.len() * log2g.len();
+    let t0 = Instant::now();
+    let mut k = 0;
+    for &lc in &log2c {
+        for &lg in &log2g {
+            k += 1;
+            if done
+                .iter()
+                .any(|p| same(p.log2c, lc) && p.log2g.zip(lg).is_none_or(|(x, y)| same(x, y)))
+            {
+                continue;
+            }
+            let params = TrainParams {
+                c: lc.exp2(),
+                gamma: match lg {
+                    Some(g) => Gamma::Value(g.exp2()),
+                    None => base.gamma,
+                },
+                ..base.clone()
+            };
+            let t = Instant::now();
+            let label = match lg {
+                Some(g) => format!("log2c {lc} log2g {g}"),
+                None => format!("log2c {lc}"),
+            };
+            let mut obs = |fold: usize, info: &PairInfo| -> Vec<Box<dyn Observer>> {
+                let prefix = format!(
+                    "[{k}/{total}] {label}, fold {}/{}{}",
+                    fold + 1,
+                    a.folds,
+                    if info.count > 1 {
+                        format!(", pair {}/{}", info.index + 1, info.count)
+                    } else {
+                        String::new()
+                    }
+                );
+                match ProgressLine::new(prefix, quiet) {
+                    Some(p) => vec![Box::new(p) as Box<dyn Observer>],
+                    None => Vec::new(),
+                }
+            };
+            let r = cross_validate(&ds, &params, a.folds, o.seed(), &mut obs)?;
+            let p = Point {
+                log2c: lc,
+                log2g: lg,
+                accuracy: r.accuracy(),
+                seconds: t.elapsed().as_secs_f64(),
+            };
+            write_point(&mut file, &p).map_err(|e| Error::io(&csv, e))?;
+            file.flush().map_err(|e| Error::io(&csv, e))?;
+            done.push(p);
+            let best = best_point(&done).expect("one point at least");
+            println!(
+                "[{k}/{total}] {label}: {}% ({:.1}s)   best: {} {}%",
+                crate::util::fmt_g(p.accuracy, 6),
+                p.seconds,
+                describe(&best),
+                crate::util::fmt_g(best.accuracy, 6)
+            );
+        }
+    }
+    let best = best_point(&done).expect("the grid is not empty");
+    write_svg(&svg, &a.train, &log2c, &log2g, &done, &best, a.folds)?;
+    println!(
+        "Best: C = {}, {}cross-validation accuracy = {}% ({} points, {:.1}s; results in {}, heat map in {})",
+        crate::util::fmt_g(best.log2c.exp2(), 6),
+        match best.log2g {
+            Some(g) => format!("gamma = {}, ", crate::util::fmt_g(g.exp2(), 6)),
+            None => String::new(),
+        },
+        crate::util::fmt_g(best.accuracy, 6),
+        done.len(),
+        t0.elapsed().as_secs_f64(),
+        csv.display(),
+        svg.display()
+    );
+    Ok(())
+}
+
+fn describe(p: &Point) -> String {
+    match p.log2g {
+        Some(g) => format!("log2c {} log2g {g}", p.log2c),
+        None => format!("log2c {}", p.log2c),
+    }
+}
+
+/// Highest accuracy; ties go to the smaller C, then the smaller γ (the cheaper model).
+fn best_point(points: &[Point]) -> Option<Point> {
+    points.iter().copied().reduce(|b, p| {
+        let key = |q: &Point| (q.accuracy, -q.log2c, -q.log2g.unwrap_or(0.0));
+        if key(&p) > key(&b) { p } else { b }
+    })
+}
+
+fn write_point<W: Write>(w: &mut W, p: &Point) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "{},{},{},{},{},{:.3}",
+        p.log2c,
+        p.log2g.map_or("-".to_string(), |g| g.to_string()),
+        p.log2c.exp2(),
+        p.log2g.map_or("-".to_string(), |g| g.exp2().to_string()),
+        p.accuracy,
+        p.seconds
+    )
+}
+
+fn write_svg(
+    path: &Path,
+    train: &Path,
+    log2c: &[f64],
+    log2g: &[Option<f64>],
+    done: &[Point],
+    best: &Point,
+    folds: usize,
+) -> Result<()> {
+    let find = |lc: f64, lg: Option<f64>| {
+        done.iter()
+            .find(|p| same(p.log2c, lc) && p.log2g.zip(lg).is_none_or(|(x, y)| same(x, y)))
+            .map(|p| p.accuracy)
+    };
+    let values: Vec<Vec<Option<f64>>> = log2g
+        .iter()
+        .map(|&lg| log2c.iter().map(|&lc| find(lc, lg)).collect())
+        .collect();
+    let bpos = log2g.iter().enumerate().find_map(|(r, &lg)| {
+        let c = log2c.iter().position(|&lc| same(lc, best.log2c))?;
+        (lg.zip(best.log2g).is_none_or(|(x, y)| same(x, y))).then_some((r, c))
+    });
+    let title = format!(
+        "{}: {folds}-fold cross-validation accuracy (%)",
+        train
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    let map = crate::svg::HeatMap {
+        title: &title,
+        x_name: "log2 C",
+        y_name: "log2 γ",
+        x_labels: log2c.iter().map(|v| v.to_string()).collect(),
+        y_labels: log2g
+            .iter()
+            .map(|v| v.map_or("-".to_string(), |g| g.to_string()))
+            .collect(),
+        values,
+        best: bpos,
+    };
+    let text = map.render();
+    write_atomically(path, |w| w.write_all(text.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_grid_py() {
+        assert_eq!(parse_range("-5,15,2", "c").unwrap().len(), 11);
+        assert_eq!(
+            parse_range("3,-15,-2", "g").unwrap(),
+            vec![3.0, 1.0, -1.0, -3.0, -5.0, -7.0, -9.0, -11.0, -13.0, -15.0]
+        );
+        assert_eq!(parse_range("1,4,2", "c").unwrap(), vec![1.0, 3.0]);
+        assert_eq!(parse_range("2,2,1", "c").unwrap(), vec![2.0]);
+        for bad in ["1,2", "1,5,-1", "1,5,0", "a,b,c", "0,1e9,1"] {
+            assert!(parse_range(bad, "--log2c").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn best_prefers_accuracy_then_smaller_c() {
+        let p = |c: f64, acc: f64| Point {
+            log2c: c,
+            log2g: Some(0.0),
+            accuracy: acc,
+            seconds: 0.0,
+        };
+        let b = best_point(&[p(3.0, 80.0), p(1.0, 80.0), p(5.0, 79.0)]).unwrap();
+        assert_eq!(b.log2c, 1.0);
+    }
+}
