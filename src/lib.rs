@@ -37,6 +37,7 @@ pub mod model;
 pub mod problem;
 pub mod rng;
 pub mod solver;
+pub mod stats;
 pub mod svg;
 pub mod train;
 pub mod util;
