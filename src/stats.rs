@@ -112,7 +112,12 @@ pub fn wilcoxon(a: &[f64], b: &[f64]) -> Wilcoxon {
     }
     let abs: Vec<f64> = d.iter().map(|v| v.abs()).collect();
     let r = ranks(&abs);
-    let w_plus: f64 = r.iter().zip(&d).filter(|(_, v)| **v > 0.0).map(|(r, _)| r).sum();
+    let w_plus: f64 = r
+        .iter()
+        .zip(&d)
+        .filter(|(_, v)| **v > 0.0)
+        .map(|(r, _)| r)
+        .sum();
     let total: f64 = r.iter().sum();
     // Doubled ranks are integers (average ranks are multiples of ½): count sign assignments
     // by their doubled positive-rank sum.

@@ -793,3 +793,120 @@ fn grid_search_and_resume() {
         .code(2)
         .stderr(predicate::str::contains("line 1"));
 }
+
+/// `fwsvm bench` (the matrix): Table-2 layout, CSV, plots and, with three datasets, the
+/// Friedman and Wilcoxon sections; the same from a TOML file; usage errors.
+#[test]
+fn bench_matrix_from_flags_and_toml() {
+    let Some(heart) = common::dataset("heart_scale.xz") else {
+        return;
+    };
+    let dir = common::tempdir();
+    let p = |n: &str| dir.path().join(n);
+    for (name, rows, seed) in [("cb1", "600", "1"), ("cb2", "600", "2")] {
+        fwsvm()
+            .args(["gen", "checkerboard", "--rows", rows, "--seed", seed])
+            .arg(p(name))
+            .assert()
+            .success();
+    }
+    let datasets = format!(
+        "{},{}@100,{}:{}@10",
+        heart.display(),
+        p("cb1").display(),
+        p("cb2").display(),
+        p("cb1").display()
+    );
+    let out = fwsvm()
+        .args([
+            "bench",
+            "-q",
+            "--threads",
+            "1",
+            "-a",
+            "fw,swap2",
+            "-e",
+            "1e-3,1e-4",
+        ])
+        .args(["--datasets", &datasets, "--out"])
+        .arg(p("out"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8(out).unwrap();
+    assert_eq!(md, std::fs::read_to_string(p("out/table.md")).unwrap());
+    for needle in [
+        "## cpu, ε = 1e-3",
+        "## cpu, ε = 1e-4",
+        "| heart_scale | swap2 |",
+        "| cb2 | fw |",
+        "Friedman test on seconds",
+        "Iman–Davenport",
+        "| fw vs swap2 |",
+        "Wilcoxon signed-rank tests on test accuracy",
+    ] {
+        assert!(md.contains(needle), "no `{needle}` in\n{md}");
+    }
+    let csv = std::fs::read_to_string(p("out/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * 2 * 2, "{csv}");
+    let svgs: Vec<String> = std::fs::read_dir(p("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    assert_eq!(
+        svgs.iter().filter(|n| n.starts_with("gap_")).count(),
+        6,
+        "{svgs:?}"
+    );
+    assert_eq!(
+        svgs.iter().filter(|n| n.starts_with("speedup_")).count(),
+        2,
+        "{svgs:?}"
+    );
+
+    std::fs::write(
+        p("m.toml"),
+        format!(
+            "algorithms = [\"fw\", \"partan\"]\neps = [1e-3]\nrepeats = 2\n\n[[dataset]]\ntrain = \"{}\"\n\n[[dataset]]\nname = \"board\"\ntrain = \"cb1\"\ntest = \"cb2\"\nc = 100\ngamma = 2.0\n",
+            heart.display()
+        ),
+    )
+    .unwrap();
+    fwsvm()
+        .args(["bench", "-q", "--threads", "1", "--config"])
+        .arg(p("m.toml"))
+        .arg("--out")
+        .arg(p("out2"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| board | partan |"))
+        .stdout(predicate::str::contains("need three datasets"));
+    let csv = std::fs::read_to_string(p("out2/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 2 * 2, "{csv}");
+
+    fwsvm()
+        .args(["bench", "-a", "fw"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no datasets"));
+    fwsvm()
+        .args(["bench", "-a", "fw,nope", "--datasets"])
+        .arg(&heart)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown algorithm `nope`"));
+    std::fs::write(
+        p("bad.toml"),
+        "algoritms = [\"fw\"]\n[[dataset]]\ntrain = \"x\"\n",
+    )
+    .unwrap();
+    fwsvm()
+        .args(["bench", "--config"])
+        .arg(p("bad.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.toml"));
+}

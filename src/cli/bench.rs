@@ -12,6 +12,16 @@ use crate::problem::Problem;
 use clap::{Args, Subcommand, ValueEnum};
 use std::time::Duration;
 
+/// `fwsvm bench`: the algorithm matrix (flags or --config), or a subcommand.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    matrix: super::matrix::MatrixArgs,
+}
+
 /// Benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -84,9 +94,10 @@ pub struct KernelsArgs {
 }
 
 /// Runs `fwsvm bench …`.
-pub fn run(c: BenchCommand) -> Result<()> {
-    match c {
-        BenchCommand::Kernels(a) => kernels(a),
+pub fn run(a: BenchArgs) -> Result<()> {
+    match a.command {
+        Some(BenchCommand::Kernels(k)) => kernels(k),
+        None => super::matrix::run(a.matrix),
     }
 }
 

@@ -7,6 +7,7 @@ mod convert;
 mod generate;
 mod grid;
 mod info;
+mod matrix;
 mod predict;
 mod scale;
 mod train;
@@ -35,9 +36,9 @@ enum Command {
     /// Generate synthetic data: `fwsvm gen checkerboard --rows N OUT`.
     #[command(subcommand)]
     Gen(generate::GenCommand),
-    /// Benchmarks: `fwsvm bench kernels` measures kernel-column throughput per backend.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
+    /// Benchmarks: the algorithm matrix (`fwsvm bench -a fw,partan --datasets A,B,C`) with
+    /// tables, plots and significance tests; `fwsvm bench kernels` for kernel throughput.
+    Bench(bench::BenchArgs),
     /// Cross-validated accuracy over log2 grids of C and γ (as LIBSVM's grid.py).
     Grid(grid::GridArgs),
     /// Train on the CPU and on the GPU and compare: objectives, gradients, labels.

@@ -62,7 +62,7 @@ pub(super) enum PrecisionArg {
     F64,
 }
 
-fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
+pub(super) fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
     if s.eq_ignore_ascii_case("auto") {
         return Ok(Gamma::Auto);
     }
