@@ -165,6 +165,8 @@ pub struct LineChart<'a> {
     pub y_name: &'a str,
     /// (name, points); points with y ≤ 0 are left out (log axis).
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// A log10 x axis too (points with x ≤ 0 left out).
+    pub log_x: bool,
 }
 
 fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
@@ -196,9 +198,24 @@ impl LineChart<'_> {
             .series
             .iter()
             .flat_map(|(_, p)| p.iter().copied())
-            .filter(|&(x, y)| x.is_finite() && y > 0.0 && y.is_finite())
+            .filter(|&(x, y)| x.is_finite() && y > 0.0 && y.is_finite() && (!self.log_x || x > 0.0))
             .collect();
         let x_hi = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-9);
+        let (lx_lo, lx_hi) = if self.log_x && !pts.is_empty() {
+            let lo = pts
+                .iter()
+                .map(|p| p.0.log10())
+                .fold(f64::INFINITY, f64::min)
+                .floor();
+            let hi = pts
+                .iter()
+                .map(|p| p.0.log10())
+                .fold(f64::NEG_INFINITY, f64::max)
+                .ceil();
+            (lo, hi.max(lo + 1.0))
+        } else {
+            (0.0, 1.0)
+        };
         let y_lo = pts
             .iter()
             .map(|p| p.1.log10())
@@ -212,7 +229,14 @@ impl LineChart<'_> {
         } else {
             (0.0, 1.0)
         };
-        let px = |x: f64| l + (w - l - r) * x / x_hi;
+        let log_x = self.log_x;
+        let px = |x: f64| {
+            if log_x {
+                l + (w - l - r) * (x.log10() - lx_lo) / (lx_hi - lx_lo)
+            } else {
+                l + (w - l - r) * x / x_hi
+            }
+        };
         let py = |y: f64| t + (h - t - b) * (1.0 - (y.log10() - y_lo) / (y_hi - y_lo));
         let mut s = String::new();
         let _ = writeln!(
@@ -241,7 +265,14 @@ impl LineChart<'_> {
                 y + 4.0
             );
         }
-        for x in nice_ticks(0.0, x_hi) {
+        let xt: Vec<f64> = if log_x {
+            (lx_lo as i32..=lx_hi as i32)
+                .map(|e| 10f64.powi(e))
+                .collect()
+        } else {
+            nice_ticks(0.0, x_hi)
+        };
+        for x in xt {
             let xp = px(x);
             let _ = writeln!(
                 s,
@@ -256,7 +287,7 @@ impl LineChart<'_> {
             let col = PALETTE[k % PALETTE.len()];
             let path: Vec<String> = p
                 .iter()
-                .filter(|&&(x, y)| x.is_finite() && y > 0.0 && y.is_finite())
+                .filter(|&&(x, y)| x.is_finite() && y > 0.0 && y.is_finite() && (!log_x || x > 0.0))
                 .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
                 .collect();
             if !path.is_empty() {
@@ -441,6 +472,7 @@ mod tests {
                 ("fw".into(), vec![(0.0, 1.0), (1.0, 1e-3), (2.0, 0.0)]),
                 ("partan".into(), vec![(0.0, 1.0), (0.5, 1e-5)]),
             ],
+            log_x: false,
         }
         .render();
         assert_eq!(c.matches("<polyline").count(), 2);

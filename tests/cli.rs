@@ -910,3 +910,38 @@ fn bench_matrix_from_flags_and_toml() {
         .code(2)
         .stderr(predicate::str::contains("bad.toml"));
 }
+
+/// `fwsvm bench scale`: one row per m, the fitted exponent, CSV and log-log SVG written; a bad
+/// row count is a usage error.
+#[test]
+fn bench_scale() {
+    let dir = common::tempdir();
+    fwsvm()
+        .args([
+            "bench",
+            "scale",
+            "-q",
+            "--backend",
+            "cpu",
+            "--rows",
+            "2e3,4000",
+            "--test-rows",
+            "500",
+            "--out",
+        ])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| 2000 |"))
+        .stdout(predicate::str::contains("| 4000 |"))
+        .stdout(predicate::str::contains("seconds ∝ m^"));
+    let csv = std::fs::read_to_string(dir.path().join("scale.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let svg = std::fs::read_to_string(dir.path().join("scale.svg")).unwrap();
+    assert!(svg.contains("<polyline"), "{svg}");
+    fwsvm()
+        .args(["bench", "scale", "--rows", "1.5"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`1.5`"));
+}

@@ -28,6 +28,9 @@ pub enum BenchCommand {
     /// Kernel-column pass (GB/s, kernel evaluations/s, fraction of the memory bandwidth) and
     /// per-iteration round trip, per backend, on synthetic data.
     Kernels(KernelsArgs),
+    /// Training time against rows on the seeded checkerboard: table, CSV, log-log plot and
+    /// the fitted exponent.
+    Scale(super::scale_bench::ScaleBenchArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,6 +100,7 @@ pub struct KernelsArgs {
 pub fn run(a: BenchArgs) -> Result<()> {
     match a.command {
         Some(BenchCommand::Kernels(k)) => kernels(k),
+        Some(BenchCommand::Scale(s)) => super::scale_bench::run(s),
         None => super::matrix::run(a.matrix),
     }
 }

@@ -720,6 +720,7 @@ fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()>
                     x_name: "seconds",
                     y_name: "duality gap",
                     series,
+                    log_x: false,
                 }
                 .render();
                 let file = out.join(format!("gap_{ds}_{b}_{eps:e}.svg"));

@@ -10,6 +10,7 @@ mod info;
 mod matrix;
 mod predict;
 mod scale;
+mod scale_bench;
 mod train;
 
 use clap::{Parser, Subcommand};

@@ -28,9 +28,44 @@ pub fn write_checkerboard<W: Write>(w: &mut W, rows: u64, board: u32, seed: u64)
     Ok(())
 }
 
+/// `rows` checkerboard points in memory (dense, 2 features): the rows
+/// [`write_checkerboard`] writes with the same arguments.
+pub fn checkerboard(rows: usize, board: u32, seed: u64) -> crate::data::Dataset {
+    let mut r = SplitMix64::new(seed ^ 0xC4EC_8B0A_12D5_0001);
+    let mut values = Vec::with_capacity(2 * rows);
+    let mut labels = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let (label, x, y) = checkerboard_point(&mut r, board);
+        values.push(x);
+        values.push(y);
+        labels.push(label as f64);
+    }
+    let indptr = (0..=rows).map(|i| 2 * i).collect();
+    let indices = (0..rows).flat_map(|_| [0u32, 1]).collect();
+    crate::data::Dataset::from_csr(2, indptr, indices, values, labels)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_memory_rows_equal_the_written_file() {
+        let ds = checkerboard(50, 4, 3);
+        let mut text = Vec::new();
+        write_checkerboard(&mut text, 50, 4, 3).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let x: f32 = f[1][2..].parse().unwrap();
+            let y: f32 = f[2][2..].parse().unwrap();
+            assert_eq!(ds.labels[i], if f[0] == "+1" { 1.0 } else { -1.0 });
+            match ds.row(i) {
+                crate::data::Row::Dense(v) => assert_eq!(v, &[x, y][..], "row {i}"),
+                other => panic!("row {i} is not dense: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn labels_follow_the_board_and_the_seed() {

@@ -1,0 +1,269 @@
+//! `fwsvm bench scale`: training time against the number of rows on the CVM papers'
+//! checkerboard (seeded, generated in memory), at a fixed ε: a table, a CSV, a log-log plot
+//! and the least-squares exponent b of seconds ∝ m^b.
+
+use super::common::{BackendArg, ProgressLine, open_device, set_threads};
+use crate::backend::cpu::{CpuConfig, Precision};
+use crate::data::synth::checkerboard;
+use crate::error::{Error, Result};
+use crate::model::write_atomically;
+use crate::solver::simple_svm::{LinearSolver, Violator};
+use crate::solver::{Algorithm, Observer, SolverParams};
+use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
+use clap::Args;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Options of `fwsvm bench scale`.
+#[derive(Debug, Args)]
+pub struct ScaleBenchArgs {
+    /// Training rows m, comma-separated (1e5 style accepted).
+    #[arg(long, value_delimiter = ',', default_value = "1e4,3e4,1e5,3e5,1e6")]
+    rows: Vec<String>,
+    /// Algorithm.
+    #[arg(short = 'a', long, default_value = "partan")]
+    algorithm: String,
+    /// ε.
+    #[arg(short = 'e', long, default_value_t = 1e-4)]
+    eps: f64,
+    /// C.
+    #[arg(short = 'c', long, default_value_t = 100.0)]
+    cost: f64,
+    /// RBF γ.
+    #[arg(short = 'g', long, default_value_t = 2.0)]
+    gamma: f64,
+    /// Squares per side of the board.
+    #[arg(long, default_value_t = 4)]
+    board: u32,
+    /// Test rows (another seed).
+    #[arg(long, default_value_t = 20_000)]
+    test_rows: usize,
+    /// Seed of the training rows (the test rows use seed + 1).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Randomized iterations (as train's --sample).
+    #[arg(long, default_value_t = 0)]
+    sample: usize,
+    /// Stop each run after this many seconds (the row says so).
+    #[arg(long)]
+    time_limit: Option<f64>,
+    /// Compute backend.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// GPU adapter: an index or part of a name.
+    #[arg(long, value_name = "INDEX|NAME")]
+    device: Option<String>,
+    /// Kernel-column cache in MiB.
+    #[arg(long, default_value_t = 1024)]
+    cache_mb: usize,
+    /// Worker threads (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Output directory (scale.md, scale.csv, scale.svg).
+    #[arg(long, default_value = "bench-scale")]
+    out: PathBuf,
+    /// No progress lines.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+/// Least-squares slope and intercept of y on x.
+pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if pts.len() < 2 {
+        return None;
+    }
+    let n = pts.len() as f64;
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = sxy / sxx;
+    Some((b, my - b * mx))
+}
+
+/// Runs `fwsvm bench scale`.
+pub fn run(a: ScaleBenchArgs) -> Result<()> {
+    set_threads(a.threads);
+    let rows: Vec<usize> = a
+        .rows
+        .iter()
+        .map(|s| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| *v >= 2.0 && v.fract() == 0.0 && *v <= 1e9)
+                .map(|v| v as usize)
+                .ok_or_else(|| Error::InvalidParam(format!("--rows: `{s}` is not a row count ≥ 2")))
+        })
+        .collect::<Result<_>>()?;
+    let alg = Algorithm::from_str(&a.algorithm)
+        .map_err(|_| Error::InvalidParam(format!("unknown algorithm `{}`", a.algorithm)))?;
+    let device = open_device(
+        a.backend,
+        a.device.as_deref(),
+        Precision::F32,
+        false,
+        a.cache_mb << 20,
+        a.quiet,
+    )?;
+    std::fs::create_dir_all(&a.out).map_err(|e| Error::io(&a.out, e))?;
+    let test = checkerboard(a.test_rows.max(1), a.board, a.seed + 1);
+    let params = |seed| TrainParams {
+        kernel: KernelKind::Rbf,
+        gamma: Gamma::Value(a.gamma),
+        coef0: 0.0,
+        degree: 3,
+        c: a.cost,
+        solver: SolverParams {
+            algorithm: alg,
+            eps: a.eps,
+            time_limit: a.time_limit.map(Duration::from_secs_f64),
+            seed,
+            ..SolverParams::default()
+        },
+        cpu: CpuConfig {
+            cache_bytes: a.cache_mb << 20,
+            precision: Precision::F32,
+        },
+        device: device.clone(),
+        sample: a.sample,
+        violator: Violator::Greedy,
+        linear_solver: LinearSolver::Cholesky,
+    };
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# fwsvm bench scale\n\n{alg}, checkerboard {0}×{0}, RBF γ = {1}, C = {2}, ε = {3:e}{4}, {5}; test: {6} rows (seed {7}). Seconds = solver time (initialisation + iterations).\n\n| m | seconds | iterations | SVs | certified gap | test acc. % | stop |\n|---|---|---|---|---|---|---|",
+        a.board,
+        a.gamma,
+        a.cost,
+        a.eps,
+        if a.sample > 0 {
+            format!(", --sample {}", a.sample)
+        } else {
+            String::new()
+        },
+        device.describe(),
+        test.len(),
+        a.seed + 1
+    );
+    let mut csv =
+        String::from("m,seconds,certify_seconds,iterations,svs,certified_gap,accuracy,stop\n");
+    let mut pts = Vec::new();
+    for (k, &m) in rows.iter().enumerate() {
+        let ds = checkerboard(m, a.board, a.seed);
+        if crate::train::class_order(&ds).len() < 2 {
+            return Err(Error::InvalidParam(format!(
+                "{m} rows hold a single class; use more rows"
+            )));
+        }
+        let label = format!("[{}/{}] m = {m}", k + 1, rows.len());
+        let quiet = a.quiet;
+        let mut obs = move |_: &PairInfo| -> Vec<Box<dyn Observer>> {
+            ProgressLine::new(label.clone(), quiet)
+                .map(|p| vec![Box::new(p) as Box<dyn Observer>])
+                .unwrap_or_default()
+        };
+        let (model, reports) = train(&ds, &params(a.seed), &mut obs)?;
+        let r = &reports[0].result;
+        let (pred, _) =
+            device.predict(&model, &test, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
+        let acc = 100.0
+            * pred
+                .iter()
+                .zip(&test.labels)
+                .filter(|(p, y)| p == y)
+                .count() as f64
+            / test.len() as f64;
+        let converged = r.stop == crate::solver::StopReason::Converged;
+        if converged && r.seconds > 0.0 {
+            pts.push(((m as f64).log10(), r.seconds.log10()));
+        }
+        let _ = writeln!(
+            md,
+            "| {m} | {:.2} | {} | {} | {:.2e} | {:.2} | {} |",
+            r.seconds,
+            r.iterations,
+            r.alpha.len(),
+            r.certified_gap.unwrap_or(r.gap),
+            acc,
+            if converged {
+                "converged".to_string()
+            } else {
+                r.stop.to_string()
+            }
+        );
+        let _ = writeln!(
+            csv,
+            "{m},{:.4},{:.4},{},{},{:.4e},{:.4},\"{}\"",
+            r.seconds,
+            r.certify_seconds,
+            r.iterations,
+            r.alpha.len(),
+            r.certified_gap.unwrap_or(r.gap),
+            acc,
+            r.stop
+        );
+        write_atomically(&a.out.join("scale.csv"), |w| w.write_all(csv.as_bytes()))?;
+        if !a.quiet {
+            eprintln!(
+                "fwsvm: m = {m}: {:.2}s, {} iterations, {} SVs, {:.2} %",
+                r.seconds,
+                r.iterations,
+                r.alpha.len(),
+                acc
+            );
+        }
+    }
+    match fit_line(&pts) {
+        Some((b, _)) => {
+            let _ = writeln!(
+                md,
+                "\nLeast-squares fit over the {} converged runs: seconds ∝ m^{b:.2}.",
+                pts.len()
+            );
+        }
+        None => {
+            let _ = writeln!(md, "\n(Fewer than two converged runs: no exponent fitted.)");
+        }
+    }
+    let svg = crate::svg::LineChart {
+        title: &format!("{alg} on the checkerboard: training seconds vs rows"),
+        x_name: "rows m",
+        y_name: "seconds",
+        series: vec![(
+            alg.to_string(),
+            pts.iter()
+                .map(|&(x, y)| (10f64.powf(x), 10f64.powf(y)))
+                .collect(),
+        )],
+        log_x: true,
+    }
+    .render();
+    write_atomically(&a.out.join("scale.svg"), |w| w.write_all(svg.as_bytes()))?;
+    write_atomically(&a.out.join("scale.md"), |w| w.write_all(md.as_bytes()))?;
+    print!("{md}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fit_line_recovers_a_power_law() {
+        let pts: Vec<(f64, f64)> = [1e4f64, 1e5, 1e6]
+            .iter()
+            .map(|m| (m.log10(), (3e-7 * m.powf(1.3)).log10()))
+            .collect();
+        let (b, c) = super::fit_line(&pts).unwrap();
+        assert!((b - 1.3).abs() < 1e-12 && (c - 3e-7f64.log10()).abs() < 1e-12);
+        assert!(super::fit_line(&pts[..1]).is_none());
+    }
+}
