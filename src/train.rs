@@ -214,6 +214,7 @@ pub fn train(
                 .iter_mut()
                 .map(|o| o.as_mut() as &mut dyn Observer)
                 .collect();
+            let pair_device;
             let result = {
                 let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
                     Box::new(crate::backend::sampled::Sampled::with_engine(
@@ -227,8 +228,12 @@ pub fn train(
                         },
                         params.device.blocks(&prob)?,
                     ))
-                } else {
+                } else if k == 2 {
                     params.device.backend(&prob, params.cpu)?
+                } else {
+                    // Shared device data: this pair's rows of it.
+                    pair_device = params.device.restrict(&rows);
+                    pair_device.backend(&prob, params.cpu)?
                 };
                 if alg == Algorithm::SimpleSvm {
                     let sp = SimpleParams {
@@ -334,7 +339,9 @@ impl CvReport {
 
 /// Stratified `k`-fold cross-validation (seeded by `seed`): trains on k − 1 folds, predicts
 /// the held-out one, for each fold. γ auto is resolved once on all of `ds`, as LIBSVM's
-/// `svm-train -v` keeps one γ. `observers` gets the fold index in `PairInfo::index` terms of
+/// `svm-train -v` keeps one γ. On a GPU, `ds` is uploaded once ([`Device::share`]; pass a
+/// device shared already, as `fwsvm grid` does, to reuse one upload across calls) and every
+/// fold binds its rows of it. `observers` gets the fold index in `PairInfo::index` terms of
 /// its own calls (one call per binary sub-problem of each fold).
 pub fn cross_validate(
     ds: &Dataset,
@@ -358,6 +365,7 @@ pub fn cross_validate(
         ..params.clone()
     };
     let fold = stratified_folds(&ds.labels, k, seed);
+    let shared = params.device.share_once(ds)?;
     let mut report = CvReport {
         correct: 0,
         total: m,
@@ -374,11 +382,17 @@ pub fn cross_validate(
                 f + 1
             )));
         }
-        let (model, reports) = train(&tr, &params, &mut |info| observers(f, info))?;
-        let (pred, _) =
-            params
-                .device
-                .predict(&model, &te, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
+        let fold_params = TrainParams {
+            device: shared.restrict(&train_rows),
+            ..params.clone()
+        };
+        let (model, reports) = train(&tr, &fold_params, &mut |info| observers(f, info))?;
+        let (pred, _) = shared.restrict(&test_rows).predict(
+            &model,
+            &te,
+            crate::backend::GPU_PREDICT_MIN_WORK,
+            None,
+        )?;
         let correct = pred.iter().zip(&te.labels).filter(|(p, y)| p == y).count();
         report.correct += correct;
         report.folds.push((te.len(), correct, reports));

@@ -410,6 +410,7 @@ fn ijcnn1_labels_agree_across_backends() {
         ctx: Arc::new(own),
         cfg: GpuConfig::default(),
         fallback: false,
+        shared: None,
     };
     let (m_gpu, rep) = train(&train_ds, &params, &mut |_| Vec::new()).unwrap();
     assert_eq!(rep[0].result.stop, StopReason::Converged);
@@ -504,7 +505,8 @@ fn gpu_prediction_matches_the_cpu() {
                     max_chunk_bytes: Some(512),
                 };
                 let (labels, dec) =
-                    fwsvm::backend::gpu::predict::predict(&model, test, ctx, cfg).expect("gpu");
+                    fwsvm::backend::gpu::predict::predict(&model, test, ctx, cfg, None)
+                        .expect("gpu");
                 assert_eq!(dec.len(), test.len());
                 let scale = cpu_dec
                     .iter()
@@ -806,4 +808,95 @@ fn sampled_iterations_match_the_cpu() {
             }
         }
     }
+}
+
+/// Data uploaded once and bound as a view (a fold's rows, a pair's rows, composed) give the
+/// very runs a separate upload gives: the same iterations and objective bit for bit, dense and
+/// CSR, split across chunks; one-versus-one training on a shared device writes the same model.
+#[test]
+fn shared_data_views_match_separate_uploads() {
+    use fwsvm::backend::gpu::GpuData;
+    use fwsvm::train::{TrainParams, train};
+    let Some(ctx) = context() else { return };
+    let t = std::time::Instant::now();
+    for sparse in [false, true] {
+        let ds = random_dataset(240, 6, sparse, 61);
+        let rows: Vec<usize> = (0..ds.len()).filter(|i| i % 3 != 1).collect();
+        let sub = ds.subset(&rows);
+        let prob = Problem::new(&sub, sub.labels.clone(), Kernel::Rbf { gamma: 0.7 }, 3.0).unwrap();
+        let chunk = Some(2048u64);
+        let data = Arc::new(GpuData::upload(&ds, ctx, chunk).unwrap());
+        let cfg = GpuConfig {
+            cache_bytes: 1 << 20,
+            precision: Precision::F32,
+            max_chunk_bytes: chunk,
+        };
+        for alg in [Algorithm::Partan, Algorithm::Swap2] {
+            let params = SolverParams {
+                algorithm: alg,
+                eps: 1e-4,
+                ..Default::default()
+            };
+            let mut own = GpuBackend::new(&prob, ctx, cfg).unwrap();
+            let a = solve(&prob, &mut own, &params, &mut []).unwrap();
+            let mut view =
+                GpuBackend::with_data(&prob, ctx, cfg, Some((&data, Some(&rows)))).unwrap();
+            // The view uploads a row map, not the rows.
+            assert!(view.memory_plan().data_bytes < own.memory_plan().data_bytes);
+            let b = solve(&prob, &mut view, &params, &mut []).unwrap();
+            assert_eq!(a.iterations, b.iterations, "sparse {sparse} {alg}");
+            assert_eq!(a.f.to_bits(), b.f.to_bits(), "sparse {sparse} {alg}");
+        }
+        // A view whose rows are not ascending is refused.
+        let bad: Vec<usize> = rows.iter().rev().copied().collect();
+        assert!(GpuBackend::with_data(&prob, ctx, cfg, Some((&data, Some(&bad)))).is_err());
+    }
+    eprintln!("views: {:.1}s", t.elapsed().as_secs_f64());
+    // One-versus-one on three classes: every pair binds its rows of the shared upload.
+    let t = std::time::Instant::now();
+    let mut ds = random_dataset(240, 4, false, 67);
+    for (i, y) in ds.labels.iter_mut().enumerate() {
+        *y = (i % 3) as f64;
+    }
+    let own = GpuContext::open(&DeviceSelector::Name(ctx.adapter.name.clone()))
+        .unwrap()
+        .unwrap();
+    let device = Device::Gpu {
+        ctx: Arc::new(own),
+        cfg: GpuConfig::default(),
+        fallback: false,
+        shared: None,
+    };
+    let mut params = TrainParams {
+        c: 1.0,
+        device: device.clone(),
+        ..TrainParams::default()
+    };
+    params.solver.eps = 1e-3;
+    let (m1, _) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    let shared = TrainParams {
+        device: device.share(&ds).unwrap(),
+        ..params.clone()
+    };
+    assert!(shared.device.is_shared());
+    let (m2, _) = train(&ds, &shared, &mut |_| Vec::new()).unwrap();
+    assert_eq!(m1.sv_coef, m2.sv_coef);
+    assert_eq!(m1.rho, m2.rho);
+    // Cross-validation on the GPU (data shared) against the CPU's.
+    let cpu = TrainParams {
+        device: Device::Cpu,
+        ..params.clone()
+    };
+    let g = fwsvm::train::cross_validate(&ds, &shared, 4, 5, &mut |_, _| Vec::new()).unwrap();
+    let c = fwsvm::train::cross_validate(&ds, &cpu, 4, 5, &mut |_, _| Vec::new()).unwrap();
+    eprintln!(
+        "one-versus-one and cross-validation: {:.1}s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(
+        (g.accuracy() - c.accuracy()).abs() <= 1.0,
+        "gpu {} vs cpu {}",
+        g.accuracy(),
+        c.accuracy()
+    );
 }

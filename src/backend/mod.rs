@@ -293,7 +293,101 @@ pub enum Device {
         cfg: gpu::GpuConfig,
         /// Fall back to the CPU when the problem does not fit.
         fallback: bool,
+        /// Data already on the device (see [`Device::share`]): backends bind it instead of
+        /// uploading their problem's rows.
+        shared: Option<SharedRows>,
     },
+}
+
+/// A dataset uploaded once ([`Device::share`]) and the rows of it the current data are
+/// ([`Device::restrict`]).
+#[cfg(feature = "gpu")]
+#[derive(Debug, Clone)]
+pub struct SharedRows {
+    /// The uploaded dataset.
+    pub data: std::sync::Arc<gpu::GpuData>,
+    /// The rows of `data` that the current dataset holds, ascending (None: all of them).
+    pub rows: Option<std::sync::Arc<Vec<usize>>>,
+}
+
+impl Device {
+    /// This device with `ds` uploaded once: backends on `ds` — or, after
+    /// [`Device::restrict`], on subsets of its rows (cross-validation folds, one-versus-one
+    /// pairs) — bind the uploaded rows instead of uploading their own. The CPU is unchanged.
+    /// With `fallback` (`--backend auto`) data the device cannot hold leave it unshared.
+    pub fn share(&self, ds: &crate::data::Dataset) -> Result<Device> {
+        match self {
+            Device::Cpu => Ok(Device::Cpu),
+            #[cfg(feature = "gpu")]
+            Device::Gpu {
+                ctx, cfg, fallback, ..
+            } => match gpu::GpuData::upload(ds, ctx, cfg.max_chunk_bytes) {
+                Ok(data) => Ok(Device::Gpu {
+                    ctx: ctx.clone(),
+                    cfg: *cfg,
+                    fallback: *fallback,
+                    shared: Some(SharedRows {
+                        data: std::sync::Arc::new(data),
+                        rows: None,
+                    }),
+                }),
+                Err(crate::Error::Backend(msg)) if *fallback => {
+                    eprintln!("fwsvm: {msg}; each training uploads its own data instead");
+                    Ok(self.clone())
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// [`Device::share`] unless the device already shares a dataset (then itself).
+    pub fn share_once(&self, ds: &crate::data::Dataset) -> Result<Device> {
+        match self {
+            #[cfg(feature = "gpu")]
+            Device::Gpu {
+                shared: Some(_), ..
+            } => Ok(self.clone()),
+            _ => self.share(ds),
+        }
+    }
+
+    /// True when backends on this device bind data uploaded once.
+    pub fn is_shared(&self) -> bool {
+        match self {
+            #[cfg(feature = "gpu")]
+            Device::Gpu { shared, .. } => shared.is_some(),
+            _ => false,
+        }
+    }
+
+    /// This device for the dataset made of rows `rows` (ascending) of the current one
+    /// (`Dataset::subset(rows)`): a shared upload is kept, its row map composed.
+    pub fn restrict(&self, rows: &[usize]) -> Device {
+        match self {
+            #[cfg(feature = "gpu")]
+            Device::Gpu {
+                ctx,
+                cfg,
+                fallback,
+                shared: Some(sh),
+            } => {
+                let composed: Vec<usize> = match &sh.rows {
+                    Some(old) => rows.iter().map(|&r| old[r]).collect(),
+                    None => rows.to_vec(),
+                };
+                Device::Gpu {
+                    ctx: ctx.clone(),
+                    cfg: *cfg,
+                    fallback: *fallback,
+                    shared: Some(SharedRows {
+                        data: sh.data.clone(),
+                        rows: Some(std::sync::Arc::new(composed)),
+                    }),
+                }
+            }
+            _ => self.clone(),
+        }
+    }
 }
 
 impl Device {
@@ -317,7 +411,19 @@ impl Device {
         match self {
             Device::Cpu => Ok(cpu::cpu_backend(prob, cpu)),
             #[cfg(feature = "gpu")]
-            Device::Gpu { ctx, cfg, fallback } => match gpu::GpuBackend::new(prob, ctx, *cfg) {
+            Device::Gpu {
+                ctx,
+                cfg,
+                fallback,
+                shared,
+            } => match gpu::GpuBackend::with_data(
+                prob,
+                ctx,
+                *cfg,
+                shared
+                    .as_ref()
+                    .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice()))),
+            ) {
                 Ok(b) => Ok(Box::new(b)),
                 Err(crate::Error::Backend(msg)) if *fallback => {
                     eprintln!("fwsvm: {msg}; training on the CPU instead");
@@ -339,16 +445,16 @@ impl Device {
         match self {
             Device::Cpu => Ok(Box::new(sampled::CpuBlocks::new(prob))),
             #[cfg(feature = "gpu")]
-            Device::Gpu { ctx, cfg, fallback } => {
-                match gpu::block::GpuBlocks::new(prob, ctx, *cfg) {
-                    Ok(b) => Ok(Box::new(b)),
-                    Err(crate::Error::Backend(msg)) if *fallback => {
-                        eprintln!("fwsvm: {msg}; computing the sampled blocks on the CPU instead");
-                        Ok(Box::new(sampled::CpuBlocks::new(prob)))
-                    }
-                    Err(e) => Err(e),
+            Device::Gpu {
+                ctx, cfg, fallback, ..
+            } => match gpu::block::GpuBlocks::new(prob, ctx, *cfg) {
+                Ok(b) => Ok(Box::new(b)),
+                Err(crate::Error::Backend(msg)) if *fallback => {
+                    eprintln!("fwsvm: {msg}; computing the sampled blocks on the CPU instead");
+                    Ok(Box::new(sampled::CpuBlocks::new(prob)))
                 }
-            }
+                Err(e) => Err(e),
+            },
         }
     }
 }
@@ -376,7 +482,12 @@ impl Device {
                 Ok(model.predict_with_decisions(ds))
             }
             #[cfg(feature = "gpu")]
-            Device::Gpu { ctx, cfg, fallback } => {
+            Device::Gpu {
+                ctx,
+                cfg,
+                fallback,
+                shared,
+            } => {
                 if (ds.len() as u64).saturating_mul(model.total_sv() as u64) < min_work {
                     return Ok(model.predict_with_decisions(ds));
                 }
@@ -386,7 +497,10 @@ impl Device {
                     cpu::Precision::F32
                 });
                 let cfg = gpu::GpuConfig { precision, ..*cfg };
-                match gpu::predict::predict(model, ds, ctx, cfg) {
+                let view = shared
+                    .as_ref()
+                    .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice())));
+                match gpu::predict::predict(model, ds, ctx, cfg, view) {
                     Ok(r) => Ok(r),
                     Err(crate::Error::Backend(msg)) if *fallback => {
                         eprintln!("fwsvm: {msg}; predicting on the CPU instead");

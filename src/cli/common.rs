@@ -88,6 +88,7 @@ pub fn open_device(
                         max_chunk_bytes: None,
                     },
                     fallback: arg == BackendArg::Auto,
+                    shared: None,
                 })
             }
             None if arg == BackendArg::Auto => {

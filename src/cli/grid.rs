@@ -179,7 +179,9 @@ pub fn run(a: GridArgs) -> Result<()> {
         ));
     }
     super::train::require_two_classes(&ds, &a.train)?;
-    let base = o.params(o.open_device(a.backend)?);
+    let mut base = o.params(o.open_device(a.backend)?);
+    // On a GPU the data go up once for every fold of every grid point.
+    base.device = base.device.share(&ds)?;
     let linear = matches!(base.resolve_kernel(&ds)?, Kernel::Linear);
     let log2g: Vec<Option<f64>> = if linear {
         vec![None]

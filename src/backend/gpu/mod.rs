@@ -19,16 +19,19 @@
 
 pub mod block;
 pub mod context;
+pub mod data;
 pub mod pipelines;
 pub mod predict;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
+pub use data::GpuData;
+use data::bind_chunks;
 
 use super::cache::ColumnCache;
 use super::cpu::Precision;
 use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
-use crate::data::{Features, Row};
+use crate::data::Row;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::problem::Problem;
@@ -91,6 +94,8 @@ pub struct MemoryPlan {
 pub struct GpuBackend<'a> {
     prob: &'a Problem<'a>,
     ctx: &'a GpuContext,
+    /// The data buffers the chunks' bind groups refer to.
+    _data: Arc<GpuData>,
     pipes: Arc<Pipelines>,
     wide: bool,
     gt: u64,
@@ -159,6 +164,19 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 impl<'a> GpuBackend<'a> {
     /// Checks the memory plan against the adapter's limits and uploads the problem.
     pub fn new(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig) -> Result<Self> {
+        Self::with_data(prob, ctx, cfg, None)
+    }
+
+    /// As [`GpuBackend::new`], but with `shared = (data, rows)` the problem's row i is row
+    /// `rows[i]` (ascending; None: row i) of data already on the device (see [`GpuData`]):
+    /// nothing of the data is uploaded again, only the problem's vectors (labels, norms,
+    /// gradients).
+    pub fn with_data(
+        prob: &'a Problem<'a>,
+        ctx: &'a GpuContext,
+        cfg: GpuConfig,
+        shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
+    ) -> Result<Self> {
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
         let dev = &ctx.device;
@@ -205,48 +223,6 @@ impl<'a> GpuBackend<'a> {
             ceil_div(m as u64, WG).clamp(1, 1024)
         } as u32;
         let nwg_list_max: u32 = if software { 8 } else { 1024 };
-
-        // The data, split into chunks of at most chunk_limit bytes per binding.
-        let mut ranges: Vec<(usize, usize)> = Vec::new();
-        match &ds.features {
-            Features::Dense { .. } => {
-                let rows = ((chunk_limit / (4 * d as u64)) as usize).max(1);
-                if 4 * d as u64 > chunk_limit {
-                    return Err(Error::Backend(format!(
-                        "one row of {d} features ({} bytes) exceeds the {chunk_limit}-byte binding limit",
-                        4 * d
-                    )));
-                }
-                let mut r = 0;
-                while r < m {
-                    let e = (r + rows).min(m);
-                    ranges.push((r, e));
-                    r = e;
-                }
-            }
-            Features::Sparse { indptr, .. } => {
-                let cap = (chunk_limit / 4) as usize;
-                let mut r = 0;
-                while r < m {
-                    let mut e = r;
-                    while e < m && indptr[e + 1] - indptr[r] <= cap && e + 2 - r <= cap {
-                        e += 1;
-                    }
-                    if e == r {
-                        return Err(Error::Backend(format!(
-                            "row {} has {} non-zeros, more than one {chunk_limit}-byte binding holds",
-                            r + 1,
-                            indptr[r + 1] - indptr[r]
-                        )));
-                    }
-                    ranges.push((r, e));
-                    r = e;
-                }
-            }
-        }
-        if ranges.is_empty() {
-            ranges.push((0, 0));
-        }
 
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let vscope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -313,84 +289,27 @@ impl<'a> GpuBackend<'a> {
             wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         );
 
-        let mut data_bytes = (4 + gt) * m as u64;
-        let mut chunks = Vec::with_capacity(ranges.len());
-        for &(r0, r1) in &ranges {
-            let n = r1 - r0;
-            let nwg = if software {
-                8u64.min(ceil_div(n as u64, WG)).max(1)
-            } else {
-                ceil_div(n as u64, WG).clamp(1, 65535)
-            } as u32;
-            let info = ChunkInfo {
-                r0: r0 as u32,
-                n: n as u32,
-                nwg,
-                pad: 0,
-            };
-            let info_buf = init(
-                "chunk info",
-                bytemuck::bytes_of(&info),
-                wgpu::BufferUsages::UNIFORM,
-            );
-            let (bufs, bind) = match &ds.features {
-                Features::Dense { values, n_features } => {
-                    let mut fm = vec![0f32; n * d];
-                    for i in 0..n {
-                        for f in 0..*n_features {
-                            fm[f * n + i] = values[(r0 + i) * n_features + f];
-                        }
-                    }
-                    data_bytes += fm.len() as u64 * 4;
-                    let x = init("x dense", bytemuck::cast_slice(&fm), storage);
-                    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("dense chunk"),
-                        layout: &pipes.dense_bgl,
-                        entries: &[entry(0, &info_buf), entry(1, &x)],
-                    });
-                    (vec![info_buf, x], bind)
-                }
-                Features::Sparse {
-                    indptr,
-                    indices,
-                    values,
-                    ..
-                } => {
-                    let base = indptr[r0];
-                    let ip: Vec<u32> = indptr[r0..=r1].iter().map(|&p| (p - base) as u32).collect();
-                    let nz = indptr[r1] - base;
-                    data_bytes += (ip.len() + 2 * nz) as u64 * 4;
-                    let ipb = init("x indptr", bytemuck::cast_slice(&ip), storage);
-                    let ixb = init(
-                        "x indices",
-                        bytemuck::cast_slice(&indices[base..base + nz]),
-                        storage,
-                    );
-                    let vb = init(
-                        "x values",
-                        bytemuck::cast_slice(&values[base..base + nz]),
-                        storage,
-                    );
-                    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                        label: Some("csr chunk"),
-                        layout: &pipes.csr_bgl,
-                        entries: &[
-                            entry(0, &info_buf),
-                            entry(1, &ipb),
-                            entry(2, &ixb),
-                            entry(3, &vb),
-                        ],
-                    });
-                    (vec![info_buf, ipb, ixb, vb], bind)
-                }
-            };
-            chunks.push(Chunk {
-                bind,
-                nwg,
-                _bufs: bufs,
-            });
+        let (data, owned) = match shared {
+            Some((d, _)) => (d.clone(), false),
+            None => (
+                Arc::new(GpuData::upload_unscoped(ds, ctx, chunk_limit)?),
+                true,
+            ),
+        };
+        if data.d != ds.n_features().max(1) || data.dense != ds.is_dense() {
+            return Err(Error::Backend(format!(
+                "the shared device data ({} features, {}) do not match the problem's ({} features, {})",
+                data.d,
+                if data.dense { "dense" } else { "csr" },
+                ds.n_features(),
+                if ds.is_dense() { "dense" } else { "csr" }
+            )));
         }
-
+        let mut data_bytes = (4 + gt) * m as u64 + if owned { data.bytes } else { 0 };
+        let chunks = bind_chunks(dev, &pipes, &data, shared.and_then(|(_, r)| r), m, software)?;
+        if !owned {
+            data_bytes += 4 * m as u64;
+        }
         let pbind = |b: u32| wgpu::BindGroupEntry {
             binding: b,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
@@ -513,6 +432,7 @@ impl<'a> GpuBackend<'a> {
         Ok(GpuBackend {
             prob,
             ctx,
+            _data: data,
             pipes,
             wide,
             gt,

@@ -163,10 +163,19 @@ pub const F_NO_BIAS: u32 = 128;
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ChunkInfo {
+    /// First problem row of the chunk.
     pub r0: u32,
+    /// Problem rows in the chunk.
     pub n: u32,
+    /// Workgroups dispatched.
     pub nwg: u32,
-    pub pad: u32,
+    /// Rows stored in the chunk (the dense layout's feature stride).
+    pub stride: u32,
+    /// 1: problem row li is the chunk's row map[li]; 0: row li.
+    pub mapped: u32,
+    pub pad0: u32,
+    pub pad1: u32,
+    pub pad2: u32,
 }
 
 /// Layouts and pipelines of one gradient precision.
@@ -282,8 +291,8 @@ impl Pipelines {
     pub fn new(dev: &wgpu::Device, wide: bool) -> Pipelines {
         use B::*;
         let column_bgl = layout(dev, "column", &[ParamsDyn, Ro, Ro, Ro, RwDyn]);
-        let dense_bgl = layout(dev, "dense chunk", &[Uniform, Ro]);
-        let csr_bgl = layout(dev, "csr chunk", &[Uniform, Ro, Ro, Ro]);
+        let dense_bgl = layout(dev, "dense chunk", &[Uniform, Ro, Ro]);
+        let csr_bgl = layout(dev, "csr chunk", &[Uniform, Ro, Ro, Ro, Ro]);
         let update_bgl = layout(dev, "update", &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw]);
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
@@ -343,7 +352,7 @@ mod tests {
         // 12 u32 + 4 vec2<f32> + 4 f32 + 4 vec2<f32>, a multiple of 16 as uniform blocks
         // require.
         assert_eq!(PARAMS_SIZE, 128);
-        assert_eq!(std::mem::size_of::<ChunkInfo>(), 16);
+        assert_eq!(std::mem::size_of::<ChunkInfo>(), 32);
         let x = 0.1f64 + 1e-12;
         let [hi, lo] = split(x);
         assert!((hi as f64 + lo as f64 - x).abs() < 1e-15);

@@ -37,12 +37,14 @@ fn widen(ds: &Dataset, d: usize) -> Dataset {
 }
 
 /// Predicted labels and, per row, the k(k−1)/2 decision values, computed on `ctx`
-/// (`cfg.precision` sets the precision of the accumulation).
+/// (`cfg.precision` sets the precision of the accumulation). With `shared`, `ds` is rows of
+/// data already on the device (a held-out fold): they are bound, not uploaded.
 pub fn predict(
     model: &Model,
     ds: &Dataset,
     ctx: &GpuContext,
     cfg: GpuConfig,
+    shared: Option<(&std::sync::Arc<super::GpuData>, Option<&[usize]>)>,
 ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     let n = ds.len();
     if n == 0 {
@@ -61,7 +63,9 @@ pub fn predict(
         cache_bytes: 2 * n * 8 + 4096,
         ..cfg
     };
-    let mut be = GpuBackend::new(&prob, ctx, cfg)?;
+    // A widened copy is not the shared data's layout: upload it.
+    let shared = if std::ptr::eq(data, ds) { shared } else { None };
+    let mut be = GpuBackend::with_data(&prob, ctx, cfg, shared)?;
     let k = model.n_classes();
     let npairs = k * (k - 1) / 2;
     let starts = model.starts();
