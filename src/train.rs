@@ -225,6 +225,7 @@ pub fn train(
                             eps: params.solver.eps,
                             rel_eps: params.solver.rel_eps,
                             extra_draws: 2,
+                            stop: params.solver.stop,
                         },
                         params.device.blocks(&prob)?,
                     ))
@@ -365,7 +366,12 @@ pub fn cross_validate(
         ..params.clone()
     };
     let fold = stratified_folds(&ds.labels, k, seed);
-    let shared = params.device.share_once(ds)?;
+    // Sampled runs keep no data on the device beyond their blocks' rows: nothing to share.
+    let shared = if params.sample > 0 {
+        params.device.clone()
+    } else {
+        params.device.share_once(ds)?
+    };
     let mut report = CvReport {
         correct: 0,
         total: m,

@@ -755,16 +755,23 @@ fn grid_search_and_resume() {
     assert_eq!(out.matches("/9] ").count(), 9, "{out}");
     assert!(out.contains("Best: C = "), "{out}");
     let full = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(full.lines().count(), 10, "{full}");
+    assert_eq!(full.lines().count(), 11, "{full}");
+    assert!(
+        full.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("# settings: algorithm=partan"),
+        "{full}"
+    );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.contains("stroke=\"red\""));
     grid(&[])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--resume"));
-    // Keep the header and four points, plus half a line (an interrupted write).
+    // Keep the header, the settings and four points, plus half a line (an interrupted write).
     let lines: Vec<&str> = full.lines().collect();
-    let partial = format!("{}\n{}", lines[..5].join("\n"), &lines[5][..6]);
+    let partial = format!("{}\n{}", lines[..6].join("\n"), &lines[6][..6]);
     std::fs::write(&csv, partial).unwrap();
     let out = grid(&["--resume"])
         .assert()
@@ -775,18 +782,25 @@ fn grid_search_and_resume() {
     let out = String::from_utf8(out).unwrap();
     assert_eq!(out.matches("/9] ").count(), 5, "recomputed:\n{out}");
     let resumed = std::fs::read_to_string(&csv).unwrap();
-    assert_eq!(resumed.lines().count(), 10, "{resumed}");
+    assert_eq!(resumed.lines().count(), 11, "{resumed}");
     // Same folds, same points: the same accuracies as the uninterrupted run.
     let acc = |t: &str| {
         let mut v: Vec<String> = t
             .lines()
             .skip(1)
+            .filter(|l| !l.starts_with('#'))
             .map(|l| l.split(',').take(5).collect::<Vec<_>>().join(","))
             .collect();
         v.sort();
         v
     };
     assert_eq!(acc(&full), acc(&resumed));
+    // Other settings: refused, the file left as it is.
+    grid(&["--resume", "-e", "1e-3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("other settings"));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), resumed);
     std::fs::write(&csv, "not,a,grid\n").unwrap();
     grid(&["--resume"])
         .assert()
@@ -840,8 +854,11 @@ fn bench_matrix_from_flags_and_toml() {
     for needle in [
         "## cpu, ε = 1e-3",
         "## cpu, ε = 1e-4",
-        "| heart_scale | swap2 |",
-        "| cb2 | fw |",
+        "| | fw | swap2 |",
+        "| **heart_scale** |",
+        "| **cb2** |",
+        "| Speed-up vs fw | 1.00× |",
+        "| SVs |",
         "Friedman test on seconds",
         "Iman–Davenport",
         "| fw vs swap2 |",
@@ -882,7 +899,7 @@ fn bench_matrix_from_flags_and_toml() {
         .arg(p("out2"))
         .assert()
         .success()
-        .stdout(predicate::str::contains("| board | partan |"))
+        .stdout(predicate::str::contains("| **board** |"))
         .stdout(predicate::str::contains("need three datasets"));
     let csv = std::fs::read_to_string(p("out2/results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 2 * 2 * 2, "{csv}");

@@ -340,14 +340,44 @@ impl Device {
         }
     }
 
-    /// [`Device::share`] unless the device already shares a dataset (then itself).
+    /// [`Device::share`] unless the device already shares all of a dataset of `ds`'s shape
+    /// (then itself: the caller shared `ds` before, as `fwsvm grid` does).
     pub fn share_once(&self, ds: &crate::data::Dataset) -> Result<Device> {
         match self {
             #[cfg(feature = "gpu")]
             Device::Gpu {
-                shared: Some(_), ..
-            } => Ok(self.clone()),
+                shared: Some(sh), ..
+            } if sh.rows.is_none()
+                && sh.data.len() == ds.len()
+                && sh.data.d == ds.n_features().max(1)
+                && sh.data.dense == ds.is_dense() =>
+            {
+                Ok(self.clone())
+            }
             _ => self.share(ds),
+        }
+    }
+
+    /// This device with the gradient (GPU) in precision `p` where the adapter supports it;
+    /// the CPU is unchanged (its precision is a training parameter).
+    pub fn with_precision(&self, p: cpu::Precision) -> Device {
+        match self {
+            #[cfg(feature = "gpu")]
+            Device::Gpu {
+                ctx,
+                cfg,
+                fallback,
+                shared,
+            } if p == cpu::Precision::F32 || ctx.f64 => Device::Gpu {
+                ctx: ctx.clone(),
+                cfg: gpu::GpuConfig {
+                    precision: p,
+                    ..*cfg
+                },
+                fallback: *fallback,
+                shared: shared.clone(),
+            },
+            _ => self.clone(),
         }
     }
 

@@ -12,8 +12,8 @@
 //! all of them agree. The solver's certification computes the true gap once at the end.
 //!
 //! Entries the variants ask for outside T (PARTAN's union of supports with a sampled s) are
-//! computed exactly on demand from the α of the last reduction (g) or of the iterate before
-//! it (g⁻), and then tracked.
+//! computed exactly on demand from the current iterate (g) or the previous one (g⁻), and then
+//! tracked. `columns computed` in the statistics counts draws (one |S| × |A| block each).
 //!
 //! The kernel blocks — the draw's |S|×|A| block and a step's columns restricted to T — are
 //! computed by a [`BlockEngine`]: [`CpuBlocks`] (f64, rayon) or, on a GPU, the device's
@@ -80,7 +80,8 @@ pub trait BlockEngine {
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()>;
 }
 
-/// Kernel blocks on the CPU, in f64 (GEMM for the draws' blocks, rayon over rows).
+/// Kernel blocks on the CPU, in f64 (the draws' blocks by GEMM, rayon over rows; a step's few
+/// columns on T row by row, in parallel when T is large).
 pub struct CpuBlocks<'a> {
     prob: &'a Problem<'a>,
 }
@@ -102,12 +103,22 @@ impl BlockEngine for CpuBlocks<'_> {
             match job.weights {
                 Weights::Alpha(a) => gradient_rows(self.prob, a, job.rows, job.out),
                 Weights::Cols(cols) => {
-                    for (o, &i) in job.out.iter_mut().zip(job.rows) {
+                    use rayon::prelude::*;
+                    let prob = self.prob;
+                    let one = |(o, &i): (&mut f64, &usize)| {
                         let mut v = 0.0;
                         for &(j, c) in cols {
-                            v += c * self.prob.q(i, j);
+                            v += c * prob.q(i, j);
                         }
                         *o = v;
+                    };
+                    if job.rows.len() * cols.len() >= 4096 {
+                        job.out
+                            .par_iter_mut()
+                            .zip(job.rows.par_iter())
+                            .for_each(one);
+                    } else {
+                        job.out.iter_mut().zip(job.rows).for_each(one);
                     }
                 }
             }
@@ -129,6 +140,8 @@ pub struct SampledConfig {
     pub rel_eps: f64,
     /// Extra draws before the sampled gap may stop the run.
     pub extra_draws: usize,
+    /// The solver's stop rule (the safeguard applies the same one).
+    pub stop: crate::solver::StopRule,
 }
 
 const UNTRACKED: u32 = u32::MAX;
@@ -254,8 +267,9 @@ impl<'a> Sampled<'a> {
         Ok(())
     }
 
-    /// Tracks every index of `idx` not yet tracked, with exact g (from the last reduction's α,
-    /// or the sample it drew) and g⁻ (from the previous iterate). No step may be pending.
+    /// Tracks every index of `idx` not yet tracked, with exact g (from the current iterate
+    /// `alpha_cur`, or the sample drawn for it) and g⁻ (from the previous iterate). No step may
+    /// be pending.
     fn ensure_tracked(&mut self, idx: &[usize]) -> Result<()> {
         debug_assert!(self.pending.is_none());
         self.buf_idx.clear();
@@ -530,7 +544,19 @@ impl Backend for Sampled<'_> {
                 }
             }
             let gap = ag - g_s;
-            let would_stop = gap <= self.cfg.eps && gap <= self.cfg.rel_eps * ag;
+            let kappa = if self.prob.is_empty() {
+                0.0
+            } else {
+                self.prob.q_diag(0)
+            };
+            let would_stop = crate::solver::stop_rule_met(
+                self.cfg.stop,
+                self.cfg.eps,
+                self.cfg.rel_eps,
+                gap,
+                ag,
+                kappa,
+            );
             if !would_stop || draws == self.cfg.extra_draws {
                 break;
             }
@@ -598,6 +624,7 @@ mod tests {
             eps: 1e-6,
             rel_eps: 1.0,
             extra_draws: 2,
+            stop: crate::solver::StopRule::Gap,
         }
     }
 

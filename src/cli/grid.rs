@@ -66,10 +66,11 @@ pub fn parse_range(s: &str, what: &str) -> Result<Vec<f64>> {
     if st == 0.0 || (e - b).signum() != st.signum() {
         return Err(bad("STEP must be non-zero and go from BEGIN toward END"));
     }
-    let n = ((e - b) / st + 1e-9).floor() as usize + 1;
-    if n > 1000 {
+    let n = ((e - b) / st + 1e-9).floor() + 1.0;
+    if !(n <= 1000.0) {
         return Err(bad("more than 1000 grid values"));
     }
+    let n = n as usize;
     Ok((0..n).map(|k| b + k as f64 * st).collect())
 }
 
@@ -88,8 +89,21 @@ fn same(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(1.0)
 }
 
-/// Reads the points of a results CSV; a torn last line (an interrupted write) is dropped.
-fn read_results(path: &Path) -> Result<Vec<Point>> {
+/// The same grid point (a linear-kernel point, without γ, matches only another).
+fn same_point(p: &Point, lc: f64, lg: Option<f64>) -> bool {
+    same(p.log2c, lc)
+        && match (p.log2g, lg) {
+            (None, None) => true,
+            (Some(x), Some(y)) => same(x, y),
+            _ => false,
+        }
+}
+
+const SETTINGS: &str = "# settings: ";
+
+/// Reads the settings line and the points of a results CSV; a torn last line (an interrupted
+/// write) is dropped.
+fn read_results(path: &Path) -> Result<(Option<String>, Vec<Point>)> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let complete = match text.rfind('\n') {
         Some(p) => &text[..=p],
@@ -108,8 +122,13 @@ fn read_results(path: &Path) -> Result<Vec<Point>> {
         }
     }
     let mut out = Vec::new();
+    let mut settings = None;
     for (n, line) in lines {
         if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(SETTINGS) {
+            settings = Some(rest.trim().to_string());
             continue;
         }
         let f: Vec<&str> = line.split(',').collect();
@@ -139,7 +158,7 @@ fn read_results(path: &Path) -> Result<Vec<Point>> {
             }
         }
     }
-    Ok(out)
+    Ok((settings, out))
 }
 
 fn default_path(train: &Path, ext: &str) -> PathBuf {
@@ -163,6 +182,7 @@ pub fn run(a: GridArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
     let mut done = Vec::new();
+    let mut done_settings = None;
     if csv.exists() {
         if !a.resume {
             return Err(Error::InvalidParam(format!(
@@ -170,7 +190,7 @@ pub fn run(a: GridArgs) -> Result<()> {
                 csv.display()
             )));
         }
-        done = read_results(&csv)?;
+        (done_settings, done) = read_results(&csv)?;
     }
     let (ds, test, _) = o.read(&a.train)?;
     if test.is_some() {
@@ -180,8 +200,11 @@ pub fn run(a: GridArgs) -> Result<()> {
     }
     super::train::require_two_classes(&ds, &a.train)?;
     let mut base = o.params(o.open_device(a.backend)?);
-    // On a GPU the data go up once for every fold of every grid point.
-    base.device = base.device.share(&ds)?;
+    // On a GPU the data go up once for every fold of every grid point (sampled runs bind
+    // only their blocks' rows).
+    if base.sample == 0 {
+        base.device = base.device.share(&ds)?;
+    }
     let linear = matches!(base.resolve_kernel(&ds)?, Kernel::Linear);
     let log2g: Vec<Option<f64>> = if linear {
         vec![None]
@@ -198,9 +221,30 @@ pub fn run(a: GridArgs) -> Result<()> {
             a.folds
         )));
     }
+    let settings = format!(
+        "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} seed={}",
+        base.solver.algorithm,
+        base.kernel,
+        base.degree,
+        base.coef0,
+        base.solver.eps,
+        base.solver.rel_eps,
+        base.sample,
+        a.folds,
+        o.seed()
+    );
+    if let Some(old) = &done_settings
+        && *old != settings
+    {
+        return Err(Error::InvalidParam(format!(
+            "{} was made with other settings ({old}; now {settings}): use another --out",
+            csv.display()
+        )));
+    }
     // Rewrite the file with its complete lines (drops a torn last line), then append.
     write_atomically(&csv, |w| {
         writeln!(w, "{HEADER}")?;
+        writeln!(w, "{SETTINGS}{settings}")?;
         for p in &done {
             write_point(w, p)?;
         }
@@ -217,10 +261,7 @@ pub fn run(a: GridArgs) -> Result<()> {
     for &lc in &log2c {
         for &lg in &log2g {
             k += 1;
-            if done
-                .iter()
-                .any(|p| same(p.log2c, lc) && p.log2g.zip(lg).is_none_or(|(x, y)| same(x, y)))
-            {
+            if done.iter().any(|p| same_point(p, lc, lg)) {
                 continue;
             }
             let params = TrainParams {
@@ -262,7 +303,7 @@ pub fn run(a: GridArgs) -> Result<()> {
             write_point(&mut file, &p).map_err(|e| Error::io(&csv, e))?;
             file.flush().map_err(|e| Error::io(&csv, e))?;
             done.push(p);
-            let best = best_point(&done).expect("one point at least");
+            let best = best_point(&in_grid(&done, &log2c, &log2g)).expect("one point at least");
             println!(
                 "[{k}/{total}] {label}: {}% ({:.1}s)   best: {} {}%",
                 crate::util::fmt_g(p.accuracy, 6),
@@ -272,7 +313,7 @@ pub fn run(a: GridArgs) -> Result<()> {
             );
         }
     }
-    let best = best_point(&done).expect("the grid is not empty");
+    let best = best_point(&in_grid(&done, &log2c, &log2g)).expect("the grid is not empty");
     write_svg(&svg, &a.train, &log2c, &log2g, &done, &best, a.folds)?;
     println!(
         "Best: C = {}, {}cross-validation accuracy = {}% ({} points, {:.1}s; results in {}, heat map in {})",
@@ -288,6 +329,18 @@ pub fn run(a: GridArgs) -> Result<()> {
         svg.display()
     );
     Ok(())
+}
+
+/// The points of `done` on the current grid (a resumed file may hold others).
+fn in_grid(done: &[Point], log2c: &[f64], log2g: &[Option<f64>]) -> Vec<Point> {
+    done.iter()
+        .filter(|p| {
+            log2c
+                .iter()
+                .any(|&lc| log2g.iter().any(|&lg| same_point(p, lc, lg)))
+        })
+        .copied()
+        .collect()
 }
 
 fn describe(p: &Point) -> String {
@@ -329,7 +382,7 @@ fn write_svg(
 ) -> Result<()> {
     let find = |lc: f64, lg: Option<f64>| {
         done.iter()
-            .find(|p| same(p.log2c, lc) && p.log2g.zip(lg).is_none_or(|(x, y)| same(x, y)))
+            .find(|p| same_point(p, lc, lg))
             .map(|p| p.accuracy)
     };
     let values: Vec<Vec<Option<f64>>> = log2g
@@ -338,7 +391,7 @@ fn write_svg(
         .collect();
     let bpos = log2g.iter().enumerate().find_map(|(r, &lg)| {
         let c = log2c.iter().position(|&lc| same(lc, best.log2c))?;
-        (lg.zip(best.log2g).is_none_or(|(x, y)| same(x, y))).then_some((r, c))
+        same_point(best, best.log2c, lg).then_some((r, c))
     });
     let title = format!(
         "{}: {folds}-fold cross-validation accuracy (%)",

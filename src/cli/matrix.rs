@@ -313,10 +313,39 @@ fn dataset_name(d: &DatasetSpec) -> String {
     stem.split('.').next().unwrap_or(&stem).to_string()
 }
 
+/// Gives every dataset a unique name (a repeated one gets `@C` or a number appended).
+fn name_datasets(datasets: &mut [DatasetSpec]) {
+    let mut seen: Vec<String> = Vec::new();
+    for d in datasets.iter_mut() {
+        let base = dataset_name(d);
+        let mut name = base.clone();
+        if seen.contains(&name) {
+            if let Some(c) = d.c {
+                name = format!("{base}@{c}");
+            }
+            let mut k = 2;
+            while seen.contains(&name) {
+                name = format!("{base}-{k}");
+                k += 1;
+            }
+        }
+        seen.push(name.clone());
+        d.name = Some(name);
+    }
+}
+
 /// Runs the matrix.
 pub fn run(a: MatrixArgs) -> Result<()> {
     set_threads(a.threads);
-    let plan = a.plan()?;
+    let mut plan = a.plan()?;
+    name_datasets(&mut plan.datasets);
+    if let Some(t) = plan.time_limit
+        && !(t > 0.0 && t.is_finite())
+    {
+        return Err(Error::InvalidParam(format!(
+            "the time limit must be a positive number of seconds, got {t}"
+        )));
+    }
     if plan.datasets.is_empty() {
         return Err(Error::InvalidParam(
             "no datasets: give --datasets TRAIN[:TEST][@C],… or --config FILE (or a subcommand: `fwsvm bench kernels`)".into(),
@@ -385,7 +414,12 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                                     Precision::F32
                                 },
                             },
-                            device: device.clone(),
+                            // simplesvm's α reach C: f64 where the adapter has it, as train.
+                            device: if alg == Algorithm::SimpleSvm {
+                                device.with_precision(Precision::F64)
+                            } else {
+                                device.clone()
+                            },
                             sample: if alg == Algorithm::SparseFw || alg == Algorithm::SimpleSvm {
                                 0
                             } else {
@@ -579,47 +613,96 @@ fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
     for &b in backends {
         for &eps in &plan.eps {
             let _ = writeln!(s, "## {b}, ε = {eps:e}\n");
+            // Paper 004's Table 2: algorithms across, a block of rows per dataset.
             let _ = writeln!(
                 s,
-                "| dataset | algorithm | seconds | speed-up vs fw | iterations | SVs | certified gap | test acc. % |\n|---|---|---|---|---|---|---|---|"
+                "| | {} |\n|---|{}",
+                plan.algorithms
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                "---|".repeat(plan.algorithms.len())
             );
+            let has_fw = plan.algorithms.contains(&Algorithm::Fw);
             for ds in &names {
                 let fw = mean(&cell(runs, ds, b, eps, Algorithm::Fw, |r| r.seconds));
-                for &alg in &plan.algorithms {
-                    let secs = cell(runs, ds, b, eps, alg, |r| r.seconds);
-                    if secs.is_empty() {
-                        continue;
+                let row = |label: &str, f: &dyn Fn(Algorithm) -> String| {
+                    let cells: Vec<String> = plan.algorithms.iter().map(|&a| f(a)).collect();
+                    format!("| {label} | {} |\n", cells.join(" | "))
+                };
+                let _ = writeln!(s, "| **{ds}** |{}", " |".repeat(plan.algorithms.len()));
+                let stat = |alg: Algorithm, f: fn(&Run) -> f64| cell(runs, ds, b, eps, alg, f);
+                s.push_str(&row("Acc (%)", &|a| {
+                    let v = stat(a, |r| r.accuracy);
+                    if v.is_empty() {
+                        "–".into()
+                    } else {
+                        format!("{:.2}", mean(&v))
+                    }
+                }));
+                s.push_str(&row("Time (s)", &|a| {
+                    let v = stat(a, |r| r.seconds);
+                    if v.is_empty() {
+                        return "–".into();
                     }
                     let capped = runs.iter().any(|r| {
                         r.dataset == *ds
                             && r.backend == b
                             && r.eps == eps
-                            && r.algorithm == alg
-                            && r.stop != "converged (the stop rule of -e, --rel-eps, --stop is met)"
+                            && r.algorithm == a
+                            && !r.stop.starts_with("converged")
                     });
-                    let speed =
-                        if fw.is_finite() && fw > 0.0 && plan.algorithms.contains(&Algorithm::Fw) {
-                            format!("{:.2}×", fw / mean(&secs))
-                        } else {
-                            "–".into()
-                        };
-                    let _ = writeln!(
-                        s,
-                        "| {ds} | {alg} | {:.3}{}{} | {speed} | {:.0} | {:.0} | {:.2e} | {:.2} |",
-                        mean(&secs),
-                        if secs.len() > 1 {
-                            format!(" ± {:.2}", sd(&secs))
+                    format!(
+                        "{:.3}{}{}",
+                        mean(&v),
+                        if v.len() > 1 {
+                            format!(" ± {:.3}", sd(&v))
                         } else {
                             String::new()
                         },
-                        if capped { " (stopped by a limit)" } else { "" },
-                        mean(&cell(runs, ds, b, eps, alg, |r| r.iterations as f64)),
-                        mean(&cell(runs, ds, b, eps, alg, |r| r.svs as f64)),
-                        mean(&cell(runs, ds, b, eps, alg, |r| r.gap)),
-                        mean(&cell(runs, ds, b, eps, alg, |r| r.accuracy)),
-                    );
+                        if capped { " *" } else { "" }
+                    )
+                }));
+                if has_fw {
+                    s.push_str(&row("Speed-up vs fw", &|a| {
+                        let v = stat(a, |r| r.seconds);
+                        if v.is_empty() || !(fw > 0.0) {
+                            "–".into()
+                        } else {
+                            format!("{:.2}×", fw / mean(&v))
+                        }
+                    }));
                 }
+                s.push_str(&row("Iter", &|a| {
+                    let v = stat(a, |r| r.iterations as f64);
+                    if v.is_empty() {
+                        "–".into()
+                    } else {
+                        format!("{:.0}", mean(&v))
+                    }
+                }));
+                s.push_str(&row("SVs", &|a| {
+                    let v = stat(a, |r| r.svs as f64);
+                    if v.is_empty() {
+                        "–".into()
+                    } else {
+                        format!("{:.0}", mean(&v))
+                    }
+                }));
+                s.push_str(&row("Certified gap", &|a| {
+                    let v = stat(a, |r| r.gap);
+                    if v.is_empty() {
+                        "–".into()
+                    } else {
+                        format!("{:.2e}", mean(&v))
+                    }
+                }));
             }
+            let _ = writeln!(
+                s,
+                "\n(* a run ended by something other than the stop rule: --time-limit, the iteration cap or a stall.)"
+            );
             s.push('\n');
             if names.len() >= 3 && plan.algorithms.len() >= 2 {
                 stats_section(&mut s, plan, runs, &names, b, eps);
@@ -671,7 +754,7 @@ fn stats_section(s: &mut String, plan: &Plan, runs: &[Run], names: &[String], b:
         );
         let _ = writeln!(
             s,
-            "Wilcoxon signed-rank tests on {what} (exact two-sided p; W+ counts datasets where the row's algorithm scores higher):\n\n| pair | W+ | W− | n | p |\n|---|---|---|---|---|"
+            "Wilcoxon signed-rank tests on {what} (exact two-sided p; W+ / W− = sums of the ranks of the |differences| where the first algorithm's {what} is higher / lower; n = datasets with a difference):\n\n| pair | W+ | W− | n | p |\n|---|---|---|---|---|"
         );
         for i in 0..plan.algorithms.len() {
             for j in i + 1..plan.algorithms.len() {

@@ -29,6 +29,9 @@ pub struct ScaleBenchArgs {
     /// ε.
     #[arg(short = 'e', long, default_value_t = 1e-4)]
     eps: f64,
+    /// Also require gap ≤ rel-eps · 2f (as train; `inf` = the absolute rule alone).
+    #[arg(long, default_value_t = 1.0)]
+    rel_eps: f64,
     /// C.
     #[arg(short = 'c', long, default_value_t = 100.0)]
     cost: f64,
@@ -106,10 +109,23 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         .collect::<Result<_>>()?;
     let alg = Algorithm::from_str(&a.algorithm)
         .map_err(|_| Error::InvalidParam(format!("unknown algorithm `{}`", a.algorithm)))?;
+    if let Some(t) = a.time_limit
+        && !(t > 0.0 && t.is_finite())
+    {
+        return Err(Error::InvalidParam(format!(
+            "--time-limit must be a positive number of seconds, got {t}"
+        )));
+    }
+    // simplesvm's α reach C: f64 columns, as train.
+    let precision = if alg == Algorithm::SimpleSvm {
+        Precision::F64
+    } else {
+        Precision::F32
+    };
     let device = open_device(
         a.backend,
         a.device.as_deref(),
-        Precision::F32,
+        precision,
         false,
         a.cache_mb << 20,
         a.quiet,
@@ -125,13 +141,14 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         solver: SolverParams {
             algorithm: alg,
             eps: a.eps,
+            rel_eps: a.rel_eps,
             time_limit: a.time_limit.map(Duration::from_secs_f64),
             seed,
             ..SolverParams::default()
         },
         cpu: CpuConfig {
             cache_bytes: a.cache_mb << 20,
-            precision: Precision::F32,
+            precision,
         },
         device: device.clone(),
         sample: a.sample,
@@ -141,7 +158,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "# fwsvm bench scale\n\n{alg}, checkerboard {0}×{0}, RBF γ = {1}, C = {2}, ε = {3:e}{4}, {5}; test: {6} rows (seed {7}). Seconds = solver time (initialisation + iterations).\n\n| m | seconds | iterations | SVs | certified gap | test acc. % | stop |\n|---|---|---|---|---|---|---|",
+        "# fwsvm bench scale\n\n{alg}, checkerboard {0}×{0}, RBF γ = {1}, C = {2}, ε = {3:e}, rel-eps {8}{4}, {5}; test: {6} rows (seed {7}). Seconds = solver time (initialisation + iterations).\n\n| m | seconds | iterations | SVs | certified gap | test acc. % | stop |\n|---|---|---|---|---|---|---|",
         a.board,
         a.gamma,
         a.cost,
@@ -153,7 +170,8 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         },
         device.describe(),
         test.len(),
-        a.seed + 1
+        a.seed + 1,
+        a.rel_eps
     );
     let mut csv =
         String::from("m,seconds,certify_seconds,iterations,svs,certified_gap,accuracy,stop\n");

@@ -430,13 +430,14 @@ pub fn solve(
             o.observe(&p);
         }
         let converged = may_stop
-            && match params.stop {
-                StopRule::Gap => gap <= params.eps && gap <= params.rel_eps * red.alpha_g,
-                // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
-                StopRule::Meb => {
-                    2.0 * gap <= ((1.0 + params.eps).powi(2) - 1.0) * (kappa - red.alpha_g)
-                }
-            };
+            && stop_rule_met(
+                params.stop,
+                params.eps,
+                params.rel_eps,
+                gap,
+                red.alpha_g,
+                kappa,
+            );
         if converged {
             break (StopReason::Converged, gap);
         }
@@ -485,6 +486,23 @@ pub fn solve(
         alpha: state.alpha,
         rho: None,
     })
+}
+
+/// Whether a duality gap `gap` at αᵀg = `alpha_g` meets the stop rule (κ: the MEB rule's
+/// Q_ii). Shared by the solver and the sampled iterations' safeguard.
+pub fn stop_rule_met(
+    rule: StopRule,
+    eps: f64,
+    rel_eps: f64,
+    gap: f64,
+    alpha_g: f64,
+    kappa: f64,
+) -> bool {
+    match rule {
+        StopRule::Gap => gap <= eps && gap <= rel_eps * alpha_g,
+        // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
+        StopRule::Meb => 2.0 * gap <= ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
+    }
 }
 
 /// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).

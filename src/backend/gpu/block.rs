@@ -12,7 +12,7 @@
 
 use super::{GpuConfig, GpuContext, entry, read_back};
 use crate::backend::cpu::Precision;
-use crate::backend::sampled::{BlockEngine, BlockJob};
+use crate::backend::sampled::{BlockEngine, BlockJob, CpuBlocks};
 use crate::data::Row;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -125,6 +125,9 @@ pub struct GpuBlocks<'a> {
     map_state: Arc<AtomicU8>,
     /// Rows uploaded so far (for tests and messages).
     uploaded_rows: u64,
+    /// For a call whose rows do not fit the largest slot buffer.
+    cpu: CpuBlocks<'a>,
+    cpu_calls: u64,
 }
 
 impl<'a> GpuBlocks<'a> {
@@ -229,6 +232,8 @@ impl<'a> GpuBlocks<'a> {
             readback: Vec::new(),
             map_state: Arc::new(AtomicU8::new(0)),
             uploaded_rows: 0,
+            cpu: CpuBlocks::new(prob),
+            cpu_calls: 0,
         };
         ctx.check("block engine set-up")?;
         Ok(engine)
@@ -251,6 +256,11 @@ impl<'a> GpuBlocks<'a> {
     /// Rows uploaded since creation.
     pub fn uploaded_rows(&self) -> u64 {
         self.uploaded_rows
+    }
+
+    /// Calls computed on the CPU because their rows did not fit the device's slot buffer.
+    pub fn cpu_calls(&self) -> u64 {
+        self.cpu_calls
     }
 
     /// Marks row i as used by this call, giving it a slot if needed; false when every slot is
@@ -279,8 +289,9 @@ impl<'a> GpuBlocks<'a> {
         false
     }
 
-    /// Makes every row of the jobs resident, growing the slot buffer when they do not fit.
-    fn make_resident(&mut self, jobs: &[BlockJob<'_>]) -> Result<()> {
+    /// Makes every row of the jobs resident, growing the slot buffer when they do not fit;
+    /// false (nothing assigned) when they cannot fit one storage binding.
+    fn make_resident(&mut self, jobs: &[BlockJob<'_>]) -> bool {
         loop {
             self.epoch += 1;
             self.uploads.clear();
@@ -295,14 +306,17 @@ impl<'a> GpuBlocks<'a> {
                 }
             }
             if ok {
-                return Ok(());
+                return true;
             }
             if self.cap == self.max_slots {
-                let need: usize = jobs.iter().map(|j| j.rows.len() + j.weights.len()).sum();
-                return Err(Error::Backend(format!(
-                    "a sampled block needs up to {need} resident rows of {} features; {} holds {} in one storage binding; use --backend cpu",
-                    self.d, self.ctx.adapter.name, self.max_slots
-                )));
+                // Undo this call's assignments: those rows were never uploaded.
+                for &(h, i) in &self.uploads {
+                    self.slot_of[i as usize] = NONE;
+                    self.owner[h as usize] = NONE;
+                    self.stamp[h as usize] = 0;
+                }
+                self.uploads.clear();
+                return false;
             }
             // Grow and start over (everything is uploaded again).
             self.cap = (2 * self.cap).min(self.max_slots);
@@ -377,7 +391,17 @@ impl BlockEngine for GpuBlocks<'_> {
         if total_rows == 0 {
             return Ok(());
         }
-        self.make_resident(jobs)?;
+        if !self.make_resident(jobs) {
+            if self.cpu_calls == 0 {
+                let need: usize = jobs.iter().map(|j| j.rows.len() + j.weights.len()).sum();
+                eprintln!(
+                    "fwsvm: a sampled block needs up to {need} resident rows of {} features, more than {} holds in one storage binding ({}); such blocks run on the CPU",
+                    self.d, self.ctx.adapter.name, self.max_slots
+                );
+            }
+            self.cpu_calls += 1;
+            return self.cpu.run(jobs);
+        }
         self.upload_rows();
         // Index and weight lists, one Job block per job.
         self.rl_host.clear();

@@ -22,8 +22,8 @@ struct DataChunk {
 
 /// A dataset's rows on the device.
 pub struct GpuData {
-    pub(super) dense: bool,
-    pub(super) d: usize,
+    pub(crate) dense: bool,
+    pub(crate) d: usize,
     m: usize,
     chunks: Vec<DataChunk>,
     /// Bytes uploaded.
@@ -190,6 +190,12 @@ pub(super) fn bind_chunks(
     m: usize,
     software: bool,
 ) -> Result<Vec<Chunk>> {
+    if rows.is_none() && data.m != m {
+        return Err(Error::Backend(format!(
+            "the shared device data hold {} rows, the problem {m}",
+            data.m
+        )));
+    }
     if let Some(r) = rows {
         if r.len() != m {
             return Err(Error::Backend(format!(
