@@ -957,6 +957,24 @@ fn bench_scale() {
     let svg = std::fs::read_to_string(dir.path().join("scale.svg")).unwrap();
     assert!(svg.contains("<polyline"), "{svg}");
     fwsvm()
+        .args([
+            "bench",
+            "scale",
+            "-q",
+            "--backend",
+            "cpu",
+            "--rows",
+            "2000",
+            "--test-rows",
+            "200",
+        ])
+        .args(["--no-certify", "--rel-eps", "inf", "--out"])
+        .arg(dir.path().join("nc"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("gap (solver's own, --no-certify)"))
+        .stdout(predicate::str::contains("rel-eps inf"));
+    fwsvm()
         .args(["bench", "scale", "--rows", "1.5"])
         .assert()
         .code(2)
