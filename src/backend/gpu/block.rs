@@ -121,6 +121,9 @@ pub struct GpuBlocks<'a> {
     wl_host: Vec<u32>,
     wv_host: Vec<u8>,
     jobs_host: Vec<Job>,
+    /// Scratch (reused every call): one job's weights, the Job blocks' bytes.
+    ws: Vec<(usize, f64)>,
+    param_bytes: Vec<u8>,
     readback: Vec<u8>,
     map_state: Arc<AtomicU8>,
     /// Rows uploaded so far (for tests and messages).
@@ -229,6 +232,8 @@ impl<'a> GpuBlocks<'a> {
             wl_host: Vec::new(),
             wv_host: Vec::new(),
             jobs_host: Vec::new(),
+            ws: Vec::new(),
+            param_bytes: Vec::new(),
             readback: Vec::new(),
             map_state: Arc::new(AtomicU8::new(0)),
             uploaded_rows: 0,
@@ -416,19 +421,22 @@ impl BlockEngine for GpuBlocks<'_> {
                 self.rl_host.push(self.slot_of[i]);
             }
             let w_off = (self.wl_host.len() / 2) as u32;
-            let mut ws: Vec<(usize, f64)> = Vec::with_capacity(job.weights.len());
+            let mut ws = std::mem::take(&mut self.ws);
+            ws.clear();
             job.weights.for_each(|j, w| ws.push((j, w)));
             for &(j, w) in &ws {
                 self.wl_host.push(j as u32);
                 self.wl_host.push(self.slot_of[j]);
                 self.push_gt(w * self.prob.y[j]);
             }
+            let nw = ws.len();
+            self.ws = ws;
             let n = job.rows.len() as u64;
-            let per_row = ws.len() > THREAD_MAX_W;
+            let per_row = nw > THREAD_MAX_W;
             let groups = if per_row { n } else { n.div_ceil(256) };
             self.jobs_host.push(Job {
                 nrows: n as u32,
-                nw: ws.len() as u32,
+                nw: nw as u32,
                 row_off,
                 w_off,
                 out_off,
@@ -472,12 +480,15 @@ impl BlockEngine for GpuBlocks<'_> {
             }));
         }
         let q = &self.ctx.queue;
-        let mut pbytes = vec![0u8; jobs.len() * self.param_stride as usize];
+        self.param_bytes.clear();
+        self.param_bytes
+            .resize(jobs.len() * self.param_stride as usize, 0);
         for (k, jb) in self.jobs_host.iter().enumerate() {
             let o = k * self.param_stride as usize;
-            pbytes[o..o + std::mem::size_of::<Job>()].copy_from_slice(bytemuck::bytes_of(jb));
+            self.param_bytes[o..o + std::mem::size_of::<Job>()]
+                .copy_from_slice(bytemuck::bytes_of(jb));
         }
-        q.write_buffer(&self.params.buf, 0, &pbytes);
+        q.write_buffer(&self.params.buf, 0, &self.param_bytes);
         q.write_buffer(&self.rl.buf, 0, bytemuck::cast_slice(&self.rl_host));
         if !self.wl_host.is_empty() {
             q.write_buffer(&self.wl.buf, 0, bytemuck::cast_slice(&self.wl_host));
