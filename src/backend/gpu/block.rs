@@ -15,13 +15,12 @@ use crate::backend::cpu::Precision;
 use crate::backend::sampled::{BlockEngine, BlockJob, CpuBlocks};
 use crate::data::Row;
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
 use crate::problem::Problem;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU8;
 use wgpu::util::DeviceExt;
 
-use super::pipelines::{Pipelines, split};
+use super::pipelines::{Pipelines, kernel_params, split};
 
 /// shaders/block.wgsl's `Job`.
 #[repr(C)]
@@ -166,15 +165,7 @@ impl<'a> GpuBlocks<'a> {
         });
         let param_stride = (std::mem::size_of::<Job>() as u64)
             .next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
-        let (kind, degree, gamma, coef0) = match prob.kernel {
-            Kernel::Linear => (0, 1, 0.0, 0.0),
-            Kernel::Rbf { gamma } => (1, 1, gamma, 0.0),
-            Kernel::Poly {
-                gamma,
-                coef0,
-                degree,
-            } => (2, degree, gamma, coef0),
-        };
+        let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
         let gt = if wide { 8 } else { 4 };
         let engine = GpuBlocks {
             prob,

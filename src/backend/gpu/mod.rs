@@ -33,7 +33,6 @@ use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::data::Row;
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
 use crate::problem::Problem;
 use pipelines::*;
 use std::sync::Arc;
@@ -420,15 +419,7 @@ impl<'a> GpuBackend<'a> {
             )));
         }
         ctx.check("upload")?;
-        let (kind, degree, gamma, coef0) = match prob.kernel {
-            Kernel::Linear => (0, 1, 0.0, 0.0),
-            Kernel::Rbf { gamma } => (1, 1, gamma, 0.0),
-            Kernel::Poly {
-                gamma,
-                coef0,
-                degree,
-            } => (2, degree, gamma, coef0),
-        };
+        let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
         Ok(GpuBackend {
             prob,
             ctx,

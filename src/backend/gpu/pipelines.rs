@@ -143,6 +143,20 @@ pub struct Params {
     pub cp: [f32; 2],
 }
 
+/// The shaders' kernel parameters: (kind: 0 linear, 1 rbf, 2 polynomial; degree; γ; coef0).
+pub fn kernel_params(k: crate::kernel::Kernel) -> (u32, u32, f64, f64) {
+    use crate::kernel::Kernel;
+    match k {
+        Kernel::Linear => (0, 1, 0.0, 0.0),
+        Kernel::Rbf { gamma } => (1, 1, gamma, 0.0),
+        Kernel::Poly {
+            gamma,
+            coef0,
+            degree,
+        } => (2, degree, gamma, coef0),
+    }
+}
+
 /// An f64 as the (hi, lo) pair of f32 the shaders add back together.
 pub fn split(x: f64) -> [f32; 2] {
     let hi = x as f32;
