@@ -315,6 +315,7 @@ impl Device {
     /// [`Device::restrict`], on subsets of its rows (cross-validation folds, one-versus-one
     /// pairs) — bind the uploaded rows instead of uploading their own. The CPU is unchanged.
     /// With `fallback` (`--backend auto`) data the device cannot hold leave it unshared.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut, unused_variables))]
     pub fn share(&self, ds: &crate::data::Dataset) -> Result<Device> {
         match self {
             Device::Cpu => Ok(Device::Cpu),
@@ -360,25 +361,16 @@ impl Device {
 
     /// This device with the gradient (GPU) in precision `p` where the adapter supports it;
     /// the CPU is unchanged (its precision is a training parameter).
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut, unused_variables))]
     pub fn with_precision(&self, p: cpu::Precision) -> Device {
-        match self {
-            #[cfg(feature = "gpu")]
-            Device::Gpu {
-                ctx,
-                cfg,
-                fallback,
-                shared,
-            } if p == cpu::Precision::F32 || ctx.f64 => Device::Gpu {
-                ctx: ctx.clone(),
-                cfg: gpu::GpuConfig {
-                    precision: p,
-                    ..*cfg
-                },
-                fallback: *fallback,
-                shared: shared.clone(),
-            },
-            _ => self.clone(),
+        let mut d = self.clone();
+        #[cfg(feature = "gpu")]
+        if let Device::Gpu { ctx, cfg, .. } = &mut d
+            && (p == cpu::Precision::F32 || ctx.f64)
+        {
+            cfg.precision = p;
         }
+        d
     }
 
     /// True when backends on this device bind data uploaded once.
@@ -392,31 +384,21 @@ impl Device {
 
     /// This device for the dataset made of rows `rows` (ascending) of the current one
     /// (`Dataset::subset(rows)`): a shared upload is kept, its row map composed.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut, unused_variables))]
     pub fn restrict(&self, rows: &[usize]) -> Device {
-        match self {
-            #[cfg(feature = "gpu")]
-            Device::Gpu {
-                ctx,
-                cfg,
-                fallback,
-                shared: Some(sh),
-            } => {
-                let composed: Vec<usize> = match &sh.rows {
-                    Some(old) => rows.iter().map(|&r| old[r]).collect(),
-                    None => rows.to_vec(),
-                };
-                Device::Gpu {
-                    ctx: ctx.clone(),
-                    cfg: *cfg,
-                    fallback: *fallback,
-                    shared: Some(SharedRows {
-                        data: sh.data.clone(),
-                        rows: Some(std::sync::Arc::new(composed)),
-                    }),
-                }
-            }
-            _ => self.clone(),
+        let mut d = self.clone();
+        #[cfg(feature = "gpu")]
+        if let Device::Gpu {
+            shared: Some(sh), ..
+        } = &mut d
+        {
+            let composed: Vec<usize> = match &sh.rows {
+                Some(old) => rows.iter().map(|&r| old[r]).collect(),
+                None => rows.to_vec(),
+            };
+            sh.rows = Some(std::sync::Arc::new(composed));
         }
+        d
     }
 }
 
