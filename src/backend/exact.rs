@@ -4,7 +4,8 @@
 
 use crate::active::ActiveSet;
 use crate::problem::Problem;
-use ndarray::Array2;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use super::simd::kernel_row_sum;
@@ -12,6 +13,15 @@ use super::simd::kernel_row_sum;
 const BLOCK: usize = 256;
 /// Above this many features the rows are not densified; pairwise sparse dots are used.
 const MAX_DENSE_D: usize = 4096;
+
+/// X_block · X_Aᵀ in row-major (C) order, whatever the operands' shapes: `xb.dot(&xat)` picks
+/// column-major output when one feature makes `xb` both C- and F-contiguous, and the rows of
+/// the result are then not slices.
+fn block_dots(xb: &Array2<f64>, xat: &ArrayView2<'_, f64>) -> Array2<f64> {
+    let mut dots = Array2::<f64>::zeros((xb.nrows(), xat.ncols()));
+    general_mat_mul(1.0, xb, xat, 0.0, &mut dots);
+    dots
+}
 
 /// Writes g_i = Σ_{j∈A} α_j Q_ij into `out` (length m).
 pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
@@ -47,7 +57,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                         .row(r0 + r)
                         .scatter_f64(xb.row_mut(r).as_slice_mut().expect("contiguous"));
                 }
-                let dots = xb.dot(&xat);
+                let dots = block_dots(&xb, &xat);
                 for (r, g) in chunk.iter_mut().enumerate() {
                     let i = r0 + r;
                     let row = dots.row(r);
@@ -149,7 +159,7 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
                         .row(i)
                         .scatter_f64(xb.row_mut(r).as_slice_mut().expect("contiguous"));
                 }
-                let dots = xb.dot(&xat);
+                let dots = block_dots(&xb, &xat);
                 for (r, g) in chunk.iter_mut().enumerate() {
                     let i = rs[r];
                     let row = dots.row(r);

@@ -130,7 +130,10 @@ impl Variant for Cvm {
                     lam_v = lam;
                 }
             }
-            if v == usize::MAX || lam_v <= 0.0 {
+            // A step whose exact decrease is below f64's resolution of f changes nothing:
+            // the inner problem is solved as far as the arithmetic allows (ill-conditioned
+            // kernels would otherwise spin through MAX_INNER no-op steps per outer iteration).
+            if v == usize::MAX || lam_v <= 0.0 || best <= f64::EPSILON * two_f.abs() {
                 break;
             }
             let jv = self.core[v];
