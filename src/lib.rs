@@ -34,6 +34,7 @@ pub mod data;
 pub mod error;
 pub mod kernel;
 pub mod model;
+pub mod output;
 pub mod problem;
 pub mod rng;
 pub mod solver;

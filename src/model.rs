@@ -221,7 +221,7 @@ impl Model {
     /// Writes the model to `path` atomically (temporary file in the same directory, then
     /// rename): an existing file is replaced only by a complete model.
     pub fn save(&self, path: &Path) -> Result<()> {
-        write_atomically(path, |w| self.write(w))
+        crate::output::write_output(path, |w| self.write(w))
     }
 
     /// Reads a LIBSVM model file (c_svc or nu_svc; linear, polynomial or rbf kernel).
@@ -440,27 +440,6 @@ impl Model {
             rho,
         })
     }
-}
-
-/// Writes `path` through a temporary file in the same directory renamed into place, so a
-/// failed or interrupted write never leaves a partial file or destroys an existing one.
-pub fn write_atomically(
-    path: &Path,
-    body: impl FnOnce(&mut std::io::BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
-) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| Error::io(&dir, e))?;
-    {
-        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-        body(&mut w).map_err(|e| Error::io(path, e))?;
-        w.flush().map_err(|e| Error::io(path, e))?;
-    }
-    tmp.as_file().sync_all().map_err(|e| Error::io(path, e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    Ok(())
 }
 
 /// Builds a model's SV dataset with the layout of `like` (dense stays dense).

@@ -2,6 +2,7 @@
 
 use crate::data::{Dataset, Format, ReadOptions, read_dataset};
 use crate::error::{Error, Result};
+use crate::output::OutputFile;
 use crate::solver::{Observer, Progress};
 use clap::{Args, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -218,19 +219,19 @@ impl Drop for ProgressLine {
     }
 }
 
-/// CSV trace: iteration, seconds, f, gap, step kind, step size, active-set size.
+/// CSV trace: iteration, seconds, f, gap, step kind, step size, active-set size. Written
+/// through [`crate::output`]: the file appears, complete, when the run ends.
 pub struct Trace {
-    out: std::io::BufWriter<std::fs::File>,
+    out: Option<OutputFile>,
     pair: Option<usize>,
     path: PathBuf,
     error: Option<std::io::Error>,
 }
 
 impl Trace {
-    /// Creates the file and writes the header.
+    /// Opens the file and writes the header.
     pub fn create(path: &Path, multiclass: bool) -> Result<Self> {
-        let f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-        let mut out = std::io::BufWriter::new(f);
+        let mut out = OutputFile::create(path)?;
         let head = if multiclass {
             "pair,iteration,seconds,f,gap,step,step_size,active\n"
         } else {
@@ -239,7 +240,7 @@ impl Trace {
         out.write_all(head.as_bytes())
             .map_err(|e| Error::io(path, e))?;
         Ok(Trace {
-            out,
+            out: Some(out),
             pair: if multiclass { Some(0) } else { None },
             path: path.to_path_buf(),
             error: None,
@@ -253,17 +254,23 @@ impl Trace {
         }
     }
 
-    /// Flushes; reports the first write error.
+    /// Reports the first write error, or puts the file in place.
     pub fn finish(&mut self) -> Result<()> {
         if let Some(e) = self.error.take() {
             return Err(Error::io(&self.path, e));
         }
-        self.out.flush().map_err(|e| Error::io(&self.path, e))
+        match self.out.take() {
+            Some(f) => f.commit(),
+            None => Ok(()),
+        }
     }
 }
 
 impl Observer for Trace {
     fn observe(&mut self, p: &Progress) {
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
         if self.error.is_some() {
             return;
         }
@@ -273,13 +280,13 @@ impl Observer for Trace {
         };
         let r = if let Some(pair) = self.pair {
             writeln!(
-                self.out,
+                out,
                 "{pair},{},{:.6},{:e},{:e},{kind},{:e},{}",
                 p.iter, p.seconds, p.f, p.gap, size, p.active
             )
         } else {
             writeln!(
-                self.out,
+                out,
                 "{},{:.6},{:e},{:e},{kind},{:e},{}",
                 p.iter, p.seconds, p.f, p.gap, size, p.active
             )

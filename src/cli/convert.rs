@@ -2,6 +2,7 @@
 
 use crate::data::kdd::{convert_kdd99, convert_kdd99_all};
 use crate::error::Result;
+use crate::output::RunFiles;
 use clap::Subcommand;
 use std::path::PathBuf;
 
@@ -38,10 +39,21 @@ pub fn run(c: ConvertCommand) -> Result<()> {
             test_fraction,
             all,
         } => {
+            let with = |suffix: &str| {
+                let mut s = out_prefix.clone().into_os_string();
+                s.push(suffix);
+                PathBuf::from(s)
+            };
+            let mut files = RunFiles::new();
+            files
+                .input("raw data", &raw)
+                .output("training output", &with(".train"));
+            if !all && test_fraction > 0.0 {
+                files.output("test output", &with(".test"));
+            }
+            files.check()?;
             let summary = if all {
-                let mut out = out_prefix.into_os_string();
-                out.push(".train");
-                convert_kdd99_all(&raw, &PathBuf::from(out))?
+                convert_kdd99_all(&raw, &with(".train"))?
             } else {
                 convert_kdd99(&raw, &out_prefix, seed, test_fraction)?
             };

@@ -2,7 +2,7 @@
 
 use crate::data::synth::write_checkerboard;
 use crate::error::{Error, Result};
-use crate::model::write_atomically;
+use crate::output::write_output;
 use clap::Subcommand;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ pub fn run(c: GenCommand) -> Result<()> {
                     "--board must be between 1 and 1048576, got {board}"
                 )));
             }
-            write_atomically(&out, |w| write_checkerboard(w, rows, board, seed))
+            write_output(&out, |w| write_checkerboard(w, rows, board, seed))
         }
     }
 }

@@ -8,7 +8,7 @@ use super::common::{BackendArg, ProgressLine};
 use super::train::TrainOpts;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::model::write_atomically;
+use crate::output::{RunFiles, write_output};
 use crate::solver::Observer;
 use crate::train::{Gamma, PairInfo, TrainParams, cross_validate};
 use clap::Args;
@@ -181,6 +181,12 @@ pub fn run(a: GridArgs) -> Result<()> {
         .svg
         .clone()
         .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
+    RunFiles::new()
+        .input("training data", &a.train)
+        .input_opt("test data", o.test_path())
+        .output("results CSV", &csv)
+        .output("heat map", &svg)
+        .check()?;
     let mut done = Vec::new();
     let mut done_settings = None;
     if csv.exists() {
@@ -242,7 +248,7 @@ pub fn run(a: GridArgs) -> Result<()> {
         )));
     }
     // Rewrite the file with its complete lines (drops a torn last line), then append.
-    write_atomically(&csv, |w| {
+    write_output(&csv, |w| {
         writeln!(w, "{HEADER}")?;
         writeln!(w, "{SETTINGS}{settings}")?;
         for p in &done {
@@ -413,7 +419,7 @@ fn write_svg(
         best: bpos,
     };
     let text = map.render();
-    write_atomically(path, |w| w.write_all(text.as_bytes()))
+    write_output(path, |w| w.write_all(text.as_bytes()))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use crate::backend::Device;
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::write_atomically;
+use crate::output::{RunFiles, write_output};
 use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, Progress, SolverParams, StopRule};
 use crate::stats::{friedman, wilcoxon};
@@ -359,6 +359,35 @@ pub fn run(a: MatrixArgs) -> Result<()> {
             "-e: {e} is not a positive tolerance"
         )));
     }
+    let mut files = RunFiles::new();
+    files.input_opt("configuration", a.config.as_deref());
+    for d in &plan.datasets {
+        files
+            .input("training data", &d.train)
+            .input_opt("test data", d.test.as_deref());
+    }
+    files
+        .output("results CSV", &a.out.join("results.csv"))
+        .output("table", &a.out.join("table.md"));
+    let bnames: Vec<&str> = match plan.backend {
+        MatrixBackend::Cpu => vec!["cpu"],
+        MatrixBackend::Gpu => vec!["gpu"],
+        _ => vec!["cpu", "gpu"],
+    };
+    let mut plot_names: Vec<PathBuf> = Vec::new();
+    for b in &bnames {
+        for eps in &plan.eps {
+            plot_names.push(a.out.join(format!("speedup_{b}_{eps:e}.svg")));
+            for d in &plan.datasets {
+                let ds = d.name.as_deref().unwrap_or_default();
+                plot_names.push(a.out.join(format!("gap_{ds}_{b}_{eps:e}.svg")));
+            }
+        }
+    }
+    for p in &plot_names {
+        files.output("plot", p);
+    }
+    files.check()?;
     std::fs::create_dir_all(&a.out).map_err(|e| Error::io(&a.out, e))?;
     let mut backends: Vec<(&'static str, Device)> = Vec::new();
     if plan.backend != MatrixBackend::Gpu {
@@ -506,7 +535,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
         &runs,
         &backends.iter().map(|b| b.0).collect::<Vec<_>>(),
     );
-    write_atomically(&a.out.join("table.md"), |w| w.write_all(md.as_bytes()))?;
+    write_output(&a.out.join("table.md"), |w| w.write_all(md.as_bytes()))?;
     plots(
         &a.out,
         &plan,
@@ -536,7 +565,7 @@ fn load(spec: &DatasetSpec, data: &DataArgs, seed: u64) -> Result<(Dataset, Data
 }
 
 fn write_csv(path: &Path, runs: &[Run]) -> Result<()> {
-    write_atomically(path, |w| {
+    write_output(path, |w| {
         writeln!(
             w,
             "dataset,backend,eps,algorithm,repeat,seed,seconds,certify_seconds,iterations,svs,certified_gap,objective,accuracy,stop"
@@ -807,7 +836,7 @@ fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()>
                 }
                 .render();
                 let file = out.join(format!("gap_{ds}_{b}_{eps:e}.svg"));
-                write_atomically(&file, |w| w.write_all(svg.as_bytes()))?;
+                write_output(&file, |w| w.write_all(svg.as_bytes()))?;
             }
             if plan.algorithms.contains(&Algorithm::Fw) {
                 let series = plan
@@ -836,7 +865,7 @@ fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()>
                 }
                 .render();
                 let file = out.join(format!("speedup_{b}_{eps:e}.svg"));
-                write_atomically(&file, |w| w.write_all(svg.as_bytes()))?;
+                write_output(&file, |w| w.write_all(svg.as_bytes()))?;
             }
         }
     }

@@ -3,7 +3,8 @@
 use super::common::{DataArgs, accuracy, accuracy_line, open_device, set_threads};
 use super::train::BackendArg;
 use crate::error::Result;
-use crate::model::{Model, write_atomically};
+use crate::model::Model;
+use crate::output::{OutputFile, RunFiles};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -44,6 +45,11 @@ pub struct PredictArgs {
 /// Runs `fwsvm predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
     set_threads(a.threads);
+    RunFiles::new()
+        .input("test data", &a.test)
+        .input("model", &a.model)
+        .output_opt("predictions file", a.output.as_deref())
+        .check()?;
     let model = Model::load(&a.model)?;
     let ds = a.data.read(&a.test)?;
     if ds.n_features() > model.n_features() && !a.quiet {
@@ -74,8 +80,11 @@ pub fn run(a: PredictArgs) -> Result<()> {
         0
     };
     let (pred, dec) = device.predict(&model, &ds, min_work, precision)?;
+    let mut to_stdout = false;
     if let Some(out) = &a.output {
-        write_atomically(out, |w| {
+        let mut w = OutputFile::create(out)?;
+        to_stdout = w.is_stdout();
+        let body = |w: &mut OutputFile| -> std::io::Result<()> {
             for (p, d) in pred.iter().zip(&dec) {
                 if a.decision_values {
                     write!(w, "{p}")?;
@@ -88,9 +97,16 @@ pub fn run(a: PredictArgs) -> Result<()> {
                 }
             }
             Ok(())
-        })?;
+        };
+        body(&mut w).map_err(|e| crate::error::Error::io(out, e))?;
+        w.commit()?;
     }
     let (ok, n) = accuracy(&pred, &ds.labels);
-    println!("{}", accuracy_line(ok, n));
+    // With the predictions on standard output, the accuracy line goes to standard error.
+    if to_stdout {
+        eprintln!("{}", accuracy_line(ok, n));
+    } else {
+        println!("{}", accuracy_line(ok, n));
+    }
     Ok(())
 }

@@ -4,7 +4,7 @@ use super::common::DataArgs;
 use crate::data::scale::ScaleParams;
 use crate::data::write_libsvm;
 use crate::error::{Error, Result};
-use crate::model::write_atomically;
+use crate::output::{RunFiles, write_output};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -39,6 +39,12 @@ pub fn run(a: ScaleArgs) -> Result<()> {
             a.lower, a.upper
         )));
     }
+    RunFiles::new()
+        .input("data", &a.data_file)
+        .input_opt("ranges file", a.restore.as_deref())
+        .output_opt("ranges file", a.save.as_deref())
+        .output_opt("output", a.output.as_deref())
+        .check()?;
     let mut ds = a.data.read(&a.data_file)?;
     let params = match &a.restore {
         Some(p) => ScaleParams::load(p)?,
@@ -49,7 +55,7 @@ pub fn run(a: ScaleArgs) -> Result<()> {
     }
     params.apply(&mut ds);
     match &a.output {
-        Some(out) => write_atomically(out, |w| write_libsvm(w, &ds))?,
+        Some(out) => write_output(out, |w| write_libsvm(w, &ds))?,
         None => {
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());

@@ -6,7 +6,7 @@ use super::common::{BackendArg, ProgressLine, open_device, set_threads};
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::synth::checkerboard;
 use crate::error::{Error, Result};
-use crate::model::write_atomically;
+use crate::output::{RunFiles, write_output};
 use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, SolverParams};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
@@ -134,6 +134,11 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         a.cache_mb << 20,
         a.quiet,
     )?;
+    RunFiles::new()
+        .output("results CSV", &a.out.join("scale.csv"))
+        .output("plot", &a.out.join("scale.svg"))
+        .output("table", &a.out.join("scale.md"))
+        .check()?;
     std::fs::create_dir_all(&a.out).map_err(|e| Error::io(&a.out, e))?;
     let test = checkerboard(a.test_rows.max(1), a.board, a.seed + 1);
     let params = |seed| TrainParams {
@@ -240,7 +245,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             acc,
             r.stop
         );
-        write_atomically(&a.out.join("scale.csv"), |w| w.write_all(csv.as_bytes()))?;
+        write_output(&a.out.join("scale.csv"), |w| w.write_all(csv.as_bytes()))?;
         if !a.quiet {
             eprintln!(
                 "fwsvm: m = {m}: {:.2}s, {} iterations, {} SVs, {:.2} %",
@@ -276,8 +281,8 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         log_x: true,
     }
     .render();
-    write_atomically(&a.out.join("scale.svg"), |w| w.write_all(svg.as_bytes()))?;
-    write_atomically(&a.out.join("scale.md"), |w| w.write_all(md.as_bytes()))?;
+    write_output(&a.out.join("scale.svg"), |w| w.write_all(svg.as_bytes()))?;
+    write_output(&a.out.join("scale.md"), |w| w.write_all(md.as_bytes()))?;
     print!("{md}");
     Ok(())
 }

@@ -7,6 +7,7 @@ use super::common::{
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::output::RunFiles;
 use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, SolverParams, StopRule};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
@@ -302,6 +303,11 @@ impl TrainOpts {
         Ok((ds, test, read_s))
     }
 
+    /// `--test`.
+    pub fn test_path(&self) -> Option<&std::path::Path> {
+        self.test.as_deref()
+    }
+
     /// `--seed`.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -382,7 +388,6 @@ fn cross_validation(
 /// Runs `fwsvm train`.
 pub fn run(args: TrainArgs) -> Result<()> {
     let a = &args.opts;
-    let (ds, test, read_s) = a.read(&args.train)?;
     let model_path = args.model.clone().unwrap_or_else(|| {
         let name = args
             .train
@@ -391,6 +396,16 @@ pub fn run(args: TrainArgs) -> Result<()> {
             .unwrap_or_else(|| "train".into());
         PathBuf::from(format!("{name}.model"))
     });
+    let mut files = RunFiles::new();
+    files
+        .input("training data", &args.train)
+        .input_opt("test data", a.test.as_deref())
+        .output_opt("trace", args.trace.as_deref());
+    if args.cv.is_none() {
+        files.output("model file", &model_path);
+    }
+    files.check()?;
+    let (ds, test, read_s) = a.read(&args.train)?;
     let algorithm = a.algorithm();
     let params = a.params(a.open_device(args.backend)?);
     let classes = require_two_classes(&ds, &args.train)?;

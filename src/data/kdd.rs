@@ -226,26 +226,9 @@ fn with_suffix(prefix: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Writes `ds` to `path` atomically (temporary file in the same directory, renamed).
+/// Writes `ds` to `path` through [`crate::output`] (atomic replacement of regular files).
 fn write_part(ds: &Dataset, path: &Path) -> Result<PartSummary> {
-    let io = |e| Error::io(path, e);
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fwsvm-kdd-")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    write_libsvm(tmp.as_file_mut(), ds).map_err(io)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(io)?;
-    }
-    tmp.persist(path).map_err(|e| io(e.error))?;
+    crate::output::write_output(path, |w| write_libsvm(w, ds))?;
     let positives = ds.labels.iter().filter(|&&y| y > 0.0).count();
     Ok(PartSummary {
         path: path.to_path_buf(),

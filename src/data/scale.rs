@@ -26,7 +26,7 @@
 
 use super::{Dataset, Features};
 use crate::error::{Error, Result};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// Per-feature scaling parameters (what svm-scale's `-s` file holds).
@@ -203,17 +203,16 @@ impl ScaleParams {
     /// features are left out, as svm-scale does). Numbers are written so that they
     /// read back exactly.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let io = |e| Error::io(path, e);
-        let file = std::fs::File::create(path).map_err(io)?;
-        let mut w = BufWriter::new(file);
-        writeln!(w, "x").map_err(io)?;
-        writeln!(w, "{} {}", self.lower, self.upper).map_err(io)?;
-        for j in 0..self.min.len() {
-            if self.active(j) {
-                writeln!(w, "{} {} {}", j + 1, self.min[j], self.max[j]).map_err(io)?;
+        crate::output::write_output(path, |w| {
+            writeln!(w, "x")?;
+            writeln!(w, "{} {}", self.lower, self.upper)?;
+            for j in 0..self.min.len() {
+                if self.active(j) {
+                    writeln!(w, "{} {} {}", j + 1, self.min[j], self.max[j])?;
+                }
             }
-        }
-        w.flush().map_err(io)
+            Ok(())
+        })
     }
 
     /// Reads a restore file written by [`ScaleParams::save`] or by svm-scale `-s`.
