@@ -64,6 +64,9 @@ pub enum Error {
     /// `fwsvm check` found two backends disagreeing beyond its tolerances.
     #[error("check failed: {0}")]
     Mismatch(String),
+    /// A run of several fits stopped on request ([`crate::interrupt`]); says what was kept.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
 }
 
 impl Error {
@@ -83,7 +86,7 @@ impl Error {
             | Error::InvalidData { .. }
             | Error::InvalidParam(_)
             | Error::Model { .. } => true,
-            Error::Backend(_) | Error::Mismatch(_) => false,
+            Error::Backend(_) | Error::Mismatch(_) | Error::Interrupted(_) => false,
         }
     }
 

@@ -32,6 +32,7 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod interrupt;
 pub mod kernel;
 pub mod model;
 pub mod output;

@@ -35,20 +35,52 @@ fn ensure_runtime_dir() {
     unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
 }
 
+/// SIGINT and SIGTERM on a thread of their own. The first asks every solver to stop at its
+/// current iterate ([`fwsvm::interrupt`]): the run certifies, writes what it has and exits
+/// with 128 + the signal's number. The second exits at once with that code, after removing
+/// any temporary output file, so that existing files stay as they were.
+#[cfg(unix)]
+fn install_signal_handlers() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return; // The default handlers stay: the process dies on the signal, as before.
+    };
+    let spawned = std::thread::Builder::new()
+        .name("fwsvm-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if fwsvm::interrupt::requested() {
+                    eprintln!("\nfwsvm: second interrupt: aborting; no output was changed");
+                    fwsvm::output::abort(128 + sig);
+                }
+                fwsvm::interrupt::request(Some(sig));
+                eprintln!(
+                    "\nfwsvm: interrupted: stopping at the current iterate and writing the \
+                     results (interrupt again to abort without writing)"
+                );
+            }
+        });
+    drop(spawned);
+}
+
 fn main() -> ExitCode {
     #[cfg(unix)]
     ensure_runtime_dir();
     let cli = fwsvm::cli::Cli::parse();
-    match fwsvm::cli::run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    #[cfg(unix)]
+    install_signal_handlers();
+    let code = match fwsvm::cli::run(cli) {
+        Ok(()) => 0,
         Err(e) => {
             // Every message already names the file, line and cause.
             eprintln!("fwsvm: error: {e}");
-            if e.is_user_error() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            if e.is_user_error() { 2 } else { 1 }
         }
+    };
+    // An interrupted run exits as the signal's default action would report it (130 for
+    // SIGINT, 143 for SIGTERM), whatever it managed to write.
+    match fwsvm::interrupt::signal() {
+        Some(sig) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        None => ExitCode::from(code),
     }
 }

@@ -378,6 +378,11 @@ pub fn cross_validate(
         folds: Vec::with_capacity(k),
     };
     for f in 0..k {
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted(format!(
+                "cross-validation stopped after {f} of {k} folds; no accuracy reported"
+            )));
+        }
         let train_rows: Vec<usize> = (0..m).filter(|&i| fold[i] != f).collect();
         let test_rows: Vec<usize> = (0..m).filter(|&i| fold[i] == f).collect();
         let tr = ds.subset(&train_rows);
@@ -393,6 +398,12 @@ pub fn cross_validate(
             ..params.clone()
         };
         let (model, reports) = train(&tr, &fold_params, &mut |info| observers(f, info))?;
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted(format!(
+                "cross-validation stopped in fold {} of {k}; no accuracy reported",
+                f + 1
+            )));
+        }
         let (pred, _) = shared.restrict(&test_rows).predict(
             &model,
             &te,

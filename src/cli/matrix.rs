@@ -473,6 +473,14 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                             v
                         };
                         let (model, reports) = train(&train_ds, &params, &mut obs)?;
+                        if crate::interrupt::requested() {
+                            return Err(Error::Interrupted(format!(
+                                "the bench stopped during run {k} of {total}; {} finished \
+                                 run(s) are in {}",
+                                runs.len(),
+                                a.out.join("results.csv").display()
+                            )));
+                        }
                         let (pred, _) = device.predict(
                             &model,
                             &test_ds,

@@ -206,6 +206,12 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
                 .unwrap_or_default()
         };
         let (model, reports) = train(&ds, &params(a.seed), &mut obs)?;
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted(format!(
+                "the scale bench stopped at {m} rows; the finished sizes are in {}",
+                a.out.join("scale.csv").display()
+            )));
+        }
         let r = &reports[0].result;
         let (pred, _) =
             device.predict(&model, &test, crate::backend::GPU_PREDICT_MIN_WORK, None)?;

@@ -406,6 +406,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     files.check()?;
     let (ds, test, read_s) = a.read(&args.train)?;
+    if crate::interrupt::requested() {
+        return Err(Error::Interrupted(
+            "before training started; nothing written".into(),
+        ));
+    }
     let algorithm = a.algorithm();
     let params = a.params(a.open_device(args.backend)?);
     let classes = require_two_classes(&ds, &args.train)?;

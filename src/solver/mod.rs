@@ -163,6 +163,8 @@ pub enum StopReason {
     TimeLimit,
     /// No step could make progress (numerical floor reached before ε).
     Stalled,
+    /// Stopped at the current iterate on request (Ctrl-C, SIGTERM; see [`crate::interrupt`]).
+    Interrupted,
 }
 
 impl fmt::Display for StopReason {
@@ -172,6 +174,7 @@ impl fmt::Display for StopReason {
             StopReason::MaxIter => "iteration limit",
             StopReason::TimeLimit => "time limit",
             StopReason::Stalled => "stalled (no further decrease possible in floating point)",
+            StopReason::Interrupted => "interrupted",
         })
     }
 }
@@ -446,6 +449,9 @@ pub fn solve(
         }
         if params.time_limit.is_some_and(|t| elapsed >= t) {
             break (StopReason::TimeLimit, gap);
+        }
+        if crate::interrupt::requested() {
+            break (StopReason::Interrupted, gap);
         }
         // Floating-point floor: neither f nor the gap has improved for a long stretch.
         if state.f < best_f || gap < best_gap {

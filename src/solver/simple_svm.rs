@@ -616,6 +616,10 @@ pub fn solve(
             stop = StopReason::TimeLimit;
             break;
         }
+        if crate::interrupt::requested() {
+            stop = StopReason::Interrupted;
+            break;
+        }
         let pick = match sp.violator {
             Violator::Greedy => {
                 if lo >= hi {
