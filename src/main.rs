@@ -1,6 +1,5 @@
 //! The `fwsvm` command: parse, run, print the error chain, exit 0 / 1 (runtime) / 2 (usage or input).
 
-use clap::Parser;
 use std::process::ExitCode;
 
 /// The Vulkan and EGL loaders print "XDG_RUNTIME_DIR is invalid or not set" on every adapter
@@ -66,7 +65,7 @@ fn install_signal_handlers() {
 fn main() -> ExitCode {
     #[cfg(unix)]
     ensure_runtime_dir();
-    let cli = fwsvm::cli::Cli::parse();
+    let cli = fwsvm::cli::parse();
     #[cfg(unix)]
     install_signal_handlers();
     let code = match fwsvm::cli::run(cli) {

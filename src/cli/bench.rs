@@ -58,29 +58,29 @@ pub struct KernelsArgs {
     #[arg(long, value_enum, default_value = "auto")]
     backend: BenchBackend,
     /// Row counts m.
-    #[arg(long, value_delimiter = ',', default_value = "10000,100000,400000")]
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000,400000", value_parser = super::common::parse_count::<usize>)]
     rows: Vec<usize>,
     /// Feature counts d.
-    #[arg(long, value_delimiter = ',', default_value = "22,38,123")]
+    #[arg(long, value_delimiter = ',', default_value = "22,38,123", value_parser = super::common::parse_count::<usize>)]
     dims: Vec<usize>,
     /// Layouts: dense rows, and CSR rows at --density.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dense,csr")]
     layouts: Vec<LayoutArg>,
     /// Fraction of non-zero features in the CSR data (a9a has 0.11).
-    #[arg(long, default_value_t = 0.11)]
+    #[arg(long, default_value_t = 0.11, value_parser = super::common::parse_positive)]
     density: f64,
     /// Kernel (γ = 1/d for rbf and poly).
     #[arg(short = 'k', long, value_enum, default_value = "rbf")]
     kernel: KernelArg,
     /// Seconds spent on each measurement (at least).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = super::common::parse_positive)]
     min_time: f64,
     /// The CPU's memory bandwidth in GB/s [default: measured, a parallel streaming sum].
-    #[arg(long, value_name = "GB/S")]
+    #[arg(long, value_name = "GB/S", value_parser = super::common::parse_positive)]
     cpu_peak: Option<f64>,
     /// The GPU's memory bandwidth in GB/s [default: the published figure for known GPUs
     /// (H100, H200, A100, …), else measured with device-to-device copies].
-    #[arg(long, value_name = "GB/S")]
+    #[arg(long, value_name = "GB/S", value_parser = super::common::parse_positive)]
     gpu_peak: Option<f64>,
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them.
     #[arg(long, value_name = "INDEX|NAME")]
@@ -89,10 +89,10 @@ pub struct KernelsArgs {
     #[arg(long, value_enum, default_value = "f32")]
     precision: PrecisionArg,
     /// Worker threads for the CPU (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// Seed of the synthetic data.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
 }
 
@@ -106,7 +106,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
 }
 
 fn kernels(a: KernelsArgs) -> Result<()> {
-    set_threads(a.threads);
+    set_threads(a.threads, false);
     if !(a.density > 0.0 && a.density <= 1.0) {
         return Err(Error::InvalidParam(format!(
             "--density must be in (0, 1], got {}",

@@ -51,7 +51,7 @@ pub struct CheckArgs {
     min_agreement: f64,
     /// Largest accepted max|g_gpu − g_cpu| / max_i Q_ii at a checkpoint [default: 1e-5 with
     /// --precision f32, 1e-12 with f64].
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::parse_positive)]
     grad_tol: Option<f64>,
     #[command(flatten)]
     opts: TrainOpts,

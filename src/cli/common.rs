@@ -9,6 +9,29 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// A positive finite number (C, ε, seconds…).
+pub(super) fn parse_positive(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("expected a positive number, found `{s}`")),
+    }
+}
+
+/// A positive number or `inf` (--rel-eps).
+pub(super) fn parse_rel(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 => Ok(v),
+        _ => Err(format!("expected a positive number or `inf`, found `{s}`")),
+    }
+}
+
+/// A whole number ≥ 0 (counts, sizes, seeds), with a message that says so for `-1` or `1.5`.
+pub(super) fn parse_count<T: std::str::FromStr>(s: &str) -> std::result::Result<T, String> {
+    s.trim()
+        .parse::<T>()
+        .map_err(|_| format!("expected a whole number ≥ 0, found `{s}`"))
+}
+
 /// `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum BackendArg {
@@ -164,11 +187,48 @@ impl DataArgs {
     }
 }
 
-/// Sets the number of worker threads (0 = one per core). Only the first call has effect.
-pub fn set_threads(n: usize) {
+/// Sets the number of worker threads (0 = one per core). More threads than cores only make
+/// them take turns (and 10⁵ of them take minutes to start): such a request is capped at the
+/// number of cores, with a note. Only the first call has effect.
+pub fn set_threads(n: usize, quiet: bool) {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let n = if n > cores {
+        if !quiet {
+            eprintln!(
+                "fwsvm: note: --threads {n} is more than the {cores} cores here; using {cores}"
+            );
+        }
+        cores
+    } else {
+        n
+    };
     let _ = rayon::ThreadPoolBuilder::new()
         .num_threads(n)
         .build_global();
+}
+
+/// Physical memory in bytes (Linux: MemTotal of /proc/meminfo), if known.
+pub fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Refuses a `--cache-mb` larger than the machine's memory (the cache would be swapped out or
+/// the process killed long into a run).
+pub fn check_cache_mb(mb: usize) -> Result<()> {
+    let bytes = (mb as u64).saturating_mul(1 << 20);
+    if let Some(total) = physical_memory()
+        && bytes > total
+    {
+        return Err(Error::InvalidParam(format!(
+            "--cache-mb {mb}: more than this machine's {} MiB of memory; the kernel cache must \
+             fit in RAM (the default is 1024)",
+            total >> 20
+        )));
+    }
+    Ok(())
 }
 
 /// A progress line on stderr when it is a terminal, refreshed at most 10 times a second.

@@ -18,7 +18,7 @@ pub enum ConvertCommand {
         /// Output prefix: writes <OUT_PREFIX>.train and <OUT_PREFIX>.test.
         out_prefix: PathBuf,
         /// Seed of the shuffle.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
         seed: u64,
         /// Fraction of rows in the test file (0.2 gives 395,216 / 98,805 rows on the 10 % set).
         #[arg(long, default_value_t = 0.2)]

@@ -13,13 +13,13 @@ pub enum GenCommand {
     /// ⌊x⌋ + ⌊y⌋ is even, −1 where odd; LIBSVM format, seeded.
     Checkerboard {
         /// Number of rows.
-        #[arg(long)]
+        #[arg(long, value_parser = super::common::parse_count::<u64>)]
         rows: u64,
         /// Seed (the same seed gives the same file).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
         seed: u64,
         /// Squares per side K.
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = super::common::parse_count::<u32>)]
         board: u32,
         /// Output file (written atomically).
         out: PathBuf,

@@ -28,7 +28,7 @@ pub struct GridArgs {
     #[arg(long, default_value = "3,-15,-2", allow_hyphen_values = true)]
     log2g: String,
     /// Folds of each cross-validation.
-    #[arg(short = 'v', long = "cv", default_value_t = 5)]
+    #[arg(short = 'v', long = "cv", default_value_t = 5, value_parser = super::common::parse_count::<usize>)]
     folds: usize,
     /// Results CSV, appended as each point finishes [default: <TRAIN file name>.grid.csv].
     #[arg(long)]

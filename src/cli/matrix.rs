@@ -55,13 +55,13 @@ pub struct MatrixArgs {
     #[arg(long, value_enum, default_value = "cpu")]
     backend: MatrixBackend,
     /// Stopping tolerances ε, comma-separated.
-    #[arg(short = 'e', long, value_delimiter = ',', default_value = "1e-4")]
+    #[arg(short = 'e', long, value_delimiter = ',', default_value = "1e-4", value_parser = super::common::parse_positive)]
     eps: Vec<f64>,
     /// Runs of each cell (seeds --seed, --seed + 1, …).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<usize>)]
     repeats: usize,
     /// First seed (initial sample, γ auto, the 70/30 split).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
     /// Output directory (table.md, results.csv, *.svg).
     #[arg(long, default_value = "bench-out")]
@@ -70,7 +70,7 @@ pub struct MatrixArgs {
     #[arg(long)]
     config: Option<PathBuf>,
     /// C (the L2-SVM's; LIBSVM's for simplesvm).
-    #[arg(short = 'c', long, default_value_t = 1.0)]
+    #[arg(short = 'c', long, default_value_t = 1.0, value_parser = super::common::parse_positive)]
     cost: f64,
     /// γ, or `auto`.
     #[arg(short = 'g', long, default_value = "auto", value_parser = parse_gamma)]
@@ -79,19 +79,19 @@ pub struct MatrixArgs {
     #[arg(short = 'k', long, value_enum, default_value = "rbf")]
     kernel: KernelArg,
     /// Also require gap ≤ rel-eps · 2f (as train).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = super::common::parse_rel)]
     rel_eps: f64,
     /// Randomized iterations (as train's --sample).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     sample: usize,
     /// Stop each run after this many seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::parse_positive)]
     time_limit: Option<f64>,
     /// Kernel-column cache in MiB.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
     /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// GPU adapter: an index or part of a name.
     #[arg(long, value_name = "INDEX|NAME")]
@@ -336,7 +336,8 @@ fn name_datasets(datasets: &mut [DatasetSpec]) {
 
 /// Runs the matrix.
 pub fn run(a: MatrixArgs) -> Result<()> {
-    set_threads(a.threads);
+    set_threads(a.threads, a.quiet);
+    super::common::check_cache_mb(a.cache_mb)?;
     let mut plan = a.plan()?;
     name_datasets(&mut plan.datasets);
     if let Some(t) = plan.time_limit

@@ -48,6 +48,33 @@ enum Command {
     Info(info::InfoArgs),
 }
 
+/// Every option that takes a value accepts one that starts with `-`, so that `-c -1` reaches
+/// the option's own check ("expected a positive number, found `-1`") instead of being read as
+/// an unknown flag.
+fn allow_negative_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_action().takes_values() && !a.is_positional() {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(allow_negative_values)
+}
+
+/// The command definition as `fwsvm` parses it.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    allow_negative_values(Cli::command())
+}
+
+/// Parses the process's arguments (exits with clap's message and code 2 on a usage error).
+pub fn parse() -> Cli {
+    use clap::FromArgMatches;
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> crate::Result<()> {
     match cli.command {
@@ -67,7 +94,6 @@ pub fn run(cli: Cli) -> crate::Result<()> {
 mod tests {
     #[test]
     fn cli_definition_is_consistent() {
-        use clap::CommandFactory;
-        super::Cli::command().debug_assert();
+        super::command().debug_assert();
     }
 }

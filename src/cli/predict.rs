@@ -33,7 +33,7 @@ pub struct PredictArgs {
     #[arg(long, value_enum)]
     precision: Option<super::train::PrecisionArg>,
     /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// Print only errors and the accuracy line.
     #[arg(short = 'q', long)]
@@ -44,7 +44,7 @@ pub struct PredictArgs {
 
 /// Runs `fwsvm predict`.
 pub fn run(a: PredictArgs) -> Result<()> {
-    set_threads(a.threads);
+    set_threads(a.threads, a.quiet);
     RunFiles::new()
         .input("test data", &a.test)
         .input("model", &a.model)

@@ -27,31 +27,31 @@ pub struct ScaleBenchArgs {
     #[arg(short = 'a', long, default_value = "partan")]
     algorithm: String,
     /// ε.
-    #[arg(short = 'e', long, default_value_t = 1e-4)]
+    #[arg(short = 'e', long, default_value_t = 1e-4, value_parser = super::common::parse_positive)]
     eps: f64,
     /// Also require gap ≤ rel-eps · 2f (as train; `inf` = the absolute rule alone).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = super::common::parse_rel)]
     rel_eps: f64,
     /// C.
-    #[arg(short = 'c', long, default_value_t = 100.0)]
+    #[arg(short = 'c', long, default_value_t = 100.0, value_parser = super::common::parse_positive)]
     cost: f64,
     /// RBF γ.
-    #[arg(short = 'g', long, default_value_t = 2.0)]
+    #[arg(short = 'g', long, default_value_t = 2.0, value_parser = super::common::parse_positive)]
     gamma: f64,
     /// Squares per side of the board.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = super::common::parse_count::<u32>)]
     board: u32,
     /// Test rows (another seed).
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 20_000, value_parser = super::common::parse_count::<usize>)]
     test_rows: usize,
     /// Seed of the training rows (the test rows use seed + 1).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
     /// Randomized iterations (as train's --sample).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     sample: usize,
     /// Stop each run after this many seconds (the row says so).
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::parse_positive)]
     time_limit: Option<f64>,
     /// Skip the exact certification of each run (at 10⁷ rows it costs more than training);
     /// the gap column is then the solver's own.
@@ -64,10 +64,10 @@ pub struct ScaleBenchArgs {
     #[arg(long, value_name = "INDEX|NAME")]
     device: Option<String>,
     /// Kernel-column cache in MiB.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
     /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// Output directory (scale.md, scale.csv, scale.svg).
     #[arg(long, default_value = "bench-scale")]
@@ -98,7 +98,8 @@ pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 
 /// Runs `fwsvm bench scale`.
 pub fn run(a: ScaleBenchArgs) -> Result<()> {
-    set_threads(a.threads);
+    set_threads(a.threads, a.quiet);
+    super::common::check_cache_mb(a.cache_mb)?;
     let rows: Vec<usize> = a
         .rows
         .iter()

@@ -2,7 +2,8 @@
 
 pub use super::common::BackendArg;
 use super::common::{
-    DataArgs, ProgressLine, Trace, accuracy, accuracy_line, open_device, set_threads,
+    DataArgs, ProgressLine, Trace, accuracy, accuracy_line, check_cache_mb, open_device,
+    parse_positive, parse_rel, set_threads,
 };
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
@@ -70,20 +71,6 @@ pub(super) fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
     match s.parse::<f64>() {
         Ok(g) if g > 0.0 && g.is_finite() => Ok(Gamma::Value(g)),
         _ => Err(format!("expected `auto` or a positive number, found `{s}`")),
-    }
-}
-
-fn parse_rel(s: &str) -> std::result::Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 => Ok(v),
-        _ => Err(format!("expected a positive number or `inf`, found `{s}`")),
-    }
-}
-
-fn parse_positive(s: &str) -> std::result::Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("expected a positive number, found `{s}`")),
     }
 }
 
@@ -160,22 +147,22 @@ pub struct TrainOpts {
     #[arg(long, default_value = "1", value_parser = parse_rel)]
     rel_eps: f64,
     /// Stop after this many iterations.
-    #[arg(long, default_value_t = 10_000_000)]
+    #[arg(long, default_value_t = 10_000_000, value_parser = super::common::parse_count::<u64>)]
     max_iter: u64,
     /// Stop after this many seconds.
     #[arg(long, value_parser = parse_positive)]
     time_limit: Option<f64>,
     /// Seed for the initial sample and --gamma auto (CPU runs are reproducible bit for bit).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
     /// Random points solved exactly to initialise (0 or 1 = one random vertex).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = super::common::parse_count::<usize>)]
     init_size: usize,
     /// Kernel-column cache in MiB.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
     /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them (default:
     /// WGPU_ADAPTER_NAME, else the best one).
@@ -190,7 +177,7 @@ pub struct TrainOpts {
     /// Randomized iterations: draw this many points per iteration instead of keeping the
     /// full gradient (0 = off; the paper uses 194). The gap is then sampled, with two extra
     /// draws before stopping; the certified gap at the end is exact.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     sample: usize,
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(long)]
@@ -292,10 +279,20 @@ impl TrainOpts {
     /// Reads the training file and the `--test` file; returns them with the seconds the
     /// training file took.
     pub fn read(&self, train: &std::path::Path) -> Result<(Dataset, Option<Dataset>, f64)> {
-        set_threads(self.threads);
+        set_threads(self.threads, self.quiet);
+        check_cache_mb(self.cache_mb)?;
         let t0 = Instant::now();
         let ds = self.data.read(train)?;
         let read_s = t0.elapsed().as_secs_f64();
+        if self.sample > ds.len() {
+            return Err(Error::InvalidParam(format!(
+                "--sample {}: more than the {} rows of {}; draw at most that many (the paper \
+                 uses 194), or 0 for the full gradient",
+                self.sample,
+                ds.len(),
+                train.display()
+            )));
+        }
         let test = match &self.test {
             Some(p) => Some(self.data.read(p)?),
             None => None,
