@@ -304,8 +304,8 @@ struct Entry {
     key: Option<FileKey>,
 }
 
-/// A file's identity: (device, inode) of an existing file, or of a new file's directory plus
-/// its name.
+/// A file's identity: (device, inode) of an existing file, or of a new file's nearest existing
+/// directory plus the path below it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum FileKey {
     Inode(u64, u64),
@@ -330,16 +330,27 @@ fn file_key(path: &Path) -> Result<Option<FileKey>> {
             Ok(Some(FileKey::Inode(m.dev(), m.ino())))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let dir = match target.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            let Some(name) = target.file_name() else {
-                return Ok(None);
-            };
-            match std::fs::metadata(dir) {
-                Ok(m) => Ok(Some(FileKey::New(m.dev(), m.ino(), name.to_os_string()))),
-                Err(e) => Err(Error::io(dir, e)),
+            // A new file, perhaps in directories still to be made (`bench --out new/dir`):
+            // keyed by its nearest existing ancestor and the path below it.
+            let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+            let mut dir = target.as_path();
+            loop {
+                let Some(name) = dir.file_name() else {
+                    return Ok(None);
+                };
+                rest.push(name);
+                dir = match dir.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p,
+                    _ => Path::new("."),
+                };
+                match std::fs::metadata(dir) {
+                    Ok(m) => {
+                        let below: PathBuf = rest.iter().rev().collect();
+                        return Ok(Some(FileKey::New(m.dev(), m.ino(), below.into_os_string())));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(dir, e)),
+                }
             }
         }
         Err(e) => Err(Error::io(path, e)),
@@ -564,6 +575,21 @@ mod tests {
             RunFiles::new()
                 .output("model file", &a)
                 .output("trace", &b)
+                .check()
+                .is_err()
+        );
+        // Outputs in directories that do not exist yet (made by the run).
+        let deep = dir.path().join("new/dir/table.md");
+        RunFiles::new()
+            .input("training data", &data)
+            .output("table", &deep)
+            .output("plot", &dir.path().join("new/dir/plot.svg"))
+            .check()
+            .unwrap();
+        assert!(
+            RunFiles::new()
+                .output("table", &deep)
+                .output("plot", &dir.path().join("sub/../new/dir/table.md"))
                 .check()
                 .is_err()
         );

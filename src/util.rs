@@ -1,5 +1,16 @@
 //! Small formatting helpers shared by the CLI and reports.
 
+/// The shortest text that reads back as exactly `x`, in exponent form outside [1e-4, 1e6)
+/// (`0.5`, `4.180273436993281e-7`): what messages print for a value a user may pass back.
+pub fn fmt_exact(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() || (1e-4..1e6).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// C's `%g` with `prec` significant digits (as svm-predict prints its accuracy).
 pub fn fmt_g(x: f64, prec: usize) -> String {
     if x == 0.0 || !x.is_finite() {
@@ -30,7 +41,25 @@ fn trim_zeros(s: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_g;
+    use super::{fmt_exact, fmt_g};
+
+    #[test]
+    fn exact_reads_back() {
+        for x in [
+            0.5,
+            4.180273436993281e-7,
+            0.064882,
+            1e-4,
+            123456.75,
+            3.5e9,
+            0.0,
+        ] {
+            let s = fmt_exact(x);
+            assert_eq!(s.parse::<f64>().unwrap(), x, "{s}");
+        }
+        assert_eq!(fmt_exact(0.5), "0.5");
+        assert_eq!(fmt_exact(4.180273436993281e-7), "4.180273436993281e-7");
+    }
 
     #[test]
     fn matches_c_printf() {

@@ -415,7 +415,7 @@ fn info_and_gpu_backend() {
     let out = String::from_utf8(out).unwrap();
     if !out.contains("] ") {
         assert!(!ci, "no GPU adapter in CI:\n{out}");
-        eprintln!("SKIPPED: no GPU adapter:\n{out}");
+        common::skip(&format!("GPU CLI test: no GPU adapter:\n{out}"));
         return;
     }
     assert!(out.contains("max storage binding"), "{out}");
@@ -979,4 +979,605 @@ fn bench_scale() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("`1.5`"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Safety: one test per case of issue 12's table. Every test checks the exit code, the message
+// and that each input file is byte-identical afterwards.
+
+/// The bytes of each file, to compare after the run.
+fn snapshot(files: &[&Path]) -> Vec<(PathBuf, Vec<u8>)> {
+    files
+        .iter()
+        .map(|p| (p.to_path_buf(), std::fs::read(p).unwrap()))
+        .collect()
+}
+
+fn assert_unchanged(before: &[(PathBuf, Vec<u8>)]) {
+    for (p, bytes) in before {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            bytes,
+            "{} was changed by the run",
+            p.display()
+        );
+    }
+}
+
+/// No `.fwsvm-*.tmp` left in `dir`.
+fn assert_no_temporaries(dir: &Path) {
+    let left: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".fwsvm-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+/// A trained model beside the training file: (train, model).
+fn trained(dir: &Path) -> (PathBuf, PathBuf) {
+    let train = write_train(dir);
+    let model = dir.join("a.model");
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success();
+    (train, model)
+}
+
+#[cfg(unix)]
+fn file_type(p: &Path) -> std::fs::FileType {
+    std::fs::symlink_metadata(p).unwrap().file_type()
+}
+
+/// `predict test a.model <link to this process's stdout>`: the predictions are printed, the
+/// link stays a link (the old atomic write renamed a regular file over /dev/stdout).
+#[cfg(unix)]
+#[test]
+fn predictions_to_a_link_to_stdout_are_printed_and_the_link_kept() {
+    let d = common::tempdir();
+    let (train, model) = trained(d.path());
+    let before = snapshot(&[&train, &model]);
+    let link = d.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &link).unwrap();
+    let out = fwsvm()
+        .args(["predict", "-q"])
+        .arg(&train)
+        .arg(&model)
+        .arg(&link)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let labels = out.lines().filter(|l| *l == "1" || *l == "-1").count();
+    assert_eq!(labels, 60, "{out}");
+    assert!(file_type(&link).is_symlink());
+    // `-` is standard output too.
+    fwsvm()
+        .args(["predict", "-q"])
+        .arg(&train)
+        .arg(&model)
+        .arg("-")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("-1\n"));
+    assert!(!d.path().join("-").exists());
+    assert_unchanged(&before);
+    assert_no_temporaries(d.path());
+}
+
+/// `train data <device>`: a FIFO (made here with mkfifo) is written to, never replaced;
+/// `/dev/null` stays a device; `/dev/full` is a clean write error (exit 1) and stays a device.
+#[cfg(unix)]
+#[test]
+fn model_to_a_device_or_fifo_is_written_in_place() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let before = snapshot(&[&train]);
+    let fifo = d.path().join("fifo");
+    let st = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&train)
+        .arg(&fifo)
+        .assert()
+        .success();
+    let model = reader.join().unwrap();
+    assert!(model.starts_with("svm_type c_svc"), "{model}");
+    assert!(file_type(&fifo).is_fifo());
+
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&train)
+        .arg("/dev/null")
+        .assert()
+        .success();
+    assert!(file_type(Path::new("/dev/null")).is_char_device());
+    if Path::new("/dev/full").exists() {
+        fwsvm()
+            .args(["train", "-q"])
+            .arg(&train)
+            .arg("/dev/full")
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("/dev/full"))
+            .stderr(predicate::str::contains("panicked").not());
+        assert!(file_type(Path::new("/dev/full")).is_char_device());
+    }
+    assert_unchanged(&before);
+    assert_no_temporaries(d.path());
+}
+
+/// `train data data` (and the same file by another spelling, a symbolic or a hard link) is
+/// refused before any work: exit 2, both roles named, the data intact.
+#[cfg(unix)]
+#[test]
+fn model_over_the_training_data_is_refused() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let before = snapshot(&[&train]);
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    let link = d.path().join("link.txt");
+    std::os::unix::fs::symlink(&train, &link).unwrap();
+    let hard = d.path().join("hard.txt");
+    std::fs::hard_link(&train, &hard).unwrap();
+    for out in [
+        train.clone(),
+        d.path().join("sub/../train.txt"),
+        link.clone(),
+        hard.clone(),
+    ] {
+        fwsvm()
+            .arg("train")
+            .arg(&train)
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("model file"))
+            .stderr(predicate::str::contains("training data"))
+            .stderr(predicate::str::contains("refusing to overwrite"));
+    }
+    // The test file and the trace are inputs/outputs of the run too.
+    let model = d.path().join("m.model");
+    fwsvm()
+        .arg("train")
+        .arg("--test")
+        .arg(&hard)
+        .arg(&train)
+        .arg(&model)
+        .arg("--trace")
+        .arg(&link)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("trace"));
+    assert!(!model.exists());
+    assert_unchanged(&before);
+    assert!(file_type(&link).is_symlink());
+    assert_no_temporaries(d.path());
+}
+
+/// `predict test a.model a.model` is refused; so are scale over its input or its ranges file.
+#[test]
+fn predictions_over_the_model_are_refused() {
+    let d = common::tempdir();
+    let (train, model) = trained(d.path());
+    let before = snapshot(&[&train, &model]);
+    fwsvm()
+        .arg("predict")
+        .arg(&train)
+        .arg(&model)
+        .arg(&model)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("predictions"))
+        .stderr(predicate::str::contains("model"))
+        .stderr(predicate::str::contains("refusing to overwrite"));
+    fwsvm()
+        .arg("predict")
+        .arg(&train)
+        .arg(&model)
+        .arg(&train)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("test data"));
+    fwsvm()
+        .arg("scale")
+        .arg(&train)
+        .arg(&train)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("refusing to overwrite"));
+    let ranges = d.path().join("ranges.txt");
+    fwsvm()
+        .arg("scale")
+        .arg("-s")
+        .arg(&ranges)
+        .arg(&train)
+        .arg(d.path().join("scaled.txt"))
+        .assert()
+        .success();
+    let before_ranges = snapshot(&[&ranges]);
+    fwsvm()
+        .arg("scale")
+        .arg("-r")
+        .arg(&ranges)
+        .arg(&train)
+        .arg(&ranges)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ranges"));
+    assert_unchanged(&before_ranges);
+    assert_unchanged(&before);
+    assert_no_temporaries(d.path());
+}
+
+/// One feature (the first column of heart_scale-like data): trains, certifies and predicts;
+/// also with --no-certify, sparse and dense, and with a single support vector's worth of data.
+#[test]
+fn one_feature_trains_without_panic() {
+    let d = common::tempdir();
+    let p = d.path().join("one.txt");
+    let mut s = String::new();
+    for i in 0..40 {
+        let y = if i % 2 == 0 { 1 } else { -1 };
+        s.push_str(&format!(
+            "{y} 1:{:.3}\n",
+            y as f64 * 0.5 + (i as f64 * 0.3).sin() * 0.4
+        ));
+    }
+    std::fs::write(&p, &s).unwrap();
+    let before = snapshot(&[&p]);
+    for extra in [
+        &[][..],
+        &["--no-certify"],
+        &["-a", "simplesvm"],
+        &["-a", "cvm"],
+    ] {
+        fwsvm()
+            .args(["train", "--test"])
+            .arg(&p)
+            .args(extra)
+            .arg(&p)
+            .arg(d.path().join("one.model"))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Accuracy = "))
+            .stderr(predicate::str::contains("panicked").not());
+    }
+    // Sparse: the one feature is absent (zero) on most rows.
+    let sparse = d.path().join("sparse.txt");
+    std::fs::write(&sparse, "1 1:1\n-1\n-1\n-1\n1 1:0.9\n").unwrap();
+    fwsvm()
+        .arg("train")
+        .arg(&sparse)
+        .arg(d.path().join("sparse.model"))
+        .assert()
+        .success();
+    assert_unchanged(&before);
+}
+
+/// `--threads 100000` is capped at the cores with a note and finishes.
+#[test]
+fn absurd_thread_count_is_capped() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let before = snapshot(&[&train]);
+    fwsvm()
+        .args(["train", "--threads", "100000"])
+        .arg(&train)
+        .arg(d.path().join("m.model"))
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "--threads 100000 is more than the",
+        ));
+    assert_unchanged(&before);
+}
+
+/// Negative values reach the option's own check: `-c -1` says C must be positive.
+#[test]
+fn negative_values_are_named() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let before = snapshot(&[&train]);
+    for (flag, value) in [
+        ("-c", "-1"),
+        ("-g", "-1"),
+        ("-e", "-1"),
+        ("--cache-mb", "-5"),
+    ] {
+        fwsvm()
+            .args(["train", flag, value])
+            .arg(&train)
+            .arg(d.path().join("m.model"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("'{value}'")))
+            .stderr(
+                predicate::str::contains("positive").or(predicate::str::contains("whole number")),
+            )
+            .stderr(predicate::str::contains("unexpected argument").not());
+    }
+    assert!(!d.path().join("m.model").exists());
+    assert_unchanged(&before);
+}
+
+/// The README's first command runs with nothing outside the clone: its data are in `data/`,
+/// and it prints the accuracy line the README quotes.
+#[cfg(unix)]
+#[test]
+fn readme_first_command_uses_shipped_data() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .expect("a sh block in README");
+    let train_line = block
+        .lines()
+        .find(|l| !l.starts_with('#') && l.contains(" train "))
+        .expect("a train command in README's first block");
+    let args: Vec<&str> = train_line
+        .split_once(" train ")
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    for a in &args {
+        if a.contains('/') {
+            assert!(
+                !a.starts_with(".."),
+                "README's first command uses {a} outside the clone"
+            );
+            assert!(
+                root.join(a).exists(),
+                "README names {a}, which is not in the repository"
+            );
+        }
+    }
+    // Run it from a scratch directory so the model lands there.
+    let d = common::tempdir();
+    std::os::unix::fs::symlink(root.join("data"), d.path().join("data")).unwrap();
+    let out = fwsvm()
+        .current_dir(d.path())
+        .arg("train")
+        .args(&args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let line = String::from_utf8(out).unwrap();
+    let line = line.lines().find(|l| l.starts_with("Accuracy = ")).unwrap();
+    assert!(readme.contains(line), "README should quote `{line}`");
+}
+
+/// Unscaled data (one feature in the thousands, the rest in [0, 1], like LIBSVM's australian):
+/// γ is printed so that it can be read back, and a warning names `fwsvm scale`.
+#[test]
+fn unscaled_data_get_a_warning_naming_fwsvm_scale() {
+    let d = common::tempdir();
+    let p = d.path().join("au.txt");
+    let mut s = String::new();
+    for i in 0..80 {
+        let y = if i % 2 == 0 { 1 } else { -1 };
+        let money = 1000.0 + 37.0 * ((i * 7919) % 101) as f64;
+        let a = if y > 0 { 0.7 } else { 0.3 } + 0.2 * (i as f64 * 0.7).sin();
+        let b = ((i * 13) % 10) as f64 / 10.0;
+        s.push_str(&format!("{y} 1:{a:.3} 2:{b:.1} 3:{money}\n"));
+    }
+    std::fs::write(&p, &s).unwrap();
+    let before = snapshot(&[&p]);
+    let err = fwsvm()
+        .arg("train")
+        .arg(&p)
+        .arg(d.path().join("au.model"))
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    // The warning comes first (after the adapter note, if any), before the run's summary.
+    let first = err.lines().find(|l| !l.contains("GPU adapter")).unwrap();
+    assert!(
+        first.contains("warning") && first.contains("fwsvm scale"),
+        "{err}"
+    );
+    assert!(first.contains("feature 3"), "{err}");
+    assert!(!err.contains("gamma = 0.000000"), "{err}");
+    let gamma: f64 = err
+        .split("gamma = ")
+        .nth(1)
+        .and_then(|r| r.split([',', ' ']).next())
+        .and_then(|g| g.parse().ok())
+        .unwrap_or_else(|| panic!("no gamma in {err}"));
+    assert!(gamma > 0.0 && gamma < 1e-4, "{err}");
+    // After scaling, no warning.
+    let scaled = d.path().join("au.scaled");
+    fwsvm().arg("scale").arg(&p).arg(&scaled).assert().success();
+    fwsvm()
+        .arg("train")
+        .arg(&scaled)
+        .arg(d.path().join("au2.model"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("warning").not());
+    // A γ that makes the kernel nearly constant is named too.
+    fwsvm()
+        .args(["train", "-g", "1e-9"])
+        .arg(&scaled)
+        .arg(d.path().join("au3.model"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("nearly constant"));
+    assert_unchanged(&before);
+}
+
+/// Labels that look continuous are an error naming the file, not hundreds of pairs.
+#[test]
+fn continuous_labels_are_refused() {
+    let d = common::tempdir();
+    let p = d.path().join("reg.txt");
+    let s: String = (0..60)
+        .map(|i| format!("{:.2} 1:{}\n", i as f64 * 0.37, i % 7))
+        .collect();
+    std::fs::write(&p, &s).unwrap();
+    let model = d.path().join("reg.model");
+    fwsvm()
+        .arg("train")
+        .arg(&p)
+        .arg(&model)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("reg.txt"))
+        .stderr(predicate::str::contains("look continuous"))
+        .stderr(predicate::str::contains("1770 one-versus-one pairs"));
+    assert!(!model.exists());
+}
+
+/// New outputs follow the umask (0644 under 022), as files made by other tools do.
+#[cfg(unix)]
+#[test]
+fn outputs_follow_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let model = d.path().join("m.model");
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "umask 022 && exec {} train -q {} {}",
+            env!("CARGO_BIN_EXE_fwsvm"),
+            train.display(),
+            model.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mode = std::fs::metadata(&model).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+}
+
+/// A training long enough to interrupt: (dir, data path).
+#[cfg(unix)]
+fn long_training_data() -> (tempfile::TempDir, PathBuf) {
+    let d = common::tempdir();
+    let data = d.path().join("board.txt");
+    fwsvm()
+        .args(["gen", "checkerboard", "--rows", "40000", "--seed", "3"])
+        .arg(&data)
+        .assert()
+        .success();
+    (d, data)
+}
+
+/// Starts `fwsvm train` on `data` with settings that take minutes, and waits until it has
+/// started iterating (its progress line).
+#[cfg(unix)]
+fn start_long_training(data: &Path, model: &Path) -> std::process::Child {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(["train", "-a", "fw", "-c", "1000", "-g", "4", "-e", "1e-12"])
+        .arg(data)
+        .arg(model)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it parse and run some iterations.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "training ended too soon"
+    );
+    child
+}
+
+#[cfg(unix)]
+fn send(child: &std::process::Child, signal: &str) {
+    let st = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// The first SIGINT ends training at the current iterate: certified, model written (stop
+/// reason `interrupted`), exit 130, no temporary files; SIGTERM gives 143.
+#[cfg(unix)]
+#[test]
+fn first_interrupt_writes_the_model_and_exits_130() {
+    let (d, data) = long_training_data();
+    let before = snapshot(&[&data]);
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let model = d.path().join("int.model");
+        let child = start_long_training(&data, &model);
+        send(&child, signal);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains("stop: interrupted"), "{err}");
+        assert!(err.contains("certified gap"), "{err}");
+        let text = std::fs::read_to_string(&model).unwrap();
+        assert!(text.starts_with("svm_type c_svc"), "{text}");
+        fwsvm()
+            .args(["predict", "-q"])
+            .arg(&data)
+            .arg(&model)
+            .arg(d.path().join("pred.txt"))
+            .assert()
+            .success();
+        std::fs::remove_file(&model).unwrap();
+    }
+    assert_unchanged(&before);
+    assert_no_temporaries(d.path());
+}
+
+/// A second SIGINT aborts at once: the existing model is unchanged and no temporary is left.
+#[cfg(unix)]
+#[test]
+fn second_interrupt_aborts_and_keeps_the_old_model() {
+    use std::io::BufRead;
+    let (d, data) = long_training_data();
+    let model = d.path().join("keep.model");
+    std::fs::write(&model, "the user's old model\n").unwrap();
+    let before = snapshot(&[&data, &model]);
+    let mut child = start_long_training(&data, &model);
+    let stderr = child.stderr.take().unwrap();
+    send(&child, "-INT");
+    // Wait until the first signal was taken, then send the second.
+    let mut lines = std::io::BufReader::new(stderr);
+    let mut seen = String::new();
+    loop {
+        let mut l = Vec::new();
+        let n = lines.read_until(b'\n', &mut l).unwrap();
+        assert!(n > 0, "no interrupt message: {seen}");
+        let l = String::from_utf8_lossy(&l).into_owned();
+        seen.push_str(&l);
+        if l.contains("interrupted: stopping") {
+            break;
+        }
+    }
+    send(&child, "-INT");
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    assert!(rest.contains("second interrupt"), "{seen}{rest}");
+    assert_unchanged(&before);
+    assert_no_temporaries(d.path());
 }

@@ -29,7 +29,7 @@ fn context() -> Option<&'static GpuContext> {
         if in_ci() {
             panic!("no GPU adapter in CI: .ci/run must install mesa-vulkan-drivers");
         }
-        eprintln!("SKIPPED: no GPU adapter (install mesa-vulkan-drivers libvulkan1)");
+        common::skip("GPU tests: no GPU adapter (install mesa-vulkan-drivers libvulkan1)");
     }
     c
 }
@@ -442,7 +442,10 @@ fn gl_backend_runs_and_refuses_f64() {
     let ctx = match GpuContext::open_on(&DeviceSelector::Any, Some(wgpu::Backends::GL)) {
         Ok(Some(c)) => c,
         other => {
-            eprintln!("SKIPPED: no GL adapter ({:?})", other.err());
+            common::skip(&format!(
+                "GL backend test: no GL adapter ({:?})",
+                other.err()
+            ));
             return;
         }
     };

@@ -316,7 +316,16 @@ impl TrainOpts {
     }
 }
 
-/// Fails unless the data have at least two classes.
+/// Labels that look like a regression target rather than classes: more than
+/// [`MAX_FRACTIONAL_CLASSES`] distinct values, some of them not whole numbers. fwsvm trains
+/// classifiers; 60 such values would be 1,770 one-versus-one pairs.
+const MAX_FRACTIONAL_CLASSES: usize = 10;
+
+/// Above this many classes a note says how many one-versus-one pairs will be trained.
+const MANY_CLASSES: usize = 20;
+
+/// The class labels of a training set, checked: at least two classes, and labels that look
+/// like classes rather than a continuous target.
 pub fn require_two_classes(ds: &Dataset, path: &std::path::Path) -> Result<Vec<f64>> {
     let classes = crate::train::class_order(ds);
     if classes.len() < 2 {
@@ -329,7 +338,83 @@ pub fn require_two_classes(ds: &Dataset, path: &std::path::Path) -> Result<Vec<f
             ),
         });
     }
+    if classes.len() > MAX_FRACTIONAL_CLASSES
+        && let Some(&frac) = classes.iter().find(|c| c.fract() != 0.0)
+    {
+        return Err(Error::InvalidData {
+            path: path.to_path_buf(),
+            msg: format!(
+                "the labels look continuous ({} distinct values, e.g. {frac}): fwsvm trains \
+                 classifiers and would train {} one-versus-one pairs; give class labels \
+                 (regression is not supported)",
+                classes.len(),
+                classes.len() * (classes.len() - 1) / 2
+            ),
+        });
+    }
     Ok(classes)
+}
+
+/// A note for many classes (how many one-versus-one pairs they make).
+pub(super) fn many_classes_note(classes: usize) -> Option<String> {
+    (classes > MANY_CLASSES).then(|| {
+        format!(
+            "fwsvm: note: {classes} classes: {} one-versus-one pairs will be trained",
+            classes * (classes - 1) / 2
+        )
+    })
+}
+
+/// Warnings about data the kernel will see badly: features on very different scales, or an
+/// RBF γ that makes the kernel nearly constant (every point alike) or nearly diagonal (no
+/// two points alike). Each names the fix.
+pub(super) fn kernel_warnings(
+    ds: &Dataset,
+    kernel: &crate::kernel::Kernel,
+    path: &std::path::Path,
+    seed: u64,
+) -> Vec<String> {
+    use crate::kernel::Kernel;
+    let mut out = Vec::new();
+    let gamma = match kernel {
+        Kernel::Linear => return out,
+        Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } => *gamma,
+    };
+    let name = path.display();
+    if let Ok(ranges) = crate::data::scale::ScaleParams::fit(ds, -1.0, 1.0)
+        && let Some(s) = ranges.spread()
+        && s.is_uneven()
+    {
+        out.push(format!(
+            "fwsvm: warning: the features of {name} are on very different scales (feature {} \
+             spans {}, the median feature {}): the kernel sees little but the widest \
+             features; scale them first: `fwsvm scale -s ranges.txt {name} train.scaled` \
+             (and `fwsvm scale -r ranges.txt TEST test.scaled` for test data)",
+            s.feature,
+            crate::util::fmt_g(s.widest, 4),
+            crate::util::fmt_g(s.median, 4)
+        ));
+    }
+    if matches!(kernel, Kernel::Rbf { .. }) && ds.len() >= 2 {
+        // γ times the mean squared distance between points: about 1 for γ auto.
+        let spread = gamma / crate::kernel::gamma_heuristic(ds, crate::train::GAMMA_PAIRS, seed);
+        let shape = if spread < 1e-3 {
+            Some("nearly constant (all points look alike)")
+        } else if spread > 1e3 {
+            Some("nearly diagonal (no two points look alike; all become support vectors)")
+        } else {
+            None
+        };
+        if let Some(shape) = shape {
+            out.push(format!(
+                "fwsvm: warning: gamma = {} times the mean squared distance between rows \
+                 is {}: the kernel is {shape}; try -g auto, or `fwsvm grid`",
+                crate::util::fmt_exact(gamma),
+                crate::util::fmt_g(spread, 3)
+            ));
+        }
+    }
+    out
 }
 
 /// `fwsvm train --cv K`: the held-out accuracy, one progress line per fold.
@@ -413,6 +498,10 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let classes = require_two_classes(&ds, &args.train)?;
     let kernel = params.resolve_kernel(&ds)?;
     if !a.quiet {
+        let notes = kernel_warnings(&ds, &kernel, &args.train, a.seed);
+        for w in notes.iter().chain(&many_classes_note(classes.len())) {
+            eprintln!("{w}");
+        }
         eprintln!(
             "fwsvm: {} rows, {} features ({}), {} classes; {} with {}, C = {}; read in {:.2}s; {}",
             ds.len(),
@@ -588,11 +677,16 @@ impl Observer for SharedTrace {
 fn describe_kernel(k: &crate::kernel::Kernel) -> String {
     match k {
         crate::kernel::Kernel::Linear => "linear kernel".into(),
-        crate::kernel::Kernel::Rbf { gamma } => format!("rbf kernel, gamma = {gamma:.6}"),
+        crate::kernel::Kernel::Rbf { gamma } => {
+            format!("rbf kernel, gamma = {}", crate::util::fmt_exact(*gamma))
+        }
         crate::kernel::Kernel::Poly {
             gamma,
             coef0,
             degree,
-        } => format!("poly kernel, gamma = {gamma:.6}, coef0 = {coef0}, degree = {degree}"),
+        } => format!(
+            "poly kernel, gamma = {}, coef0 = {coef0}, degree = {degree}",
+            crate::util::fmt_exact(*gamma)
+        ),
     }
 }

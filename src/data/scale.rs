@@ -42,6 +42,25 @@ pub struct ScaleParams {
     pub max: Vec<f64>,
 }
 
+/// The feature widths (max − min) of a dataset, as [`ScaleParams::spread`] finds them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The widest feature (1-based, as in the file).
+    pub feature: usize,
+    /// Its width.
+    pub widest: f64,
+    /// The median width of the features that vary.
+    pub median: f64,
+}
+
+impl Spread {
+    /// True when the widest feature is at least 100 times the median one: an RBF or
+    /// polynomial kernel then sees little but that feature.
+    pub fn is_uneven(&self) -> bool {
+        self.widest >= 100.0 * self.median
+    }
+}
+
 impl ScaleParams {
     /// Finds each feature's range in `ds` (implicit zeros included) for scaling to
     /// `[lower, upper]`. Fails with [`Error::InvalidParam`] unless
@@ -97,6 +116,25 @@ impl ScaleParams {
             upper,
             min,
             max,
+        })
+    }
+
+    /// How unevenly the features are spread: the widest feature and the median width, over
+    /// the features that vary. None when fewer than two features vary.
+    pub fn spread(&self) -> Option<Spread> {
+        let mut widths: Vec<(f64, usize)> = (0..self.min.len())
+            .filter(|&j| self.active(j))
+            .map(|j| (self.max[j] - self.min[j], j))
+            .collect();
+        if widths.len() < 2 {
+            return None;
+        }
+        widths.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (widest, feature) = widths[widths.len() - 1];
+        Some(Spread {
+            feature: feature + 1,
+            widest,
+            median: widths[widths.len() / 2].0,
         })
     }
 
@@ -573,6 +611,29 @@ mod tests {
                 other => panic!("{text:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn spread_finds_the_widest_feature() {
+        let ds = dense(&[
+            &[0.0, 1.0, 2000.0, 5.0],
+            &[1.0, 0.0, -1000.0, 5.0],
+            &[0.5, 0.5, 0.0, 5.0],
+        ]);
+        let s = ScaleParams::fit(&ds, -1.0, 1.0).unwrap().spread().unwrap();
+        assert_eq!(s.feature, 3);
+        assert_eq!(s.widest, 3000.0);
+        assert_eq!(s.median, 1.0);
+        assert!(s.is_uneven());
+        let even = dense(&[&[0.0, 1.0], &[2.0, 0.0]]);
+        let s = ScaleParams::fit(&even, -1.0, 1.0)
+            .unwrap()
+            .spread()
+            .unwrap();
+        assert!(!s.is_uneven());
+        // One varying feature: nothing to compare.
+        let one = dense(&[&[0.0, 7.0], &[2.0, 7.0]]);
+        assert_eq!(ScaleParams::fit(&one, -1.0, 1.0).unwrap().spread(), None);
     }
 
     #[test]

@@ -5,20 +5,33 @@ use std::path::PathBuf;
 
 pub mod problems;
 
-/// `../shared/datasets/<name>`, or None (with a loud message) when the shared data are absent
-/// outside CI. In CI (`CI=true`) a missing dataset is a failure, never a skip.
+/// `data/<name>` (shipped in the repository: heart_scale, a9a, a9a.t), else
+/// `../shared/datasets/<name>` (the workspace's larger sets), or None (with a loud message)
+/// when neither has it outside CI. In CI (`CI=true`) a missing dataset is a failure, never a
+/// skip.
 pub fn dataset(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/datasets")
-        .join(name);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shipped = root.join("data").join(name);
+    if shipped.exists() {
+        return Some(shipped);
+    }
+    let p = root.join("../shared/datasets").join(name);
     if p.exists() {
         return Some(p);
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("dataset {} is missing in CI", p.display());
     }
-    eprintln!("SKIPPED: dataset {} not found", p.display());
+    skip(&format!("dataset {} not found", p.display()));
     None
+}
+
+/// Reports a skipped check where the test summary shows it: written to the process's stderr
+/// directly, which the test harness does not capture (its capture covers only `eprintln!`), so
+/// `cargo test` prints it even for a test that passes.
+pub fn skip(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {what}");
 }
 
 /// A scratch directory removed at the end of the test.
