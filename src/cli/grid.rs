@@ -187,6 +187,16 @@ pub fn run(a: GridArgs) -> Result<()> {
         .output("results CSV", &csv)
         .output("heat map", &svg)
         .check()?;
+    if !matches!(
+        crate::output::resolve(&csv)?,
+        crate::output::Target::Replace(_)
+    ) {
+        return Err(Error::InvalidParam(format!(
+            "--out {}: the results CSV is appended to as each point finishes and read back by \
+             --resume, so it must be a regular file (not standard output, a device or a FIFO)",
+            csv.display()
+        )));
+    }
     let mut done = Vec::new();
     let mut done_settings = None;
     if csv.exists() {

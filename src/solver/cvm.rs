@@ -130,16 +130,20 @@ impl Variant for Cvm {
                     lam_v = lam;
                 }
             }
-            // A step whose exact decrease is below f64's resolution of f changes nothing:
-            // the inner problem is solved as far as the arithmetic allows (ill-conditioned
-            // kernels would otherwise spin through MAX_INNER no-op steps per outer iteration).
-            if v == usize::MAX || lam_v <= 0.0 || best <= f64::EPSILON * two_f.abs() {
+            if v == usize::MAX || lam_v <= 0.0 {
                 break;
             }
             let jv = self.core[v];
             let qv = &self.qcc[v];
             let av = state.alpha.get(jv);
             let a_s = state.alpha.get(js);
+            // A step too small to change α in f64 changes nothing: the inner problem is solved
+            // as far as the arithmetic allows (ill-conditioned kernels would otherwise spin
+            // through MAX_INNER no-op steps per outer iteration). Tiny but real steps still
+            // count: near a 1e-8 gap every decrease is below f64's resolution of f.
+            if a_s + lam_v == a_s && lam_v < av && av - lam_v == av {
+                break;
+            }
             state.alpha.set(js, a_s + lam_v);
             if lam_v >= av {
                 state.alpha.remove(jv);
