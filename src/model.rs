@@ -118,6 +118,21 @@ impl Model {
         let d = self.n_features();
         let starts = self.starts();
         let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
+        if k == 2
+            && let Some(p) = self.binary_panel(&sv_norms)
+        {
+            let norms: Vec<f64> = (0..n).map(|i| ds.row(i).sq_norm()).collect();
+            let mut dec = vec![0.0; n];
+            p.row_sums(ds, &norms, None, &mut dec);
+            let mut vote = [0u32; 2];
+            return dec
+                .into_iter()
+                .map(|s| {
+                    let v = [s - self.rho[0]];
+                    (self.vote(&v, &mut vote), v.to_vec())
+                })
+                .unzip();
+        }
         const BLOCK: usize = 256;
         let mut svd = Array2::<f64>::zeros((nsv, d));
         for j in 0..nsv {
@@ -153,6 +168,14 @@ impl Model {
             })
             .collect();
         results.into_iter().unzip()
+    }
+
+    /// A two-class model's support vectors as one exact product panel (decision value =
+    /// Σ_j sv_coef_j k(x, sv_j) − rho); None when too wide for a panel.
+    fn binary_panel(&self, sv_norms: &[f64]) -> Option<crate::backend::gram::Panel> {
+        let cols: Vec<usize> = (0..self.total_sv()).collect();
+        crate::backend::gram::Panel::new(self.kernel, &self.sv, &cols, &self.sv_coef[0], sv_norms)
+            .map(|p| p.without_offset())
     }
 
     /// Predicted labels.

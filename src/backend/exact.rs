@@ -8,6 +8,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
+use super::gram::Panel;
 use super::simd::kernel_row_sum;
 
 const BLOCK: usize = 256;
@@ -38,6 +39,13 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     let d = prob.data.n_features();
     let inv_c = 1.0 / prob.c;
 
+    if let Some(panel) = Panel::new(prob.kernel, prob.data, &act, &coef, &nj) {
+        panel.row_sums(prob.data, &prob.norms, None, out);
+        for (i, g) in out.iter_mut().enumerate() {
+            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+        }
+        return;
+    }
     if d <= MAX_DENSE_D {
         let mut xa = Array2::<f64>::zeros((na, d));
         for (r, &j) in act.iter().enumerate() {
@@ -140,6 +148,15 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let inv_c = 1.0 / prob.c;
     let d = prob.data.n_features();
+    if rows.len() * act.len() >= 4096
+        && let Some(panel) = Panel::new(prob.kernel, prob.data, act, &coef, &nj)
+    {
+        panel.row_sums(prob.data, &prob.norms, Some(rows), out);
+        for (g, &i) in out.iter_mut().zip(rows) {
+            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+        }
+        return;
+    }
     // Enough dot products for a GEMM to pay for densifying the rows involved.
     if d <= MAX_DENSE_D && rows.len() * act.len() >= 4096 {
         let mut xa = Array2::<f64>::zeros((act.len(), d));

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod exact;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+pub mod gram;
 pub mod mirror;
 pub mod sampled;
 mod simd;
