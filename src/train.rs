@@ -61,6 +61,10 @@ pub struct TrainParams {
     pub violator: Violator,
     /// SimpleSVM's linear solver.
     pub linear_solver: LinearSolver,
+    /// Working-set shrinking (FW variants and CVM without `sample`; see
+    /// [`crate::solver::shrink`]); None = every iteration over all points (the default: the
+    /// present rule does not yet pay on the benchmark sets).
+    pub shrink: Option<crate::solver::shrink::ShrinkParams>,
 }
 
 impl Default for TrainParams {
@@ -77,6 +81,7 @@ impl Default for TrainParams {
             sample: 0,
             violator: Violator::Greedy,
             linear_solver: LinearSolver::Cholesky,
+            shrink: None,
         }
     }
 }
@@ -216,41 +221,61 @@ pub fn train(
                 .collect();
             let pair_device;
             let result = {
-                let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
-                    Box::new(crate::backend::sampled::Sampled::with_engine(
-                        &prob,
-                        crate::backend::sampled::SampledConfig {
-                            sample: params.sample,
-                            seed: params.solver.seed,
-                            eps: params.solver.eps,
-                            rel_eps: params.solver.rel_eps,
-                            extra_draws: 2,
-                            stop: params.solver.stop,
-                        },
-                        params.device.blocks(&prob)?,
-                    ))
-                } else if k == 2 {
-                    params.device.backend(&prob, params.cpu)?
-                } else {
-                    // Shared device data: this pair's rows of it.
-                    pair_device = params.device.restrict(&rows);
-                    pair_device.backend(&prob, params.cpu)?
-                };
-                if alg == Algorithm::SimpleSvm {
-                    let sp = SimpleParams {
-                        c: params.c,
-                        violator: params.violator,
-                        solver: params.linear_solver,
+                let shrinking = params.sample == 0
+                    && crate::solver::shrink::applies_to(alg)
+                    && params.shrink.is_some();
+                if shrinking {
+                    let dev = if k == 2 {
+                        params.device.clone()
+                    } else {
+                        params.device.restrict(&rows)
                     };
-                    crate::solver::simple_svm::solve(
+                    let sp = params.shrink.unwrap_or_default();
+                    crate::solver::shrink::solve(
                         &prob,
-                        be.as_mut(),
+                        &dev,
+                        params.cpu,
                         &params.solver,
                         &sp,
                         &mut obs_refs,
                     )?
                 } else {
-                    solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
+                    let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
+                        Box::new(crate::backend::sampled::Sampled::with_engine(
+                            &prob,
+                            crate::backend::sampled::SampledConfig {
+                                sample: params.sample,
+                                seed: params.solver.seed,
+                                eps: params.solver.eps,
+                                rel_eps: params.solver.rel_eps,
+                                extra_draws: 2,
+                                stop: params.solver.stop,
+                            },
+                            params.device.blocks(&prob)?,
+                        ))
+                    } else if k == 2 {
+                        params.device.backend(&prob, params.cpu)?
+                    } else {
+                        // Shared device data: this pair's rows of it.
+                        pair_device = params.device.restrict(&rows);
+                        pair_device.backend(&prob, params.cpu)?
+                    };
+                    if alg == Algorithm::SimpleSvm {
+                        let sp = SimpleParams {
+                            c: params.c,
+                            violator: params.violator,
+                            solver: params.linear_solver,
+                        };
+                        crate::solver::simple_svm::solve(
+                            &prob,
+                            be.as_mut(),
+                            &params.solver,
+                            &sp,
+                            &mut obs_refs,
+                        )?
+                    } else {
+                        solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
+                    }
                 }
             };
             let mut r = 0.0;

@@ -1581,3 +1581,41 @@ fn second_interrupt_aborts_and_keeps_the_old_model() {
     assert_unchanged(&before);
     assert_no_temporaries(d.path());
 }
+
+/// `--shrink` trains by working-set rounds and says how large the set was and how many
+/// rebuilds ran; the model predicts like the one trained without it.
+#[test]
+fn shrink_reports_the_working_set() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let (a, b) = (d.path().join("a.model"), d.path().join("b.model"));
+    fwsvm()
+        .args(["train", "--shrink", "-e", "1e-6", "--test"])
+        .arg(&train)
+        .arg(&train)
+        .arg(&a)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("working set of 60 points"))
+        .stderr(predicate::str::contains("rebuild"));
+    fwsvm()
+        .args(["train", "-e", "1e-6", "--test"])
+        .arg(&train)
+        .arg(&train)
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("working set").not());
+    let labels = |m: &Path| {
+        let out = d.path().join("p.txt");
+        fwsvm()
+            .args(["predict", "-q"])
+            .arg(&train)
+            .arg(m)
+            .arg(&out)
+            .assert()
+            .success();
+        std::fs::read_to_string(&out).unwrap()
+    };
+    assert_eq!(labels(&a), labels(&b));
+}

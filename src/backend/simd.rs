@@ -7,6 +7,7 @@
 //! data, so every product is exact and the column agrees with the host's exact kernel.
 
 use crate::kernel::Kernel;
+use std::borrow::Cow;
 
 /// Rows per AoSoA block.
 pub const LANES: usize = 8;
@@ -151,15 +152,22 @@ pub enum Layout<'a> {
         /// blocks × d × LANES values
         xb: Vec<f32>,
     },
-    /// CSR, borrowed from the dataset.
+    /// CSR, borrowed from the dataset (or owned, for a selection of its rows).
     Sparse {
         /// m+1 offsets
-        indptr: &'a [usize],
+        indptr: Cow<'a, [usize]>,
         /// 0-based indices
-        indices: &'a [u32],
+        indices: Cow<'a, [u32]>,
         /// values
-        values: &'a [f32],
+        values: Cow<'a, [f32]>,
     },
+}
+
+/// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
+fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
+    let dense_bytes = 4 * d * m;
+    let csr_bytes = 8 * nnz + 8 * m;
+    m > 0 && dense_bytes * 2 <= csr_bytes * 5
 }
 
 impl<'a> Layout<'a> {
@@ -191,9 +199,7 @@ impl<'a> Layout<'a> {
                 // that speed (gathers). Measured (`cargo bench --bench kernels`, 2-core EPYC):
                 // 27 GiB/s dense vs 11 GiB/s CSR, so a dense copy wins while it is at most
                 // ~2.5× the CSR bytes (KDD99: 25 % non-zero, d = 38 → 1.8×; a9a: 4.1×).
-                let dense_bytes = 4 * d * m;
-                let csr_bytes = 8 * values.len() + 8 * m;
-                if m > 0 && dense_bytes * 2 <= csr_bytes * 5 {
+                if dense_pays(d, m, values.len()) {
                     let nb = m.div_ceil(LANES);
                     let mut xb = vec![0f32; nb * d * LANES];
                     for i in 0..m {
@@ -205,12 +211,62 @@ impl<'a> Layout<'a> {
                     Layout::Dense { d, xb }
                 } else {
                     Layout::Sparse {
-                        indptr,
-                        indices,
-                        values,
+                        indptr: Cow::Borrowed(indptr),
+                        indices: Cow::Borrowed(indices),
+                        values: Cow::Borrowed(values),
                     }
                 }
             }
+        }
+    }
+
+    /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
+    /// [`Layout::new`] chooses.
+    pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
+        use crate::data::Row;
+        let d = ds.n_features();
+        let m = rows.len();
+        let nnz: usize = rows
+            .iter()
+            .map(|&i| match ds.row(i) {
+                Row::Dense(v) => v.len(),
+                Row::Sparse(ix, _) => ix.len(),
+            })
+            .sum();
+        if ds.is_dense() || dense_pays(d, m, nnz) {
+            let nb = m.div_ceil(LANES);
+            let mut xb = vec![0f32; nb * d * LANES];
+            for (r, &i) in rows.iter().enumerate() {
+                let (b, l) = (r / LANES, r % LANES);
+                match ds.row(i) {
+                    Row::Dense(v) => {
+                        for (f, &x) in v.iter().enumerate() {
+                            xb[(b * d + f) * LANES + l] = x;
+                        }
+                    }
+                    Row::Sparse(ix, v) => {
+                        for (&f, &x) in ix.iter().zip(v) {
+                            xb[(b * d + f as usize) * LANES + l] = x;
+                        }
+                    }
+                }
+            }
+            return Layout::Dense { d, xb };
+        }
+        let mut indptr = Vec::with_capacity(m + 1);
+        let (mut indices, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+        indptr.push(0);
+        for &i in rows {
+            if let Row::Sparse(ix, v) = ds.row(i) {
+                indices.extend_from_slice(ix);
+                values.extend_from_slice(v);
+            }
+            indptr.push(indices.len());
+        }
+        Layout::Sparse {
+            indptr: Cow::Owned(indptr),
+            indices: Cow::Owned(indices),
+            values: Cow::Owned(values),
         }
     }
 }
@@ -240,6 +296,11 @@ pub fn column_chunk<T: Elem>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            unsafe { column_chunk_avx512(a, j, q, r0, dots, out) };
+            return;
+        }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU supports the features the function is compiled for.
             unsafe { column_chunk_avx2(a, j, q, r0, dots, out) };
@@ -247,6 +308,19 @@ pub fn column_chunk<T: Elem>(
         }
     }
     column_chunk_impl::<false, T>(a, j, q, r0, dots, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn column_chunk_avx512<T: Elem>(
+    a: &ColumnArgs<'_>,
+    j: usize,
+    q: &[f64],
+    r0: usize,
+    dots: &mut [f64],
+    out: &mut [T],
+) {
+    column_chunk_impl::<true, T>(a, j, q, r0, dots, out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -352,9 +426,9 @@ mod tests {
             unreachable!()
         };
         let csr = Layout::Sparse {
-            indptr,
-            indices,
-            values,
+            indptr: Cow::Borrowed(indptr),
+            indices: Cow::Borrowed(indices),
+            values: Cow::Borrowed(values),
         };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         let kernel = Kernel::Rbf { gamma: 0.4 };

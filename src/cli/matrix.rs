@@ -457,6 +457,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                             },
                             violator: Violator::Greedy,
                             linear_solver: LinearSolver::Cholesky,
+                            shrink: None,
                         };
                         let trace = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
                         let label =

@@ -165,6 +165,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         sample: a.sample,
         violator: Violator::Greedy,
         linear_solver: LinearSolver::Cholesky,
+        shrink: None,
     };
     let mut md = String::new();
     let _ = writeln!(

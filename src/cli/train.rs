@@ -182,6 +182,10 @@ pub struct TrainOpts {
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(long)]
     no_certify: bool,
+    /// Working-set shrinking with an exact finish (experimental: see README): iterations run
+    /// over the points that can still matter, and an exact pass over all points decides.
+    #[arg(long)]
+    shrink: bool,
     /// Test data: predict after training and print the accuracy.
     #[arg(long)]
     test: Option<PathBuf>,
@@ -273,6 +277,7 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
+            shrink: self.shrink.then(Default::default),
         }
     }
 
@@ -646,6 +651,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
             cache.0,
             cache.1
         );
+        for r in &reports {
+            if let Some(w) = &r.result.shrink {
+                eprintln!("fwsvm: {}", describe_shrink(w));
+            }
+        }
         eprintln!("fwsvm: model written to {}", model_path.display());
     }
     if let (Some(test), Some(path)) = (&test, &a.test) {
@@ -672,6 +682,25 @@ impl Observer for SharedTrace {
     fn observe(&mut self, p: &crate::solver::Progress) {
         self.0.borrow_mut().observe(p);
     }
+}
+
+/// One line on the working-set rounds of a run.
+pub(super) fn describe_shrink(w: &crate::solver::shrink::ShrinkStats) -> String {
+    let pct = |n: usize| 100.0 * n as f64 / w.m.max(1) as f64;
+    format!(
+        "working set of {} points: {} at the start, {} at the smallest, {} at the end \
+         ({:.1} %); {} shrink{}, {} rebuild{} of the set-aside gradients ({:.2}s)",
+        w.m,
+        w.first_size,
+        w.smallest,
+        w.last_size,
+        pct(w.last_size),
+        w.shrinks,
+        if w.shrinks == 1 { "" } else { "s" },
+        w.rebuilds,
+        if w.rebuilds == 1 { "" } else { "s" },
+        w.rebuild_seconds
+    )
 }
 
 fn describe_kernel(k: &crate::kernel::Kernel) -> String {

@@ -10,6 +10,7 @@ pub mod fw;
 pub mod init;
 pub mod mfw;
 pub mod partan;
+pub mod shrink;
 pub mod simple_svm;
 pub mod sparse;
 pub mod steps;
@@ -165,6 +166,8 @@ pub enum StopReason {
     Stalled,
     /// Stopped at the current iterate on request (Ctrl-C, SIGTERM; see [`crate::interrupt`]).
     Interrupted,
+    /// Handed back by a [`YieldCheck`] (inside the working-set rounds; never final).
+    Yielded,
 }
 
 impl fmt::Display for StopReason {
@@ -175,6 +178,7 @@ impl fmt::Display for StopReason {
             StopReason::TimeLimit => "time limit",
             StopReason::Stalled => "stalled (no further decrease possible in floating point)",
             StopReason::Interrupted => "interrupted",
+            StopReason::Yielded => "yielded to the working-set rounds",
         })
     }
 }
@@ -373,6 +377,8 @@ pub struct SolveResult {
     pub certify_seconds: f64,
     /// Backend counters.
     pub stats: BackendStats,
+    /// The working-set rounds, when the run shrank (see [`shrink`]).
+    pub shrink: Option<shrink::ShrinkStats>,
     /// LIBSVM's rho when the solver has a bias of its own (SimpleSVM's −b); None for the
     /// L2-SVM, whose bias is the +1 in Q (rho = −Σ α_i y_i).
     pub rho: Option<f64>,
@@ -388,6 +394,31 @@ pub fn solve(
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
+    solve_from(prob, be, params, observers, None, None)
+}
+
+/// A check the solver loop calls every `every` iterations (before that iteration's step),
+/// with the iterate, its reduction and the backend; `true` ends the run with
+/// [`StopReason::Yielded`]. The working-set rounds of [`shrink`] use it to decide when to
+/// move to a smaller set.
+pub struct YieldCheck<'a> {
+    /// Iterations between checks.
+    pub every: u64,
+    /// The check.
+    pub check: &'a mut dyn FnMut(&State, &Reduction, &mut dyn Backend) -> Result<bool>,
+}
+
+/// [`solve`] from a given α (on the simplex, over `prob`'s points) instead of the random
+/// initial sample, optionally with a [`YieldCheck`]: what the working-set rounds of
+/// [`shrink`] use.
+pub fn solve_from(
+    prob: &Problem<'_>,
+    be: &mut dyn Backend,
+    params: &SolverParams,
+    observers: &mut [&mut dyn Observer],
+    alpha0: Option<ActiveSet>,
+    mut yield_check: Option<YieldCheck<'_>>,
+) -> Result<SolveResult> {
     params.check()?;
     let m = be.len();
     if m == 0 {
@@ -400,7 +431,10 @@ pub fn solve(
         StopRule::Gap => 0.0,
         StopRule::Meb => meb_kappa(prob)?,
     };
-    let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+    let alpha = match alpha0 {
+        Some(a) => a,
+        None => init::initial_alpha(prob, params.init_size, params.seed, params.eps),
+    };
     be.set_alpha(&alpha)?;
     let mut state = State {
         alpha,
@@ -453,6 +487,13 @@ pub fn solve(
         if crate::interrupt::requested() {
             break (StopReason::Interrupted, gap);
         }
+        if let Some(y) = yield_check.as_mut()
+            && state.iter > 0
+            && state.iter % y.every == 0
+            && (y.check)(&state, &red, be)?
+        {
+            break (StopReason::Yielded, gap);
+        }
         // Floating-point floor: neither f nor the gap has improved for a long stretch.
         if state.f < best_f || gap < best_gap {
             best_f = best_f.min(state.f);
@@ -490,6 +531,7 @@ pub fn solve(
         certify_seconds,
         stats: be.stats(),
         alpha: state.alpha,
+        shrink: None,
         rho: None,
     })
 }
@@ -512,7 +554,7 @@ pub fn stop_rule_met(
 }
 
 /// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).
-fn meb_kappa(prob: &Problem<'_>) -> Result<f64> {
+pub(crate) fn meb_kappa(prob: &Problem<'_>) -> Result<f64> {
     if !matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. }) {
         return Err(Error::InvalidParam(format!(
             "--stop meb needs a normalized kernel (k(x, x) constant: rbf), not {}",

@@ -721,6 +721,7 @@ pub fn solve(
         seconds,
         certify_seconds,
         stats: be.stats(),
+        shrink: None,
         rho: Some(-b),
     })
 }

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""fwsvm against LIBSVM on the four sets of the performance table, side by side, in one run.
+
+    .venv/bin/python benches/peers.py [--sets ijcnn1,w8a,a9a,kdd99] [--repeats 1]
+        [--fwsvm-args "..."] [--out bench-peers] [--no-libsvm]
+
+Both tools get the same RBF γ and C per set (the table's), on the same training and test
+files:
+
+| set | C | γ | training / test |
+|---|---|---|---|
+| ijcnn1 | 10 | 0.386059 | ijcnn1.trn / ijcnn1.tst |
+| w8a | 10 | 0.0459 | w8a, seeded 70/30 split (Python's random.Random(1)) |
+| a9a | 1 | 0.064882 | a9a / a9a.t (data/ in the repository) |
+| kdd99 | 100 | 0.232 | KDD Cup 99 10 %, `fwsvm convert kdd99` (80/20) then `fwsvm scale -l 0 -u 1` fitted on the training part |
+
+* fwsvm: the whole `fwsvm train --test` process, parse to model file and test accuracy, timed
+  from outside (wall seconds); its own summary gives solver and certification seconds.
+* LIBSVM: libsvm-official (`svm_train`, `-s 0 -t 2 -m 1024 -e 0.001`), the problem read and
+  converted before the clock starts, the clock around `svm_train` alone. libsvm-official is
+  built with OpenMP: its kernel loops use every core unless OMP_NUM_THREADS says otherwise; the
+  table records the thread counts both tools used.
+
+Writes `peers.md` and `peers.csv` in --out and prints the Markdown table. The data files it
+derives (w8a split, KDD99 conversion) are cached in --work (default: target/peers-data).
+"""
+
+import argparse
+import bz2
+import csv
+import gzip
+import lzma
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+FWSVM = os.environ.get("FWSVM", os.path.join(ROOT, "target", "release", "fwsvm"))
+SHARED = os.path.join(ROOT, "..", "shared", "datasets")
+
+SETS = {
+    "ijcnn1": (10.0, 0.386059),
+    "w8a": (10.0, 0.0459),
+    "a9a": (1.0, 0.064882),
+    "kdd99": (100.0, 0.232),
+}
+
+
+def open_text(path):
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.open(path, "rt")
+    if magic.startswith(b"BZh"):
+        return bz2.open(path, "rt")
+    if magic.startswith(b"\xfd7zXZ"):
+        return lzma.open(path, "rt")
+    return open(path)
+
+
+def find(*names):
+    for base in (os.path.join(ROOT, "data"), SHARED):
+        for n in names:
+            p = os.path.join(base, n)
+            if os.path.exists(p):
+                return p
+    sys.exit(f"none of {names} in data/ or {SHARED}")
+
+
+def plain(src, dst):
+    """A decompressed copy (LIBSVM's reader takes plain text)."""
+    if not os.path.exists(dst):
+        with open_text(src) as f, open(dst + ".part", "w") as o:
+            for line in f:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    o.write(line)
+        os.replace(dst + ".part", dst)
+    return dst
+
+
+def prepare(name, work):
+    """(train, test) plain-text paths for a set."""
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    if name == "ijcnn1":
+        return plain(find("ijcnn1.trn.bz2"), f"{d}/train"), plain(find("ijcnn1.tst.bz2"), f"{d}/test")
+    if name == "a9a":
+        return plain(find("a9a.xz"), f"{d}/train"), plain(find("a9a.t.xz"), f"{d}/test")
+    if name == "w8a":
+        tr, te = f"{d}/train", f"{d}/test"
+        if not (os.path.exists(tr) and os.path.exists(te)):
+            with open_text(find("w8a.xz")) as f:
+                lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
+            random.Random(1).shuffle(lines)
+            cut = int(round(0.7 * len(lines)))
+            with open(tr, "w") as o:
+                o.writelines(lines[:cut])
+            with open(te, "w") as o:
+                o.writelines(lines[cut:])
+        return tr, te
+    if name == "kdd99":
+        tr, te = f"{d}/train.scaled", f"{d}/test.scaled"
+        if not (os.path.exists(tr) and os.path.exists(te)):
+            raw = find("kddcup.data_10_percent.gz")
+            run([FWSVM, "convert", "kdd99", raw, f"{d}/kdd99"])
+            run([FWSVM, "scale", "-l", "0", "-u", "1", "-s", f"{d}/range", f"{d}/kdd99.train", tr])
+            run([FWSVM, "scale", "-r", f"{d}/range", f"{d}/kdd99.test", te])
+        return tr, te
+    sys.exit(f"unknown set {name}")
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}")
+    return p
+
+
+def fwsvm(train, test, c, gamma, extra):
+    model = train + ".fwsvm.model"
+    cmd = [FWSVM, "train", "-c", str(c), "-g", str(gamma), "--test", test] + extra + [train, model]
+    t0 = time.perf_counter()
+    p = run(cmd)
+    wall = time.perf_counter() - t0
+    out = p.stdout + p.stderr
+    acc = float(re.search(r"Accuracy = ([0-9.]+)%", out).group(1))
+    m = re.search(r": iterations (\d+), SVs (\d+),.*?, ([0-9.]+)s \(\+([0-9.]+)s certify\)", out)
+    threads = re.search(r"cpu \((\d+) threads", out)
+    return {
+        "wall": wall,
+        "solver": float(m.group(3)),
+        "certify": float(m.group(4)),
+        "iterations": int(m.group(1)),
+        "svs": int(m.group(2)),
+        "acc": acc,
+        "threads": int(threads.group(1)) if threads else os.cpu_count(),
+    }
+
+
+def libsvm(train, test, c, gamma):
+    from libsvm.svmutil import svm_predict, svm_read_problem, svm_train
+
+    y, x = svm_read_problem(train)
+    yt, xt = svm_read_problem(test)
+    from libsvm.svm import svm_parameter, svm_problem
+
+    prob = svm_problem(y, x)
+    param = svm_parameter(f"-s 0 -t 2 -c {c} -g {gamma} -m 1024 -e 0.001 -q")
+    t0 = time.perf_counter()
+    model = svm_train(prob, param)
+    secs = time.perf_counter() - t0
+    _, (acc, _, _), _ = svm_predict(yt, xt, model, "-q")
+    return {"secs": secs, "svs": model.get_nr_sv(), "acc": acc}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sets", default="ijcnn1,w8a,a9a,kdd99")
+    ap.add_argument("--repeats", type=int, default=1, help="fwsvm runs per set (the median is kept)")
+    ap.add_argument("--fwsvm-args", default="", help="extra fwsvm train flags")
+    ap.add_argument("--out", default="bench-peers")
+    ap.add_argument("--work", default=os.path.join(ROOT, "target", "peers-data"))
+    ap.add_argument("--no-libsvm", action="store_true", help="fwsvm only (ratios left blank)")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    log = lambda *s: print(*s, file=sys.stderr, flush=True)
+    omp = os.environ.get("OMP_NUM_THREADS", f"all {os.cpu_count()} cores (OpenMP default)")
+    rows = []
+    for name in a.sets.split(","):
+        c, gamma = SETS[name]
+        train, test = prepare(name, a.work)
+        runs = sorted((fwsvm(train, test, c, gamma, a.fwsvm_args.split()) for _ in range(a.repeats)), key=lambda r: r["wall"])
+        f = runs[len(runs) // 2]
+        log(f"{name}: fwsvm {f['wall']:.2f} s wall ({f['solver']:.2f} + {f['certify']:.2f} certify), {f['acc']:.2f} %")
+        l = None if a.no_libsvm else libsvm(train, test, c, gamma)
+        if l:
+            log(f"{name}: LIBSVM {l['secs']:.2f} s, {l['acc']:.2f} %")
+        rows.append((name, c, gamma, f, l))
+    head = "| set (C, γ) | fwsvm wall s (solver + certify) | certify / solver | LIBSVM train s | ratio | fwsvm iterations, SVs | LIBSVM SVs | accuracy fwsvm / LIBSVM |"
+    md = [
+        f"fwsvm {' '.join(['train'] + a.fwsvm_args.split())} ({rows[0][3]['threads'] if rows else '?'} threads), whole process; LIBSVM libsvm-official svm_train alone ({omp}).",
+        "",
+        head,
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    with open(os.path.join(a.out, "peers.csv"), "w", newline="") as fcsv:
+        w = csv.writer(fcsv)
+        w.writerow(["set", "C", "gamma", "fwsvm_wall_s", "fwsvm_solver_s", "fwsvm_certify_s", "fwsvm_iterations", "fwsvm_svs", "fwsvm_acc", "libsvm_s", "libsvm_svs", "libsvm_acc", "ratio"])
+        for name, c, gamma, f, l in rows:
+            ratio = l["secs"] / f["wall"] if l else None
+            cells = [
+                f"{name} ({c:g}, {gamma:g})",
+                f"{f['wall']:.2f} ({f['solver']:.2f} + {f['certify']:.2f})",
+                f"{100 * f['certify'] / f['solver']:.0f} %",
+                f"{l['secs']:.2f}" if l else "–",
+                f"{ratio:.1f}×" if l else "–",
+                f"{f['iterations']:,}, {f['svs']:,}",
+                f"{l['svs']:,}" if l else "–",
+                f"{f['acc']:.2f} / {l['acc']:.2f}" if l else f"{f['acc']:.2f} / –",
+            ]
+            md.append("| " + " | ".join(cells) + " |")
+            w.writerow([name, c, gamma, f"{f['wall']:.3f}", f["solver"], f["certify"], f["iterations"], f["svs"], f["acc"], f"{l['secs']:.3f}" if l else "", l["svs"] if l else "", l["acc"] if l else "", f"{ratio:.3f}" if ratio else ""])
+    text = "\n".join(md) + "\n"
+    with open(os.path.join(a.out, "peers.md"), "w") as fmd:
+        fmd.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

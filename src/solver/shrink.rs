@@ -1,0 +1,336 @@
+//! Working-set shrinking with an exact finish.
+//!
+//! Most points of a large problem never matter: at the optimum of the L2-SVM on the simplex
+//! every point has g_i ≥ 2f* (the KKT condition of ALGORITHMS.md §1), with equality on the
+//! support vectors, and a point whose g_i stays well above 2f is never the FW vertex
+//! argmin g and never enters α. The iterations therefore run on a working set W: the points
+//! with α_i > 0 and those whose exact gradient is below (1 + ρ)·2f (ρ = `margin`, 0.5 by
+//! default: a point set aside has a margin y_iF(x_i) + α_i/C at least 1.5 times the support
+//! vectors'), at least `min_size` of them (the lowest g). This is the FW analogue of
+//! LIBSVM's shrinking (Fan, Chen and Lin 2005, as in `Solver::do_shrinking`), with the same
+//! safety net: when the run converges on W, the gradient of every point is rebuilt exactly
+//! from α ([`crate::backend::exact::full_gradient`], a compute-bound pass), the stop rule is
+//! tested on the whole set, and if it fails the points below the threshold join W and the run
+//! resumes from the same α. W only grows, so the rounds end; the last exact pass is the
+//! certification, so the stop rule and the certified gap mean exactly what they mean without
+//! shrinking.
+//!
+//! Each round solves the L2-SVM restricted to W — the same quadratic on the simplex, with Q's
+//! rows and columns outside W removed — on a backend built for W's rows (on a GPU, a view of
+//! the data uploaded once when the device shares it), warm-started from α.
+
+use super::{
+    Observer, Progress, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init,
+    solve_from, stop_rule_met,
+};
+use crate::active::ActiveSet;
+use crate::backend::{BackendStats, CpuConfig, Device};
+use crate::error::Result;
+use crate::problem::Problem;
+use std::time::Instant;
+
+/// Shrinking settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShrinkParams {
+    /// ρ: points with α_i = 0 and g_i ≥ (1 + ρ)·2f are set aside.
+    pub margin: f64,
+    /// The working set holds at least this many points (the lowest gradients).
+    pub min_size: usize,
+}
+
+impl Default for ShrinkParams {
+    fn default() -> Self {
+        ShrinkParams {
+            margin: 0.5,
+            min_size: 2000,
+        }
+    }
+}
+
+/// What the rounds did (printed with the run's summary).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ShrinkStats {
+    /// Rounds on a working set (1 when the first one converged on the whole set).
+    pub rounds: u32,
+    /// |W| in the first round.
+    pub first_size: usize,
+    /// |W| in the last round.
+    pub last_size: usize,
+    /// Points in the problem.
+    pub m: usize,
+    /// The smallest |W|.
+    pub smallest: usize,
+    /// Times W was made smaller during the run.
+    pub shrinks: u32,
+    /// Exact passes over all points that found the stop rule unmet (each added points to W).
+    pub rebuilds: u32,
+    /// Seconds in those passes.
+    pub rebuild_seconds: f64,
+}
+
+/// Adds to W the support of α, the points with g_i < (1 + ρ)·2f, and, while W is smaller
+/// than `min_size`, the lowest remaining g. Returns how many joined.
+fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> usize {
+    let two_f: f64 = alpha.iter().map(|(i, a)| a * g[i]).sum();
+    let threshold = (1.0 + sp.margin) * two_f;
+    let mut added = 0;
+    for &i in alpha.indices() {
+        if !in_w[i] {
+            in_w[i] = true;
+            added += 1;
+        }
+    }
+    for (i, &gi) in g.iter().enumerate() {
+        if !in_w[i] && gi < threshold {
+            in_w[i] = true;
+            added += 1;
+        }
+    }
+    let size = in_w.iter().filter(|&&w| w).count();
+    let want = sp.min_size.min(g.len());
+    if size < want {
+        let mut rest: Vec<(f64, usize)> = (0..g.len())
+            .filter(|&i| !in_w[i])
+            .map(|i| (g[i], i))
+            .collect();
+        let k = want - size;
+        rest.select_nth_unstable_by(k - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for &(_, i) in &rest[..k] {
+            in_w[i] = true;
+        }
+        added += k;
+    }
+    added
+}
+
+/// Passes each observer the progress with the iterations and seconds of earlier rounds
+/// added, so a run reads as one.
+struct Offset<'o, 'b> {
+    inner: &'o mut [&'b mut dyn Observer],
+    iter: u64,
+    seconds: f64,
+}
+
+impl Observer for Offset<'_, '_> {
+    fn observe(&mut self, p: &Progress) {
+        let q = Progress {
+            iter: p.iter + self.iter,
+            seconds: p.seconds + self.seconds,
+            ..*p
+        };
+        for o in self.inner.iter_mut() {
+            o.observe(&q);
+        }
+    }
+}
+
+fn add_stats(a: &mut BackendStats, b: &BackendStats) {
+    a.columns_computed += b.columns_computed;
+    a.cache_hits += b.cache_hits;
+    a.updates += b.updates;
+}
+
+/// Runs `params.algorithm` (an FW variant or CVM) on `prob` by working-set rounds on
+/// `device` (see the module documentation).
+pub fn solve(
+    prob: &Problem<'_>,
+    device: &Device,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: &ShrinkParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    params.check()?;
+    let start = Instant::now();
+    let m = prob.len();
+    let kappa = match params.stop {
+        StopRule::Gap => 0.0,
+        StopRule::Meb => super::meb_kappa(prob)?,
+    };
+    let mut alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+    let mut g = vec![0.0; m];
+    crate::backend::exact::full_gradient(prob, &alpha, &mut g);
+    let mut in_w = vec![false; m];
+    grow(&mut in_w, &g, &alpha, sp);
+    // Points brought back by a rebuild stay in W: the rounds cannot cycle.
+    let mut pinned = vec![false; m];
+    let mut stats = ShrinkStats {
+        m,
+        ..Default::default()
+    };
+    let mut backend_stats = BackendStats::default();
+    let mut iterations = 0u64;
+    let mut idle_rounds = 0;
+    loop {
+        let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
+        let n = rows.len();
+        stats.rounds += 1;
+        if stats.rounds == 1 {
+            stats.first_size = n;
+            stats.smallest = n;
+        }
+        stats.smallest = stats.smallest.min(n);
+        stats.last_size = n;
+        // The round's problem: W's rows (the whole problem when W is everything).
+        let sub;
+        let sub_prob;
+        let (round_prob, round_dev) = if n == m {
+            (prob, device.clone())
+        } else {
+            sub = prob.data.subset(&rows);
+            let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
+            sub_prob = Problem::new(&sub, y, prob.kernel, prob.c)?;
+            (&sub_prob, device.restrict(&rows))
+        };
+        let mut start_w = ActiveSet::new(n);
+        let mut pos = vec![u32::MAX; m];
+        for (k, &i) in rows.iter().enumerate() {
+            pos[i] = k as u32;
+        }
+        for (i, a) in alpha.iter() {
+            start_w.set(pos[i] as usize, a);
+        }
+        let elapsed = start.elapsed();
+        let round_params = SolverParams {
+            certify: false,
+            max_iter: params.max_iter.saturating_sub(iterations),
+            time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
+            ..params.clone()
+        };
+        // Every CHECK_EVERY iterations: would the rule set enough points aside to pay for a
+        // new backend? Then hand back, with the smaller set.
+        let all: Vec<usize> = (0..n).collect();
+        let mut gw = vec![0.0; n];
+        let mut smaller: Option<Vec<bool>> = None;
+        let mut check = |state: &super::State,
+                         red: &crate::backend::Reduction,
+                         be: &mut dyn crate::backend::Backend|
+         -> Result<bool> {
+            if n <= sp.min_size {
+                return Ok(false);
+            }
+            // Only once the run is close: gap within CLOSE times what the stop rule asks
+            // (LIBSVM likewise reconsiders its shrinking near the end).
+            let target = params.eps.min(params.rel_eps * red.alpha_g);
+            if red.alpha_g - red.g_s > CLOSE * target {
+                return Ok(false);
+            }
+            be.gather(&all, &mut gw)?;
+            let threshold = (1.0 + sp.margin) * red.alpha_g;
+            let keep = |k: usize| gw[k] < threshold || state.alpha.contains(k) || pinned[rows[k]];
+            let kept = (0..n).filter(|&k| keep(k)).count().max(sp.min_size);
+            if (kept as f64) > SHRINK_WHEN * n as f64 {
+                return Ok(false);
+            }
+            let mut mask = vec![false; m];
+            let mut missing = sp
+                .min_size
+                .saturating_sub((0..n).filter(|&k| keep(k)).count());
+            for k in 0..n {
+                if keep(k) {
+                    mask[rows[k]] = true;
+                }
+            }
+            if missing > 0 {
+                let mut rest: Vec<(f64, usize)> =
+                    (0..n).filter(|&k| !keep(k)).map(|k| (gw[k], k)).collect();
+                missing = missing.min(rest.len());
+                rest.select_nth_unstable_by(missing - 1, |a, b| {
+                    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                });
+                for &(_, k) in &rest[..missing] {
+                    mask[rows[k]] = true;
+                }
+            }
+            smaller = Some(mask);
+            Ok(true)
+        };
+        let r = {
+            let mut be = round_dev.backend(round_prob, cpu)?;
+            let mut off = Offset {
+                inner: &mut *observers,
+                iter: iterations,
+                seconds: elapsed.as_secs_f64(),
+            };
+            let mut obs: [&mut dyn Observer; 1] = [&mut off];
+            solve_from(
+                round_prob,
+                be.as_mut(),
+                &round_params,
+                &mut obs,
+                Some(start_w),
+                Some(YieldCheck {
+                    every: CHECK_EVERY,
+                    check: &mut check,
+                }),
+            )?
+        };
+        iterations += r.iterations;
+        add_stats(&mut backend_stats, &r.stats);
+        alpha = ActiveSet::new(m);
+        for (k, a) in r.alpha.iter() {
+            alpha.set(rows[k], a);
+        }
+        if r.stop == StopReason::Yielded {
+            in_w = smaller.take().expect("a yield carries the smaller set");
+            stats.shrinks += 1;
+            continue;
+        }
+        // The exact pass over every point: the rebuild of the set-aside gradients and, when
+        // the rule holds, the certification.
+        let t = Instant::now();
+        crate::backend::exact::full_gradient(prob, &alpha, &mut g);
+        let two_f: f64 = alpha.iter().map(|(i, a)| a * g[i]).sum();
+        let min_g = g.iter().copied().fold(f64::INFINITY, f64::min);
+        let gap = two_f - min_g;
+        let pass = t.elapsed();
+        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
+        if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
+            // Twice in a row every point that breaks the rule was in W already (W converged
+            // on a gradient that drifted from the exact one): the arithmetic cannot do better.
+            let stop = if r.stop == StopReason::Converged && !met {
+                StopReason::Stalled
+            } else {
+                r.stop
+            };
+            return Ok(SolveResult {
+                alpha,
+                iterations,
+                f: r.f,
+                gap: r.gap,
+                certified_f: params.certify.then_some(0.5 * two_f),
+                certified_gap: params.certify.then_some(gap),
+                stop,
+                seconds: start.elapsed().saturating_sub(pass).as_secs_f64(),
+                certify_seconds: pass.as_secs_f64(),
+                stats: backend_stats,
+                shrink: Some(stats),
+                rho: None,
+            });
+        }
+        stats.rebuilds += 1;
+        stats.rebuild_seconds += pass.as_secs_f64();
+        let before = in_w.clone();
+        let added = grow(&mut in_w, &g, &alpha, sp);
+        for i in 0..m {
+            if in_w[i] && !before[i] {
+                pinned[i] = true;
+            }
+        }
+        idle_rounds = if added == 0 { idle_rounds + 1 } else { 0 };
+    }
+}
+
+/// The working set shrinks only while the gap is within this factor of the stop rule's.
+const CLOSE: f64 = 10.0;
+/// Iterations between the checks for a smaller working set.
+const CHECK_EVERY: u64 = 100;
+/// A smaller working set is taken when it keeps at most this fraction of the current one.
+const SHRINK_WHEN: f64 = 0.8;
+
+/// True for the algorithms the rounds apply to: the five FW variants and CVM (sparse FW
+/// and SimpleSVM keep sets of their own).
+pub fn applies_to(alg: super::Algorithm) -> bool {
+    use super::Algorithm::*;
+    matches!(alg, Fw | Mfw | Swap | Swap2 | Partan | Cvm)
+}
