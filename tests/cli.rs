@@ -430,6 +430,8 @@ fn info_and_gpu_backend() {
         .assert()
         .success()
         .stderr(predicate::str::contains("gpu: "))
+        .stderr(predicate::str::contains("device traffic per iteration: "))
+        .stderr(predicate::str::contains(" round trips, "))
         .stdout(predicate::str::contains("Accuracy = "));
     let text = std::fs::read_to_string(&model).unwrap();
     assert!(text.starts_with("svm_type c_svc"), "{text}");
@@ -1392,8 +1394,11 @@ fn unscaled_data_get_a_warning_naming_fwsvm_scale() {
         .stderr
         .clone();
     let err = String::from_utf8(err).unwrap();
-    // The warning comes first (after the adapter note, if any), before the run's summary.
-    let first = err.lines().find(|l| !l.contains("GPU adapter")).unwrap();
+    // The warning comes first (after the note on the backend, if any), before the summary.
+    let first = err
+        .lines()
+        .find(|l| !l.contains("GPU adapter") && !l.contains("--backend auto"))
+        .unwrap();
     assert!(
         first.contains("warning") && first.contains("fwsvm scale"),
         "{err}"
@@ -1618,4 +1623,28 @@ fn shrink_reports_the_working_set() {
         std::fs::read_to_string(&out).unwrap()
     };
     assert_eq!(labels(&a), labels(&b));
+}
+
+/// `--backend auto` keeps data too small for a GPU on the CPU, says so first, and counts no
+/// device traffic.
+#[test]
+fn auto_backend_keeps_small_data_on_the_cpu() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let out = fwsvm()
+        .args(["train", "--backend", "auto"])
+        .arg(&train)
+        .arg(d.path().join("m.model"))
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.contains("--backend auto") && first.contains("train on the CPU"),
+        "{err}"
+    );
+    assert!(!err.contains("device traffic"), "{err}");
 }

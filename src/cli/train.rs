@@ -237,6 +237,41 @@ impl TrainOpts {
         )
     }
 
+    /// [`open_device`](Self::open_device) for training on `ds`: with `--backend auto` (and no
+    /// `--device`), data too small for a GPU to pay stay on the CPU without probing adapters,
+    /// and the first line says so.
+    pub fn open_device_for(
+        &self,
+        backend: BackendArg,
+        ds: &Dataset,
+    ) -> Result<crate::backend::Device> {
+        let bytes = crate::backend::column_pass_bytes(ds);
+        if backend == BackendArg::Auto
+            && self.device.is_none()
+            && bytes < crate::backend::AUTO_GPU_MIN_BYTES
+        {
+            if !self.quiet {
+                eprintln!(
+                    "fwsvm: --backend auto: {} rows × {} features ({} KiB per kernel column pass) \
+                     train on the CPU: a GPU's round trips (two per iteration, tens of µs each) \
+                     would cost more than the CPU's whole iteration (--backend gpu to insist)",
+                    ds.len(),
+                    ds.n_features(),
+                    bytes.div_ceil(1024)
+                );
+            }
+            return Ok(crate::backend::Device::Cpu);
+        }
+        open_device(
+            backend,
+            self.device.as_deref(),
+            self.precision(),
+            self.precision.is_some(),
+            self.cache_bytes(),
+            self.quiet,
+        )
+    }
+
     /// The library's training settings on `device`.
     pub fn params(&self, device: crate::backend::Device) -> TrainParams {
         TrainParams {
@@ -499,7 +534,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         ));
     }
     let algorithm = a.algorithm();
-    let params = a.params(a.open_device(args.backend)?);
+    let params = a.params(a.open_device_for(args.backend, &ds)?);
     let classes = require_two_classes(&ds, &args.train)?;
     let kernel = params.resolve_kernel(&ds)?;
     if !a.quiet {
@@ -655,6 +690,22 @@ pub fn run(args: TrainArgs) -> Result<()> {
             if let Some(w) = &r.result.shrink {
                 eprintln!("fwsvm: {}", describe_shrink(w));
             }
+        }
+        let mut traffic = crate::backend::BackendStats::default();
+        for r in &reports {
+            traffic.add(&r.result.stats);
+        }
+        if traffic.has_device_traffic() {
+            eprintln!(
+                "fwsvm: device traffic {} ({} round trips, {} submits, {} dispatches, {} bytes \
+                 up, {} bytes down in all)",
+                traffic.per_iteration(iters),
+                traffic.round_trips,
+                traffic.submits,
+                traffic.dispatches,
+                traffic.bytes_up,
+                traffic.bytes_down
+            );
         }
         eprintln!("fwsvm: model written to {}", model_path.display());
     }

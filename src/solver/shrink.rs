@@ -124,12 +124,6 @@ impl Observer for Offset<'_, '_> {
     }
 }
 
-fn add_stats(a: &mut BackendStats, b: &BackendStats) {
-    a.columns_computed += b.columns_computed;
-    a.cache_hits += b.cache_hits;
-    a.updates += b.updates;
-}
-
 /// Runs `params.algorithm` (an FW variant or CVM) on `prob` by working-set rounds on
 /// `device` (see the module documentation).
 pub fn solve(
@@ -266,7 +260,7 @@ pub fn solve(
             )?
         };
         iterations += r.iterations;
-        add_stats(&mut backend_stats, &r.stats);
+        backend_stats.add(&r.stats);
         alpha = ActiveSet::new(m);
         for (k, a) in r.alpha.iter() {
             alpha.set(rows[k], a);

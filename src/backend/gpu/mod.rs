@@ -147,6 +147,8 @@ pub struct GpuBackend<'a> {
     gidx_host: Vec<u32>,
     /// Bytes of the last readback (reused: no allocation per iteration).
     readback: Vec<u8>,
+    /// Bytes of whole vectors uploaded (g, g⁻ at `set_alpha`; counted through `&self`).
+    vector_bytes: std::cell::Cell<u64>,
     /// State of the pending map: 0 pending, 1 mapped, 2 failed.
     map_state: Arc<AtomicU8>,
     prev: bool,
@@ -472,6 +474,7 @@ impl<'a> GpuBackend<'a> {
             lw_host: Vec::new(),
             gidx_host: Vec::new(),
             readback: Vec::new(),
+            vector_bytes: std::cell::Cell::new(0),
             map_state: Arc::new(AtomicU8::new(0)),
             prev: false,
             min_valid: false,
@@ -511,21 +514,18 @@ impl<'a> GpuBackend<'a> {
     fn flush(&mut self) {
         let q = &self.ctx.queue;
         if self.n_params > 0 {
-            q.write_buffer(
-                &self.params,
-                0,
-                &self.param_host[..self.n_params * self.param_stride as usize],
-            );
+            let bytes = &self.param_host[..self.n_params * self.param_stride as usize];
+            q.write_buffer(&self.params, 0, bytes);
+            self.stats.bytes_up += bytes.len() as u64;
         }
         if self.n_queries > 0 {
-            q.write_buffer(
-                &self.query,
-                0,
-                bytemuck::cast_slice(&self.query_host[..self.n_queries * self.dpad]),
-            );
+            let rows = &self.query_host[..self.n_queries * self.dpad];
+            q.write_buffer(&self.query, 0, bytemuck::cast_slice(rows));
+            self.stats.bytes_up += std::mem::size_of_val(rows) as u64;
         }
         if let Some(enc) = self.enc.take() {
             q.submit([enc.finish()]);
+            self.stats.submits += 1;
         }
         self.n_params = 0;
         self.n_queries = 0;
@@ -534,6 +534,8 @@ impl<'a> GpuBackend<'a> {
     /// Flushes, waits, and copies `bytes` of the readback buffer into `self.readback`.
     fn submit_and_read(&mut self, bytes: u64) -> Result<()> {
         self.flush();
+        self.stats.round_trips += 1;
+        self.stats.bytes_down += bytes;
         read_back(
             self.ctx,
             &self.staging,
@@ -616,6 +618,7 @@ impl<'a> GpuBackend<'a> {
             for c in &self.chunks {
                 pass.set_bind_group(1, &c.bind, &[]);
                 pass.dispatch_workgroups(c.nwg, 1, 1);
+                self.stats.dispatches += 1;
             }
         }
         self.enc = Some(enc);
@@ -682,6 +685,7 @@ impl<'a> GpuBackend<'a> {
             pass.set_pipeline(&self.pipes.update);
             pass.set_bind_group(0, &self.update_bg, &[off, oa, ob]);
             pass.dispatch_workgroups(self.nwg_rows, 1, 1);
+            self.stats.dispatches += 1;
         }
         self.enc = Some(enc);
         self.min_valid = true;
@@ -719,6 +723,7 @@ impl<'a> GpuBackend<'a> {
         self.ctx
             .queue
             .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
         let nwg = self.list_nwg(n);
         let p = Params {
             n: n as u32,
@@ -735,6 +740,7 @@ impl<'a> GpuBackend<'a> {
             pass.set_pipeline(&self.pipes.gather);
             pass.set_bind_group(0, &self.gather_bg, &[off, so]);
             pass.dispatch_workgroups(nwg, 1, 1);
+            self.stats.dispatches += 1;
         }
         enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
         self.enc = Some(enc);
@@ -746,6 +752,9 @@ impl<'a> GpuBackend<'a> {
     }
 
     fn upload_vector(&self, buf: &wgpu::Buffer, v: &[f64]) {
+        let width = if self.wide { 8 } else { 4 };
+        self.vector_bytes
+            .set(self.vector_bytes.get() + width * v.len() as u64);
         if self.wide {
             self.ctx.queue.write_buffer(buf, 0, bytemuck::cast_slice(v));
         } else {
@@ -911,6 +920,7 @@ impl Backend for GpuBackend<'_> {
             let q = &self.ctx.queue;
             q.write_buffer(&self.lidx, 0, bytemuck::cast_slice(&self.lidx_host));
             q.write_buffer(&self.lw, 0, &self.lw_host);
+            self.stats.bytes_up += 4 * self.lidx_host.len() as u64 + self.lw_host.len() as u64;
             let p = Params {
                 n: n as u32,
                 nwg: nwg2,
@@ -923,6 +933,7 @@ impl Backend for GpuBackend<'_> {
                 pass.set_pipeline(&self.pipes.active);
                 pass.set_bind_group(0, &self.active_bg, &[off]);
                 pass.dispatch_workgroups(nwg2, 1, 1);
+                self.stats.dispatches += 1;
             }
             self.enc = Some(enc);
         }
@@ -939,6 +950,7 @@ impl Backend for GpuBackend<'_> {
             pass.set_pipeline(&self.pipes.fin);
             pass.set_bind_group(0, &self.final_bg, &[off]);
             pass.dispatch_workgroups(1, 1, 1);
+            self.stats.dispatches += 1;
         }
         enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
         enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
@@ -1027,6 +1039,7 @@ impl Backend for GpuBackend<'_> {
         self.ctx
             .queue
             .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
         let nwg = self.list_nwg(n);
         let so = (slot as u64 * self.slot_stride) as u32;
         let mut srcs = vec![0u32];
@@ -1051,6 +1064,7 @@ impl Backend for GpuBackend<'_> {
                 pass.set_pipeline(&self.pipes.gather);
                 pass.set_bind_group(0, &self.gather_bg, &[off, so]);
                 pass.dispatch_workgroups(nwg, 1, 1);
+                self.stats.dispatches += 1;
             }
             self.enc = Some(enc);
         }
@@ -1078,7 +1092,10 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn stats(&self) -> BackendStats {
-        self.stats
+        BackendStats {
+            bytes_up: self.stats.bytes_up + self.vector_bytes.get(),
+            ..self.stats
+        }
     }
 
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
@@ -1088,6 +1105,7 @@ impl Backend for GpuBackend<'_> {
             self.ctx
                 .queue
                 .write_buffer(&self.marks, 0, bytemuck::cast_slice(&self.marks_host));
+            self.stats.bytes_up += 4 * self.marks_host.len() as u64;
         }
         Ok(())
     }
@@ -1107,6 +1125,7 @@ impl Backend for GpuBackend<'_> {
                 bytemuck::bytes_of(&self.marks_host[i]),
             );
         }
+        self.stats.bytes_up += 4 * marks.len() as u64;
         Ok(())
     }
 
@@ -1128,8 +1147,10 @@ impl Backend for GpuBackend<'_> {
             pass.set_pipeline(&self.pipes.marked);
             pass.set_bind_group(0, &self.marked_bg, &[off]);
             pass.dispatch_workgroups(nwg, 1, 1);
+            self.stats.dispatches += 1;
             pass.set_pipeline(&self.pipes.marked_final);
             pass.dispatch_workgroups(1, 1, 1);
+            self.stats.dispatches += 1;
         }
         let o = 3 * nwg as u64;
         enc.copy_buffer_to_buffer(&self.mpart_v, o * self.gt, &self.staging, 0, vbytes);
