@@ -5,6 +5,7 @@
 
 use super::cache::ColumnCache;
 use super::simd::{ColumnArgs, Elem, Layout, column_chunk};
+use super::update::{self, ChunkUpdate};
 use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
@@ -111,7 +112,7 @@ const DEDUP_BELOW: f64 = 0.75;
 
 /// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index, when
 /// they are few enough to pay (see [`DEDUP_BELOW`]); rows equal value for value.
-fn distinct_rows(ds: &crate::data::Dataset) -> Option<(Vec<usize>, Vec<u32>)> {
+pub(crate) fn distinct_rows(ds: &crate::data::Dataset) -> Option<(Vec<usize>, Vec<u32>)> {
     use crate::data::Row;
     use std::collections::HashMap;
     let m = ds.len();
@@ -314,56 +315,35 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 if !has_up {
                     return (f64::INFINITY, usize::MAX);
                 }
-                // SAFETY: as above, rows r0..r0+n of g and g⁻ belong to this chunk.
+                // SAFETY: as above, rows r0..r0+n of g and g⁻ belong to this chunk; the column
+                // slots are only read.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
-                let c0 = unsafe {
-                    std::slice::from_raw_parts(ucols[0].0.at(r0), if nu > 0 { n } else { 0 })
-                };
-                let c1 = unsafe {
-                    std::slice::from_raw_parts(ucols[1].0.at(r0), if nu > 1 { n } else { 0 })
-                };
-                let (a0, a1) = (ucols[0].1, ucols[1].1);
-                let mut best = (f64::INFINITY, usize::MAX);
-                if prev {
-                    let gp = unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), n) };
-                    for i in 0..n {
-                        let old = g[i];
-                        let mut v = scale * old + pc * gp[i];
-                        if nu > 0 {
-                            v += a0 * c0[i].to_f64();
-                        }
-                        if nu > 1 {
-                            v += a1 * c1[i].to_f64();
-                        }
-                        if rotate {
-                            gp[i] = old;
-                        }
-                        g[i] = v;
-                        if v < best.0 {
-                            best = (v, r0 + i);
-                        }
-                    }
+                let gp: &mut [f64] = if prev {
+                    unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), n) }
                 } else {
-                    match nu {
-                        0 => g.iter_mut().for_each(|v| *v *= scale),
-                        1 => {
-                            for (v, c) in g.iter_mut().zip(c0) {
-                                *v = scale * *v + a0 * c.to_f64();
-                            }
-                        }
-                        _ => {
-                            for ((v, c), e) in g.iter_mut().zip(c0).zip(c1) {
-                                *v = scale * *v + a0 * c.to_f64() + a1 * e.to_f64();
-                            }
-                        }
+                    &mut []
+                };
+                let col = |u: usize| -> &[T] {
+                    if nu > u {
+                        unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), n) }
+                    } else {
+                        &[]
                     }
-                    for (i, &v) in g.iter().enumerate() {
-                        if v < best.0 {
-                            best = (v, r0 + i);
-                        }
-                    }
+                };
+                let upd = ChunkUpdate {
+                    scale,
+                    pc,
+                    rotate,
+                    cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
+                    nu,
+                    rep: None,
+                    distinct: 0,
+                };
+                update::apply(g, gp, &upd);
+                match update::argmin(g) {
+                    (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                    (v, k) => (v, r0 + k),
                 }
-                best
             })
             .collect_into_vec(&mut self.chunk_min);
         for &(slot, _, _) in compute {
@@ -446,7 +426,12 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 // SAFETY: rows r0..r0+len of g and g⁻ belong to this chunk; the columns are
                 // only read.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), len) };
-                let cv = |u: usize| -> &[T] {
+                let gp: &mut [f64] = if prev {
+                    unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), len) }
+                } else {
+                    &mut []
+                };
+                let col = |u: usize| -> &[T] {
                     if nu > u {
                         // SAFETY: slot data of n entries, read only during this pass.
                         unsafe { std::slice::from_raw_parts(ucols[u].0.at(0), n) }
@@ -454,41 +439,26 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         &[]
                     }
                 };
-                let (c0, c1) = (cv(0), cv(1));
-                let mut best = (f64::INFINITY, usize::MAX);
-                for r in 0..len {
-                    let i = r0 + r;
-                    let old = g[r];
-                    let mut v = scale * old;
-                    if prev {
-                        // SAFETY: as above.
-                        let gp = unsafe { &mut *gpptr.at(i) };
-                        v += pc * *gp;
-                        if rotate {
-                            *gp = old;
-                        }
-                    }
-                    let ri = rep[i] as usize;
-                    if nu > 0 {
-                        let (_, cy, j, dc) = ucols[0];
-                        v += cy * y[i] * c0[ri].to_f64();
-                        if i == j {
-                            v += dc;
-                        }
-                    }
-                    if nu > 1 {
-                        let (_, cy, j, dc) = ucols[1];
-                        v += cy * y[i] * c1[ri].to_f64();
-                        if i == j {
-                            v += dc;
-                        }
-                    }
-                    g[r] = v;
-                    if v < best.0 {
-                        best = (v, i);
+                let upd = ChunkUpdate {
+                    scale,
+                    pc,
+                    rotate,
+                    cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
+                    nu,
+                    rep: Some((&rep[r0..r0 + len], &y[r0..r0 + len])),
+                    distinct: n,
+                };
+                update::apply(g, gp, &upd);
+                // Q's 1/C on the diagonal: row j of column j.
+                for &(_, _, j, dc) in &ucols[..nu] {
+                    if (r0..r0 + len).contains(&j) {
+                        g[j - r0] += dc;
                     }
                 }
-                best
+                match update::argmin(g) {
+                    (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                    (v, k) => (v, r0 + k),
+                }
             })
             .collect_into_vec(&mut self.chunk_min);
         self.min_valid = true;

@@ -15,6 +15,7 @@ pub mod gram;
 pub mod mirror;
 pub mod sampled;
 mod simd;
+mod update;
 
 pub use cpu::{CpuBackend, CpuConfig};
 
