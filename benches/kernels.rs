@@ -1,8 +1,8 @@
 //! Throughput of the kernel-column pass on the CPU and GPU backends (dense and CSR at 11 %,
 //! m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}), a streaming sum beside it to measure the
 //! machine's memory bandwidth, the GPU's per-iteration round trip (update with a cached column,
-//! full reduction, readback), the per-iteration cost of each variant on the CPU, and one sampled
-//! iteration's kernel blocks per engine.
+//! full reduction, readback), the per-iteration cost of each variant on the CPU, one sampled
+//! iteration's kernel blocks per engine, and the exact product of certification (GFLOP/s).
 //!
 //! `cargo bench --bench kernels` (add `-- column`, `-- gpu` etc. to filter). `fwsvm bench
 //! kernels` prints the same measurements as a table with the fraction of peak bandwidth.
@@ -284,12 +284,50 @@ fn sampled_blocks(c: &mut Criterion) {
     g.finish();
 }
 
+/// The exact product behind certification, the rebuilt gradient and prediction
+/// (`fwsvm::backend::gram`): g over all m rows against |A| support vectors. Throughput in
+/// multiply-adds of the dots actually done (2·nnz(x_i)·|A| flops per row) — criterion reports
+/// them as "elements" per second, i.e. GFLOP/s ÷ 10⁹ — beside the kernel evaluations (m·|A|),
+/// each an exp.
+fn certification_product(c: &mut Criterion) {
+    use fwsvm::active::ActiveSet;
+    let mut g = c.benchmark_group("certify");
+    g.sample_size(10);
+    for &(layout, density, d) in &[
+        ("dense", 1.0, 22),
+        ("dense", 1.0, 38),
+        ("csr11pct", 0.11, 123),
+    ] {
+        for &na in &[1_000usize, 5_000] {
+            let m = 50_000;
+            let ds = dataset(m, d, density, 3);
+            let prob =
+                Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+            let mut a = ActiveSet::new(m);
+            for k in 0..na {
+                a.set((k * 7919) % m, 1.0);
+            }
+            a.scale(1.0 / a.sum());
+            let flops = 2.0 * ds.nnz() as f64 * na as f64;
+            g.throughput(Throughput::Elements(flops as u64));
+            let mut out = vec![0.0; m];
+            g.bench_with_input(
+                BenchmarkId::new(format!("{layout}-d{d}-m{m}"), na),
+                &na,
+                |b, _| b.iter(|| fwsvm::backend::exact::full_gradient(&prob, &a, &mut out)),
+            );
+        }
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     column_pass,
     stream_sum,
     iterations,
     gpu_passes,
-    sampled_blocks
+    sampled_blocks,
+    certification_product
 );
 criterion_main!(benches);
