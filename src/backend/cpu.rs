@@ -98,6 +98,8 @@ pub struct CpuBackend<'a, T: Elem> {
 struct Distinct {
     /// For each row, its distinct row.
     rep: Vec<u32>,
+    /// The same with the row's label sign packed in the top bit ([`update::NEGATIVE`]).
+    signed: Vec<u32>,
     /// ‖x‖² per distinct row.
     norms: Vec<f64>,
     /// All ones: distinct columns carry no labels.
@@ -192,9 +194,15 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             Some((rows, rep)) => {
                 let n = rows.len();
                 let norms = rows.iter().map(|&i| prob.norms[i]).collect();
+                let signed = rep
+                    .iter()
+                    .zip(&prob.y)
+                    .map(|(&r, &y)| if y < 0.0 { r | update::NEGATIVE } else { r })
+                    .collect();
                 (
                     Layout::of_rows(prob.data, &rows),
                     Some(Distinct {
+                        signed,
                         rep,
                         norms,
                         ones: vec![1.0; n],
@@ -414,7 +422,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             }
         }
         let m = self.prob.len();
-        let (rep, y) = (&dd.rep[..], &self.prob.y[..]);
+        let signed = &dd.signed[..];
         let prev = self.prev;
         let gptr = SendPtr(self.g.as_mut_ptr());
         let gpptr = SendPtr(self.gp.as_mut_ptr());
@@ -445,7 +453,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     rotate,
                     cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
                     nu,
-                    rep: Some((&rep[r0..r0 + len], &y[r0..r0 + len])),
+                    rep: Some(&signed[r0..r0 + len]),
                     distinct: n,
                 };
                 update::apply(g, gp, &upd);

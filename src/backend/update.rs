@@ -28,9 +28,9 @@ pub struct ChunkUpdate<'a, T> {
     pub cols: [(&'a [T], f64); 2],
     /// Columns used (0, 1 or 2).
     pub nu: usize,
-    /// Each row's distinct row, with the rows' labels (deduplicated columns). Every index
-    /// must be below `distinct`.
-    pub rep: Option<(&'a [u32], &'a [f64])>,
+    /// Each row's distinct row, its label's sign in the top bit (set for y_i = −1)
+    /// (deduplicated columns). Every index must be below `distinct`.
+    pub rep: Option<&'a [u32]>,
     /// Number of distinct rows (the columns' length) when `rep` is given.
     pub distinct: usize,
 }
@@ -136,8 +136,8 @@ fn apply_impl<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
     match (prev, u.rep) {
         (false, None) => full::<T, false>(g, gp, u),
         (true, None) => full::<T, true>(g, gp, u),
-        (false, Some((rep, y))) => distinct::<T, false>(g, gp, u, rep, y),
-        (true, Some((rep, y))) => distinct::<T, true>(g, gp, u, rep, y),
+        (false, Some(rep)) => distinct::<T, false>(g, gp, u, rep),
+        (true, Some(rep)) => distinct::<T, true>(g, gp, u, rep),
     }
 }
 
@@ -182,20 +182,24 @@ fn full<T: Elem, const PREV: bool>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdat
     }
 }
 
-/// Deduplicated columns: row i reads entry rep[i] (k + 1), times y_i and the factor (which
-/// carries y_j).
+/// The sign bit of a packed distinct index: set for rows labelled −1.
+pub const NEGATIVE: u32 = 1 << 31;
+
+/// Deduplicated columns: row i reads entry rep[i] (k + 1), times y_i (the packed sign) and the
+/// factor (which carries y_j). y_i = ±1, so a_u·y_i is exact and the sums are those of
+/// `a_u * y[i] * c`, without reading a label array.
 #[inline(always)]
 fn distinct<T: Elem, const PREV: bool>(
     g: &mut [f64],
     gp: &mut [f64],
     u: &ChunkUpdate<'_, T>,
     rep: &[u32],
-    y: &[f64],
 ) {
     let (scale, pc) = (u.scale, u.pc);
     let ((c0, a0), (c1, a1)) = (u.cols[0], u.cols[1]);
     let n = g.len();
-    let (rep, y) = (&rep[..n], &y[..n]);
+    let rep = &rep[..n];
+    let sign = |r: u32| if r & NEGATIVE != 0 { -1.0 } else { 1.0 };
     // Every distinct index is below `distinct` (the deduplication's invariant, which the CPU
     // backend builds and never changes), and every column read holds `distinct` entries
     // (checked here), so the loops read without bounds checks and vectorize as gathers.
@@ -207,9 +211,9 @@ fn distinct<T: Elem, const PREV: bool>(
         c1.len() >= u.distinct || u.nu < 2,
         "column shorter than the distinct rows"
     );
-    debug_assert!(rep.iter().all(|&r| (r as usize) < u.distinct));
+    debug_assert!(rep.iter().all(|&r| ((r & !NEGATIVE) as usize) < u.distinct));
     // SAFETY: r < u.distinct ≤ the length of every column read (see above).
-    let at = |c: &[T], r: u32| unsafe { c.get_unchecked(r as usize) }.to_f64();
+    let at = |c: &[T], r: u32| unsafe { c.get_unchecked((r & !NEGATIVE) as usize) }.to_f64();
     macro_rules! body {
         ($extra:expr) => {
             if PREV {
@@ -234,8 +238,11 @@ fn distinct<T: Elem, const PREV: bool>(
     }
     match u.nu {
         0 => body!(|_i: usize, v: f64| v),
-        1 => body!(|i: usize, v: f64| v + a0 * y[i] * at(c0, rep[i])),
-        _ => body!(|i: usize, v: f64| v + a0 * y[i] * at(c0, rep[i]) + a1 * y[i] * at(c1, rep[i])),
+        1 => body!(|i: usize, v: f64| v + a0 * sign(rep[i]) * at(c0, rep[i])),
+        _ => body!(|i: usize, v: f64| {
+            let y = sign(rep[i]);
+            v + a0 * y * at(c0, rep[i]) + a1 * y * at(c1, rep[i])
+        }),
     }
 }
 
@@ -257,7 +264,10 @@ mod tests {
                 let (c, a) = u.cols[k];
                 v += match u.rep {
                     None => a * c[i] as f64,
-                    Some((rep, y)) => a * y[i] * c[rep[i] as usize] as f64,
+                    Some(rep) => {
+                        let y = if rep[i] & NEGATIVE != 0 { -1.0 } else { 1.0 };
+                        a * y * c[(rep[i] & !NEGATIVE) as usize] as f64
+                    }
                 };
             }
             g[i] = v;
@@ -283,7 +293,7 @@ mod tests {
                             rotate,
                             cols: [(&c0[..], 0.3), (&c1[..], -0.7)],
                             nu,
-                            rep: dedup.then_some((&rep[..], &y[..])),
+                            rep: dedup.then_some(&rep[..]),
                             distinct: 11,
                         };
                         let g0: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
