@@ -279,9 +279,9 @@ mod tests {
         let n = 37;
         let c0: Vec<f32> = (0..n).map(|i| 0.5 + i as f32 * 0.01).collect();
         let c1: Vec<f32> = (0..n).map(|i| 1.5 - i as f32 * 0.02).collect();
-        let rep: Vec<u32> = (0..n).map(|i| (i * 7 % 11) as u32).collect();
-        let y: Vec<f64> = (0..n)
-            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+        // Distinct rows 0..11, every third row labelled −1.
+        let rep: Vec<u32> = (0..n)
+            .map(|i| (i * 7 % 11) as u32 | if i % 3 == 0 { NEGATIVE } else { 0 })
             .collect();
         for nu in 0..3 {
             for prev in [false, true] {
