@@ -28,16 +28,15 @@ derives (w8a split, KDD99 conversion) are cached in --work (default: target/peer
 """
 
 import argparse
-import bz2
 import csv
-import gzip
-import lzma
 import os
 import random
 import re
 import subprocess
 import sys
 import time
+
+from libsvm_compare import open_text  # beside this script: plain, gzip, bzip2 or xz
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
@@ -50,18 +49,6 @@ SETS = {
     "a9a": (1.0, 0.064882),
     "kdd99": (100.0, 0.232),
 }
-
-
-def open_text(path):
-    with open(path, "rb") as f:
-        magic = f.read(6)
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.open(path, "rt")
-    if magic.startswith(b"BZh"):
-        return bz2.open(path, "rt")
-    if magic.startswith(b"\xfd7zXZ"):
-        return lzma.open(path, "rt")
-    return open(path)
 
 
 def find(*names):

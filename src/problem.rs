@@ -10,6 +10,17 @@
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use std::sync::OnceLock;
+
+/// The rows of a dataset with repeats, once each: `rows` are the first occurrences in order,
+/// `rep[i]` the index in `rows` of row i's features.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DistinctRows {
+    /// First occurrences, ascending.
+    pub rows: Vec<usize>,
+    /// For each row, its distinct row.
+    pub rep: Vec<u32>,
+}
 
 /// A binary L2-SVM problem over a dataset.
 #[derive(Debug, Clone)]
@@ -24,6 +35,8 @@ pub struct Problem<'a> {
     pub c: f64,
     /// ‖x_i‖², f64.
     pub norms: Vec<f64>,
+    /// The distinct rows, found on first use ([`Problem::distinct_rows`]).
+    distinct: OnceLock<Option<DistinctRows>>,
 }
 
 impl<'a> Problem<'a> {
@@ -52,7 +65,17 @@ impl<'a> Problem<'a> {
             kernel,
             c,
             norms,
+            distinct: OnceLock::new(),
         })
+    }
+
+    /// The rows' distinct feature vectors when repeats are many enough to pay for working per
+    /// distinct row (columns, exact gradients); found once (a hashing pass) and shared by
+    /// everything that uses this problem.
+    pub fn distinct_rows(&self) -> Option<&DistinctRows> {
+        self.distinct
+            .get_or_init(|| find_distinct_rows(self.data))
+            .as_ref()
     }
 
     /// Number of points m.
@@ -96,4 +119,86 @@ impl<'a> Problem<'a> {
         }
         0.5 * f
     }
+}
+
+/// Rows are deduplicated when at most this fraction of them is distinct: the update then
+/// reads each row's entry through an index, which costs about what a fifth fewer rows saves
+/// (a9a, 80 % distinct: 4.09 s without, 4.36 s with; w8a, 70 %: 0.7 s either way, within noise;
+/// KDD99-binary, 30 %: 7.13 s → 5.10 s).
+const DEDUP_BELOW: f64 = 0.75;
+
+/// Smaller problems are not deduplicated (two of the CPU backend's parallel chunks).
+const DEDUP_MIN_ROWS: usize = 4096;
+
+/// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index, when
+/// they are few enough to pay (see [`DEDUP_BELOW`]); rows equal value for value.
+fn find_distinct_rows(ds: &Dataset) -> Option<DistinctRows> {
+    use crate::data::Row;
+    use std::collections::HashMap;
+    let m = ds.len();
+    if m < DEDUP_MIN_ROWS {
+        return None;
+    }
+    let hash = |r: Row<'_>| -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut mix = |x: u32| {
+            h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        };
+        match r {
+            Row::Dense(v) => v.iter().for_each(|x| mix(x.to_bits())),
+            Row::Sparse(ix, v) => {
+                for (&i, x) in ix.iter().zip(v) {
+                    mix(i);
+                    mix(x.to_bits());
+                }
+            }
+        }
+        h
+    };
+    let same = |a: Row<'_>, b: Row<'_>| match (a, b) {
+        (Row::Dense(x), Row::Dense(y)) => x == y,
+        (Row::Sparse(ia, va), Row::Sparse(ib, vb)) => ia == ib && va == vb,
+        _ => false,
+    };
+    // hash → first distinct row with it; `chain` links distinct rows of equal hash.
+    let mut first: HashMap<u64, u32> = HashMap::with_capacity(m / 2);
+    let mut chain: Vec<u32> = Vec::new();
+    let mut rows: Vec<usize> = Vec::new();
+    let mut rep = vec![0u32; m];
+    let limit = (DEDUP_BELOW * m as f64) as usize;
+    for i in 0..m {
+        let row = ds.row(i);
+        let h = hash(row);
+        let found = match first.get(&h) {
+            None => {
+                first.insert(h, rows.len() as u32);
+                None
+            }
+            Some(&k0) => {
+                let mut k = k0;
+                loop {
+                    if same(ds.row(rows[k as usize]), row) {
+                        break Some(k);
+                    }
+                    if chain[k as usize] == u32::MAX {
+                        chain[k as usize] = rows.len() as u32;
+                        break None;
+                    }
+                    k = chain[k as usize];
+                }
+            }
+        };
+        rep[i] = match found {
+            Some(k) => k,
+            None => {
+                chain.push(u32::MAX);
+                rows.push(i);
+                if rows.len() > limit {
+                    return None;
+                }
+                (rows.len() - 1) as u32
+            }
+        };
+    }
+    Some(DistinctRows { rows, rep })
 }

@@ -90,7 +90,8 @@ pub struct CpuBackend<'a, T: Elem> {
     up_j: [usize; 2],
 }
 
-/// The distinct rows of a dataset with many repeated rows (KDD99: 116,768 of 395,216).
+/// The distinct rows of a dataset with many repeated rows (KDD99: 116,768 of 395,216; see
+/// [`Problem::distinct_rows`]).
 /// Q[i, j] = y_i y_j (k(x_i, x_j) + 1) + δ_ij/C depends on x_i only through k, so a column
 /// is k + 1 over the distinct rows, and each row reads its entry through `rep` — the
 /// same numbers as the full column (exact in f64; one rounding of k + 1 in f32, where the full
@@ -106,92 +107,13 @@ struct Distinct {
     ones: Vec<f64>,
 }
 
-/// Rows are deduplicated when at most this fraction of them is distinct: the update then
-/// reads each row's entry through an index, which costs about what a fifth fewer rows saves
-/// (a9a, 80 % distinct: 4.09 s without, 4.36 s with; w8a, 70 %: 0.7 s either way, within noise;
-/// KDD99-binary, 30 %: 7.13 s → 5.10 s).
-const DEDUP_BELOW: f64 = 0.75;
-
-/// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index, when
-/// they are few enough to pay (see [`DEDUP_BELOW`]); rows equal value for value.
-pub(crate) fn distinct_rows(ds: &crate::data::Dataset) -> Option<(Vec<usize>, Vec<u32>)> {
-    use crate::data::Row;
-    use std::collections::HashMap;
-    let m = ds.len();
-    if m < 2 * CHUNK {
-        return None;
-    }
-    let hash = |r: Row<'_>| -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |x: u32| {
-            h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        };
-        match r {
-            Row::Dense(v) => v.iter().for_each(|x| mix(x.to_bits())),
-            Row::Sparse(ix, v) => {
-                for (&i, x) in ix.iter().zip(v) {
-                    mix(i);
-                    mix(x.to_bits());
-                }
-            }
-        }
-        h
-    };
-    let same = |a: Row<'_>, b: Row<'_>| match (a, b) {
-        (Row::Dense(x), Row::Dense(y)) => x == y,
-        (Row::Sparse(ia, va), Row::Sparse(ib, vb)) => ia == ib && va == vb,
-        _ => false,
-    };
-    // hash → first distinct row with it; `chain` links distinct rows of equal hash.
-    let mut first: HashMap<u64, u32> = HashMap::with_capacity(m / 2);
-    let mut chain: Vec<u32> = Vec::new();
-    let mut rows: Vec<usize> = Vec::new();
-    let mut rep = vec![0u32; m];
-    let limit = (DEDUP_BELOW * m as f64) as usize;
-    for i in 0..m {
-        let row = ds.row(i);
-        let h = hash(row);
-        let found = match first.get(&h) {
-            None => {
-                first.insert(h, rows.len() as u32);
-                None
-            }
-            Some(&k0) => {
-                let mut k = k0;
-                loop {
-                    if same(ds.row(rows[k as usize]), row) {
-                        break Some(k);
-                    }
-                    if chain[k as usize] == u32::MAX {
-                        chain[k as usize] = rows.len() as u32;
-                        break None;
-                    }
-                    k = chain[k as usize];
-                }
-            }
-        };
-        rep[i] = match found {
-            Some(k) => k,
-            None => {
-                chain.push(u32::MAX);
-                rows.push(i);
-                if rows.len() > limit {
-                    return None;
-                }
-                (rows.len() - 1) as u32
-            }
-        };
-    }
-    Some((rows, rep))
-}
-
 impl<'a, T: Elem> CpuBackend<'a, T> {
     /// Lays the data out and allocates g.
     pub fn new(prob: &'a Problem<'a>, cfg: CpuConfig) -> Self {
         let m = prob.len();
         let d = prob.data.n_features();
-        let (layout, distinct, col_len) = match distinct_rows(prob.data) {
-            Some((rows, rep)) => {
+        let (layout, distinct, col_len) = match prob.distinct_rows() {
+            Some(crate::problem::DistinctRows { rows, rep }) => {
                 let n = rows.len();
                 let norms = rows.iter().map(|&i| prob.norms[i]).collect();
                 let signed = rep
@@ -200,10 +122,10 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     .map(|(&r, &y)| if y < 0.0 { r | update::NEGATIVE } else { r })
                     .collect();
                 (
-                    Layout::of_rows(prob.data, &rows),
+                    Layout::of_rows(prob.data, rows),
                     Some(Distinct {
                         signed,
-                        rep,
+                        rep: rep.clone(),
                         norms,
                         ones: vec![1.0; n],
                     }),

@@ -39,7 +39,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     let d = prob.data.n_features();
     let inv_c = 1.0 / prob.c;
 
-    if let Some((rows, rep)) = super::cpu::distinct_rows(prob.data) {
+    if let Some(crate::problem::DistinctRows { rows, rep }) = prob.distinct_rows() {
         // Repeated rows (KDD99: 30 % distinct): the kernel sum depends on x alone, so it is
         // computed once per distinct row, against the support vectors merged by their rows.
         let mut merged: Vec<(u32, usize, f64)> = act
@@ -261,8 +261,8 @@ mod tests {
         ds.labels = (0..6000)
             .map(|_| if r.next_f64() < 0.4 { 1.0 } else { -1.0 })
             .collect();
-        assert!(super::super::cpu::distinct_rows(&ds).is_some());
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.6 }, 2.0).unwrap();
+        assert!(prob.distinct_rows().is_some());
         let mut a = ActiveSet::new(prob.len());
         for (k, i) in [5usize, 17, 900, 901, 4000, 5999].into_iter().enumerate() {
             a.set(i, 1.0 + k as f64);

@@ -141,43 +141,52 @@ fn apply_impl<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
     }
 }
 
+/// g_i ← extra(i, scale·g_i [+ pc·g⁻_i]) over the chunk (g⁻_i ← old g_i if rotate): the loop
+/// shared by both column kinds, `extra` adding the columns' terms in order.
+#[inline(always)]
+fn sweep<const PREV: bool>(
+    g: &mut [f64],
+    gp: &mut [f64],
+    u: &ChunkUpdate<'_, impl Elem>,
+    extra: impl Fn(usize, f64) -> f64,
+) {
+    let (scale, pc, n) = (u.scale, u.pc, g.len());
+    if PREV {
+        let gp = &mut gp[..n];
+        if u.rotate {
+            for i in 0..n {
+                let old = g[i];
+                g[i] = extra(i, scale * old + pc * gp[i]);
+                gp[i] = old;
+            }
+        } else {
+            for i in 0..n {
+                g[i] = extra(i, scale * g[i] + pc * gp[i]);
+            }
+        }
+    } else {
+        for i in 0..n {
+            g[i] = extra(i, scale * g[i]);
+        }
+    }
+}
+
 /// Full columns: entry i of each column is Q's.
 #[inline(always)]
 fn full<T: Elem, const PREV: bool>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
-    let (scale, pc) = (u.scale, u.pc);
     let ((c0, a0), (c1, a1)) = (u.cols[0], u.cols[1]);
     let n = g.len();
-    macro_rules! body {
-        ($extra:expr) => {
-            if PREV {
-                let gp = &mut gp[..n];
-                if u.rotate {
-                    for i in 0..n {
-                        let old = g[i];
-                        g[i] = $extra(i, scale * old + pc * gp[i]);
-                        gp[i] = old;
-                    }
-                } else {
-                    for i in 0..n {
-                        g[i] = $extra(i, scale * g[i] + pc * gp[i]);
-                    }
-                }
-            } else {
-                for i in 0..n {
-                    g[i] = $extra(i, scale * g[i]);
-                }
-            }
-        };
-    }
     match u.nu {
-        0 => body!(|_i: usize, v: f64| v),
+        0 => sweep::<PREV>(g, gp, u, |_i: usize, v: f64| v),
         1 => {
             let c0 = &c0[..n];
-            body!(|i: usize, v: f64| v + a0 * c0[i].to_f64())
+            sweep::<PREV>(g, gp, u, |i: usize, v: f64| v + a0 * c0[i].to_f64())
         }
         _ => {
             let (c0, c1) = (&c0[..n], &c1[..n]);
-            body!(|i: usize, v: f64| v + a0 * c0[i].to_f64() + a1 * c1[i].to_f64())
+            sweep::<PREV>(g, gp, u, |i: usize, v: f64| {
+                v + a0 * c0[i].to_f64() + a1 * c1[i].to_f64()
+            })
         }
     }
 }
@@ -195,7 +204,6 @@ fn distinct<T: Elem, const PREV: bool>(
     u: &ChunkUpdate<'_, T>,
     rep: &[u32],
 ) {
-    let (scale, pc) = (u.scale, u.pc);
     let ((c0, a0), (c1, a1)) = (u.cols[0], u.cols[1]);
     let n = g.len();
     let rep = &rep[..n];
@@ -214,32 +222,12 @@ fn distinct<T: Elem, const PREV: bool>(
     debug_assert!(rep.iter().all(|&r| ((r & !NEGATIVE) as usize) < u.distinct));
     // SAFETY: r < u.distinct ≤ the length of every column read (see above).
     let at = |c: &[T], r: u32| unsafe { c.get_unchecked((r & !NEGATIVE) as usize) }.to_f64();
-    macro_rules! body {
-        ($extra:expr) => {
-            if PREV {
-                let gp = &mut gp[..n];
-                if u.rotate {
-                    for i in 0..n {
-                        let old = g[i];
-                        g[i] = $extra(i, scale * old + pc * gp[i]);
-                        gp[i] = old;
-                    }
-                } else {
-                    for i in 0..n {
-                        g[i] = $extra(i, scale * g[i] + pc * gp[i]);
-                    }
-                }
-            } else {
-                for i in 0..n {
-                    g[i] = $extra(i, scale * g[i]);
-                }
-            }
-        };
-    }
     match u.nu {
-        0 => body!(|_i: usize, v: f64| v),
-        1 => body!(|i: usize, v: f64| v + a0 * sign(rep[i]) * at(c0, rep[i])),
-        _ => body!(|i: usize, v: f64| {
+        0 => sweep::<PREV>(g, gp, u, |_i: usize, v: f64| v),
+        1 => sweep::<PREV>(g, gp, u, |i: usize, v: f64| {
+            v + a0 * sign(rep[i]) * at(c0, rep[i])
+        }),
+        _ => sweep::<PREV>(g, gp, u, |i: usize, v: f64| {
             let y = sign(rep[i]);
             v + a0 * y * at(c0, rep[i]) + a1 * y * at(c1, rep[i])
         }),

@@ -242,34 +242,22 @@ pub fn run(args: CheckArgs) -> Result<()> {
         t
     };
     let (tc, tg) = (traffic(&cpu), traffic(&gpu));
-    let per = |_: &crate::backend::BackendStats, v: u64, r: &Run| {
-        crate::util::fmt_g(v as f64 / iters(r).max(1) as f64, 4)
-    };
-    println!(
-        "| device round trips / iteration | {} | {} |",
-        per(&tc, tc.round_trips, &cpu),
-        per(&tg, tg.round_trips, &gpu)
-    );
-    println!(
-        "| submits / iteration | {} | {} |",
-        per(&tc, tc.submits, &cpu),
-        per(&tg, tg.submits, &gpu)
-    );
-    println!(
-        "| dispatches / iteration | {} | {} |",
-        per(&tc, tc.dispatches, &cpu),
-        per(&tg, tg.dispatches, &gpu)
-    );
-    println!(
-        "| bytes up / iteration | {} | {} |",
-        per(&tc, tc.bytes_up, &cpu),
-        per(&tg, tg.bytes_up, &gpu)
-    );
-    println!(
-        "| bytes down / iteration | {} | {} |",
-        per(&tc, tc.bytes_down, &cpu),
-        per(&tg, tg.bytes_down, &gpu)
-    );
+    let per = |v: u64, r: &Run| crate::util::fmt_g(v as f64 / iters(r).max(1) as f64, 4);
+    type Field = fn(&crate::backend::BackendStats) -> u64;
+    let rows: [(&str, Field); 5] = [
+        ("device round trips", |t| t.round_trips),
+        ("submits", |t| t.submits),
+        ("dispatches", |t| t.dispatches),
+        ("bytes up", |t| t.bytes_up),
+        ("bytes down", |t| t.bytes_down),
+    ];
+    for (name, field) in rows {
+        println!(
+            "| {name} / iteration | {} | {} |",
+            per(field(&tc), &cpu),
+            per(field(&tg), &gpu)
+        );
+    }
     for (pc, pg) in cpu.reports.iter().zip(&gpu.reports) {
         let (fc, fg) = (obj(pc), obj(pg));
         let gc = pc.result.certified_gap.unwrap_or(f64::INFINITY);

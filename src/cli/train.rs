@@ -262,14 +262,7 @@ impl TrainOpts {
             }
             return Ok(crate::backend::Device::Cpu);
         }
-        open_device(
-            backend,
-            self.device.as_deref(),
-            self.precision(),
-            self.precision.is_some(),
-            self.cache_bytes(),
-            self.quiet,
-        )
+        self.open_device(backend)
     }
 
     /// The library's training settings on `device`.
@@ -413,6 +406,7 @@ pub(super) fn kernel_warnings(
     kernel: &crate::kernel::Kernel,
     path: &std::path::Path,
     seed: u64,
+    gamma_auto: bool,
 ) -> Vec<String> {
     use crate::kernel::Kernel;
     let mut out = Vec::new();
@@ -435,8 +429,9 @@ pub(super) fn kernel_warnings(
             crate::util::fmt_g(s.median, 4)
         ));
     }
-    if matches!(kernel, Kernel::Rbf { .. }) && ds.len() >= 2 {
-        // γ times the mean squared distance between points: about 1 for γ auto.
+    // γ times the mean squared distance between points is exactly 1 for γ auto (the same
+    // seeded pairs): only a γ the user gave is measured.
+    if matches!(kernel, Kernel::Rbf { .. }) && !gamma_auto && ds.len() >= 2 {
         let spread = gamma / crate::kernel::gamma_heuristic(ds, crate::train::GAMMA_PAIRS, seed);
         let shape = if spread < 1e-3 {
             Some("nearly constant (all points look alike)")
@@ -538,7 +533,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let classes = require_two_classes(&ds, &args.train)?;
     let kernel = params.resolve_kernel(&ds)?;
     if !a.quiet {
-        let notes = kernel_warnings(&ds, &kernel, &args.train, a.seed);
+        let notes = kernel_warnings(
+            &ds,
+            &kernel,
+            &args.train,
+            a.seed,
+            matches!(a.gamma, Gamma::Auto),
+        );
         for w in notes.iter().chain(&many_classes_note(classes.len())) {
             eprintln!("{w}");
         }

@@ -212,14 +212,12 @@ pub fn solve(
             be.gather(&all, &mut gw)?;
             let threshold = (1.0 + sp.margin) * red.alpha_g;
             let keep = |k: usize| gw[k] < threshold || state.alpha.contains(k) || pinned[rows[k]];
-            let kept = (0..n).filter(|&k| keep(k)).count().max(sp.min_size);
-            if (kept as f64) > SHRINK_WHEN * n as f64 {
+            let kept = (0..n).filter(|&k| keep(k)).count();
+            if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
                 return Ok(false);
             }
             let mut mask = vec![false; m];
-            let mut missing = sp
-                .min_size
-                .saturating_sub((0..n).filter(|&k| keep(k)).count());
+            let mut missing = sp.min_size.saturating_sub(kept);
             for k in 0..n {
                 if keep(k) {
                     mask[rows[k]] = true;
