@@ -111,6 +111,21 @@ impl ActiveSet {
         &self.w
     }
 
+    /// Position of i in [`indices`](Self::indices), None when α_i = 0.
+    #[inline]
+    pub fn position(&self, i: usize) -> Option<usize> {
+        match self.pos[i] {
+            ABSENT => None,
+            p => Some(p as usize),
+        }
+    }
+
+    /// Weights for in-place rewriting, aligned with [`indices`](Self::indices). A weight
+    /// written ≤ 0 must be [`remove`](Self::remove)d before the set is used again.
+    pub fn weights_mut(&mut self) -> &mut [f64] {
+        &mut self.w
+    }
+
     /// (i, α_i) over A.
     pub fn iter(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
         self.idx.iter().copied().zip(self.w.iter().copied())
