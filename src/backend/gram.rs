@@ -231,7 +231,10 @@ impl Isa {
         match self {
             // SAFETY: detect() checked that the CPU has the features these copies use.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { block_avx512(p, s, out) },
+            Isa::Avx512 => match p.kernel {
+                Kernel::Rbf { gamma } => unsafe { block_rbf_avx512(p, s, out, gamma) },
+                _ => unsafe { block_avx512(p, s, out) },
+            },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { block_avx2(p, s, out) },
             Isa::Baseline => block_impl::<false>(p, s, out, dots_portable::<false>),
@@ -243,6 +246,99 @@ impl Isa {
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
     block_impl::<true>(p, s, out, |f, v, z, a| dots_avx512(f, v, z, a))
+}
+
+/// The RBF block written out in AVX-512: a tile's 32 dots, their kernel values and the
+/// weighted sum stay in registers, and the exponential's constants are loaded once per block
+/// (as compiled from [`block_impl`], LLVM reloaded them and spilled the dots for every row
+/// and tile). The exponential is [`exp_nonpos`] step for step, so every kernel value is the
+/// same number; only the order of the final additions differs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
+    use std::arch::x86_64::*;
+    out.iter_mut().for_each(|o| *o = 0.0);
+    let rows = out.len();
+    if let Some(&last) = s.feat[..s.ptr[rows]].iter().max() {
+        assert!(last + p.width <= p.zt.len(), "panel offsets out of range");
+    }
+    // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
+    // t + TILE ≤ width (checked above); nj and coef have `width` entries.
+    unsafe {
+        const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52, as exp_nonpos
+        let lo = _mm512_set1_pd(-708.0);
+        let zero = _mm512_setzero_pd();
+        let log2e = _mm512_set1_pd(std::f64::consts::LOG2_E);
+        let shift = _mm512_set1_pd(SHIFT);
+        let ln2_hi = _mm512_set1_pd(6.931_471_803_691_238_164_9e-1);
+        let ln2_lo = _mm512_set1_pd(1.908_214_929_270_587_700_02e-10);
+        let shift_bits = _mm512_set1_epi64(SHIFT.to_bits() as i64);
+        let poly = [
+            _mm512_set1_pd(1.0 / 39_916_800.0),
+            _mm512_set1_pd(1.0 / 3_628_800.0),
+            _mm512_set1_pd(1.0 / 362_880.0),
+            _mm512_set1_pd(1.0 / 40_320.0),
+            _mm512_set1_pd(1.0 / 5_040.0),
+            _mm512_set1_pd(1.0 / 720.0),
+            _mm512_set1_pd(1.0 / 120.0),
+            _mm512_set1_pd(1.0 / 24.0),
+            _mm512_set1_pd(1.0 / 6.0),
+            _mm512_set1_pd(0.5),
+            _mm512_set1_pd(1.0),
+            _mm512_set1_pd(1.0),
+        ];
+        let p0 = _mm512_set1_pd(1.0 / 479_001_600.0);
+        let ng = _mm512_set1_pd(-gamma);
+        let m2 = _mm512_set1_pd(-2.0);
+        let offset = _mm512_set1_pd(p.offset);
+        let exp = |x: __m512d| -> __m512d {
+            let x = _mm512_min_pd(_mm512_max_pd(x, lo), zero);
+            let t = _mm512_fmadd_pd(x, log2e, shift);
+            let k = _mm512_sub_pd(t, shift);
+            let r = _mm512_fnmadd_pd(k, ln2_hi, x);
+            let r = _mm512_fnmadd_pd(k, ln2_lo, r);
+            let mut q = p0;
+            for c in poly {
+                q = _mm512_fmadd_pd(q, r, c);
+            }
+            let kbits = _mm512_sub_epi64(_mm512_castpd_si512(t), shift_bits);
+            _mm512_castsi512_pd(_mm512_add_epi64(
+                _mm512_castpd_si512(q),
+                _mm512_slli_epi64::<52>(kbits),
+            ))
+        };
+        let zt = p.zt.as_ptr();
+        for t in (0..p.width).step_by(TILE) {
+            let nj = [0, 8, 16, 24].map(|o| _mm512_loadu_pd(p.nj.as_ptr().add(t + o)));
+            let cf = [0, 8, 16, 24].map(|o| _mm512_loadu_pd(p.coef.as_ptr().add(t + o)));
+            let base = zt.add(t);
+            let tile_sum = |acc: &[__m512d; 4], ni: f64| -> f64 {
+                let ni = _mm512_set1_pd(ni);
+                let mut sum = zero;
+                for q in 0..4 {
+                    let d2 = _mm512_max_pd(
+                        _mm512_fmadd_pd(m2, acc[q], _mm512_add_pd(ni, nj[q])),
+                        zero,
+                    );
+                    let e = exp(_mm512_mul_pd(ng, d2));
+                    sum = _mm512_add_pd(sum, _mm512_mul_pd(cf[q], _mm512_add_pd(e, offset)));
+                }
+                _mm512_reduce_add_pd(sum)
+            };
+            for (r, o) in out.iter_mut().enumerate() {
+                let (a, b) = (s.ptr[r], s.ptr[r + 1]);
+                let mut acc = [zero; 4];
+                for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
+                    let z = base.add(off);
+                    let v = _mm512_set1_pd(v);
+                    for (q, aq) in acc.iter_mut().enumerate() {
+                        *aq = _mm512_fmadd_pd(v, _mm512_loadu_pd(z.add(8 * q)), *aq);
+                    }
+                }
+                *o += tile_sum(&acc, s.ni[r]);
+            }
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
