@@ -56,6 +56,51 @@ fn column_pass(c: &mut Criterion) {
     g.finish();
 }
 
+/// Batched column passes (`Backend::prefetch_columns`): k fresh columns per call, each block
+/// of rows read once for up to `simd::BATCH` (8) of them. Throughput in columns per second
+/// ("elements"), so k = 1 is the plain column pass and the ratio at k = 4, 8, 16 is what
+/// batching buys; m = 10⁵.
+fn batched_columns(c: &mut Criterion) {
+    let mut g = c.benchmark_group("batched");
+    g.sample_size(10);
+    let m = 100_000;
+    for &(layout, density, d) in &[
+        ("dense", 1.0, 22),
+        ("dense", 1.0, 38),
+        ("csr11pct", 0.11, 123),
+    ] {
+        let ds = dataset(m, d, density, 5);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+        for &k in &[1usize, 4, 8, 16] {
+            // Room for 2k columns: prefetch fills at most half the cache.
+            let mut be = cpu_backend(
+                &prob,
+                CpuConfig {
+                    cache_bytes: 2 * k * m * 4,
+                    precision: Precision::F32,
+                },
+            );
+            let mut j = 0usize;
+            let mut js = vec![0usize; k];
+            g.throughput(Throughput::Elements(k as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("{layout}-d{d}-m{m}"), k),
+                &k,
+                |b, _| {
+                    b.iter(|| {
+                        for x in js.iter_mut() {
+                            j = (j + 7919) % m;
+                            *x = j;
+                        }
+                        assert_eq!(be.prefetch_columns(&js).unwrap(), k);
+                    })
+                },
+            );
+        }
+    }
+    g.finish();
+}
+
 /// The GPU backend on the same grid (any adapter: `WGPU_ADAPTER_NAME` picks one), timed with
 /// the wait for completion: each sample is a batch of fresh-column updates ended by a
 /// readback, and for the round trip an update with a cached column plus the full reduction.
@@ -324,6 +369,7 @@ fn certification_product(c: &mut Criterion) {
 criterion_group!(
     benches,
     column_pass,
+    batched_columns,
     stream_sum,
     iterations,
     gpu_passes,

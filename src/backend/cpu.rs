@@ -4,7 +4,7 @@
 //! Nothing is allocated per iteration once the cache is warm.
 
 use super::cache::ColumnCache;
-use super::simd::{ColumnArgs, Elem, Layout, column_chunk};
+use super::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk};
 use super::update::{self, ChunkUpdate};
 use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::active::ActiveSet;
@@ -18,7 +18,7 @@ const CHUNK: usize = 2048;
 thread_local! {
     /// Per-thread scratch of the column passes (dots of one chunk): zeroing a fresh
     /// CHUNK-sized array in every task cost 2 % of ijcnn1's run.
-    static DOTS: std::cell::RefCell<Vec<f64>> = std::cell::RefCell::new(vec![0.0; CHUNK]);
+    static DOTS: std::cell::RefCell<Vec<f64>> = std::cell::RefCell::new(vec![0.0; BATCH * CHUNK]);
 }
 
 /// Runs `f` with this thread's dots scratch.
@@ -85,7 +85,8 @@ pub struct CpuBackend<'a, T: Elem> {
     gp: Vec<f64>,
     prev: bool,
     cache: ColumnCache<T>,
-    qbuf: [Vec<f64>; 2],
+    /// Query rows (x_j as f64) of the columns a pass computes, one per column of a batch.
+    qbuf: Vec<Vec<f64>>,
     chunk_min: Vec<(f64, usize)>,
     min_valid: bool,
     inv_c: f64,
@@ -154,7 +155,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             gp: Vec::new(),
             prev: false,
             cache: ColumnCache::new(col_len, cfg.cache_bytes),
-            qbuf: [vec![0.0; d], vec![0.0; d]],
+            qbuf: vec![vec![0.0; d]; BATCH],
             chunk_min: Vec::with_capacity(m.div_ceil(CHUNK)),
             min_valid: false,
             inv_c: 1.0 / prob.c,
@@ -183,6 +184,47 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             Some(dd) => dd.norms.len(),
             None => self.prob.len(),
         }
+    }
+
+    /// Computes the columns `js` that are not cached in batched passes over the data (each
+    /// block of rows read once for up to [`BATCH`] columns) and leaves them in the cache;
+    /// at most half the cache's slots are filled, so none of them evicts another. Returns how
+    /// many were computed.
+    pub fn prefetch(&mut self, js: &[usize]) -> usize {
+        let room = (self.cache.capacity() / 2).max(1);
+        let mut done = 0;
+        let mut batch: Vec<(usize, usize, usize)> = Vec::with_capacity(BATCH);
+        for &j in js.iter().take(room) {
+            let key = self.key(j);
+            if batch.iter().any(|&(_, b, _)| self.key(b) == key) {
+                continue;
+            }
+            let (slot, hit) = self.cache.get_or_assign(key, None);
+            if hit {
+                continue;
+            }
+            self.load_query(batch.len(), j);
+            batch.push((slot, j, batch.len()));
+            if batch.len() == BATCH {
+                done += self.compute_only(&batch);
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            done += self.compute_only(&batch);
+        }
+        self.stats.prefetched += done as u64;
+        done
+    }
+
+    /// A pass that only computes columns, keeping the minima of the last update valid.
+    fn compute_only(&mut self, compute: &[(usize, usize, usize)]) -> usize {
+        let keep_min = self.min_valid;
+        let saved = std::mem::take(&mut self.chunk_min);
+        self.pass(compute, None);
+        self.chunk_min = saved;
+        self.min_valid = keep_min;
+        compute.len()
     }
 
     fn load_query(&mut self, k: usize, j: usize) {
@@ -214,7 +256,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             y: &self.prob.y,
         };
         // (slot pointer, column j, query buffer k)
-        let mut cptr: [(SendPtr<T>, usize, usize); 2] = [(SendPtr(std::ptr::null_mut()), 0, 0); 2];
+        assert!(compute.len() <= BATCH);
+        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
         for (n, &(slot, j, k)) in compute.iter().enumerate() {
             cptr[n] = (SendPtr(self.cache.data_ptr(slot)), j, k);
         }
@@ -243,17 +286,27 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             .map(|c| {
                 let r0 = c * CHUNK;
                 let n = CHUNK.min(m - r0);
-                with_dots(|dots| {
-                    for &(p, j, k) in &cptr[..ncomp] {
-                        // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
-                        let col = unsafe { std::slice::from_raw_parts_mut(p.at(r0), n) };
-                        column_chunk(args, j, &qbuf[k], r0, dots, col);
+                if ncomp > 0 {
+                    let cols: [(usize, &[f64]); BATCH] =
+                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
+                    // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
+                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
+                        if c < ncomp {
+                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), n) }
+                        } else {
+                            &mut []
+                        }
+                    });
+                    with_dots(|dots| {
+                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
+                    });
+                    for (col, &(_, j, _)) in outs.iter_mut().zip(&cptr[..ncomp]) {
                         if (r0..r0 + n).contains(&j) {
                             let e = &mut col[j - r0];
                             *e = T::from_f64(e.to_f64() + inv_c);
                         }
                     }
-                });
+                }
                 if !has_up {
                     return (f64::INFINITY, usize::MAX);
                 }
@@ -312,7 +365,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             norms: &dd.norms,
             y: &dd.ones,
         };
-        let mut cptr: [(SendPtr<T>, usize, usize); 2] = [(SendPtr(std::ptr::null_mut()), 0, 0); 2];
+        assert!(compute.len() <= BATCH);
+        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
         for (c, &(slot, j, k)) in compute.iter().enumerate() {
             cptr[c] = (SendPtr(self.cache.data_ptr(slot)), dd.rep[j] as usize, k);
         }
@@ -323,13 +377,17 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             (0..n.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
                 let r0 = c * CHUNK;
                 let len = CHUNK.min(n - r0);
-                with_dots(|dots| {
-                    for &(p, jd, k) in &cptr[..ncomp] {
-                        // SAFETY: chunk c owns rows r0..r0+len of every column buffer.
-                        let col = unsafe { std::slice::from_raw_parts_mut(p.at(r0), len) };
-                        column_chunk(args, jd, &qbuf[k], r0, dots, col);
+                let cols: [(usize, &[f64]); BATCH] =
+                    std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
+                // SAFETY: chunk c owns rows r0..r0+len of every column buffer.
+                let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
+                    if c < ncomp {
+                        unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), len) }
+                    } else {
+                        &mut []
                     }
                 });
+                with_dots(|dots| columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp]));
             });
         }
         for &(slot, _, _) in compute {
@@ -577,11 +635,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         let (slot, miss) = self.resolve(key, None);
         if miss {
             self.load_query(0, j);
-            let keep_min = self.min_valid;
-            let saved = std::mem::take(&mut self.chunk_min);
-            self.pass(&[(slot, j, 0)], None);
-            self.chunk_min = saved;
-            self.min_valid = keep_min;
+            self.compute_only(&[(slot, j, 0)]);
             self.fresh = key;
         }
         let col = self.cache.data(slot);
@@ -607,6 +661,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        Ok(self.prefetch(js))
     }
 
     fn fill_marks(&mut self, mk: u8) -> Result<()> {

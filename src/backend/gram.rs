@@ -316,10 +316,8 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
                 let ni = _mm512_set1_pd(ni);
                 let mut sum = zero;
                 for q in 0..4 {
-                    let d2 = _mm512_max_pd(
-                        _mm512_fmadd_pd(m2, acc[q], _mm512_add_pd(ni, nj[q])),
-                        zero,
-                    );
+                    let d2 =
+                        _mm512_max_pd(_mm512_fmadd_pd(m2, acc[q], _mm512_add_pd(ni, nj[q])), zero);
                     let e = exp(_mm512_mul_pd(ng, d2));
                     sum = _mm512_add_pd(sum, _mm512_mul_pd(cf[q], _mm512_add_pd(e, offset)));
                 }

@@ -160,6 +160,8 @@ pub struct BackendStats {
     pub columns_computed: u64,
     /// Kernel columns served by the cache.
     pub cache_hits: u64,
+    /// Columns computed ahead of use by batched passes ([`Backend::prefetch_columns`]).
+    pub prefetched: u64,
     /// Update passes.
     pub updates: u64,
     /// Command buffers submitted to the device.
@@ -179,6 +181,7 @@ impl BackendStats {
     pub fn add(&mut self, o: &BackendStats) {
         self.columns_computed += o.columns_computed;
         self.cache_hits += o.cache_hits;
+        self.prefetched += o.prefetched;
         self.updates += o.updates;
         self.submits += o.submits;
         self.round_trips += o.round_trips;
@@ -267,6 +270,14 @@ pub trait Backend {
             self.column_entries(j, idx, q)?;
         }
         Ok(())
+    }
+
+    /// Computes the listed columns ahead of use, several per pass over the data where the
+    /// backend can (the CPU backend: up to `simd::BATCH` per pass), and keeps them cached.
+    /// Returns how many were computed; the default computes none.
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        let _ = js;
+        Ok(0)
     }
 
     /// Diagnostics.

@@ -109,7 +109,13 @@ impl Variant for Partan {
             self.idx.len() - 1
         });
         let n = self.idx.len();
-        for v in [&mut self.g, &mut self.gp, &mut self.qs, &mut self.at, &mut self.ap] {
+        for v in [
+            &mut self.g,
+            &mut self.gp,
+            &mut self.qs,
+            &mut self.at,
+            &mut self.ap,
+        ] {
             v.resize(n, 0.0);
         }
         be.gather_fused(
