@@ -83,6 +83,11 @@ impl<T: Copy + Default> ColumnCache<T> {
         self.capacity
     }
 
+    /// Number of slots it may use now (grows towards [`capacity`](Self::capacity)).
+    pub fn usable(&self) -> usize {
+        self.allowed.min(self.capacity)
+    }
+
     /// The slot holding column j (hit = true, data valid) or a slot assigned to j whose data
     /// the caller must fill and then [`mark_valid`](Self::mark_valid). `pinned` is never evicted.
     pub fn get_or_assign(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {

@@ -188,10 +188,10 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 
     /// Computes the columns `js` that are not cached in batched passes over the data (each
     /// block of rows read once for up to [`BATCH`] columns) and leaves them in the cache;
-    /// at most half the cache's slots are filled, so none of them evicts another. Returns how
-    /// many were computed.
+    /// at most half the slots the cache may use now are filled, so none of them evicts
+    /// another. Returns how many were computed.
     pub fn prefetch(&mut self, js: &[usize]) -> usize {
-        let room = (self.cache.capacity() / 2).max(1);
+        let room = (self.cache.usable() / 2).max(1);
         let mut done = 0;
         let mut batch: Vec<(usize, usize, usize)> = Vec::with_capacity(BATCH);
         for &j in js.iter().take(room) {
