@@ -4,6 +4,7 @@
 //! Nothing is allocated per iteration once the cache is warm.
 
 use super::cache::ColumnCache;
+use super::groups::Groups;
 use super::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk};
 use super::update::{self, ChunkUpdate};
 use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
@@ -98,8 +99,38 @@ pub struct CpuBackend<'a, T: Elem> {
     /// Rows that repeat earlier rows' features: columns are computed (and cached) once per
     /// distinct row.
     distinct: Option<Distinct>,
+    /// The gradient per group of equal rows, when rows are deduplicated (then `g` and `gp`
+    /// are empty).
+    groups: Option<Groups>,
     /// The original columns of the update in flight (for the deduplicated pass).
     up_j: [usize; 2],
+}
+
+/// Read access to g and g⁻ whichever way they are kept.
+#[derive(Clone, Copy)]
+struct Grad<'b> {
+    g: &'b [f64],
+    gp: &'b [f64],
+    groups: Option<&'b Groups>,
+}
+
+impl Grad<'_> {
+    #[inline]
+    fn g(&self, i: usize) -> f64 {
+        match self.groups {
+            Some(gr) => gr.g(i),
+            None => self.g[i],
+        }
+    }
+
+    #[inline]
+    fn gp(&self, i: usize) -> f64 {
+        match self.groups {
+            Some(gr) => gr.gp(i),
+            None if self.gp.is_empty() => self.g[i],
+            None => self.gp[i],
+        }
+    }
 }
 
 /// The distinct rows of a dataset with many repeated rows (KDD99: 116,768 of 395,216; see
@@ -111,8 +142,6 @@ pub struct CpuBackend<'a, T: Elem> {
 struct Distinct {
     /// For each row, its distinct row.
     rep: Vec<u32>,
-    /// The same with the row's label sign packed in the top bit ([`update::NEGATIVE`]).
-    signed: Vec<u32>,
     /// ‖x‖² per distinct row.
     norms: Vec<f64>,
     /// All ones: distinct columns carry no labels.
@@ -128,15 +157,9 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             Some(crate::problem::DistinctRows { rows, rep }) => {
                 let n = rows.len();
                 let norms = rows.iter().map(|&i| prob.norms[i]).collect();
-                let signed = rep
-                    .iter()
-                    .zip(&prob.y)
-                    .map(|(&r, &y)| if y < 0.0 { r | update::NEGATIVE } else { r })
-                    .collect();
                 (
                     Layout::of_rows(prob.data, rows),
                     Some(Distinct {
-                        signed,
                         rep: rep.clone(),
                         norms,
                         ones: vec![1.0; n],
@@ -146,12 +169,18 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             }
             None => (Layout::new(prob.data), None, m),
         };
+        let groups = distinct
+            .as_ref()
+            .map(|dd| Groups::new(&dd.rep, &prob.y, dd.norms.len()));
+        // With groups, g lives in them (per group and per touched row).
+        let g_len = if groups.is_some() { 0 } else { m };
         CpuBackend {
             prob,
             layout,
             distinct,
+            groups,
             up_j: [usize::MAX; 2],
-            g: vec![0.0; m],
+            g: vec![0.0; g_len],
             gp: Vec::new(),
             prev: false,
             cache: ColumnCache::new(col_len, cfg.cache_bytes),
@@ -333,6 +362,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     nu,
                     rep: None,
                     distinct: 0,
+                    base: 0,
                 };
                 update::apply(g, gp, &upd);
                 match update::argmin(g) {
@@ -348,10 +378,10 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         self.min_valid = has_up;
     }
 
-    /// [`pass`](Self::pass) over deduplicated rows: the columns (k + 1 per distinct row) in
-    /// one parallel pass, then the update and the minima over every row, each reading its
-    /// distinct row's entry. `compute` and `up` name original columns j; slots hold distinct
-    /// columns.
+    /// [`pass`](Self::pass) over deduplicated rows: one parallel pass over chunks of distinct
+    /// rows, each computing its entries of the listed columns (k + 1 per distinct row), then
+    /// updating the groups of those rows (see [`Groups`]) and taking their minimum. `compute`
+    /// and `up` name original columns j; slots hold distinct columns.
     fn pass_distinct(
         &mut self,
         compute: &[(usize, usize, usize)],
@@ -371,71 +401,72 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             cptr[c] = (SendPtr(self.cache.data_ptr(slot)), dd.rep[j] as usize, k);
         }
         let ncomp = compute.len();
-        if ncomp > 0 {
-            let qbuf = &self.qbuf;
-            let args = &args;
-            (0..n.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
-                let r0 = c * CHUNK;
-                let len = CHUNK.min(n - r0);
-                let cols: [(usize, &[f64]); BATCH] =
-                    std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
-                // SAFETY: chunk c owns rows r0..r0+len of every column buffer.
-                let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
-                    if c < ncomp {
-                        unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), len) }
-                    } else {
-                        &mut []
-                    }
-                });
-                with_dots(|dots| columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp]));
-            });
-        }
-        for &(slot, _, _) in compute {
-            self.cache.mark_valid(slot);
-        }
-        self.stats.columns_computed += ncomp as u64;
-        let Some((cols, scale, pc, rotate)) = up else {
-            self.min_valid = false;
-            return;
-        };
-        // Per column: (slot data, coef · y_j, j, coef / C for row j).
+        // Per update column: (slot data, coef · y_j, j, coef / C for row j).
         let mut ucols: [(SendPtr<T>, f64, usize, f64); 2] =
             [(SendPtr(std::ptr::null_mut()), 0.0, usize::MAX, 0.0); 2];
         let mut nu = 0;
-        for (k, c) in cols.iter().enumerate() {
-            if let Some((slot, coef)) = *c {
-                let j = self.up_j[k];
-                ucols[nu] = (
-                    SendPtr(self.cache.data_ptr(slot)),
-                    coef * self.prob.y[j],
-                    j,
-                    coef * self.inv_c,
-                );
-                nu += 1;
+        let (mut scale, mut pc, mut rotate) = (1.0, 0.0, false);
+        let has_up = up.is_some();
+        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        if let Some((cols, s, p, r)) = up {
+            for (k, c) in cols.iter().enumerate() {
+                if let Some((slot, coef)) = *c {
+                    let j = self.up_j[k];
+                    ucols[nu] = (
+                        SendPtr(self.cache.data_ptr(slot)),
+                        coef * self.prob.y[j],
+                        j,
+                        coef * self.inv_c,
+                    );
+                    nu += 1;
+                }
             }
+            (scale, pc, rotate) = (s, p, r);
+            let diag: [(usize, f64); 2] = std::array::from_fn(|u| (ucols[u].2, ucols[u].3));
+            gr.update_diag(scale, pc, rotate && self.prev, &diag[..nu]);
         }
-        let m = self.prob.len();
-        let signed = &dd.signed[..];
         let prev = self.prev;
-        let gptr = SendPtr(self.g.as_mut_ptr());
-        let gpptr = SendPtr(self.gp.as_mut_ptr());
-        (0..m.div_ceil(CHUNK))
+        let hptr = SendPtr(gr.h.as_mut_ptr());
+        let hpptr = SendPtr(gr.hp.as_mut_ptr());
+        let gr = &*gr;
+        let qbuf = &self.qbuf;
+        let args = &args;
+        (0..n.div_ceil(CHUNK))
             .into_par_iter()
             .map(|c| {
                 let r0 = c * CHUNK;
-                let len = CHUNK.min(m - r0);
-                // SAFETY: rows r0..r0+len of g and g⁻ belong to this chunk; the columns are
-                // only read.
-                let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), len) };
-                let gp: &mut [f64] = if prev {
-                    unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), len) }
+                let len = CHUNK.min(n - r0);
+                if ncomp > 0 {
+                    let cols: [(usize, &[f64]); BATCH] =
+                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
+                    // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
+                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
+                        if c < ncomp {
+                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), len) }
+                        } else {
+                            &mut []
+                        }
+                    });
+                    with_dots(|dots| {
+                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
+                    });
+                }
+                if !has_up {
+                    return (f64::INFINITY, usize::MAX);
+                }
+                let (k0, k1) = (gr.by_rep[r0] as usize, gr.by_rep[r0 + len] as usize);
+                // SAFETY: the groups of distinct rows r0..r0+len (k0..k1) belong to this
+                // chunk, and so do those rows' column entries (written above, by this task
+                // only); nothing else in the groups is written during the pass.
+                let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
+                let hp: &mut [f64] = if prev {
+                    unsafe { std::slice::from_raw_parts_mut(hpptr.at(k0), k1 - k0) }
                 } else {
                     &mut []
                 };
                 let col = |u: usize| -> &[T] {
                     if nu > u {
-                        // SAFETY: slot data of n entries, read only during this pass.
-                        unsafe { std::slice::from_raw_parts(ucols[u].0.at(0), n) }
+                        unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), len) }
                     } else {
                         &[]
                     }
@@ -446,23 +477,23 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     rotate,
                     cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
                     nu,
-                    rep: Some(&signed[r0..r0 + len]),
-                    distinct: n,
+                    rep: Some(&gr.signed[k0..k1]),
+                    distinct: len,
+                    base: r0 as u32,
                 };
-                update::apply(g, gp, &upd);
-                // Q's 1/C on the diagonal: row j of column j.
-                for &(_, _, j, dc) in &ucols[..nu] {
-                    if (r0..r0 + len).contains(&j) {
-                        g[j - r0] += dc;
-                    }
-                }
-                match update::argmin(g) {
-                    (_, usize::MAX) => (f64::INFINITY, usize::MAX),
-                    (v, k) => (v, r0 + k),
-                }
+                update::apply(h, hp, &upd);
+                let min = update::min_open(h, &gr.closed[k0..k1]);
+                gr.chunk_row(k0, h, min)
             })
             .collect_into_vec(&mut self.chunk_min);
-        self.min_valid = true;
+        for &(slot, _, _) in compute {
+            self.cache.mark_valid(slot);
+        }
+        self.stats.columns_computed += ncomp as u64;
+        if has_up {
+            self.chunk_min.push(gr.touched_min());
+        }
+        self.min_valid = has_up;
     }
 
     /// Makes column j resident; returns its slot and whether it must be computed.
@@ -475,7 +506,27 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         (slot, !hit)
     }
 
+    fn grad(&self) -> Grad<'_> {
+        Grad {
+            g: &self.g,
+            gp: if self.prev { &self.gp } else { &[] },
+            groups: self.groups.as_ref(),
+        }
+    }
+
     fn argmin_all(&mut self) -> (usize, f64) {
+        if !self.min_valid
+            && let Some(gr) = &self.groups
+        {
+            self.chunk_min.clear();
+            for (c, h) in gr.h.chunks(CHUNK).enumerate() {
+                let k0 = c * CHUNK;
+                let min = update::min_open(h, &gr.closed[k0..k0 + h.len()]);
+                self.chunk_min.push(gr.chunk_row(k0, h, min));
+            }
+            self.chunk_min.push(gr.touched_min());
+            self.min_valid = true;
+        }
         if !self.min_valid {
             let g = &self.g;
             self.chunk_min.clear();
@@ -495,13 +546,18 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         }
         let mut best = (f64::INFINITY, usize::MAX);
         for &(v, i) in &self.chunk_min {
-            if v < best.0 {
+            if v < best.0 || (v == best.0 && i < best.1) {
                 best = (v, i);
             }
         }
         if best.1 == usize::MAX {
             // All entries NaN or +inf: report index 0 so the caller sees the bad value.
-            return (0, self.g.first().copied().unwrap_or(f64::NAN));
+            let g0 = if self.prob.is_empty() {
+                f64::NAN
+            } else {
+                self.grad().g(0)
+            };
+            return (0, g0);
         }
         (best.1, best.0)
     }
@@ -534,6 +590,13 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        if let Some(gr) = &mut self.groups {
+            let mut g = vec![0.0; self.prob.len()];
+            super::exact::full_gradient(self.prob, alpha, &mut g);
+            gr.set(&g, alpha, self.inv_c);
+            self.min_valid = false;
+            return Ok(());
+        }
         super::exact::full_gradient(self.prob, alpha, &mut self.g);
         if self.prev {
             self.gp.copy_from_slice(&self.g);
@@ -545,7 +608,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn enable_prev(&mut self) {
         if !self.prev {
             self.prev = true;
-            self.gp = self.g.clone();
+            match &mut self.groups {
+                Some(gr) => gr.enable_prev(),
+                None => self.gp = self.g.clone(),
+            }
         }
     }
 
@@ -594,15 +660,16 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         let (s, g_s) = self.argmin_all();
         let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
         let (mut ag, mut agp) = (0.0, 0.0);
+        let gv = self.grad();
         for (i, a) in alpha.iter() {
-            let gi = self.g[i];
+            let gi = gv.g(i);
             if gi > g_v || (gi == g_v && i < v) {
                 g_v = gi;
                 v = i;
             }
             ag += a * gi;
             if self.prev {
-                agp += a * self.gp[i];
+                agp += a * gv.gp(i);
             }
         }
         Ok(Reduction {
@@ -616,16 +683,17 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let gv = self.grad();
         for (o, &i) in out.iter_mut().zip(idx) {
-            *o = self.g[i];
+            *o = gv.g(i);
         }
         Ok(())
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        let src = if self.prev { &self.gp } else { &self.g };
+        let gv = self.grad();
         for (o, &i) in out.iter_mut().zip(idx) {
-            *o = src[i];
+            *o = gv.gp(i);
         }
         Ok(())
     }
@@ -687,17 +755,16 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         if self.marks.len() != self.prob.len() {
             return Ok(MarkedReduction::EMPTY);
         }
-        let (g, y, marks) = (&self.g, &self.prob.y, &self.marks);
-        Ok(g.par_chunks(CHUNK)
-            .enumerate()
-            .map(|(c, ch)| {
+        let (gv, y, marks) = (self.grad(), &self.prob.y, &self.marks);
+        let m = self.prob.len();
+        Ok((0..m.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
                 let mut r = MarkedReduction::EMPTY;
-                let base = c * CHUNK;
-                for (k, &v) in ch.iter().enumerate() {
-                    let i = base + k;
+                for i in c * CHUNK..m.min((c + 1) * CHUNK) {
                     let mk = marks[i];
                     if mk != 0 {
-                        r.offer(i, v + shift * y[i], mk);
+                        r.offer(i, gv.g(i) + shift * y[i], mk);
                     }
                 }
                 r

@@ -12,6 +12,7 @@ pub mod exact;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod gram;
+mod groups;
 pub mod mirror;
 pub mod sampled;
 mod simd;

@@ -33,6 +33,9 @@ pub struct ChunkUpdate<'a, T> {
     pub rep: Option<&'a [u32]>,
     /// Number of distinct rows (the columns' length) when `rep` is given.
     pub distinct: usize,
+    /// With `rep`: the distinct row that entry 0 of the columns holds (the columns cover
+    /// distinct rows base..base + distinct).
+    pub base: u32,
 }
 
 /// Applies `u` to `g` (and `gp` when it is not empty: the previous gradient is kept).
@@ -67,6 +70,60 @@ pub fn argmin(g: &[f64]) -> (f64, usize) {
         }
     }
     argmin_impl(g)
+}
+
+/// min h_k over the k with `closed[k] == 0` (+∞ when none; NaN never compares below).
+pub fn min_open(h: &[f64], closed: &[u8]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: as above.
+            return unsafe { min_open_avx512(h, closed) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { min_open_avx2(h, closed) };
+        }
+    }
+    min_open_impl(h, closed)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx2")]
+unsafe fn min_open_avx512(h: &[f64], closed: &[u8]) -> f64 {
+    min_open_impl(h, closed)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn min_open_avx2(h: &[f64], closed: &[u8]) -> f64 {
+    min_open_impl(h, closed)
+}
+
+#[inline(always)]
+fn min_open_impl(h: &[f64], closed: &[u8]) -> f64 {
+    let closed = &closed[..h.len()];
+    let mut lanes = [f64::INFINITY; 8];
+    let mut hc = h.chunks_exact(8);
+    let mut cc = closed.chunks_exact(8);
+    for (hb, cb) in (&mut hc).zip(&mut cc) {
+        for l in 0..8 {
+            let v = if cb[l] == 0 { hb[l] } else { f64::INFINITY };
+            lanes[l] = if v < lanes[l] { v } else { lanes[l] };
+        }
+    }
+    let mut m = f64::INFINITY;
+    for &v in &lanes {
+        if v < m {
+            m = v;
+        }
+    }
+    for (&v, &c) in hc.remainder().iter().zip(cc.remainder()) {
+        if c == 0 && v < m {
+            m = v;
+        }
+    }
+    m
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -208,9 +265,10 @@ fn distinct<T: Elem, const PREV: bool>(
     let n = g.len();
     let rep = &rep[..n];
     let sign = |r: u32| if r & NEGATIVE != 0 { -1.0 } else { 1.0 };
-    // Every distinct index is below `distinct` (the deduplication's invariant, which the CPU
-    // backend builds and never changes), and every column read holds `distinct` entries
-    // (checked here), so the loops read without bounds checks and vectorize as gathers.
+    // Every distinct index is in base..base + distinct (the CPU backend passes the groups of
+    // those distinct rows; its deduplication never changes), and every column read holds
+    // `distinct` entries (checked here), so the loops read without bounds checks and
+    // vectorize as gathers.
     assert!(
         c0.len() >= u.distinct || u.nu == 0,
         "column shorter than the distinct rows"
@@ -219,9 +277,16 @@ fn distinct<T: Elem, const PREV: bool>(
         c1.len() >= u.distinct || u.nu < 2,
         "column shorter than the distinct rows"
     );
-    debug_assert!(rep.iter().all(|&r| ((r & !NEGATIVE) as usize) < u.distinct));
-    // SAFETY: r < u.distinct ≤ the length of every column read (see above).
-    let at = |c: &[T], r: u32| unsafe { c.get_unchecked((r & !NEGATIVE) as usize) }.to_f64();
+    let base = u.base;
+    assert!(
+        rep.iter()
+            .all(|&r| ((r & !NEGATIVE).wrapping_sub(base) as usize) < u.distinct),
+        "a distinct row outside the columns"
+    );
+    // SAFETY: r − base < u.distinct ≤ the length of every column read (see above).
+    let at = |c: &[T], r: u32| {
+        unsafe { c.get_unchecked((r & !NEGATIVE).wrapping_sub(base) as usize) }.to_f64()
+    };
     match u.nu {
         0 => sweep::<PREV>(g, gp, u, |_i: usize, v: f64| v),
         1 => sweep::<PREV>(g, gp, u, |i: usize, v: f64| {
@@ -283,6 +348,7 @@ mod tests {
                             nu,
                             rep: dedup.then_some(&rep[..]),
                             distinct: 11,
+                            base: 0,
                         };
                         let g0: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
                         let gp0: Vec<f64> = if prev {
