@@ -855,6 +855,49 @@ mod tests {
                 }
                 // Two columns over 40 distinct rows, plus column 123's.
                 assert_eq!(be.stats().columns_computed, 3);
+                // A run of updates (PARTAN's shape, columns of repeated and fresh rows): g and
+                // g⁻ follow the dense recurrence over Q's entries row by row, and the minimum
+                // is the first row holding the smallest entry.
+                let mut want: Vec<f64> = g.clone();
+                let mut want_p: Vec<f64> = gp.clone();
+                let steps: [(f64, usize, f64, usize, f64, f64); 5] = [
+                    (0.9, 4000, 0.05, 123, 0.05, -0.02),
+                    (0.8, 17, 0.2, 17, 0.0, 0.1),
+                    (0.95, 2, 0.05, 4999, 0.0, 0.0),
+                    (0.7, 123, 0.3, 2, 0.0, 0.05),
+                    (1.0, 4000, -0.01, 3, 0.01, 0.0),
+                ];
+                for (n, &(s, j0, a0, j1, a1, p)) in steps.iter().enumerate() {
+                    let cols = if a1 == 0.0 {
+                        [Some((j0, a0)), None]
+                    } else {
+                        [Some((j0, a0)), Some((j1, a1))]
+                    };
+                    be.update(&Update {
+                        scale: s,
+                        cols,
+                        prev_coef: p,
+                        rotate: true,
+                    })
+                    .unwrap();
+                    for i in 0..prob.len() {
+                        let old = want[i];
+                        want[i] = s * old + p * want_p[i] + a0 * prob.q(i, j0);
+                        if a1 != 0.0 {
+                            want[i] += a1 * prob.q(i, j1);
+                        }
+                        want_p[i] = old;
+                    }
+                    be.gather(&idx, &mut g).unwrap();
+                    be.gather_prev(&idx, &mut gp).unwrap();
+                    for i in 0..prob.len() {
+                        assert!((g[i] - want[i]).abs() < tol, "step {n} row {i}");
+                        assert!((gp[i] - want_p[i]).abs() < tol, "step {n} row {i} (g⁻)");
+                    }
+                    let red = be.reduce(&a).unwrap();
+                    let s = (0..g.len()).min_by(|&x, &y| g[x].total_cmp(&g[y])).unwrap();
+                    assert_eq!((red.s, red.g_s), (s, g[s]), "step {n}");
+                }
             }
         }
     }
