@@ -133,7 +133,7 @@ impl Panel {
 
 /// Calls `f(feature, value)` for the non-zero entries of a row.
 #[inline]
-fn for_nonzeros(row: Row<'_>, mut f: impl FnMut(usize, f64)) {
+pub(super) fn for_nonzeros(row: Row<'_>, mut f: impl FnMut(usize, f64)) {
     match row {
         Row::Dense(v) => {
             for (j, &x) in v.iter().enumerate() {

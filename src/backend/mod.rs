@@ -15,6 +15,7 @@ pub mod gram;
 mod groups;
 pub mod mirror;
 pub mod sampled;
+mod screen;
 mod simd;
 mod update;
 
