@@ -361,6 +361,13 @@ fn certification_product(c: &mut Criterion) {
                 &na,
                 |b, _| b.iter(|| fwsvm::backend::exact::full_gradient(&prob, &a, &mut out)),
             );
+            // The certification itself: on AVX-512, the f32 screen with f64 rows only where
+            // its bound does not decide (the same FLOP count, so the rates compare).
+            g.bench_with_input(
+                BenchmarkId::new(format!("screened-{layout}-d{d}-m{m}"), na),
+                &na,
+                |b, _| b.iter(|| fwsvm::backend::exact::certify(&prob, &a)),
+            );
         }
     }
     g.finish();
