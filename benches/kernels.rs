@@ -195,6 +195,51 @@ fn gpu_passes(c: &mut Criterion) {
         }
     }
     g.finish();
+    // Batched columns on the GPU: k fresh columns per call (four per pass over the data),
+    // columns per second; the readback of one entry ends each sample.
+    let mut g = c.benchmark_group(format!("{tag}-batched"));
+    g.sample_size(10);
+    let m = 100_000;
+    for &(layout, density, d) in &[("dense", 1.0, 22), ("csr11pct", 0.11, 123)] {
+        let ds = dataset(m, d, density, 5);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+        for &k in &[1usize, 4, 8, 16] {
+            let mut be = GpuBackend::new(
+                &prob,
+                &ctx,
+                GpuConfig {
+                    // Room for 2k slots, each aligned up from m·4 bytes.
+                    cache_bytes: 2 * k * (m * 4 + 4096),
+                    precision: Precision::F32,
+                    max_chunk_bytes: None,
+                },
+            )
+            .unwrap();
+            let mut j = 0usize;
+            let mut js = vec![0usize; k];
+            let mut sink = [0.0];
+            g.throughput(Throughput::Elements(k as u64));
+            g.bench_with_input(
+                BenchmarkId::new(format!("{layout}-d{d}-m{m}"), k),
+                &k,
+                |b, _| {
+                    b.iter_custom(|iters| {
+                        let t = Instant::now();
+                        for _ in 0..iters {
+                            for x in js.iter_mut() {
+                                j = (j + 7919) % m;
+                                *x = j;
+                            }
+                            assert_eq!(be.prefetch_columns(&js).unwrap(), k);
+                        }
+                        be.gather(&[0], &mut sink).unwrap();
+                        t.elapsed()
+                    })
+                },
+            );
+        }
+    }
+    g.finish();
 }
 
 #[cfg(not(feature = "gpu"))]

@@ -122,6 +122,10 @@ pub struct GpuBackend<'a> {
     res_i: wgpu::Buffer,
     staging: wgpu::Buffer,
     column_bg: wgpu::BindGroup,
+    /// The batched column pass's bind group (None where the adapter cannot bind it).
+    batch_bg: Option<wgpu::BindGroup>,
+    /// Whether the batch scalars at the end of `query_host` must be uploaded.
+    meta_dirty: bool,
     update_bg: wgpu::BindGroup,
     active_bg: wgpu::BindGroup,
     final_bg: wgpu::BindGroup,
@@ -254,7 +258,8 @@ impl<'a> GpuBackend<'a> {
         let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
         let ylab = init("y", bytemuck::cast_slice(&y32), storage);
         let dpad = d.next_multiple_of(4);
-        let query = zeroed("query", (QUERY_SLOTS * dpad * 4) as u64, storage);
+        // Query rows, then four words per query of the batched pass's scalars.
+        let query = zeroed("query", (QUERY_SLOTS * (dpad + 4) * 4) as u64, storage);
         let param_stride =
             (PARAMS_SIZE).next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
         let params = zeroed(
@@ -337,6 +342,22 @@ impl<'a> GpuBackend<'a> {
                 entry(3, &query),
                 slot(4),
             ],
+        });
+        let batch_bg = pipes.batch.as_ref().map(|b| {
+            dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("column batch"),
+                layout: &b.bgl,
+                entries: &[
+                    pbind(0),
+                    entry(1, &norms),
+                    entry(2, &ylab),
+                    entry(3, &query),
+                    slot(4),
+                    slot(5),
+                    slot(6),
+                    slot(7),
+                ],
+            })
         });
         let update_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("update"),
@@ -452,6 +473,8 @@ impl<'a> GpuBackend<'a> {
             res_i,
             staging,
             column_bg,
+            batch_bg,
+            meta_dirty: false,
             update_bg,
             active_bg,
             final_bg,
@@ -468,7 +491,7 @@ impl<'a> GpuBackend<'a> {
             enc: None,
             param_host: vec![0u8; param_stride as usize * PARAM_SLOTS],
             n_params: 0,
-            query_host: vec![0f32; QUERY_SLOTS * dpad],
+            query_host: vec![0f32; QUERY_SLOTS * (dpad + 4)],
             n_queries: 0,
             lidx_host: Vec::new(),
             lw_host: Vec::new(),
@@ -523,6 +546,13 @@ impl<'a> GpuBackend<'a> {
             q.write_buffer(&self.query, 0, bytemuck::cast_slice(rows));
             self.stats.bytes_up += std::mem::size_of_val(rows) as u64;
         }
+        if self.meta_dirty {
+            let base = QUERY_SLOTS * self.dpad;
+            let meta = &self.query_host[base..];
+            q.write_buffer(&self.query, 4 * base as u64, bytemuck::cast_slice(meta));
+            self.stats.bytes_up += std::mem::size_of_val(meta) as u64;
+            self.meta_dirty = false;
+        }
         if let Some(enc) = self.enc.take() {
             q.submit([enc.finish()]);
             self.stats.submits += 1;
@@ -565,6 +595,109 @@ impl<'a> GpuBackend<'a> {
         let (row, y, norm) = (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j]);
         self.record_query(row, j as u32, y, norm, slot);
         self.stats.columns_computed += 1;
+    }
+
+    /// Records the computation of the columns `cols` = (j, slot), at most
+    /// [`pipelines::BATCH_COLUMNS`], in one batched pass: each row is read once for all of
+    /// them (shaders/column_batch.wgsl; the same entries as one column at a time).
+    fn record_batch(&mut self, cols: &[(usize, usize)]) {
+        assert!((1..=pipelines::BATCH_COLUMNS).contains(&cols.len()));
+        if self.n_queries > 0 || self.n_params == PARAM_SLOTS {
+            self.flush();
+        }
+        let (d, dpad) = (self.d, self.dpad);
+        let base = QUERY_SLOTS * dpad;
+        for (c, &(j, _)) in cols.iter().enumerate() {
+            let q = &mut self.query_host[c * dpad..(c + 1) * dpad];
+            q.iter_mut().for_each(|v| *v = 0.0);
+            match self.prob.data.row(j) {
+                Row::Dense(v) => {
+                    let n = v.len().min(d);
+                    q[..n].copy_from_slice(&v[..n]);
+                }
+                Row::Sparse(ix, vs) => {
+                    for (&i, &v) in ix.iter().zip(vs) {
+                        if (i as usize) < d {
+                            q[i as usize] = v;
+                        }
+                    }
+                }
+            }
+            let norm = split(self.prob.norms[j]);
+            let meta = &mut self.query_host[base + 4 * c..base + 4 * c + 4];
+            meta.copy_from_slice(&[
+                f32::from_bits(j as u32),
+                self.prob.y[j] as f32,
+                norm[0],
+                norm[1],
+            ]);
+        }
+        self.n_queries = cols.len();
+        self.meta_dirty = true;
+        let p = Params {
+            n: cols.len() as u32,
+            q_off: 0,
+            pad1: dpad as u32,
+            out_off: base as u32,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let mut offs = [off, 0, 0, 0, 0];
+        for k in 0..pipelines::BATCH_COLUMNS {
+            // Unused outputs alias the first column's slot; the shader writes only n of them.
+            let slot = cols.get(k).unwrap_or(&cols[0]).1;
+            offs[k + 1] = (slot as u64 * self.slot_stride) as u32;
+        }
+        let mut enc = self.take_encoder();
+        {
+            let batch = self.pipes.batch.as_ref().expect("batched pipelines");
+            let bg = self.batch_bg.as_ref().expect("batched bind group");
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(if self.dense { &batch.dense } else { &batch.csr });
+            pass.set_bind_group(0, bg, &offs);
+            for c in &self.chunks {
+                pass.set_bind_group(1, &c.bind, &[]);
+                pass.dispatch_workgroups(c.nwg, 1, 1);
+                self.stats.dispatches += 1;
+            }
+        }
+        self.enc = Some(enc);
+        self.stats.columns_computed += cols.len() as u64;
+    }
+
+    /// Computes the columns `js` that are not cached, [`pipelines::BATCH_COLUMNS`] per pass
+    /// over the data, into the cache; at most half the slots the cache may use now are filled,
+    /// so none of them evicts another. Returns how many were computed (0 where the adapter
+    /// cannot bind the batched pass).
+    fn prefetch(&mut self, js: &[usize]) -> usize {
+        if self.batch_bg.is_none() {
+            return 0;
+        }
+        let room = (self.cache.usable() / 2).max(1);
+        let mut done = 0;
+        let mut batch: Vec<(usize, usize)> = Vec::with_capacity(pipelines::BATCH_COLUMNS);
+        for &j in js.iter().take(room) {
+            if batch.iter().any(|&(b, _)| b == j) {
+                continue;
+            }
+            let (slot, hit) = self.cache.get_or_assign(j, None);
+            if hit {
+                continue;
+            }
+            self.cache.mark_valid(slot);
+            batch.push((j, slot));
+            if batch.len() == pipelines::BATCH_COLUMNS {
+                self.record_batch(&batch);
+                done += batch.len();
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            self.record_batch(&batch);
+            done += batch.len();
+        }
+        self.stats.prefetched += done as u64;
+        done
     }
 
     /// Records y_i·y·(k(x_i, z) + 1) (+ 1/C at row `j`) for all rows i into slot `slot`, for
@@ -1089,6 +1222,10 @@ impl Backend for GpuBackend<'_> {
             }
         }
         Ok(())
+    }
+
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        Ok(self.prefetch(js))
     }
 
     fn stats(&self) -> BackendStats {

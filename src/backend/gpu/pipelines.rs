@@ -9,6 +9,14 @@ pub const COLUMN: &str = include_str!("../../../shaders/column.wgsl");
 pub const COLUMN_DENSE: &str = include_str!("../../../shaders/column_dense.wgsl");
 /// shaders/column_csr.wgsl
 pub const COLUMN_CSR: &str = include_str!("../../../shaders/column_csr.wgsl");
+/// shaders/column_batch.wgsl
+pub const COLUMN_BATCH: &str = include_str!("../../../shaders/column_batch.wgsl");
+/// shaders/column_batch_dense.wgsl
+pub const COLUMN_BATCH_DENSE: &str = include_str!("../../../shaders/column_batch_dense.wgsl");
+/// shaders/column_batch_csr.wgsl
+pub const COLUMN_BATCH_CSR: &str = include_str!("../../../shaders/column_batch_csr.wgsl");
+/// Columns one batched pass computes (shaders/column_batch.wgsl's BK).
+pub const BATCH_COLUMNS: usize = 4;
 /// shaders/update.wgsl
 pub const UPDATE: &str = include_str!("../../../shaders/update.wgsl");
 /// shaders/active.wgsl
@@ -35,6 +43,10 @@ pub enum Program {
     ColumnDense,
     /// Kernel column over a CSR chunk.
     ColumnCsr,
+    /// Up to four kernel columns over a dense chunk.
+    ColumnBatchDense,
+    /// Up to four kernel columns over a CSR chunk.
+    ColumnBatchCsr,
     /// Fused gradient update + argmin partials.
     Update,
     /// Active-set partials.
@@ -53,9 +65,11 @@ pub enum Program {
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 9] = [
+    pub const ALL: [Program; 11] = [
         Program::ColumnDense,
         Program::ColumnCsr,
+        Program::ColumnBatchDense,
+        Program::ColumnBatchCsr,
         Program::Update,
         Program::Active,
         Program::Final,
@@ -76,7 +90,11 @@ pub fn source(prog: Program, wide: bool) -> String {
     s.push_str(COMMON);
     if matches!(
         prog,
-        Program::ColumnDense | Program::ColumnCsr | Program::Block
+        Program::ColumnDense
+            | Program::ColumnCsr
+            | Program::ColumnBatchDense
+            | Program::ColumnBatchCsr
+            | Program::Block
     ) {
         s.push_str(if wide {
             EXP_F64
@@ -92,6 +110,14 @@ pub fn source(prog: Program, wide: bool) -> String {
         Program::ColumnCsr => {
             s.push_str(COLUMN);
             s.push_str(COLUMN_CSR);
+        }
+        Program::ColumnBatchDense => {
+            s.push_str(COLUMN_BATCH);
+            s.push_str(COLUMN_BATCH_DENSE);
+        }
+        Program::ColumnBatchCsr => {
+            s.push_str(COLUMN_BATCH);
+            s.push_str(COLUMN_BATCH_CSR);
         }
         Program::Update => s.push_str(UPDATE),
         Program::Active => s.push_str(ACTIVE),
@@ -209,10 +235,20 @@ pub struct Pipelines {
     pub marked_final: wgpu::ComputePipeline,
     pub column_dense: wgpu::ComputePipeline,
     pub column_csr: wgpu::ComputePipeline,
+    /// The batched column pass, where the adapter allows its bindings (four writable cache
+    /// slots beside the data: up to 11 storage buffers, 4 of them with dynamic offsets).
+    pub batch: Option<Batch>,
     pub update: wgpu::ComputePipeline,
     pub active: wgpu::ComputePipeline,
     pub fin: wgpu::ComputePipeline,
     pub gather: wgpu::ComputePipeline,
+}
+
+/// The batched column pass's layout and pipelines.
+pub struct Batch {
+    pub bgl: wgpu::BindGroupLayout,
+    pub dense: wgpu::ComputePipeline,
+    pub csr: wgpu::ComputePipeline,
 }
 
 /// Binding kinds of a layout entry.
@@ -307,6 +343,21 @@ impl Pipelines {
         let column_bgl = layout(dev, "column", &[ParamsDyn, Ro, Ro, Ro, RwDyn]);
         let dense_bgl = layout(dev, "dense chunk", &[Uniform, Ro, Ro]);
         let csr_bgl = layout(dev, "csr chunk", &[Uniform, Ro, Ro, Ro, Ro]);
+        let lim = dev.limits();
+        let batch = (lim.max_storage_buffers_per_shader_stage >= 11
+            && lim.max_dynamic_storage_buffers_per_pipeline_layout >= 4)
+            .then(|| {
+                let bgl = layout(
+                    dev,
+                    "column batch",
+                    &[ParamsDyn, Ro, Ro, Ro, RwDyn, RwDyn, RwDyn, RwDyn],
+                );
+                Batch {
+                    dense: pipeline(dev, Program::ColumnBatchDense, wide, &[&bgl, &dense_bgl]),
+                    csr: pipeline(dev, Program::ColumnBatchCsr, wide, &[&bgl, &csr_bgl]),
+                    bgl,
+                }
+            });
         let update_bgl = layout(dev, "update", &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw]);
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
@@ -322,6 +373,7 @@ impl Pipelines {
             marked_bgl,
             column_dense: pipeline(dev, Program::ColumnDense, wide, &[&column_bgl, &dense_bgl]),
             column_csr: pipeline(dev, Program::ColumnCsr, wide, &[&column_bgl, &csr_bgl]),
+            batch,
             update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
             active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
             fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
