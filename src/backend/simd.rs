@@ -135,6 +135,68 @@ fn sparse_dots(indptr: &[usize], indices: &[u32], values: &[f32], q: &[f64], out
     }
 }
 
+/// Dots of bit-set rows with the query `q` (x_j scattered over d): a popcount of the two bit
+/// sets when q is binary too (every query taken from the data is), else the sum of q over
+/// the row's bits. Either way the exact integer the CSR loop sums (1.0 · q_f, in order), so
+/// the columns are those of the CSR layout, bit for bit.
+#[inline(always)]
+fn binary_dots(bits: &[u64], words: usize, q: &[f64], out: &mut [f64]) {
+    let mut qb = [0u64; MAX_BINARY_WORDS];
+    let mut binary = true;
+    for (f, &v) in q.iter().enumerate() {
+        if v != 0.0 {
+            binary &= v == 1.0;
+            qb[f / 64] |= 1u64 << (f % 64);
+        }
+    }
+    if binary {
+        // The common widths unrolled (a9a: 2 words, w8a: 5).
+        match words {
+            1 => popcount_dots::<1>(bits, &qb, out),
+            2 => popcount_dots::<2>(bits, &qb, out),
+            3 => popcount_dots::<3>(bits, &qb, out),
+            4 => popcount_dots::<4>(bits, &qb, out),
+            5 => popcount_dots::<5>(bits, &qb, out),
+            6 => popcount_dots::<6>(bits, &qb, out),
+            _ => {
+                let qb = &qb[..words];
+                for (o, row) in out.iter_mut().zip(bits.chunks_exact(words)) {
+                    let mut c = 0u32;
+                    for (a, b) in row.iter().zip(qb) {
+                        c += (a & b).count_ones();
+                    }
+                    *o = c as f64;
+                }
+            }
+        }
+        return;
+    }
+    for (o, row) in out.iter_mut().zip(bits.chunks_exact(words)) {
+        let mut s = 0.0;
+        for (w, &word) in row.iter().enumerate() {
+            let mut x = word;
+            while x != 0 {
+                s += q[w * 64 + x.trailing_zeros() as usize];
+                x &= x - 1;
+            }
+        }
+        *o = s;
+    }
+}
+
+/// Popcount dots of rows of `W` words with the query's bits.
+#[inline(always)]
+fn popcount_dots<const W: usize>(bits: &[u64], qb: &[u64], out: &mut [f64]) {
+    let q: [u64; W] = std::array::from_fn(|w| qb[w]);
+    for (o, row) in out.iter_mut().zip(bits.chunks_exact(W)) {
+        let mut c = 0u32;
+        for w in 0..W {
+            c += (row[w] & q[w]).count_ones();
+        }
+        *o = c as f64;
+    }
+}
+
 /// Turns dots into Q entries: out[i] = y_i y_j (k(x_i,x_j) + 1) (+ 1/C on the diagonal,
 /// added by the caller).
 #[inline(always)]
@@ -182,6 +244,14 @@ pub enum Layout<'a> {
         /// blocks × d × LANES values
         xb: Vec<f32>,
     },
+    /// Rows whose every stored value is 1 (one-hot and other binary features: a9a, w8a) as
+    /// bit sets, `words` u64 per row: ⟨x_i, x_j⟩ is a popcount of x_i ∧ x_j.
+    Binary {
+        /// u64 words per row (⌈d / 64⌉).
+        words: usize,
+        /// m × words bits.
+        bits: Vec<u64>,
+    },
     /// CSR, borrowed from the dataset (or owned, for a selection of its rows).
     Sparse {
         /// m+1 offsets
@@ -191,6 +261,31 @@ pub enum Layout<'a> {
         /// values
         values: Cow<'a, [f32]>,
     },
+}
+
+/// Binary rows as bit sets when every value is 1 and the bit set is smaller than the CSR rows.
+fn binary_pays(d: usize, nnz: usize, m: usize, values: &[f32]) -> bool {
+    let words = d.div_ceil(64);
+    m > 0
+        && words <= MAX_BINARY_WORDS
+        && 8 * words * m < 8 * nnz + 8 * m
+        && values.iter().all(|&v| v == 1.0)
+}
+
+/// Widest bit set kept per row (4,096 features).
+const MAX_BINARY_WORDS: usize = 64;
+
+/// The rows `rows` of a binary CSR matrix as bit sets of `words` words each.
+fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Vec<u64> {
+    let mut bits = Vec::new();
+    for ix in rows {
+        let base = bits.len();
+        bits.resize(base + words, 0u64);
+        for &f in ix {
+            bits[base + f as usize / 64] |= 1u64 << (f % 64);
+        }
+    }
+    bits
 }
 
 /// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
@@ -229,7 +324,14 @@ impl<'a> Layout<'a> {
                 // that speed (gathers). Measured (`cargo bench --bench kernels`, 2-core EPYC):
                 // 27 GiB/s dense vs 11 GiB/s CSR, so a dense copy wins while it is at most
                 // ~2.5× the CSR bytes (KDD99: 25 % non-zero, d = 38 → 1.8×; a9a: 4.1×).
-                if dense_pays(d, m, values.len()) {
+                if binary_pays(d, values.len(), m, values) {
+                    let words = d.div_ceil(64);
+                    let rows = (0..m).map(|i| &indices[indptr[i]..indptr[i + 1]]);
+                    Layout::Binary {
+                        words,
+                        bits: binary_bits(words, rows),
+                    }
+                } else if dense_pays(d, m, values.len()) {
                     let nb = m.div_ceil(LANES);
                     let mut xb = vec![0f32; nb * d * LANES];
                     for i in 0..m {
@@ -263,6 +365,23 @@ impl<'a> Layout<'a> {
                 Row::Sparse(ix, _) => ix.len(),
             })
             .sum();
+        if !ds.is_dense() {
+            let binary = rows.iter().all(|&i| match ds.row(i) {
+                Row::Sparse(_, v) => v.iter().all(|&x| x == 1.0),
+                Row::Dense(_) => false,
+            });
+            if binary && binary_pays(d, nnz, m, &[]) {
+                let words = d.div_ceil(64);
+                let ix = rows.iter().map(|&i| match ds.row(i) {
+                    Row::Sparse(ix, _) => ix,
+                    Row::Dense(_) => &[][..],
+                });
+                return Layout::Binary {
+                    words,
+                    bits: binary_bits(words, ix),
+                };
+            }
+        }
         if ds.is_dense() || dense_pays(d, m, nnz) {
             let nb = m.div_ceil(LANES);
             let mut xb = vec![0f32; nb * d * LANES];
@@ -358,6 +477,12 @@ fn column_chunk_impl<const F: bool, T: Elem>(
             indices,
             values,
         } => sparse_dots(&indptr[r0..r0 + n + 1], indices, values, q, &mut dots[..n]),
+        Layout::Binary { words, bits } => binary_dots(
+            &bits[r0 * words..(r0 + n) * words],
+            *words,
+            q,
+            &mut dots[..n],
+        ),
     }
     finish::<F, T>(
         a.kernel,
@@ -387,12 +512,18 @@ pub fn columns_chunk<T: Elem>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("popcnt")
+        {
             // SAFETY: the CPU supports the features the function is compiled for.
             unsafe { columns_chunk_avx512(a, cols, r0, dots, outs) };
             return;
         }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        if std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("popcnt")
+        {
             // SAFETY: as above.
             unsafe { columns_chunk_avx2(a, cols, r0, dots, outs) };
             return;
@@ -402,7 +533,7 @@ pub fn columns_chunk<T: Elem>(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma,popcnt")]
 unsafe fn columns_chunk_avx512<T: Elem>(
     a: &ColumnArgs<'_>,
     cols: &[(usize, &[f64])],
@@ -414,7 +545,7 @@ unsafe fn columns_chunk_avx512<T: Elem>(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,popcnt")]
 unsafe fn columns_chunk_avx2<T: Elem>(
     a: &ColumnArgs<'_>,
     cols: &[(usize, &[f64])],
@@ -495,6 +626,89 @@ mod tests {
     /// A batch of columns equals the columns one by one, bit for bit, for every batch size
     /// the dispatch splits differently (1, 2, 3, 5, 8), dense and CSR, on a chunk that does
     /// not start at row 0 and ends inside a block.
+    /// Rows whose values are all 1 are kept as bit sets (from the dataset and from a
+    /// selection of its rows), and give the CSR layout's columns bit for bit, for binary
+    /// queries (popcounts) and for a query with other values (sums over the bits); batches too.
+    #[test]
+    fn binary_rows_give_the_csr_columns() {
+        let mut r = crate::rng::SplitMix64::new(4);
+        let (m, d) = (300usize, 150usize);
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for _ in 0..m {
+            for f in 0..d {
+                if r.next_f64() < 0.08 {
+                    ix.push(f as u32);
+                    vs.push(1.0f32);
+                }
+            }
+            ip.push(ix.len());
+        }
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 4 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let ds = crate::data::Dataset::from_csr(d, ip, ix, vs, y.clone());
+        let binary = Layout::new(&ds);
+        assert!(matches!(binary, Layout::Binary { words: 3, .. }));
+        let rows: Vec<usize> = (0..m).rev().step_by(2).collect();
+        assert!(matches!(Layout::of_rows(&ds, &rows), Layout::Binary { .. }));
+        let crate::data::Features::Sparse {
+            indptr,
+            indices,
+            values,
+            ..
+        } = &ds.features
+        else {
+            unreachable!()
+        };
+        let csr = Layout::Sparse {
+            indptr: Cow::Borrowed(indptr),
+            indices: Cow::Borrowed(indices),
+            values: Cow::Borrowed(values),
+        };
+        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+        for kernel in [Kernel::Rbf { gamma: 0.2 }, Kernel::Linear] {
+            let mut queries: Vec<(usize, Vec<f64>)> = [3usize, 77, 150, 299]
+                .iter()
+                .map(|&j| {
+                    let mut q = vec![0.0; d];
+                    ds.row(j).scatter_f64(&mut q);
+                    (j, q)
+                })
+                .collect();
+            // Not a row of the data: values other than 1.
+            queries.push((
+                5,
+                (0..d)
+                    .map(|f| if f % 7 == 0 { 0.25 } else { 0.0 })
+                    .collect(),
+            ));
+            let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
+            let (r0, n) = (8, 280);
+            let mut got = vec![vec![0f64; n]; cols.len()];
+            let mut want = vec![vec![0f64; n]; cols.len()];
+            for (layout, out) in [(&binary, &mut got), (&csr, &mut want)] {
+                let a = ColumnArgs {
+                    layout,
+                    kernel,
+                    norms: &norms,
+                    y: &y,
+                };
+                let mut outs: Vec<&mut [f64]> = out.iter_mut().map(|v| &mut v[..]).collect();
+                let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
+                columns_chunk(&a, &cols, r0, &mut dots, &mut outs);
+            }
+            for c in 0..cols.len() {
+                for i in 0..n {
+                    assert_eq!(
+                        got[c][i].to_bits(),
+                        want[c][i].to_bits(),
+                        "{kernel:?} column {c} row {i}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn batched_columns_equal_single_columns() {
         let mut r = crate::rng::SplitMix64::new(9);
