@@ -122,6 +122,70 @@ fn dense_dots_batch<const F: bool, const K: usize>(
     }
 }
 
+/// A query's parts for the hybrid layout: its continuous features in block order (into
+/// `qc`) and its binary features' bits (into `qb`); false when some binary feature of the
+/// query is neither 0 nor 1 (the popcount would not be its dot).
+#[inline(always)]
+fn hybrid_query(cont: &[u32], bin: &[u32], q: &[f64], qc: &mut [f64], qb: &mut [u64]) -> bool {
+    for (o, &f) in qc.iter_mut().zip(cont) {
+        *o = q[f as usize];
+    }
+    qb.iter_mut().for_each(|w| *w = 0);
+    let mut binary = true;
+    for (k, &f) in bin.iter().enumerate() {
+        let v = q[f as usize];
+        binary &= v == 0.0 || v == 1.0;
+        if v == 1.0 {
+            qb[k / 64] |= 1u64 << (k % 64);
+        }
+    }
+    binary
+}
+
+/// Adds the binary features' part of the dots to `out` (LANES rows per block): popcounts
+/// against the query's bits, or (`popcount` false) the sum of the query's values over each
+/// row's bits.
+#[inline(always)]
+fn hybrid_add_bits(
+    bits: &[u64],
+    words: usize,
+    bin: &[u32],
+    q: &[f64],
+    qb: &[u64],
+    popcount: bool,
+    out: &mut [f64],
+) {
+    for (blk, o) in bits
+        .chunks_exact(words * LANES)
+        .zip(out.chunks_exact_mut(LANES))
+    {
+        if popcount {
+            let mut cnt = [0u64; LANES];
+            for w in 0..words {
+                let bw = &blk[w * LANES..(w + 1) * LANES];
+                for l in 0..LANES {
+                    cnt[l] += (bw[l] & qb[w]).count_ones() as u64;
+                }
+            }
+            for l in 0..LANES {
+                o[l] += cnt[l] as f64;
+            }
+        } else {
+            for l in 0..LANES {
+                let mut sum = 0.0;
+                for w in 0..words {
+                    let mut x = blk[w * LANES + l];
+                    while x != 0 {
+                        sum += q[bin[w * 64 + x.trailing_zeros() as usize] as usize];
+                        x &= x - 1;
+                    }
+                }
+                o[l] += sum;
+            }
+        }
+    }
+}
+
 /// Sparse dots: row i's values against the dense query `q` (x_j scattered, zeros elsewhere).
 #[inline(always)]
 fn sparse_dots(indptr: &[usize], indices: &[u32], values: &[f32], q: &[f64], out: &mut [f64]) {
@@ -244,6 +308,21 @@ pub enum Layout<'a> {
         /// blocks × d × LANES values
         xb: Vec<f32>,
     },
+    /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
+    /// features (one-hot categories: ijcnn1's first 10 of 22) as bit sets per row: the dot
+    /// of a row with a query is the continuous part's plus a popcount.
+    Hybrid {
+        /// Original index of each continuous feature, in block order.
+        cont: Vec<u32>,
+        /// Original index of the binary feature at each bit.
+        bin: Vec<u32>,
+        /// blocks × cont.len() × LANES values.
+        xb: Vec<f32>,
+        /// u64 words of bits per row.
+        words: usize,
+        /// blocks × words × LANES: word w of row l of block b at (b·words + w)·LANES + l.
+        bits: Vec<u64>,
+    },
     /// Rows whose every stored value is 1 (one-hot and other binary features: a9a, w8a) as
     /// bit sets, `words` u64 per row: ⟨x_i, x_j⟩ is a popcount of x_i ∧ x_j.
     Binary {
@@ -288,6 +367,12 @@ fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Vec<u
     bits
 }
 
+/// Most continuous features of the hybrid layout (the queries' continuous part lives on the
+/// stack).
+const MAX_HYBRID_CONT: usize = 128;
+/// Most bit-set words per row of the hybrid layout.
+const MAX_HYBRID_WORDS: usize = 4;
+
 /// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
 fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
     let dense_bytes = 4 * d * m;
@@ -296,6 +381,56 @@ fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
 }
 
 impl<'a> Layout<'a> {
+    /// The dense AoSoA layout of `d` features, or the hybrid one when enough features take
+    /// only the values 0 and 1 (at least 4 and a quarter of them, and some other feature).
+    fn dense(d: usize, xb: Vec<f32>) -> Layout<'a> {
+        let nb = xb.len() / (d * LANES).max(1);
+        let binary: Vec<bool> = (0..d)
+            .map(|f| {
+                (0..nb).all(|b| {
+                    xb[(b * d + f) * LANES..(b * d + f + 1) * LANES]
+                        .iter()
+                        .all(|&v| v == 0.0 || v == 1.0)
+                })
+            })
+            .collect();
+        let bin: Vec<u32> = (0..d as u32).filter(|&f| binary[f as usize]).collect();
+        let cont: Vec<u32> = (0..d as u32).filter(|&f| !binary[f as usize]).collect();
+        let words = bin.len().div_ceil(64);
+        if bin.len() < 4
+            || 4 * bin.len() < d
+            || cont.is_empty()
+            || cont.len() > MAX_HYBRID_CONT
+            || words > MAX_HYBRID_WORDS
+        {
+            return Layout::Dense { d, xb };
+        }
+        let dc = cont.len();
+        let mut xc = vec![0f32; nb * dc * LANES];
+        let mut bits = vec![0u64; nb * words * LANES];
+        for b in 0..nb {
+            for (k, &f) in cont.iter().enumerate() {
+                let src = (b * d + f as usize) * LANES;
+                xc[(b * dc + k) * LANES..(b * dc + k + 1) * LANES]
+                    .copy_from_slice(&xb[src..src + LANES]);
+            }
+            for (k, &f) in bin.iter().enumerate() {
+                for l in 0..LANES {
+                    if xb[(b * d + f as usize) * LANES + l] == 1.0 {
+                        bits[(b * words + k / 64) * LANES + l] |= 1u64 << (k % 64);
+                    }
+                }
+            }
+        }
+        Layout::Hybrid {
+            cont,
+            bin,
+            xb: xc,
+            words,
+            bits,
+        }
+    }
+
     /// The backend's layout of a dataset: AoSoA copy when dense, borrowed CSR otherwise.
     pub fn new(ds: &'a crate::data::Dataset) -> Self {
         match &ds.features {
@@ -310,7 +445,7 @@ impl<'a> Layout<'a> {
                         xb[(b * d + f) * LANES + l] = values[i * d + f];
                     }
                 }
-                Layout::Dense { d, xb }
+                Layout::dense(d, xb)
             }
             crate::data::Features::Sparse {
                 n_features,
@@ -340,7 +475,7 @@ impl<'a> Layout<'a> {
                             xb[(b * d + indices[k] as usize) * LANES + l] = values[k];
                         }
                     }
-                    Layout::Dense { d, xb }
+                    Layout::dense(d, xb)
                 } else {
                     Layout::Sparse {
                         indptr: Cow::Borrowed(indptr),
@@ -400,7 +535,7 @@ impl<'a> Layout<'a> {
                     }
                 }
             }
-            return Layout::Dense { d, xb };
+            return Layout::dense(d, xb);
         }
         let mut indptr = Vec::with_capacity(m + 1);
         let (mut indices, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
@@ -483,6 +618,29 @@ fn column_chunk_impl<const F: bool, T: Elem>(
             q,
             &mut dots[..n],
         ),
+        Layout::Hybrid {
+            cont,
+            bin,
+            xb,
+            words,
+            bits,
+        } => {
+            let nb = n.div_ceil(LANES);
+            let b0 = r0 / LANES;
+            let (dc, w) = (cont.len(), *words);
+            let mut qc = [0.0f64; MAX_HYBRID_CONT];
+            let mut qb = [0u64; MAX_HYBRID_WORDS];
+            let pop = hybrid_query(cont, bin, q, &mut qc[..dc], &mut qb[..w]);
+            let out = &mut dots[..nb * LANES];
+            dense_dots::<F>(
+                &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES],
+                dc,
+                &qc[..dc],
+                out,
+            );
+            let bb = &bits[b0 * w * LANES..(b0 + nb) * w * LANES];
+            hybrid_add_bits(bb, w, bin, q, &qb[..w], pop, out);
+        }
     }
     finish::<F, T>(
         a.kernel,
@@ -515,6 +673,15 @@ pub fn columns_chunk<T: Elem>(
         if std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("fma")
             && std::is_x86_feature_detected!("popcnt")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            unsafe { columns_chunk_avx512_vpopcnt(a, cols, r0, dots, outs) };
+            return;
+        }
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("fma")
+            && std::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU supports the features the function is compiled for.
             unsafe { columns_chunk_avx512(a, cols, r0, dots, outs) };
@@ -530,6 +697,19 @@ pub fn columns_chunk<T: Elem>(
         }
     }
     columns_chunk_impl::<false, T>(a, cols, r0, dots, outs);
+}
+
+/// The AVX-512 copy with vector popcounts (the bit-set layouts' dots, eight rows at once).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma,popcnt")]
+unsafe fn columns_chunk_avx512_vpopcnt<T: Elem>(
+    a: &ColumnArgs<'_>,
+    cols: &[(usize, &[f64])],
+    r0: usize,
+    dots: &mut [f64],
+    outs: &mut [&mut [T]],
+) {
+    columns_chunk_impl::<true, T>(a, cols, r0, dots, outs);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -569,6 +749,17 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         return;
     };
     let n = first.len();
+    if let Layout::Hybrid {
+        cont,
+        bin,
+        xb,
+        words,
+        bits,
+    } = a.layout
+    {
+        hybrid_batch::<F, T>(a, (cont, bin, xb, *words, bits), cols, r0, dots, outs);
+        return;
+    }
     let Layout::Dense { d, xb } = a.layout else {
         // CSR rows are gathered per query: nothing to share.
         for (&(j, q), out) in cols.iter().zip(outs.iter_mut()) {
@@ -619,6 +810,74 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     }
 }
 
+/// [`columns_chunk_impl`] over the hybrid layout: the continuous part batched as the dense
+/// layout's, then each column's bits added, in the order of the single-column loop.
+#[inline(always)]
+fn hybrid_batch<const F: bool, T: Elem>(
+    a: &ColumnArgs<'_>,
+    (cont, bin, xb, words, bits): (&[u32], &[u32], &[f32], usize, &[u64]),
+    cols: &[(usize, &[f64])],
+    r0: usize,
+    dots: &mut [f64],
+    outs: &mut [&mut [T]],
+) {
+    let n = outs[0].len();
+    let (dc, nb, b0) = (cont.len(), n.div_ceil(LANES), r0 / LANES);
+    let stride = nb * LANES;
+    let mut qc = [[0.0f64; MAX_HYBRID_CONT]; BATCH];
+    let mut qb = [[0u64; MAX_HYBRID_WORDS]; BATCH];
+    let mut pop = [true; BATCH];
+    for (c, &(_, q)) in cols.iter().enumerate() {
+        pop[c] = hybrid_query(cont, bin, q, &mut qc[c][..dc], &mut qb[c][..words]);
+    }
+    let xb = &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES];
+    let qs: [&[f64]; BATCH] = std::array::from_fn(|c| &qc[c][..dc]);
+    let mut c0 = 0;
+    while c0 < cols.len() {
+        let out = &mut dots[c0 * stride..];
+        let k = match cols.len() - c0 {
+            8.. => {
+                dense_dots_batch::<F, 8>(xb, dc, &qs[c0..], stride, out);
+                8
+            }
+            4..=7 => {
+                dense_dots_batch::<F, 4>(xb, dc, &qs[c0..], stride, out);
+                4
+            }
+            2..=3 => {
+                dense_dots_batch::<F, 2>(xb, dc, &qs[c0..], stride, out);
+                2
+            }
+            _ => {
+                dense_dots_batch::<F, 1>(xb, dc, &qs[c0..], stride, out);
+                1
+            }
+        };
+        c0 += k;
+    }
+    let bb = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
+    for (c, (&(j, q), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
+        hybrid_add_bits(
+            bb,
+            words,
+            bin,
+            q,
+            &qb[c][..words],
+            pop[c],
+            &mut dots[c * stride..(c + 1) * stride],
+        );
+        finish::<F, T>(
+            a.kernel,
+            &dots[c * stride..c * stride + n],
+            &a.norms[r0..r0 + n],
+            &a.y[r0..r0 + n],
+            a.norms[j],
+            a.y[j],
+            out,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -626,6 +885,99 @@ mod tests {
     /// A batch of columns equals the columns one by one, bit for bit, for every batch size
     /// the dispatch splits differently (1, 2, 3, 5, 8), dense and CSR, on a chunk that does
     /// not start at row 0 and ends inside a block.
+    /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
+    /// rows), and its columns equal the plain dense layout's to rounding (the sums are
+    /// grouped differently), batched columns equal single ones bit for bit, and a query
+    /// with other values on the binary features is summed, not popcounted.
+    #[test]
+    fn hybrid_rows_give_the_dense_columns() {
+        let mut r = crate::rng::SplitMix64::new(6);
+        let (m, d) = (250usize, 17usize);
+        let mut vals = Vec::with_capacity(m * d);
+        for _ in 0..m {
+            let cat = r.below(6);
+            for f in 0..d {
+                vals.push(match f {
+                    0..6 => f32::from(f == cat),
+                    6..9 => f32::from(r.next_f64() < 0.3),
+                    _ => (r.next_f64() * 2.0 - 1.0) as f32,
+                });
+            }
+        }
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
+        let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
+        let ds = crate::data::Dataset::from_csr(d, ip, ix, vals, y.clone());
+        let hybrid = Layout::new(&ds);
+        let Layout::Hybrid { ref bin, .. } = hybrid else {
+            panic!("expected the hybrid layout");
+        };
+        assert_eq!(bin.len(), 9);
+        let rows: Vec<usize> = (0..m).step_by(3).collect();
+        assert!(matches!(Layout::of_rows(&ds, &rows), Layout::Hybrid { .. }));
+        let nb = m.div_ceil(LANES);
+        let mut xb = vec![0f32; nb * d * LANES];
+        for i in 0..m {
+            let mut v = vec![0.0; d];
+            ds.row(i).scatter_f64(&mut v);
+            for f in 0..d {
+                xb[((i / LANES) * d + f) * LANES + i % LANES] = v[f] as f32;
+            }
+        }
+        let plain = Layout::Dense { d, xb };
+        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+        let mut queries: Vec<(usize, Vec<f64>)> = [0usize, 7, 100, 249, 31]
+            .iter()
+            .map(|&j| {
+                let mut q = vec![0.0; d];
+                ds.row(j).scatter_f64(&mut q);
+                (j, q)
+            })
+            .collect();
+        queries[4].1[2] = 0.5;
+        let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
+        let (r0, n) = (16, 230);
+        for kernel in [Kernel::Rbf { gamma: 0.4 }, Kernel::Linear] {
+            let mut got = vec![vec![0f64; n]; cols.len()];
+            let mut want = vec![vec![0f64; n]; cols.len()];
+            for (layout, out) in [(&hybrid, &mut got), (&plain, &mut want)] {
+                let a = ColumnArgs {
+                    layout,
+                    kernel,
+                    norms: &norms,
+                    y: &y,
+                };
+                let mut outs: Vec<&mut [f64]> = out.iter_mut().map(|v| &mut v[..]).collect();
+                let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
+                columns_chunk(&a, &cols, r0, &mut dots, &mut outs);
+            }
+            let a = ColumnArgs {
+                layout: &hybrid,
+                kernel,
+                norms: &norms,
+                y: &y,
+            };
+            for c in 0..cols.len() {
+                for i in 0..n {
+                    assert!(
+                        (got[c][i] - want[c][i]).abs() < 1e-12,
+                        "{kernel:?} column {c} row {i}: {} vs {}",
+                        got[c][i],
+                        want[c][i]
+                    );
+                }
+                let mut one = vec![0f64; n];
+                let mut dots1 = vec![0.0; n.next_multiple_of(LANES)];
+                column_chunk(&a, cols[c].0, cols[c].1, r0, &mut dots1, &mut one);
+                for i in 0..n {
+                    assert_eq!(one[i].to_bits(), got[c][i].to_bits(), "batched vs single");
+                }
+            }
+        }
+    }
+
     /// Rows whose values are all 1 are kept as bit sets (from the dataset and from a
     /// selection of its rows), and give the CSR layout's columns bit for bit, for binary
     /// queries (popcounts) and for a query with other values (sums over the bits); batches too.
