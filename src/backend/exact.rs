@@ -67,6 +67,13 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
             return;
         }
     }
+    if let Some(panel) = super::binary::BinaryPanel::new(prob.kernel, prob.data, &act, &coef) {
+        panel.row_sums(prob.data, None, out);
+        for (i, g) in out.iter_mut().enumerate() {
+            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+        }
+        return;
+    }
     if let Some(panel) = Panel::new(prob.kernel, prob.data, &act, &coef, &nj) {
         panel.row_sums(prob.data, &prob.norms, None, out);
         for (i, g) in out.iter_mut().enumerate() {
@@ -165,8 +172,13 @@ pub fn certify_screened(
     };
     let m = prob.len();
     let act = alpha.indices();
-    // Small products are cheap in f64; repeated rows have their own shortcut.
-    if m < 4 * PROBES || act.len() < PROBES || prob.distinct_rows().is_some() {
+    // Small products are cheap in f64; repeated rows and binary data have their own
+    // shortcuts (the full pass is the faster there).
+    if m < 4 * PROBES
+        || act.len() < PROBES
+        || prob.distinct_rows().is_some()
+        || super::binary::applies(prob.kernel, prob.data)
+    {
         return None;
     }
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
