@@ -1,8 +1,8 @@
 // Kernel column Q[:, j] over one chunk of rows, written into a column-cache slot:
 //   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (ALGORITHMS.md §1)
-// The host prepends common.wgsl and exactly one of column_dense.wgsl / column_csr.wgsl, which
-// define `row_value(lr) -> GT` = the squared distance (rbf) or the dot product (otherwise)
-// between the chunk's stored row lr and the query x_j, and the row map `rmap`. A backend over a
+// The host prepends common.wgsl and kernel.wgsl, and appends exactly one of
+// column_dense.wgsl / column_csr.wgsl, which define `row_value(lr) -> GT` = the squared
+// distance (rbf) or the dot product (otherwise) between the chunk's stored row lr and the query x_j, and the row map `rmap`. A backend over a
 // subset of the stored rows (a fold, a pair: data uploaded once) maps its row li to the
 // chunk's row rmap[li].
 
@@ -31,28 +31,13 @@ fn stored_row(li: u32) -> u32 {
 }
 @group(1) @binding(0) var<uniform> chunk: Chunk;
 
-fn kernel_value(i: u32, r: GT) -> GT {
-    if (p.kind == 1u) {
-        return exp_gt(-wide(p.gamma) * max(r, GT(0.0)));
-    }
-    if (p.kind == 2u) {
-        let b = wide(p.gamma) * r + wide(p.coef0);
-        var v = GT(1.0);
-        for (var e = 0u; e < p.degree; e++) {
-            v = v * b;
-        }
-        return v;
-    }
-    return r;
-}
-
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let stride = chunk.nwg * WG;
     for (var li = gid.x; li < chunk.n; li += stride) {
         let i = chunk.r0 + li;
         let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
-        var v = GT(ylab[i] * p.yj) * (kernel_value(i, row_value(stored_row(li), i)) + bias);
+        var v = GT(ylab[i] * p.yj) * (kernel_value(row_value(stored_row(li), i)) + bias);
         if (i == p.j) {
             v += wide(p.inv_c);
         }

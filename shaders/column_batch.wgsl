@@ -1,7 +1,7 @@
 // Up to BK kernel columns in one pass over a chunk of rows: each invocation reads its row once
 // and computes its entry of every column of the batch, written into BK cache slots:
 //   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (ALGORITHMS.md §1)
-// The host prepends common.wgsl and exactly one of column_batch_dense.wgsl /
+// The host prepends common.wgsl and kernel.wgsl, and appends exactly one of column_batch_dense.wgsl /
 // column_batch_csr.wgsl, which define `row_values(lr, i)` = the squared distances (rbf) or dot
 // products (otherwise) between the chunk's stored row lr and the batch's query rows, in the
 // same order of operations as column_dense.wgsl / column_csr.wgsl, so every entry is the number
@@ -55,21 +55,6 @@ fn meta_norm(c: u32) -> GT {
 
 fn query_at(c: u32, f: u32) -> f32 {
     return query[p.q_off + c * p.pad1 + f];
-}
-
-fn kernel_value(r: GT) -> GT {
-    if (p.kind == 1u) {
-        return exp_gt(-wide(p.gamma) * max(r, GT(0.0)));
-    }
-    if (p.kind == 2u) {
-        let b = wide(p.gamma) * r + wide(p.coef0);
-        var v = GT(1.0);
-        for (var e = 0u; e < p.degree; e++) {
-            v = v * b;
-        }
-        return v;
-    }
-    return r;
 }
 
 fn store(c: u32, i: u32, v: GT) {

@@ -60,17 +60,7 @@ impl Panel {
     ) -> Option<Panel> {
         assert_eq!(cols.len(), coef.len());
         assert_eq!(cols.len(), norms.len());
-        let d = data.n_features();
-        let mut fmap = vec![u32::MAX; d];
-        let mut used = 0u32;
-        for &j in cols {
-            for_nonzeros(data.row(j), |f, _| {
-                if fmap[f] == u32::MAX {
-                    fmap[f] = used;
-                    used += 1;
-                }
-            });
-        }
+        let (fmap, used) = feature_map(data, cols);
         let width = cols.len().next_multiple_of(TILE).max(TILE);
         let bytes = (used as usize).checked_mul(width)?.checked_mul(8)?;
         if bytes > MAX_PANEL_BYTES {
@@ -129,6 +119,22 @@ impl Panel {
             },
         );
     }
+}
+
+/// The features the rows `cols` of `data` use, numbered in order of first use: for each
+/// original feature its panel row (u32::MAX when unused), and how many are used.
+pub(super) fn feature_map(data: &Dataset, cols: &[usize]) -> (Vec<u32>, u32) {
+    let mut fmap = vec![u32::MAX; data.n_features()];
+    let mut used = 0u32;
+    for &j in cols {
+        for_nonzeros(data.row(j), |f, _| {
+            if fmap[f] == u32::MAX {
+                fmap[f] = used;
+                used += 1;
+            }
+        });
+    }
+    (fmap, used)
 }
 
 /// Calls `f(feature, value)` for the non-zero entries of a row.

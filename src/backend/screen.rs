@@ -38,7 +38,7 @@
 use crate::data::Dataset;
 use rayon::prelude::*;
 
-use super::gram::for_nonzeros;
+use super::gram::{feature_map, for_nonzeros};
 
 /// Columns per tile: four vectors of sixteen f32 lanes.
 const TILE: usize = 64;
@@ -84,17 +84,7 @@ impl Screen {
         if !avx512() || !(gamma > 0.0) || !gamma.is_finite() {
             return None;
         }
-        let d = data.n_features();
-        let mut fmap = vec![u32::MAX; d];
-        let mut used = 0u32;
-        for &j in cols {
-            for_nonzeros(data.row(j), |f, _| {
-                if fmap[f] == u32::MAX {
-                    fmap[f] = used;
-                    used += 1;
-                }
-            });
-        }
+        let (fmap, used) = feature_map(data, cols);
         let width = cols.len().next_multiple_of(TILE).max(TILE);
         if (used as usize).checked_mul(width)?.checked_mul(4)? > max_bytes {
             return None;

@@ -186,6 +186,40 @@ fn hybrid_add_bits(
     }
 }
 
+/// [`dense_dots_batch`] over any number of queries (at most [`BATCH`]), split into batches
+/// of 8, 4, 2 and 1: query c's dots go to `out[c * stride ..]`.
+#[inline(always)]
+fn dense_dots_split<const F: bool>(
+    xb: &[f32],
+    d: usize,
+    qs: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    let mut c0 = 0;
+    while c0 < qs.len() {
+        let o = &mut out[c0 * stride..];
+        c0 += match qs.len() - c0 {
+            8.. => {
+                dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, o);
+                8
+            }
+            4..=7 => {
+                dense_dots_batch::<F, 4>(xb, d, &qs[c0..], stride, o);
+                4
+            }
+            2..=3 => {
+                dense_dots_batch::<F, 2>(xb, d, &qs[c0..], stride, o);
+                2
+            }
+            _ => {
+                dense_dots_batch::<F, 1>(xb, d, &qs[c0..], stride, o);
+                1
+            }
+        };
+    }
+}
+
 /// Sparse dots: row i's values against the dense query `q` (x_j scattered, zeros elsewhere).
 #[inline(always)]
 fn sparse_dots(indptr: &[usize], indices: &[u32], values: &[f32], q: &[f64], out: &mut [f64]) {
@@ -773,30 +807,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
-    let mut c0 = 0;
-    while c0 < cols.len() {
-        let left = cols.len() - c0;
-        let out = &mut dots[c0 * stride..];
-        let k = match left {
-            8.. => {
-                dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, out);
-                8
-            }
-            4..=7 => {
-                dense_dots_batch::<F, 4>(xb, d, &qs[c0..], stride, out);
-                4
-            }
-            2..=3 => {
-                dense_dots_batch::<F, 2>(xb, d, &qs[c0..], stride, out);
-                2
-            }
-            _ => {
-                dense_dots_batch::<F, 1>(xb, d, &qs[c0..], stride, out);
-                1
-            }
-        };
-        c0 += k;
-    }
+    dense_dots_split::<F>(xb, d, &qs[..cols.len()], stride, dots);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
@@ -832,29 +843,7 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
     let xb = &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| &qc[c][..dc]);
-    let mut c0 = 0;
-    while c0 < cols.len() {
-        let out = &mut dots[c0 * stride..];
-        let k = match cols.len() - c0 {
-            8.. => {
-                dense_dots_batch::<F, 8>(xb, dc, &qs[c0..], stride, out);
-                8
-            }
-            4..=7 => {
-                dense_dots_batch::<F, 4>(xb, dc, &qs[c0..], stride, out);
-                4
-            }
-            2..=3 => {
-                dense_dots_batch::<F, 2>(xb, dc, &qs[c0..], stride, out);
-                2
-            }
-            _ => {
-                dense_dots_batch::<F, 1>(xb, dc, &qs[c0..], stride, out);
-                1
-            }
-        };
-        c0 += k;
-    }
+    dense_dots_split::<F>(xb, dc, &qs[..cols.len()], stride, dots);
     let bb = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
     for (c, (&(j, q), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         hybrid_add_bits(

@@ -162,6 +162,25 @@ pub struct GpuBackend<'a> {
     plan: MemoryPlan,
 }
 
+/// Writes row z into a query slot `q` (zeros elsewhere; features beyond the data's `d` are
+/// ignored).
+fn fill_query(z: Row<'_>, d: usize, q: &mut [f32]) {
+    q.iter_mut().for_each(|v| *v = 0.0);
+    match z {
+        Row::Dense(v) => {
+            let n = v.len().min(d);
+            q[..n].copy_from_slice(&v[..n]);
+        }
+        Row::Sparse(ix, vs) => {
+            for (&i, &v) in ix.iter().zip(vs) {
+                if (i as usize) < d {
+                    q[i as usize] = v;
+                }
+            }
+        }
+    }
+}
+
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }
@@ -608,21 +627,11 @@ impl<'a> GpuBackend<'a> {
         let (d, dpad) = (self.d, self.dpad);
         let base = QUERY_SLOTS * dpad;
         for (c, &(j, _)) in cols.iter().enumerate() {
-            let q = &mut self.query_host[c * dpad..(c + 1) * dpad];
-            q.iter_mut().for_each(|v| *v = 0.0);
-            match self.prob.data.row(j) {
-                Row::Dense(v) => {
-                    let n = v.len().min(d);
-                    q[..n].copy_from_slice(&v[..n]);
-                }
-                Row::Sparse(ix, vs) => {
-                    for (&i, &v) in ix.iter().zip(vs) {
-                        if (i as usize) < d {
-                            q[i as usize] = v;
-                        }
-                    }
-                }
-            }
+            fill_query(
+                self.prob.data.row(j),
+                d,
+                &mut self.query_host[c * dpad..(c + 1) * dpad],
+            );
             let norm = split(self.prob.norms[j]);
             let meta = &mut self.query_host[base + 4 * c..base + 4 * c + 4];
             meta.copy_from_slice(&[
@@ -710,21 +719,7 @@ impl<'a> GpuBackend<'a> {
         }
         let q_off = self.n_queries * self.dpad;
         let d = self.d;
-        let q = &mut self.query_host[q_off..q_off + self.dpad];
-        q.iter_mut().for_each(|v| *v = 0.0);
-        match z {
-            Row::Dense(v) => {
-                let n = v.len().min(d);
-                q[..n].copy_from_slice(&v[..n]);
-            }
-            Row::Sparse(ix, vs) => {
-                for (&i, &v) in ix.iter().zip(vs) {
-                    if (i as usize) < d {
-                        q[i as usize] = v;
-                    }
-                }
-            }
-        }
+        fill_query(z, d, &mut self.query_host[q_off..q_off + self.dpad]);
         self.n_queries += 1;
         let mut p = Params {
             j,

@@ -9,6 +9,8 @@ pub const COLUMN: &str = include_str!("../../../shaders/column.wgsl");
 pub const COLUMN_DENSE: &str = include_str!("../../../shaders/column_dense.wgsl");
 /// shaders/column_csr.wgsl
 pub const COLUMN_CSR: &str = include_str!("../../../shaders/column_csr.wgsl");
+/// shaders/kernel.wgsl
+pub const KERNEL: &str = include_str!("../../../shaders/kernel.wgsl");
 /// shaders/column_batch.wgsl
 pub const COLUMN_BATCH: &str = include_str!("../../../shaders/column_batch.wgsl");
 /// shaders/column_batch_dense.wgsl
@@ -104,18 +106,22 @@ pub fn source(prog: Program, wide: bool) -> String {
     }
     match prog {
         Program::ColumnDense => {
+            s.push_str(KERNEL);
             s.push_str(COLUMN);
             s.push_str(COLUMN_DENSE);
         }
         Program::ColumnCsr => {
+            s.push_str(KERNEL);
             s.push_str(COLUMN);
             s.push_str(COLUMN_CSR);
         }
         Program::ColumnBatchDense => {
+            s.push_str(KERNEL);
             s.push_str(COLUMN_BATCH);
             s.push_str(COLUMN_BATCH_DENSE);
         }
         Program::ColumnBatchCsr => {
+            s.push_str(KERNEL);
             s.push_str(COLUMN_BATCH);
             s.push_str(COLUMN_BATCH_CSR);
         }

@@ -1,0 +1,17 @@
+// The kernel value from the squared distance r (rbf) or the dot product r (otherwise), as
+// Params describes the kernel; shared by the column programs (column.wgsl, column_batch.wgsl).
+
+fn kernel_value(r: GT) -> GT {
+    if (p.kind == 1u) {
+        return exp_gt(-wide(p.gamma) * max(r, GT(0.0)));
+    }
+    if (p.kind == 2u) {
+        let b = wide(p.gamma) * r + wide(p.coef0);
+        var v = GT(1.0);
+        for (var e = 0u; e < p.degree; e++) {
+            v = v * b;
+        }
+        return v;
+    }
+    return r;
+}
