@@ -34,53 +34,13 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
         out.iter_mut().for_each(|g| *g = 0.0);
         return;
     }
+    if panel_gradient(prob, alpha, None, out) {
+        return;
+    }
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let d = prob.data.n_features();
     let inv_c = 1.0 / prob.c;
-
-    if let Some(crate::problem::DistinctRows { rows, rep }) = prob.distinct_rows() {
-        // Repeated rows (KDD99: 30 % distinct): the kernel sum depends on x alone, so it is
-        // computed once per distinct row, against the support vectors merged by their rows.
-        let mut merged: Vec<(u32, usize, f64)> = act
-            .iter()
-            .zip(&coef)
-            .map(|(&j, &c)| (rep[j], j, c))
-            .collect();
-        merged.sort_by_key(|&(r, j, _)| (r, j));
-        let (mut cols, mut cf, mut cn) = (Vec::new(), Vec::<f64>::new(), Vec::new());
-        for (k, &(r, j, c)) in merged.iter().enumerate() {
-            if k > 0 && merged[k - 1].0 == r {
-                *cf.last_mut().expect("a column") += c;
-            } else {
-                cols.push(j);
-                cf.push(c);
-                cn.push(prob.norms[j]);
-            }
-        }
-        if let Some(panel) = Panel::new(prob.kernel, prob.data, &cols, &cf, &cn) {
-            let mut sums = vec![0.0; rows.len()];
-            panel.row_sums(prob.data, &prob.norms, Some(&rows), &mut sums);
-            for (i, g) in out.iter_mut().enumerate() {
-                *g = prob.y[i] * sums[rep[i] as usize] + alpha.get(i) * inv_c;
-            }
-            return;
-        }
-    }
-    if let Some(panel) = super::binary::BinaryPanel::new(prob.kernel, prob.data, &act, &coef) {
-        panel.row_sums(prob.data, None, out);
-        for (i, g) in out.iter_mut().enumerate() {
-            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
-        }
-        return;
-    }
-    if let Some(panel) = Panel::new(prob.kernel, prob.data, &act, &coef, &nj) {
-        panel.row_sums(prob.data, &prob.norms, None, out);
-        for (i, g) in out.iter_mut().enumerate() {
-            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
-        }
-        return;
-    }
     if d <= MAX_DENSE_D {
         let mut xa = Array2::<f64>::zeros((na, d));
         for (r, &j) in act.iter().enumerate() {
@@ -127,6 +87,88 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
             },
         );
     }
+}
+
+/// g_i for i = rows[k] into out[k] (every row when `rows` is None) by the panel products of
+/// [`full_gradient`] — per distinct row, the binary product or the f64 panel, whichever it
+/// takes — so a row gets the same number to the bit whichever rows are asked for. False (and
+/// `out` untouched) when none applies.
+fn panel_gradient(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    rows: Option<&[usize]>,
+    out: &mut [f64],
+) -> bool {
+    let act = alpha.indices();
+    let row = |k: usize| rows.map_or(k, |r| r[k]);
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
+    let inv_c = 1.0 / prob.c;
+    let finish = |out: &mut [f64]| {
+        for (k, g) in out.iter_mut().enumerate() {
+            let i = row(k);
+            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+        }
+    };
+    if let Some(crate::problem::DistinctRows { rows: drows, rep }) = prob.distinct_rows() {
+        // Repeated rows (KDD99: 30 % distinct): the kernel sum depends on x alone, so it is
+        // computed once per distinct row, against the support vectors merged by their rows.
+        let mut merged: Vec<(u32, usize, f64)> = act
+            .iter()
+            .zip(&coef)
+            .map(|(&j, &c)| (rep[j], j, c))
+            .collect();
+        merged.sort_by_key(|&(r, j, _)| (r, j));
+        let (mut cols, mut cf, mut cn) = (Vec::new(), Vec::<f64>::new(), Vec::new());
+        for (k, &(r, j, c)) in merged.iter().enumerate() {
+            if k > 0 && merged[k - 1].0 == r {
+                *cf.last_mut().expect("a column") += c;
+            } else {
+                cols.push(j);
+                cf.push(c);
+                cn.push(prob.norms[j]);
+            }
+        }
+        // Sums per distinct row, spread to the rows asked for.
+        let per_distinct = |out: &mut [f64], sums_of: &dyn Fn(&[usize], &mut [f64])| {
+            match rows {
+                None => {
+                    let mut sums = vec![0.0; drows.len()];
+                    sums_of(drows, &mut sums);
+                    for (i, g) in out.iter_mut().enumerate() {
+                        *g = sums[rep[i] as usize];
+                    }
+                }
+                Some(r) => {
+                    let data_rows: Vec<usize> =
+                        r.iter().map(|&i| drows[rep[i] as usize]).collect();
+                    sums_of(&data_rows, out);
+                }
+            }
+        };
+        // Binary data with repeats (w8a: 73 % distinct) take the binary product.
+        if let Some(panel) = super::binary::BinaryPanel::new(prob.kernel, prob.data, &cols, &cf) {
+            per_distinct(out, &|r, o| panel.row_sums(prob.data, Some(r), o));
+            finish(out);
+            return true;
+        }
+        if let Some(panel) = Panel::new(prob.kernel, prob.data, &cols, &cf, &cn) {
+            per_distinct(out, &|r, o| panel.row_sums(prob.data, &prob.norms, Some(r), o));
+            finish(out);
+            return true;
+        }
+    }
+    if let Some(panel) = super::binary::BinaryPanel::new(prob.kernel, prob.data, act, &coef) {
+        panel.row_sums(prob.data, rows, out);
+        finish(out);
+        return true;
+    }
+    let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
+    if let Some(panel) = Panel::new(prob.kernel, prob.data, act, &coef, &nj) {
+        panel.row_sums(prob.data, &prob.norms, rows, out);
+        finish(out);
+        return true;
+    }
+    false
 }
 
 /// The certified duality gap of α: (f, gap, s) with f = ½αᵀQα, gap = 2f − min_i g_i, from the
@@ -192,19 +234,46 @@ pub fn certify_screened(
         for (g, &i) in out.iter_mut().zip(rows) {
             *g = prob.y[i] * *g + alpha.get(i) * inv_c;
         }
+        true
     };
-    let mut exact = vec![false; m];
-    act.iter().for_each(|&i| exact[i] = true);
-    let rest: Vec<usize> = (0..m).filter(|&i| !exact[i]).collect();
+    let rest = rows_off(m, act);
     let (mut s, mut b) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
     screen.row_sums(prob.data, &prob.norms, &rest, &mut s, &mut b);
     // g_i = y_i (S_i + Σ_j c_j) + α_i/C (α_i = 0 off A): the interval of each row, widened by
     // SLACK for the f64 pass's own rounding (|g| ≤ 2 there, so well below 1e-11).
     const SLACK: f64 = 1e-11;
     let c1: f64 = coef.iter().sum();
-    let centre = |k: usize| prob.y[rest[k]] * (s[k] + c1);
+    let (mut lo, mut hi) = (s, b);
+    for (k, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let centre = prob.y[rest[k]] * (*l + c1);
+        (*l, *h) = (centre - *h - SLACK, centre + *h);
+    }
+    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows)
+}
+
+/// The rows 0..m not in `act`, ascending.
+fn rows_off(m: usize, act: &[usize]) -> Vec<usize> {
+    let mut on = vec![false; m];
+    act.iter().for_each(|&i| on[i] = true);
+    (0..m).filter(|&i| !on[i]).collect()
+}
+
+/// The end of a screened certification: every row of A and the [`PROBES`] rows of `rest`
+/// (the rows off A) with the lowest upper bounds `hi` are computed exactly by `exact_rows`,
+/// which gives 2f and an upper bound U ≥ min g; then every other row whose lower bound `lo`
+/// does not clear U. A row left out has g_i > U, so it holds neither the minimum nor a tie
+/// with it: (f, gap, argmin) are the full pass's, provided `exact_rows` gives each row the
+/// full pass's number. None when `exact_rows` returns false or every g is NaN.
+fn certify_by_intervals(
+    alpha: &ActiveSet,
+    rest: &[usize],
+    lo: &[f64],
+    hi: &[f64],
+    exact_rows: impl Fn(&[usize], &mut [f64]) -> bool,
+) -> Option<((f64, f64, usize), usize)> {
+    let act = alpha.indices();
     let mut rows: Vec<usize> = act.to_vec();
-    let mut probes: Vec<(f64, usize)> = (0..rest.len()).map(|k| (centre(k) + b[k], k)).collect();
+    let mut probes: Vec<(f64, usize)> = hi.iter().enumerate().map(|(k, &h)| (h, k)).collect();
     let np = PROBES.min(probes.len());
     if np > 0 {
         probes.select_nth_unstable_by(np - 1, |x, y| x.0.total_cmp(&y.0));
@@ -215,7 +284,9 @@ pub fn certify_screened(
         rows.push(rest[k]);
     }
     let mut g = vec![0.0; rows.len()];
-    exact_rows(&rows, &mut g);
+    if !exact_rows(&rows, &mut g) {
+        return None;
+    }
     let f = 0.5
         * act
             .iter()
@@ -224,11 +295,13 @@ pub fn certify_screened(
             .sum::<f64>();
     let upper = g.iter().copied().fold(f64::INFINITY, f64::min);
     let undecided: Vec<usize> = (0..rest.len())
-        .filter(|&k| !probed[k] && !(centre(k) - b[k] - SLACK > upper))
+        .filter(|&k| !probed[k] && !(lo[k] > upper))
         .map(|k| rest[k])
         .collect();
     let mut gu = vec![0.0; undecided.len()];
-    exact_rows(&undecided, &mut gu);
+    if !undecided.is_empty() && !exact_rows(&undecided, &mut gu) {
+        return None;
+    }
     let (mut best, mut gs) = (usize::MAX, f64::INFINITY);
     for (&i, &v) in rows.iter().zip(&g).chain(undecided.iter().zip(&gu)) {
         if v < gs || (v == gs && i < best) {
@@ -240,6 +313,77 @@ pub fn certify_screened(
         return None;
     }
     Some(((f, 2.0 * f - gs, best), rows.len() + undecided.len()))
+}
+
+/// Unit roundoff of f64.
+const U64: f64 = f64::EPSILON / 2.0;
+
+/// Bounds on the RBF kernel's Q entries as f64 passes evaluate them (the column pass of the
+/// CPU backend and every product here): (q_max, e) with |Q_ij| ≤ q_max and
+/// |k̂_ij − k_ij| ≤ e, k̂ the computed kernel value and k the exact one of the stored (f32)
+/// data. None for other kernels, or when γ·max‖x‖²·d is so large that f64 cannot bound it
+/// usefully.
+///
+/// The argument γ(‖x_i‖² + ‖x_j‖² − 2⟨x_i, x_j⟩): products of f32 values are exact in f64,
+/// the norms and the dot are sums of at most d terms, each off by at most d·u times the sum
+/// of |terms| ≤ N = max ‖x‖² (Cauchy–Schwarz for the dot), and assembling them costs
+/// 4 roundings of quantities ≤ 4N: |Δarg| ≤ γ·N·u·(4d + 12) (+ u·arg from the product with
+/// γ, covered by the 1 % margin). Then |Δk| ≤ k·(e^{|Δarg|} − 1) ≤ 1.01·|Δarg| for
+/// |Δarg| ≤ 10⁻⁶, plus the exponential's own error: below 3·10⁻¹⁶ relative for
+/// [`super::simd::exp_nonpos`], and a few roundings of factors and table entries for the
+/// binary product ([`super::binary`]): 16u covers both. Clamping a negative distance to 0
+/// only moves it toward the exact value.
+pub fn rbf_entry_error(prob: &Problem<'_>) -> Option<(f64, f64)> {
+    let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
+        return None;
+    };
+    let n = prob.norms.iter().copied().fold(0.0, f64::max);
+    let d = prob.data.n_features() as f64;
+    let darg = gamma * n * U64 * (4.0 * d + 12.0);
+    if !(darg <= 1e-6) || !(prob.c > 0.0) {
+        return None;
+    }
+    Some((2.0 + 1.0 / prob.c, 1.01 * darg + 16.0 * U64))
+}
+
+/// A bound on |ĝ_i − g_i| for every row, ĝ the f64 gradient [`full_gradient`] (or any row
+/// of [`panel_gradient`]) computes from α and g the exact one: each of the |A| terms
+/// c_j (k_ij + 1) is off by |c_j|·(e + 2u) ([`rbf_entry_error`]), summing them (and merging
+/// the coefficients of repeated rows) costs at most 2(|A| + 4)·u·Σ|c_j|·2, and
+/// y_i·S + α_i/C two more roundings of q_max. Doubled for safety. None as
+/// [`rbf_entry_error`].
+pub fn pass_error(prob: &Problem<'_>, alpha: &ActiveSet) -> Option<f64> {
+    let (qmax, e) = rbf_entry_error(prob)?;
+    let s1: f64 = alpha.weights().iter().map(|a| a.abs()).sum();
+    let terms = alpha.len() as f64 + 4.0;
+    Some(2.0 * (s1 * (e + 2.0 * U64) + 4.0 * terms * U64 * s1 + 2.0 * U64 * qmax))
+}
+
+/// [`certify`] from a gradient `g_hat` the solver kept (the backend's), known to be within
+/// `err` of the exact gradient on every row ([`super::Backend::gradient_error`]): g exactly
+/// on A (2f) and on the [`PROBES`] rows of lowest ĝ, then exactly again only on the rows
+/// whose ĝ − err − (the exact pass's own error) does not clear the lowest exact value. The
+/// result is [`certify_full`]'s to the bit, at the cost of |A| + 64 + (undecided) rows
+/// instead of m. None where no panel product applies (then [`certify`]). Also returns how
+/// many rows were computed exactly.
+pub fn certify_tracked(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    g_hat: &[f64],
+    err: f64,
+) -> Option<((f64, f64, usize), usize)> {
+    let m = prob.len();
+    assert_eq!(g_hat.len(), m);
+    let slack = err + pass_error(prob, alpha)?;
+    if alpha.is_empty() || !slack.is_finite() {
+        return None;
+    }
+    let rest = rows_off(m, alpha.indices());
+    let lo: Vec<f64> = rest.iter().map(|&i| g_hat[i] - slack).collect();
+    let hi: Vec<f64> = rest.iter().map(|&i| g_hat[i] + slack).collect();
+    certify_by_intervals(alpha, &rest, &lo, &hi, |rows, out| {
+        panel_gradient(prob, alpha, Some(rows), out)
+    })
 }
 
 /// Largest f32 panel the screened certification builds (bytes).
@@ -381,6 +525,60 @@ mod tests {
         for i in (0..prob.len()).step_by(7).chain([5, 17, 900, 5999]) {
             let want: f64 = a.iter().map(|(j, aj)| aj * prob.q(i, j)).sum();
             assert!((g[i] - want).abs() < 1e-13, "row {i}: {} vs {want}", g[i]);
+        }
+    }
+
+    /// Binary rows with repeats in every proportion the dedup takes or leaves (so the
+    /// gradient goes per distinct row or not, by the binary product where the CPU has it):
+    /// the definition's g, and a row gets the same number to the bit whichever rows are asked
+    /// for (what the screened certification relies on).
+    #[test]
+    fn binary_rows_with_repeats_give_the_exact_gradient_row_by_row() {
+        let mut r = SplitMix64::new(8);
+        for (patterns, m) in [(40usize, 5000usize), (5000, 5000)] {
+            let d = 150;
+            let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+            for _ in 0..patterns {
+                for f in 0..d {
+                    if r.next_f64() < 0.06 {
+                        ix.push(f as u32);
+                        vs.push(1.0f32);
+                    }
+                }
+                ip.push(ix.len());
+            }
+            let pat = Dataset::from_csr(d, ip, ix, vs, vec![1.0; patterns]);
+            // Drawn with repeats, or each pattern once (then almost all distinct).
+            let rows: Vec<usize> = if patterns < m {
+                (0..m).map(|_| r.below(patterns)).collect()
+            } else {
+                (0..m).collect()
+            };
+            let mut ds = pat.subset(&rows);
+            ds.labels = (0..m)
+                .map(|_| if r.next_f64() < 0.4 { 1.0 } else { -1.0 })
+                .collect();
+            let prob =
+                Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.05 }, 3.0).unwrap();
+            assert_eq!(prob.distinct_rows().is_some(), patterns < m);
+            let mut a = ActiveSet::new(m);
+            for k in 0..300 {
+                a.set((k * 53 + 7) % m, 1.0 + (k % 4) as f64);
+            }
+            let total = a.sum();
+            a.scale(1.0 / total);
+            let mut g = vec![0.0; m];
+            full_gradient(&prob, &a, &mut g);
+            for i in (0..m).step_by(11) {
+                let want: f64 = a.iter().map(|(j, aj)| aj * prob.q(i, j)).sum();
+                assert!((g[i] - want).abs() < 1e-13, "row {i}: {} vs {want}", g[i]);
+            }
+            let ask: Vec<usize> = (0..m).rev().step_by(3).collect();
+            let mut part = vec![0.0; ask.len()];
+            assert!(panel_gradient(&prob, &a, Some(&ask), &mut part));
+            for (k, &i) in ask.iter().enumerate() {
+                assert_eq!(part[k].to_bits(), g[i].to_bits(), "row {i}");
+            }
         }
     }
 
