@@ -62,8 +62,7 @@ pub struct TrainParams {
     /// SimpleSVM's linear solver.
     pub linear_solver: LinearSolver,
     /// Working-set shrinking (FW variants and CVM without `sample`; see
-    /// [`crate::solver::shrink`]); None = every iteration over all points (the default: the
-    /// present rule does not yet pay on the benchmark sets).
+    /// [`crate::solver::shrink`]), on by default; None = every iteration over all points.
     pub shrink: Option<crate::solver::shrink::ShrinkParams>,
 }
 
@@ -81,7 +80,7 @@ impl Default for TrainParams {
             sample: 0,
             violator: Violator::Greedy,
             linear_solver: LinearSolver::Cholesky,
-            shrink: None,
+            shrink: Some(Default::default()),
         }
     }
 }

@@ -1587,15 +1587,16 @@ fn second_interrupt_aborts_and_keeps_the_old_model() {
     assert_no_temporaries(d.path());
 }
 
-/// `--shrink` trains by working-set rounds and says how large the set was and how many
-/// rebuilds ran; the model predicts like the one trained without it.
+/// Shrinking is on by default: training runs by working-set rounds and says how large the set
+/// was and how many rebuilds ran; `--no-shrink` turns it off, and the model predicts like the
+/// one trained with it. (`--shrink`, the old opt-in, is still accepted.)
 #[test]
 fn shrink_reports_the_working_set() {
     let d = common::tempdir();
     let train = write_train(d.path());
     let (a, b) = (d.path().join("a.model"), d.path().join("b.model"));
     fwsvm()
-        .args(["train", "--shrink", "-e", "1e-6", "--test"])
+        .args(["train", "-e", "1e-6", "--test"])
         .arg(&train)
         .arg(&train)
         .arg(&a)
@@ -1604,13 +1605,19 @@ fn shrink_reports_the_working_set() {
         .stderr(predicate::str::contains("working set of 60 points"))
         .stderr(predicate::str::contains("rebuild"));
     fwsvm()
-        .args(["train", "-e", "1e-6", "--test"])
+        .args(["train", "--no-shrink", "-e", "1e-6", "--test"])
         .arg(&train)
         .arg(&train)
         .arg(&b)
         .assert()
         .success()
         .stderr(predicate::str::contains("working set").not());
+    fwsvm()
+        .args(["train", "--shrink", "-e", "1e-6", "-q"])
+        .arg(&train)
+        .arg(&a)
+        .assert()
+        .success();
     let labels = |m: &Path| {
         let out = d.path().join("p.txt");
         fwsvm()

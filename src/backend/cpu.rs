@@ -590,16 +590,29 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
-        if let Some(gr) = &mut self.groups {
+        if self.groups.is_some() {
             let mut g = vec![0.0; self.prob.len()];
             super::exact::full_gradient(self.prob, alpha, &mut g);
-            gr.set(&g, alpha, self.inv_c);
-            self.min_valid = false;
-            return Ok(());
+            return self.set_alpha_with(alpha, &g);
         }
         super::exact::full_gradient(self.prob, alpha, &mut self.g);
         if self.prev {
             self.gp.copy_from_slice(&self.g);
+        }
+        self.min_valid = false;
+        Ok(())
+    }
+
+    fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        assert_eq!(g.len(), self.prob.len());
+        match &mut self.groups {
+            Some(gr) => gr.set(g, alpha, self.inv_c),
+            None => {
+                self.g.copy_from_slice(g);
+                if self.prev {
+                    self.gp.copy_from_slice(g);
+                }
+            }
         }
         self.min_valid = false;
         Ok(())

@@ -158,6 +158,11 @@ impl Backend for Mirror<'_> {
         self.secondary.set_alpha(alpha)
     }
 
+    fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        self.primary.set_alpha_with(alpha, g)?;
+        self.secondary.set_alpha_with(alpha, g)
+    }
+
     fn enable_prev(&mut self) {
         self.prev = true;
         self.primary.enable_prev();

@@ -236,6 +236,14 @@ pub trait Backend {
     /// Sets g = Qα from scratch (exact), and g⁻ = g when the previous slot is enabled.
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()>;
 
+    /// [`set_alpha`](Self::set_alpha) with g = Qα given (length m), kept by the caller — the
+    /// working-set rounds of shrinking hand each round the gradient the last one ended with —
+    /// instead of computed again. The default ignores `g` and computes it.
+    fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        let _ = g;
+        self.set_alpha(alpha)
+    }
+
     /// Allocates the previous-gradient slot g⁻ (PARTAN). Call before `set_alpha`.
     fn enable_prev(&mut self);
 

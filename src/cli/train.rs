@@ -182,9 +182,13 @@ pub struct TrainOpts {
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(long)]
     no_certify: bool,
-    /// Working-set shrinking with an exact finish (experimental: see README): iterations run
-    /// over the points that can still matter, and an exact pass over all points decides.
+    /// Turn working-set shrinking off (on by default for the FW variants and CVM: iterations
+    /// run over the points that can still matter, and an exact pass over all points decides;
+    /// see README).
     #[arg(long)]
+    no_shrink: bool,
+    /// Shrinking on (the default; kept for earlier command lines).
+    #[arg(long, hide = true, conflicts_with = "no_shrink")]
     shrink: bool,
     /// Test data: predict after training and print the accuracy.
     #[arg(long)]
@@ -305,7 +309,7 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
-            shrink: self.shrink.then(Default::default),
+            shrink: (!self.no_shrink).then(Default::default),
         }
     }
 

@@ -409,14 +409,14 @@ pub struct YieldCheck<'a> {
 }
 
 /// [`solve`] from a given α (on the simplex, over `prob`'s points) instead of the random
-/// initial sample, optionally with a [`YieldCheck`]: what the working-set rounds of
-/// [`shrink`] use.
+/// initial sample — with its gradient Qα when the caller has it — optionally with a
+/// [`YieldCheck`]: what the working-set rounds of [`shrink`] use.
 pub fn solve_from(
     prob: &Problem<'_>,
     be: &mut dyn Backend,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
-    alpha0: Option<ActiveSet>,
+    alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
     mut yield_check: Option<YieldCheck<'_>>,
 ) -> Result<SolveResult> {
     params.check()?;
@@ -432,10 +432,20 @@ pub fn solve_from(
         StopRule::Meb => meb_kappa(prob)?,
     };
     let alpha = match alpha0 {
-        Some(a) => a,
-        None => init::initial_alpha(prob, params.init_size, params.seed, params.eps),
+        Some((a, Some(g))) => {
+            be.set_alpha_with(&a, &g)?;
+            a
+        }
+        Some((a, None)) => {
+            be.set_alpha(&a)?;
+            a
+        }
+        None => {
+            let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+            be.set_alpha(&a)?;
+            a
+        }
     };
-    be.set_alpha(&alpha)?;
     let mut state = State {
         alpha,
         f: 0.0,

@@ -177,6 +177,9 @@ pub fn solve(
             sub_prob = Problem::new(&sub, y, prob.kernel, prob.c)?;
             (&sub_prob, device.restrict(&rows))
         };
+        // The round starts from the gradient the last one ended with (`g` holds it on W's
+        // rows): exact after a rebuild, the backend's own after a shrink.
+        let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
         let mut start_w = ActiveSet::new(n);
         let mut pos = vec![u32::MAX; m];
         for (k, &i) in rows.iter().enumerate() {
@@ -251,7 +254,7 @@ pub fn solve(
                 be.as_mut(),
                 &round_params,
                 &mut obs,
-                Some(start_w),
+                Some((start_w, Some(start_g))),
                 Some(YieldCheck {
                     every: CHECK_EVERY,
                     check: &mut check,
@@ -265,6 +268,10 @@ pub fn solve(
             alpha.set(rows[k], a);
         }
         if r.stop == StopReason::Yielded {
+            // The check that yielded gathered the gradient of the α the round ended with.
+            for (k, &i) in rows.iter().enumerate() {
+                g[i] = gw[k];
+            }
             in_w = smaller.take().expect("a yield carries the smaller set");
             stats.shrinks += 1;
             continue;

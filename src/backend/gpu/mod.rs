@@ -971,13 +971,18 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
-        // Recorded work would otherwise run after the upload below and corrupt it.
-        self.flush();
         let mut g = vec![0.0; self.prob.len()];
         super::exact::full_gradient(self.prob, alpha, &mut g);
-        self.upload_vector(&self.g, &g);
+        self.set_alpha_with(alpha, &g)
+    }
+
+    fn set_alpha_with(&mut self, _alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        assert_eq!(g.len(), self.prob.len());
+        // Recorded work would otherwise run after the upload below and corrupt it.
+        self.flush();
+        self.upload_vector(&self.g, g);
         if self.prev {
-            self.upload_vector(&self.gp, &g);
+            self.upload_vector(&self.gp, g);
         }
         self.min_valid = false;
         Ok(())
