@@ -222,7 +222,7 @@ pub fn train(
             let result = {
                 let shrinking = params.sample == 0
                     && crate::solver::shrink::applies_to(alg)
-                    && params.shrink.is_some();
+                    && params.shrink.is_some_and(|sp| prob.len() >= sp.min_points);
                 if shrinking {
                     let dev = if k == 2 {
                         params.device.clone()

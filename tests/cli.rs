@@ -1587,16 +1587,16 @@ fn second_interrupt_aborts_and_keeps_the_old_model() {
     assert_no_temporaries(d.path());
 }
 
-/// Shrinking is on by default: training runs by working-set rounds and says how large the set
-/// was and how many rebuilds ran; `--no-shrink` turns it off, and the model predicts like the
-/// one trained with it. (`--shrink`, the old opt-in, is still accepted.)
+/// `--shrink` trains by working-set rounds and says how large the set was and how many
+/// rebuilds ran; `--no-shrink` and the default on a set this small (below 100,000 points) run
+/// without them, and the models predict alike.
 #[test]
 fn shrink_reports_the_working_set() {
     let d = common::tempdir();
     let train = write_train(d.path());
     let (a, b) = (d.path().join("a.model"), d.path().join("b.model"));
     fwsvm()
-        .args(["train", "-e", "1e-6", "--test"])
+        .args(["train", "--shrink", "-e", "1e-6", "--test"])
         .arg(&train)
         .arg(&train)
         .arg(&a)
@@ -1613,11 +1613,19 @@ fn shrink_reports_the_working_set() {
         .success()
         .stderr(predicate::str::contains("working set").not());
     fwsvm()
-        .args(["train", "--shrink", "-e", "1e-6", "-q"])
+        .args(["train", "-e", "1e-6"])
         .arg(&train)
-        .arg(&a)
+        .arg(d.path().join("c.model"))
         .assert()
-        .success();
+        .success()
+        .stderr(predicate::str::contains("working set").not());
+    fwsvm()
+        .args(["train", "--shrink", "--no-shrink"])
+        .arg(&train)
+        .arg(d.path().join("d.model"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cannot be used with"));
     let labels = |m: &Path| {
         let out = d.path().join("p.txt");
         fwsvm()

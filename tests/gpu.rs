@@ -955,6 +955,7 @@ fn shrinking_on_the_gpu_matches_the_cpu() {
     let tiny = ShrinkParams {
         margin: 0.0,
         min_size: 40,
+        min_points: 0,
     };
     let own = GpuContext::open(&DeviceSelector::Name(ctx.adapter.name.clone()))
         .unwrap()

@@ -16,6 +16,7 @@ use common::problems::{problems, reference_optimum};
 const TINY: ShrinkParams = ShrinkParams {
     margin: 0.0,
     min_size: 2,
+    min_points: 0,
 };
 
 #[test]
@@ -73,7 +74,12 @@ fn shrinking_on_and_off_agree_on_real_data() {
     let ds = fwsvm::data::read_dataset(&path, &Default::default()).unwrap();
     for alg in [Algorithm::Partan, Algorithm::Swap2, Algorithm::Cvm] {
         let mut results = Vec::new();
-        for sp in [None, Some(ShrinkParams::default()), Some(TINY)] {
+        // The default rule, on a set far below the size where `train` turns it on by itself.
+        let default_rule = ShrinkParams {
+            min_points: 0,
+            ..Default::default()
+        };
+        for sp in [None, Some(default_rule), Some(TINY)] {
             let params = TrainParams {
                 c: 10.0,
                 solver: SolverParams {

@@ -182,13 +182,13 @@ pub struct TrainOpts {
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(long)]
     no_certify: bool,
-    /// Turn working-set shrinking off (on by default for the FW variants and CVM: iterations
-    /// run over the points that can still matter, and an exact pass over all points decides;
-    /// see README).
+    /// Turn working-set shrinking off (on by default for the FW variants and CVM on 100,000
+    /// points or more: iterations run over the points that can still matter, and an exact
+    /// pass over all points decides; see README).
     #[arg(long)]
     no_shrink: bool,
-    /// Shrinking on (the default; kept for earlier command lines).
-    #[arg(long, hide = true, conflicts_with = "no_shrink")]
+    /// Working-set shrinking whatever the number of points.
+    #[arg(long, conflicts_with = "no_shrink")]
     shrink: bool,
     /// Test data: predict after training and print the accuracy.
     #[arg(long)]
@@ -309,7 +309,14 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
-            shrink: (!self.no_shrink).then(Default::default),
+            shrink: (!self.no_shrink).then(|| crate::solver::shrink::ShrinkParams {
+                min_points: if self.shrink {
+                    0
+                } else {
+                    crate::solver::shrink::SHRINK_MIN_POINTS
+                },
+                ..Default::default()
+            }),
         }
     }
 

@@ -37,13 +37,23 @@ pub struct ShrinkParams {
     pub margin: f64,
     /// The working set holds at least this many points (the lowest gradients).
     pub min_size: usize,
+    /// Problems with fewer points are solved without rounds (read by [`crate::train`]; this
+    /// module's [`solve`] always runs them). Below 10⁵ points shrinking was measured neutral
+    /// to 3 % slower (ijcnn1, w8a, a9a: the column, not the pass over g, is the iteration's
+    /// cost there) and moves the loosely converged default solution around as much as a new
+    /// seed does; on KDD99-binary's 395,216 it saves a quarter of the run.
+    pub min_points: usize,
 }
+
+/// [`ShrinkParams::min_points`] by default.
+pub const SHRINK_MIN_POINTS: usize = 100_000;
 
 impl Default for ShrinkParams {
     fn default() -> Self {
         ShrinkParams {
             margin: 0.5,
             min_size: 2000,
+            min_points: SHRINK_MIN_POINTS,
         }
     }
 }
