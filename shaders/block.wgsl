@@ -57,6 +57,9 @@ fn kval(sa: u32, sb: u32) -> GT {
         }
         return v;
     }
+    if (jb.kind == 3u) {
+        return tanh_gt(wide(jb.gamma) * acc + wide(jb.coef0));
+    }
     return acc;
 }
 

@@ -11,7 +11,7 @@ struct Params {
     n: u32,        // items this dispatch covers (active-list or gather length)
     d: u32,        // features
     j: u32,        // the column being computed (global row index)
-    kind: u32,     // kernel: 0 linear, 1 rbf, 2 polynomial
+    kind: u32,     // kernel: 0 linear, 1 rbf, 2 polynomial, 3 sigmoid
     degree: u32,   // polynomial degree
     flags: u32,    // see F_* below
     nwg: u32,      // workgroups of a grid-stride loop

@@ -13,5 +13,8 @@ fn kernel_value(r: GT) -> GT {
         }
         return v;
     }
+    if (p.kind == 3u) {
+        return tanh_gt(wide(p.gamma) * r + wide(p.coef0));
+    }
     return r;
 }

@@ -1,4 +1,5 @@
 //! Kernels: RBF `exp(−γ‖x−z‖²)`, polynomial `(γ⟨x,z⟩ + coef0)^degree`, linear `⟨x,z⟩`,
+//! sigmoid `tanh(γ⟨x,z⟩ + coef0)` (LIBSVM's `-t 3`; not positive semi-definite in general),
 //! and the papers' γ heuristic (γ = 1 / mean ‖x_i − x_j‖² over a seeded sample of pairs).
 
 use crate::data::{Dataset, Row};
@@ -23,6 +24,14 @@ pub enum Kernel {
         /// Degree ≥ 1.
         degree: u32,
     },
+    /// `tanh(γ⟨x,z⟩ + coef0)`: not a Mercer kernel for most (γ, coef0), so Q may be
+    /// indefinite; see README ("Kernels") for what the solvers then guarantee.
+    Sigmoid {
+        /// γ > 0
+        gamma: f64,
+        /// Additive constant.
+        coef0: f64,
+    },
 }
 
 impl Kernel {
@@ -37,6 +46,7 @@ impl Kernel {
                 coef0,
                 degree,
             } => (gamma * dot + coef0).powi(degree as i32),
+            Kernel::Sigmoid { gamma, coef0 } => (gamma * dot + coef0).tanh(),
         }
     }
 
@@ -51,6 +61,7 @@ impl Kernel {
             Kernel::Linear => "linear",
             Kernel::Rbf { .. } => "rbf",
             Kernel::Poly { .. } => "polynomial",
+            Kernel::Sigmoid { .. } => "sigmoid",
         }
     }
 
@@ -64,6 +75,12 @@ impl Kernel {
             }
             Kernel::Poly { gamma, .. } if !(gamma > 0.0 && gamma.is_finite()) => {
                 bad(format!("gamma must be a positive number, got {gamma}"))
+            }
+            Kernel::Sigmoid { gamma, .. } if !(gamma > 0.0 && gamma.is_finite()) => {
+                bad(format!("gamma must be a positive number, got {gamma}"))
+            }
+            Kernel::Sigmoid { coef0, .. } if !coef0.is_finite() => {
+                bad(format!("coef0 must be finite, got {coef0}"))
             }
             Kernel::Poly { degree: 0, .. } => bad("degree must be at least 1".into()),
             Kernel::Poly { coef0, .. } if !coef0.is_finite() => {
@@ -122,6 +139,20 @@ mod tests {
         }
         .eval(&ra, &rb);
         assert!((p - (0.5 * dot + 1.0f64).powi(3)).abs() < 1e-12);
+        let s = Kernel::Sigmoid {
+            gamma: 0.5,
+            coef0: -0.25,
+        }
+        .eval(&ra, &rb);
+        assert!((s - (0.5 * dot - 0.25f64).tanh()).abs() < 1e-12);
+        assert_eq!(
+            Kernel::Sigmoid {
+                gamma: 1.0,
+                coef0: 0.0
+            }
+            .libsvm_name(),
+            "sigmoid"
+        );
         // Sparse and dense rows give the same value.
         let ia = [0u32, 1];
         let va = [1.0f32, 2.0];
@@ -133,6 +164,22 @@ mod tests {
     fn rejects_bad_parameters() {
         assert!(Kernel::Rbf { gamma: 0.0 }.check().is_err());
         assert!(Kernel::Rbf { gamma: f64::NAN }.check().is_err());
+        assert!(
+            Kernel::Sigmoid {
+                gamma: -1.0,
+                coef0: 0.0
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Kernel::Sigmoid {
+                gamma: 1.0,
+                coef0: f64::INFINITY
+            }
+            .check()
+            .is_err()
+        );
         assert!(
             Kernel::Poly {
                 gamma: 1.0,

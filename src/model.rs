@@ -199,6 +199,10 @@ impl Model {
                 writeln!(w, "gamma {}", fmt_f64(gamma))?;
                 writeln!(w, "coef0 {}", fmt_f64(coef0))?;
             }
+            Kernel::Sigmoid { gamma, coef0 } => {
+                writeln!(w, "gamma {}", fmt_f64(gamma))?;
+                writeln!(w, "coef0 {}", fmt_f64(coef0))?;
+            }
         }
         writeln!(w, "nr_class {}", self.n_classes())?;
         writeln!(w, "total_sv {}", self.total_sv())?;
@@ -365,6 +369,10 @@ impl Model {
                 gamma: gamma.ok_or_else(|| bad(0, "polynomial kernel without `gamma`".into()))?,
                 coef0,
                 degree,
+            },
+            Some("sigmoid") => Kernel::Sigmoid {
+                gamma: gamma.ok_or_else(|| bad(0, "sigmoid kernel without `gamma`".into()))?,
+                coef0,
             },
             Some(t) => return Err(bad(0, format!("kernel_type `{t}` is not supported"))),
             None => return Err(bad(0, "missing `kernel_type`".into())),

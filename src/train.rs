@@ -21,6 +21,8 @@ pub enum KernelKind {
     /// Gaussian RBF.
     #[default]
     Rbf,
+    /// tanh(γ⟨x,z⟩ + coef0) (indefinite in general).
+    Sigmoid,
 }
 
 /// γ as given: a number, or the papers' heuristic.
@@ -99,6 +101,10 @@ impl TrainParams {
                 gamma,
                 coef0: self.coef0,
                 degree: self.degree,
+            },
+            KernelKind::Sigmoid => Kernel::Sigmoid {
+                gamma,
+                coef0: self.coef0,
             },
         };
         k.check()?;
@@ -384,7 +390,9 @@ pub fn cross_validate(
     let kernel = params.resolve_kernel(ds)?;
     let params = TrainParams {
         gamma: match kernel {
-            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } => Gamma::Value(gamma),
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
+                Gamma::Value(gamma)
+            }
             Kernel::Linear => params.gamma,
         },
         ..params.clone()

@@ -79,6 +79,13 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
             },
         ),
         (true, Kernel::Linear),
+        (
+            false,
+            Kernel::Sigmoid {
+                gamma: 0.2,
+                coef0: -0.3,
+            },
+        ),
     ] {
         let ds = random_dataset(3000, 13, sparse, 3);
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();
@@ -668,6 +675,10 @@ fn sampled_kernel_blocks_match_the_cpu() {
             degree: 3,
         },
         Kernel::Linear,
+        Kernel::Sigmoid {
+            gamma: 0.3,
+            coef0: 0.5,
+        },
     ];
     for sparse in [false, true] {
         let ds = random_dataset(400, 7, sparse, 41);
@@ -1023,6 +1034,13 @@ fn batched_columns_equal_single_columns_on_the_gpu() {
             },
         ),
         (true, Kernel::Linear),
+        (
+            false,
+            Kernel::Sigmoid {
+                gamma: 0.2,
+                coef0: -0.3,
+            },
+        ),
     ] {
         let ds = random_dataset(3000, 13, sparse, 8);
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();

@@ -161,3 +161,65 @@ fn bad_parameters_are_rejected() {
     };
     assert!(solve(&prob, be.as_mut(), &params, &mut []).is_err());
 }
+
+/// The sigmoid kernel (svm-train's -t 3) is not positive semi-definite, so Q can be indefinite
+/// and f non-convex. Every line search then minimises f exactly along its segment (a
+/// non-positive curvature sends the step to the segment's end), so each variant still
+/// decreases f at every iteration, keeps α on the simplex, and stops on the same gap rule —
+/// which now certifies a stationary point (the FW gap is 0 exactly at the KKT points), not
+/// the global minimum. Checked on a problem whose Q is indefinite.
+#[test]
+fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
+    let ds = random_dataset(120, 5, false, 77);
+    let kernel = Kernel::Sigmoid {
+        gamma: 2.0,
+        coef0: -1.0,
+    };
+    // C = 1e6: the δ_ij/C diagonal is too small to hide the kernel's negative directions.
+    let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1e6).unwrap();
+    // Q is indefinite: some pair has Q_ii + Q_jj − 2Q_ij < 0 (a direction of negative curvature).
+    let m = prob.len();
+    let negative = (0..m)
+        .flat_map(|i| (0..m).map(move |j| (i, j)))
+        .any(|(i, j)| prob.q(i, i) + prob.q(j, j) - 2.0 * prob.q(i, j) < -1e-3);
+    assert!(negative, "the test problem should be indefinite");
+    for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+        // FW and PARTAN are sublinear near a sparse stationary point, as in the convex case.
+        let eps = if matches!(alg, Algorithm::Fw | Algorithm::Partan) {
+            1e-5
+        } else {
+            1e-8
+        };
+        let params = SolverParams {
+            algorithm: alg,
+            eps,
+            max_iter: 2_000_000,
+            seed: 3,
+            init_size: 4,
+            ..Default::default()
+        };
+        let mut be = cpu_backend(
+            &prob,
+            CpuConfig {
+                cache_bytes: 1 << 20,
+                precision: Precision::F64,
+            },
+        );
+        let (mut first_f, mut last_f, mut monotone) = (None, f64::INFINITY, true);
+        let mut obs = |p: &Progress| {
+            first_f.get_or_insert(p.f);
+            if p.f > last_f + 1e-12 * last_f.abs().max(1e-300) {
+                monotone = false;
+            }
+            last_f = p.f;
+        };
+        let r = solve(&prob, be.as_mut(), &params, &mut [&mut obs]).unwrap();
+        assert_eq!(r.stop, StopReason::Converged, "{alg}: {:?}", r.stop);
+        assert!(monotone, "{alg}: f increased");
+        let gap = r.certified_gap.unwrap();
+        assert!((0.0..=eps).contains(&gap), "{alg}: certified gap {gap}");
+        let sum: f64 = r.alpha.iter().map(|(_, a)| a).sum();
+        assert!((sum - 1.0).abs() < 1e-12 && r.alpha.iter().all(|(_, a)| a > 0.0));
+        assert!(r.certified_f.unwrap() <= first_f.unwrap(), "{alg}: no decrease");
+    }
+}

@@ -485,6 +485,11 @@ fn tile_sum<const F: bool>(
                     coef[l] * (fmadd::<F>(gamma, dots[l], coef0).powi(degree as i32) + offset);
             }
         }
+        Kernel::Sigmoid { gamma, coef0 } => {
+            for l in 0..TILE {
+                terms[l] = coef[l] * (fmadd::<F>(gamma, dots[l], coef0).tanh() + offset);
+            }
+        }
     }
     // Pairwise halving: vectorizes and keeps the rounding error at log2(TILE) steps.
     let mut w = TILE / 2;
@@ -540,6 +545,10 @@ mod tests {
                 gamma: 0.5,
                 coef0: 1.0,
                 degree: 3,
+            },
+            Kernel::Sigmoid {
+                gamma: 0.3,
+                coef0: -0.5,
             },
         ];
         for (ds, tag) in [

@@ -330,6 +330,11 @@ fn finish<const F: bool, T: Elem>(
                     T::from_f64(yi * yj * (fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0));
             }
         }
+        Kernel::Sigmoid { gamma, coef0 } => {
+            for ((o, &dt), &yi) in out.iter_mut().zip(dots).zip(y) {
+                *o = T::from_f64(yi * yj * (fmadd::<F>(gamma, dt, coef0).tanh() + 1.0));
+            }
+        }
     }
 }
 
@@ -928,7 +933,14 @@ mod tests {
         queries[4].1[2] = 0.5;
         let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
         let (r0, n) = (16, 230);
-        for kernel in [Kernel::Rbf { gamma: 0.4 }, Kernel::Linear] {
+        for kernel in [
+            Kernel::Rbf { gamma: 0.4 },
+            Kernel::Linear,
+            Kernel::Sigmoid {
+                gamma: 0.1,
+                coef0: -0.2,
+            },
+        ] {
             let mut got = vec![vec![0f64; n]; cols.len()];
             let mut want = vec![vec![0f64; n]; cols.len()];
             for (layout, out) in [(&hybrid, &mut got), (&plain, &mut want)] {
@@ -1238,6 +1250,7 @@ fn kernel_row_sum_impl<const F: bool>(
                 coef0,
                 degree,
             } => fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0,
+            Kernel::Sigmoid { gamma, coef0 } => fmadd::<F>(gamma, dt, coef0).tanh() + 1.0,
         }
     };
     for k in (0..full).step_by(LANES) {

@@ -193,6 +193,7 @@ fn kernels(a: KernelsArgs) -> Result<()> {
                             degree: 3,
                         },
                         KernelArg::Linear => Kernel::Linear,
+                        KernelArg::Sigmoid => Kernel::Sigmoid { gamma, coef0: 0.0 },
                     };
                     let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
                     let t = measure(dev, &prob, precision, a.min_time)?;

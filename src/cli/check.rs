@@ -34,7 +34,11 @@ use std::time::Instant;
 
 /// Options of `fwsvm check`.
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct CheckArgs {
+    /// Print help (-h is svm-train's shrinking switch here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// Training data.
     train: PathBuf,
     /// Iterations at which the lockstep run compares the full gradients (the run stops after

@@ -18,7 +18,11 @@ use std::time::Instant;
 
 /// Options of `fwsvm grid`.
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct GridArgs {
+    /// Print help (-h is svm-train's shrinking switch here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// Training data.
     train: PathBuf,
     /// log2 C grid: BEGIN,END,STEP (END included when on the grid).

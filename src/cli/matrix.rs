@@ -199,8 +199,9 @@ fn kernel_kind(k: &str) -> Result<KernelKind> {
         "rbf" => Ok(KernelKind::Rbf),
         "poly" => Ok(KernelKind::Poly),
         "linear" => Ok(KernelKind::Linear),
+        "sigmoid" => Ok(KernelKind::Sigmoid),
         _ => Err(Error::InvalidParam(format!(
-            "kernel `{k}`: expected rbf, poly or linear"
+            "kernel `{k}`: expected rbf, poly, linear or sigmoid"
         ))),
     }
 }
@@ -258,6 +259,7 @@ impl MatrixArgs {
                 KernelArg::Rbf => KernelKind::Rbf,
                 KernelArg::Poly => KernelKind::Poly,
                 KernelArg::Linear => KernelKind::Linear,
+                KernelArg::Sigmoid => KernelKind::Sigmoid,
             },
             rel_eps: self.rel_eps,
             sample: self.sample,

@@ -71,8 +71,33 @@ pub fn command() -> clap::Command {
 /// Parses the process's arguments (exits with clap's message and code 2 on a usage error).
 pub fn parse() -> Cli {
     use clap::FromArgMatches;
-    let matches = command().get_matches();
+    let matches = command().get_matches_from(libsvm_args(std::env::args_os()));
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// svm-train's class weights, `-wLABEL WEIGHT` (`-w1 5`, `-w-1 0.5`), which no option parser
+/// reads as one flag, become `--class-weight LABEL=WEIGHT`; every other argument passes
+/// unchanged.
+pub fn libsvm_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let label = a
+            .to_str()
+            .and_then(|s| s.strip_prefix("-w"))
+            .filter(|l| !l.is_empty() && l.parse::<f64>().is_ok())
+            .map(str::to_owned);
+        match (label, it.peek()) {
+            (Some(l), Some(w)) => {
+                let w = w.to_string_lossy().into_owned();
+                it.next();
+                out.push("--class-weight".into());
+                out.push(format!("{l}={w}").into());
+            }
+            _ => out.push(a),
+        }
+    }
+    out
 }
 
 /// Runs a parsed command line.

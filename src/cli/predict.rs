@@ -35,6 +35,10 @@ pub struct PredictArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
+    /// svm-predict's probability outputs: 0 (the default) only, for now.
+    #[arg(short = 'b', value_name = "0|1", default_value = "0",
+          value_parser = super::train::parse_probability, action = clap::ArgAction::Set)]
+    probability: bool,
     /// Print only errors and the accuracy line.
     #[arg(short = 'q', long)]
     quiet: bool,

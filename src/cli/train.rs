@@ -52,10 +52,18 @@ enum LinearSolverArg {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(super) enum KernelArg {
+    /// exp(−γ‖x−z‖²) (svm-train's -t 2)
+    #[value(alias = "2")]
     Rbf,
-    #[value(alias = "polynomial")]
+    /// (γ⟨x,z⟩ + coef0)^degree (-t 1)
+    #[value(alias = "polynomial", alias = "1")]
     Poly,
+    /// ⟨x,z⟩ (-t 0)
+    #[value(alias = "0")]
     Linear,
+    /// tanh(γ⟨x,z⟩ + coef0), not positive semi-definite in general (-t 3)
+    #[value(alias = "3")]
+    Sigmoid,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -85,7 +93,11 @@ impl From<PrecisionArg> for Precision {
 
 /// Options of `fwsvm train`.
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct TrainArgs {
+    /// Print help (-h is svm-train's shrinking switch here).
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// Training data (LIBSVM format unless --format csv; plain, .gz, .bz2 or .xz).
     train: PathBuf,
     /// Model file to write [default: the training file's name + ".model", in the current directory].
@@ -123,8 +135,8 @@ pub struct TrainOpts {
     /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
     #[arg(long, value_enum, default_value = "chol")]
     linear_solver: LinearSolverArg,
-    /// Kernel.
-    #[arg(short = 'k', long, value_enum, default_value = "rbf")]
+    /// Kernel (svm-train's -t 0..3 = linear, poly, rbf, sigmoid).
+    #[arg(short = 'k', short_alias = 't', long, value_enum, default_value = "rbf")]
     kernel: KernelArg,
     /// C: the L2-SVM's regularisation (Q gets δ_ij / C).
     #[arg(short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
@@ -133,10 +145,10 @@ pub struct TrainOpts {
     #[arg(short = 'g', long, default_value = "auto", value_parser = parse_gamma)]
     gamma: Gamma,
     /// Degree of the polynomial kernel.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(short = 'd', long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     degree: u32,
-    /// coef0 of the polynomial kernel.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    /// coef0 of the polynomial and sigmoid kernels.
+    #[arg(short = 'r', long, default_value_t = 0.0, allow_hyphen_values = true)]
     coef0: f64,
     /// Stop when the duality gap is at most eps.
     #[arg(short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
@@ -159,7 +171,7 @@ pub struct TrainOpts {
     #[arg(long, default_value_t = 20, value_parser = super::common::parse_count::<usize>)]
     init_size: usize,
     /// Kernel-column cache in MiB.
-    #[arg(long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
+    #[arg(short = 'm', long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
@@ -190,6 +202,22 @@ pub struct TrainOpts {
     /// Working-set shrinking whatever the number of points.
     #[arg(long, conflicts_with = "no_shrink")]
     shrink: bool,
+    /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
+    #[arg(short = 'h', value_name = "0|1", value_parser = parse_switch,
+          conflicts_with_all = ["no_shrink", "shrink"])]
+    shrinking: Option<bool>,
+    /// svm-train's SVM type: 0 = C-SVC, the only one trained so far (1 nu-SVC, 2 one-class,
+    /// 3 epsilon-SVR and 4 nu-SVR are refused with a message).
+    #[arg(short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
+    svm_type: u8,
+    /// Class weight: C of class LABEL is WEIGHT·C (svm-train's -wLABEL WEIGHT; repeatable).
+    /// Not supported yet: refused with a message.
+    #[arg(long, value_name = "LABEL=W", value_parser = parse_class_weight)]
+    class_weight: Vec<(f64, f64)>,
+    /// svm-train's probability estimates: 0 (the default) only, for now.
+    #[arg(short = 'b', value_name = "0|1", default_value = "0", value_parser = parse_probability,
+          action = clap::ArgAction::Set)]
+    probability: bool,
     /// Test data: predict after training and print the accuracy.
     #[arg(long)]
     test: Option<PathBuf>,
@@ -276,6 +304,7 @@ impl TrainOpts {
                 KernelArg::Rbf => KernelKind::Rbf,
                 KernelArg::Poly => KernelKind::Poly,
                 KernelArg::Linear => KernelKind::Linear,
+                KernelArg::Sigmoid => KernelKind::Sigmoid,
             },
             gamma: self.gamma,
             coef0: self.coef0,
@@ -309,8 +338,8 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
-            shrink: (!self.no_shrink).then(|| crate::solver::shrink::ShrinkParams {
-                min_points: if self.shrink {
+            shrink: (!self.no_shrink && self.shrinking != Some(false)).then(|| crate::solver::shrink::ShrinkParams {
+                min_points: if self.shrink || self.shrinking == Some(true) {
                     0
                 } else {
                     crate::solver::shrink::SHRINK_MIN_POINTS
@@ -423,7 +452,9 @@ pub(super) fn kernel_warnings(
     let mut out = Vec::new();
     let gamma = match kernel {
         Kernel::Linear => return out,
-        Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } => *gamma,
+        Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
+            *gamma
+        }
     };
     let name = path.display();
     if let Ok(ranges) = crate::data::scale::ScaleParams::fit(ds, -1.0, 1.0)
@@ -609,9 +640,9 @@ pub fn run(args: TrainArgs) -> Result<()> {
     };
     let params = TrainParams {
         gamma: match kernel {
-            crate::kernel::Kernel::Rbf { gamma } | crate::kernel::Kernel::Poly { gamma, .. } => {
-                Gamma::Value(gamma)
-            }
+            crate::kernel::Kernel::Rbf { gamma }
+            | crate::kernel::Kernel::Poly { gamma, .. }
+            | crate::kernel::Kernel::Sigmoid { gamma, .. } => Gamma::Value(gamma),
             crate::kernel::Kernel::Linear => a.gamma,
         },
         ..params
@@ -780,5 +811,55 @@ fn describe_kernel(k: &crate::kernel::Kernel) -> String {
             "poly kernel, gamma = {}, coef0 = {coef0}, degree = {degree}",
             crate::util::fmt_exact(*gamma)
         ),
+        crate::kernel::Kernel::Sigmoid { gamma, coef0 } => format!(
+            "sigmoid kernel, gamma = {}, coef0 = {coef0}",
+            crate::util::fmt_exact(*gamma)
+        ),
     }
+}
+
+/// svm-train's 0|1 switches (`-h`).
+fn parse_switch(s: &str) -> std::result::Result<bool, String> {
+    match s {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(format!("expected 0 or 1, found `{s}`")),
+    }
+}
+
+/// svm-train's `-s`: 0 (C-SVC) is trained; the others are named and refused.
+fn parse_svm_type(s: &str) -> std::result::Result<u8, String> {
+    match s {
+        "0" => Ok(0),
+        "1" => Err("-s 1 (nu-SVC) is not supported: fwsvm trains C-SVC (-s 0)".into()),
+        "2" => Err("-s 2 (one-class) is not supported yet: fwsvm trains C-SVC (-s 0)".into()),
+        "3" | "4" => Err(format!(
+            "-s {s} ({}) is not supported: fwsvm trains classifiers, C-SVC (-s 0)",
+            if s == "3" { "epsilon-SVR" } else { "nu-SVR" }
+        )),
+        _ => Err(format!("expected an SVM type 0–4 as svm-train's -s, found `{s}`")),
+    }
+}
+
+/// svm-train's and svm-predict's `-b`: probability estimates are not produced yet.
+pub(super) fn parse_probability(s: &str) -> std::result::Result<bool, String> {
+    match parse_switch(s)? {
+        false => Ok(false),
+        true => Err("-b 1 (probability estimates) is not supported yet; use -b 0".into()),
+    }
+}
+
+/// `--class-weight LABEL=W` (svm-train's `-wLABEL W`): checked, then refused until per-class C
+/// reaches the solvers.
+fn parse_class_weight(s: &str) -> std::result::Result<(f64, f64), String> {
+    let (l, w) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected LABEL=WEIGHT, found `{s}`"))?;
+    let label: f64 = l.trim().parse().map_err(|_| format!("`{l}` is not a class label"))?;
+    let weight: f64 = w.trim().parse().map_err(|_| format!("`{w}` is not a weight"))?;
+    if !(weight > 0.0 && weight.is_finite()) {
+        return Err(format!("the weight of class {l} must be a positive number, found `{w}`"));
+    }
+    let _ = (label, weight);
+    Err("class weights (-wLABEL W, --class-weight) are not supported yet".into())
 }

@@ -96,7 +96,7 @@ impl Variant for Cvm {
         self.delta.clear();
         self.delta.resize(n, 0.0);
         be.gather(&self.core, &mut self.g)?;
-        let tol = 0.1 * self.eps.min(self.rel_eps * red.alpha_g);
+        let tol = 0.1 * self.eps.min(self.rel_eps * red.alpha_g.abs());
         let mut two_f = red.alpha_g;
         let mut taken = 0usize;
         for _ in 0..MAX_INNER {

@@ -557,7 +557,8 @@ pub fn stop_rule_met(
     kappa: f64,
 ) -> bool {
     match rule {
-        StopRule::Gap => gap <= eps && gap <= rel_eps * alpha_g,
+        // |2f|: an indefinite kernel (sigmoid) can make f negative.
+        StopRule::Gap => gap <= eps && gap <= rel_eps * alpha_g.abs(),
         // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
         StopRule::Meb => 2.0 * gap <= ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
     }

@@ -219,7 +219,7 @@ pub fn solve(
             }
             // Only once the run is close: gap within CLOSE times what the stop rule asks
             // (LIBSVM likewise reconsiders its shrinking near the end).
-            let target = params.eps.min(params.rel_eps * red.alpha_g);
+            let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
             if red.alpha_g - red.g_s > CLOSE * target {
                 return Ok(false);
             }

@@ -37,6 +37,8 @@ pub const MARKED_FINAL: &str = include_str!("../../../shaders/marked_final.wgsl"
 pub const BLOCK: &str = include_str!("../../../shaders/block.wgsl");
 /// shaders/exp_f64.wgsl
 pub const EXP_F64: &str = include_str!("../../../shaders/exp_f64.wgsl");
+/// tanh from exp_gt (the sigmoid kernel), beside exp_gt wherever kernels are evaluated.
+pub const TANH: &str = include_str!("../../../shaders/tanh.wgsl");
 
 /// The shader programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +105,7 @@ pub fn source(prog: Program, wide: bool) -> String {
         } else {
             "fn exp_gt(x: f32) -> f32 {\n    return exp(x);\n}\n"
         });
+        s.push_str(TANH);
     }
     match prog {
         Program::ColumnDense => {
@@ -175,7 +178,8 @@ pub struct Params {
     pub cp: [f32; 2],
 }
 
-/// The shaders' kernel parameters: (kind: 0 linear, 1 rbf, 2 polynomial; degree; γ; coef0).
+/// The shaders' kernel parameters: (kind: 0 linear, 1 rbf, 2 polynomial, 3 sigmoid; degree; γ;
+/// coef0).
 pub fn kernel_params(k: crate::kernel::Kernel) -> (u32, u32, f64, f64) {
     use crate::kernel::Kernel;
     match k {
@@ -186,6 +190,7 @@ pub fn kernel_params(k: crate::kernel::Kernel) -> (u32, u32, f64, f64) {
             coef0,
             degree,
         } => (2, degree, gamma, coef0),
+        Kernel::Sigmoid { gamma, coef0 } => (3, 1, gamma, coef0),
     }
 }
 
