@@ -322,8 +322,115 @@ pub fn train(
         sv: sv_dataset(ds, &sv_rows, sv_labels),
         sv_coef,
         rho,
+        prob_a: Vec::new(),
+        prob_b: Vec::new(),
     };
     Ok((model, reports))
+}
+
+/// Folds of the internal cross-validation behind probabilities (LIBSVM's).
+pub const PROBABILITY_FOLDS: usize = 5;
+
+/// Gives `model` (trained on `ds` with `params`) Platt's sigmoid for every class pair, as
+/// LIBSVM's `-b 1`: the pair's points are shuffled (seeded by the solver's seed) and cut into
+/// [`PROBABILITY_FOLDS`] folds; each fold's decision values come from a model trained with
+/// the same settings on the other folds (a fold whose training part holds one class gets
+/// ±1, none 0, as in LIBSVM); [`crate::probability::sigmoid_train`] fits (A, B) to them. γ is
+/// the model's. On a GPU the data are uploaded once and every fold binds its rows.
+pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) -> Result<()> {
+    let params = TrainParams {
+        gamma: match model.kernel {
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
+                Gamma::Value(gamma)
+            }
+            Kernel::Linear => params.gamma,
+        },
+        ..params.clone()
+    };
+    let shared = if params.sample > 0 {
+        params.device.clone()
+    } else {
+        params.device.share_once(ds)?
+    };
+    let mut rng = crate::rng::SplitMix64::new(params.solver.seed ^ 0x5DEE_CE66_D1CE_4E5B);
+    let k = model.n_classes();
+    let (mut prob_a, mut prob_b) = (Vec::new(), Vec::new());
+    for i in 0..k {
+        for j in i + 1..k {
+            let (li, lj) = (model.labels[i], model.labels[j]);
+            let rows: Vec<usize> = (0..ds.len())
+                .filter(|&r| ds.labels[r] == li || ds.labels[r] == lj)
+                .collect();
+            let l = rows.len();
+            let mut perm: Vec<usize> = (0..l).collect();
+            for a in 0..l {
+                let b = a + rng.below(l - a);
+                perm.swap(a, b);
+            }
+            let mut dec = vec![0.0; l];
+            for f in 0..PROBABILITY_FOLDS {
+                if crate::interrupt::requested() {
+                    return Err(Error::Interrupted(
+                        "probability estimates stopped in their cross-validation; no model \
+                         written"
+                            .into(),
+                    ));
+                }
+                let (begin, end) = (f * l / PROBABILITY_FOLDS, (f + 1) * l / PROBABILITY_FOLDS);
+                let mut train_rows: Vec<usize> = perm[..begin]
+                    .iter()
+                    .chain(&perm[end..])
+                    .map(|&t| rows[t])
+                    .collect();
+                train_rows.sort_unstable();
+                let held: &[usize] = &perm[begin..end];
+                let pos = train_rows.iter().filter(|&&r| ds.labels[r] == li).count();
+                let neg = train_rows.len() - pos;
+                if pos == 0 || neg == 0 {
+                    let v = if pos > 0 {
+                        1.0
+                    } else if neg > 0 {
+                        -1.0
+                    } else {
+                        0.0
+                    };
+                    held.iter().for_each(|&t| dec[t] = v);
+                    continue;
+                }
+                let tr = ds.subset(&train_rows);
+                let sub_params = TrainParams {
+                    device: shared.restrict(&train_rows),
+                    // Only the decision values are used: no certification pass.
+                    solver: SolverParams {
+                        certify: false,
+                        ..params.solver.clone()
+                    },
+                    ..params.clone()
+                };
+                let (sub, _) = train(&tr, &sub_params, &mut |_| Vec::new())?;
+                let test_rows: Vec<usize> = held.iter().map(|&t| rows[t]).collect();
+                let te = ds.subset(&test_rows);
+                let (_, d) = shared.restrict(&test_rows).predict(
+                    &sub,
+                    &te,
+                    crate::backend::GPU_PREDICT_MIN_WORK,
+                    None,
+                )?;
+                // The sub-model's one pair is positive for its first class: make it li's.
+                let sign = if sub.labels[0] == li { 1.0 } else { -1.0 };
+                for (&t, dv) in held.iter().zip(&d) {
+                    dec[t] = sign * dv[0];
+                }
+            }
+            let positive: Vec<bool> = rows.iter().map(|&r| ds.labels[r] == li).collect();
+            let (a, b) = crate::probability::sigmoid_train(&dec, &positive);
+            prob_a.push(a);
+            prob_b.push(b);
+        }
+    }
+    model.prob_a = prob_a;
+    model.prob_b = prob_b;
+    Ok(())
 }
 
 /// Stratified k-fold assignment: each class's rows shuffled with `seed`, then dealt to folds

@@ -355,7 +355,7 @@ fn simplesvm_matches_libsvm_csvc() {
 /// svm-train's own command lines (options, then the training file, then the model) train on
 /// the bundled heart_scale with every kernel svm-train's -t names; LIBSVM loads each model and
 /// predicts the same labels (the sigmoid kernel included). What fwsvm does not train yet is
-/// refused with a message that names it.
+/// refused with a message that names it. (Probabilities, -b 1: `probability_outputs_match_libsvm`.)
 #[test]
 fn svm_train_command_lines_work_unchanged() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
@@ -398,7 +398,7 @@ fn svm_train_command_lines_work_unchanged() {
         (&["-s", "2"], "one-class"),
         (&["-s", "3"], "epsilon-SVR"),
         (&["-s", "4"], "nu-SVR"),
-        (&["-b", "1"], "probability"),
+        (&["-b", "2"], "expected 0 or 1"),
         (&["-w1", "5", "-w-1", "1"], "class weights"),
         (&["-h", "2"], "expected 0 or 1"),
         (&["-t", "4"], "invalid value"),
@@ -419,4 +419,95 @@ fn svm_train_command_lines_work_unchanged() {
         .assert()
         .success()
         .stdout(predicates::str::contains("-h <0|1>"));
+}
+
+/// `train -b 1` fits Platt's sigmoid per class pair on cross-validated decision values and
+/// writes probA/probB; LIBSVM loads the model and its `svm_predict -b 1` gives the labels and
+/// probabilities `fwsvm predict -b 1` writes (to 1e-6), with svm-predict's `labels …` header;
+/// binary on the bundled heart_scale, ten classes on pendigits.
+#[test]
+fn probability_outputs_match_libsvm() {
+    let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let mut sets = vec![(heart.clone(), heart.clone(), vec!["-c", "1", "-g", "0.05"])];
+    if let (Some(tr), Some(te)) = (
+        common::dataset("pendigits.xz"),
+        common::dataset("pendigits.t.xz"),
+    ) {
+        sets.push((tr, te, vec![]));
+    }
+    let dir = common::tempdir();
+    for (k, (train, test, args)) in sets.iter().enumerate() {
+        let model = dir.path().join(format!("p{k}.model"));
+        fwsvm()
+            .args(["train", "-b", "1", "-q"])
+            .args(args)
+            .arg(train)
+            .arg(&model)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&model).unwrap();
+        assert!(text.contains("\nprobA ") && text.contains("\nprobB "), "{text:.300}");
+        let ours = dir.path().join(format!("o{k}.txt"));
+        fwsvm()
+            .args(["predict", "-b", "1", "-q"])
+            .arg(test)
+            .arg(&model)
+            .arg(&ours)
+            .assert()
+            .success();
+        let read = |p: &Path| -> (String, Vec<Vec<f64>>) {
+            let s = std::fs::read_to_string(p).unwrap();
+            let mut lines = s.lines();
+            let head = lines.next().unwrap().to_string();
+            let rows = lines
+                .map(|l| l.split_whitespace().map(|t| t.parse().unwrap()).collect())
+                .collect();
+            (head, rows)
+        };
+        let (head, rows) = read(&ours);
+        assert!(head.starts_with("labels "), "{head}");
+        for r in &rows {
+            let sum: f64 = r[1..].iter().sum();
+            assert!((sum - 1.0).abs() < 1e-6, "probabilities sum to {sum}");
+        }
+        let Some(py) = libsvm_python() else { continue };
+        let theirs = dir.path().join(format!("t{k}.txt"));
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/libsvm_predict.py");
+        let st = std::process::Command::new(py)
+            .arg(script)
+            .arg(&model)
+            .arg(test)
+            .arg(&theirs)
+            .args(["-b", "1"])
+            .status()
+            .expect("run python");
+        assert!(st.success(), "LIBSVM failed on {}", model.display());
+        let (their_head, their_rows) = read(&theirs);
+        assert_eq!(head, their_head);
+        assert_eq!(rows.len(), their_rows.len());
+        let mut worst = 0.0f64;
+        for (a, b) in rows.iter().zip(&their_rows) {
+            assert_eq!(a[0], b[0], "labels differ: {a:?} vs {b:?}");
+            for (x, y) in a[1..].iter().zip(&b[1..]) {
+                worst = worst.max((x - y).abs());
+            }
+        }
+        assert!(worst <= 1e-6, "probabilities differ by {worst:e}");
+    }
+    // Without probA/probB, -b 1 is refused and names the fix.
+    let plain = dir.path().join("plain.model");
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&heart)
+        .arg(&plain)
+        .assert()
+        .success();
+    fwsvm()
+        .args(["predict", "-b", "1"])
+        .arg(&heart)
+        .arg(&plain)
+        .arg(dir.path().join("x.txt"))
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("train it with -b 1"));
 }

@@ -35,9 +35,12 @@ pub struct PredictArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
-    /// svm-predict's probability outputs: 0 (the default) only, for now.
-    #[arg(short = 'b', value_name = "0|1", default_value = "0",
-          value_parser = super::train::parse_probability, action = clap::ArgAction::Set)]
+    /// Probability outputs (svm-predict's -b 1; the model must carry probA/probB, from
+    /// `train -b 1` or LIBSVM): a `labels …` header, then each label with one probability per
+    /// class; the label is the most probable class.
+    #[arg(short = 'b', long, value_name = "0|1", default_value = "0",
+          value_parser = super::train::parse_01, action = clap::ArgAction::Set,
+          conflicts_with = "decision_values")]
     probability: bool,
     /// Print only errors and the accuracy line.
     #[arg(short = 'q', long)]
@@ -83,12 +86,40 @@ pub fn run(a: PredictArgs) -> Result<()> {
     } else {
         0
     };
-    let (pred, dec) = device.predict(&model, &ds, min_work, precision)?;
+    if a.probability && !model.has_probabilities() {
+        return Err(crate::error::Error::InvalidParam(format!(
+            "-b 1: {} has no probability information (probA/probB); train it with -b 1",
+            a.model.display()
+        )));
+    }
+    let (mut pred, dec) = device.predict(&model, &ds, min_work, precision)?;
+    let probs = if a.probability {
+        let (labels, probs) = model.probabilities_from_decisions(&dec);
+        pred = labels;
+        Some(probs)
+    } else {
+        None
+    };
     let mut to_stdout = false;
     if let Some(out) = &a.output {
         let mut w = OutputFile::create(out)?;
         to_stdout = w.is_stdout();
         let body = |w: &mut OutputFile| -> std::io::Result<()> {
+            if let Some(probs) = &probs {
+                write!(w, "labels")?;
+                for l in &model.labels {
+                    write!(w, " {l}")?;
+                }
+                writeln!(w)?;
+                for (p, pr) in pred.iter().zip(probs) {
+                    write!(w, "{p}")?;
+                    for v in pr {
+                        write!(w, " {v}")?;
+                    }
+                    writeln!(w)?;
+                }
+                return Ok(());
+            }
             for (p, d) in pred.iter().zip(&dec) {
                 if a.decision_values {
                     write!(w, "{p}")?;

@@ -214,8 +214,10 @@ pub struct TrainOpts {
     /// Not supported yet: refused with a message.
     #[arg(long, value_name = "LABEL=W", value_parser = parse_class_weight)]
     class_weight: Vec<(f64, f64)>,
-    /// svm-train's probability estimates: 0 (the default) only, for now.
-    #[arg(short = 'b', value_name = "0|1", default_value = "0", value_parser = parse_probability,
+    /// Probability estimates (svm-train's -b 1): Platt's sigmoid per class pair, fitted on
+    /// decision values of an internal 5-fold cross-validation, written to the model as probA
+    /// and probB (ignored with -v).
+    #[arg(short = 'b', long, value_name = "0|1", default_value = "0", value_parser = parse_switch,
           action = clap::ArgAction::Set)]
     probability: bool,
     /// Test data: predict after training and print the accuracy.
@@ -671,6 +673,19 @@ pub fn run(args: TrainArgs) -> Result<()> {
             );
         }
     }
+    let mut model = model;
+    if a.probability {
+        let t = Instant::now();
+        crate::train::add_probabilities(&ds, &params, &mut model)?;
+        if !a.quiet {
+            eprintln!(
+                "fwsvm: probability estimates: Platt's sigmoid for each class pair from {}-fold \
+                 cross-validated decision values ({:.2}s)",
+                crate::train::PROBABILITY_FOLDS,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
     model.save(&model_path)?;
     if !a.quiet {
         if multiclass {
@@ -841,12 +856,9 @@ fn parse_svm_type(s: &str) -> std::result::Result<u8, String> {
     }
 }
 
-/// svm-train's and svm-predict's `-b`: probability estimates are not produced yet.
-pub(super) fn parse_probability(s: &str) -> std::result::Result<bool, String> {
-    match parse_switch(s)? {
-        false => Ok(false),
-        true => Err("-b 1 (probability estimates) is not supported yet; use -b 0".into()),
-    }
+/// svm-train's and svm-predict's 0|1 switches (`-h`, `-b`).
+pub(super) fn parse_01(s: &str) -> std::result::Result<bool, String> {
+    parse_switch(s)
 }
 
 /// `--class-weight LABEL=W` (svm-train's `-wLABEL W`): checked, then refused until per-class C
