@@ -22,8 +22,8 @@ struct Job {
     pad1: u32,
     gamma: vec2<f32>,
     coef0: vec2<f32>,
-    inv_c: vec2<f32>,
-    pad2: vec2<f32>,
+    inv_c: vec2<f32>,     // 1/C of the +1 rows
+    inv_c_neg: vec2<f32>, // 1/C of the −1 rows (class weights)
 }
 
 @group(0) @binding(0) var<uniform> jb: Job;
@@ -70,7 +70,7 @@ fn term(i: u32, si: u32, k: u32) -> GT {
     var t = c * (kval(si, w.y) + GT(1.0));
     if (w.x == i) {
         // y_i · c_i / C = w_i / C since y_i² = 1.
-        t += c * wide(jb.inv_c);
+        t += c * wide(select(jb.inv_c_neg, jb.inv_c, ylab[i] > 0.0));
     }
     return t;
 }

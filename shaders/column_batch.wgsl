@@ -77,7 +77,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             if (c < p.n) {
                 var v = GT(ylab[i] * meta_y(c)) * (kernel_value(r[c]) + bias);
                 if (i == meta_j(c)) {
-                    v += wide(p.inv_c);
+                    v += inv_c_of(ylab[i]);
                 }
                 store(c, i, v);
             }

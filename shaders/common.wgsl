@@ -25,8 +25,7 @@ struct Params {
     normj: vec2<f32>,
     yj: f32,
     pad2: f32,
-    pad3: f32,
-    pad4: f32,
+    inv_c_neg: vec2<f32>, // 1/C of the −1 rows (inv_c: of the +1 rows; class weights)
     scale: vec2<f32>,
     ca: vec2<f32>,
     cb: vec2<f32>,

@@ -31,8 +31,13 @@ pub struct Problem<'a> {
     pub y: Vec<f64>,
     /// Kernel.
     pub kernel: Kernel,
-    /// Regularisation C > 0 (enters Q as δ_ij / C).
+    /// Regularisation C > 0 (enters Q as δ_ij / C_i).
     pub c: f64,
+    /// Class weights (w₊, w₋): row i's C_i = w_{y_i}·C, as LIBSVM's `-wi` (1, 1 by default;
+    /// [`Problem::with_class_weights`]).
+    pub weights: (f64, f64),
+    /// 1/C_i for y_i = +1 and y_i = −1.
+    inv_c: (f64, f64),
     /// ‖x_i‖², f64.
     pub norms: Vec<f64>,
     /// The distinct rows, found on first use ([`Problem::distinct_rows`]).
@@ -64,9 +69,41 @@ impl<'a> Problem<'a> {
             y,
             kernel,
             c,
+            weights: (1.0, 1.0),
+            inv_c: (1.0 / c, 1.0 / c),
             norms,
             distinct: OnceLock::new(),
         })
+    }
+
+    /// The problem with class weights: C_i = w₊·C on the +1 rows and w₋·C on the −1 rows, so
+    /// Q_ii gets 1/C_i (the L2-SVM with per-class costs, as LIBSVM's `-wi` weighs C).
+    pub fn with_class_weights(mut self, w_pos: f64, w_neg: f64) -> Result<Self> {
+        for w in [w_pos, w_neg] {
+            if !(w > 0.0) || w.is_nan() {
+                return Err(Error::InvalidParam(format!(
+                    "class weights must be positive numbers, got {w}"
+                )));
+            }
+        }
+        self.weights = (w_pos, w_neg);
+        self.inv_c = (1.0 / (w_pos * self.c), 1.0 / (w_neg * self.c));
+        Ok(self)
+    }
+
+    /// 1/C_i: the diagonal term of row i (1/C without class weights).
+    #[inline]
+    pub fn inv_c(&self, i: usize) -> f64 {
+        if self.y[i] > 0.0 {
+            self.inv_c.0
+        } else {
+            self.inv_c.1
+        }
+    }
+
+    /// 1/C_i for the +1 rows and the −1 rows.
+    pub fn inv_c_by_class(&self) -> (f64, f64) {
+        self.inv_c
     }
 
     /// The rows' distinct feature vectors when repeats are many enough to pay for working per
@@ -98,7 +135,7 @@ impl<'a> Problem<'a> {
     /// Q_ij, exact in f64.
     pub fn q(&self, i: usize, j: usize) -> f64 {
         let v = self.y[i] * self.y[j] * (self.k(i, j) + 1.0);
-        if i == j { v + 1.0 / self.c } else { v }
+        if i == j { v + self.inv_c(i) } else { v }
     }
 
     /// Q_ii.
@@ -106,7 +143,7 @@ impl<'a> Problem<'a> {
         let k = self
             .kernel
             .from_dot(self.norms[i], self.norms[i], self.norms[i]);
-        k + 1.0 + 1.0 / self.c
+        k + 1.0 + self.inv_c(i)
     }
 
     /// ½ αᵀQα evaluated directly from the kernel, O(|A|²); for tests and small problems.

@@ -50,6 +50,9 @@ pub struct TrainParams {
     pub degree: u32,
     /// C.
     pub c: f64,
+    /// Class weights (label, w): class `label` gets C·w, in every solver and in each
+    /// one-versus-one pair its two classes' own (LIBSVM's `-wi`); unlisted classes 1.
+    pub class_weights: Vec<(f64, f64)>,
     /// Solver settings.
     pub solver: SolverParams,
     /// CPU backend settings (also used when a GPU run falls back to the CPU).
@@ -76,6 +79,7 @@ impl Default for TrainParams {
             coef0: 0.0,
             degree: 3,
             c: 1.0,
+            class_weights: Vec::new(),
             solver: SolverParams::default(),
             cpu: CpuConfig::default(),
             device: Device::Cpu,
@@ -177,6 +181,21 @@ pub fn train(
                 .into(),
         ));
     }
+    for &(label, w) in &params.class_weights {
+        if !(w > 0.0) || !w.is_finite() {
+            return Err(Error::InvalidParam(format!(
+                "the weight of class {label} must be a positive number, got {w}"
+            )));
+        }
+    }
+    let weight_of = |label: f64| {
+        params
+            .class_weights
+            .iter()
+            .rev()
+            .find(|&&(l, _)| l == label)
+            .map_or(1.0, |&(_, w)| w)
+    };
     let kernel = params.resolve_kernel(ds)?;
     // SimpleSVM solves LIBSVM's C-SVM: its backend problem is the L2 form with C = ∞.
     let prob_c = if alg == Algorithm::SimpleSvm {
@@ -212,7 +231,8 @@ pub fn train(
                 .iter()
                 .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
                 .collect();
-            let prob = Problem::new(data, y, kernel, prob_c)?;
+            let prob = Problem::new(data, y, kernel, prob_c)?
+                .with_class_weights(weight_of(labels[a]), weight_of(labels[b]))?;
             let info = PairInfo {
                 index: p,
                 count,

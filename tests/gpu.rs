@@ -88,7 +88,11 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
         ),
     ] {
         let ds = random_dataset(3000, 13, sparse, 3);
-        let prob = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();
+        let prob = Problem::new(&ds, ds.labels.clone(), kernel, 2.0)
+            .unwrap()
+            // Class weights: the diagonal 1/C_i differs by label (6 and 1 here).
+            .with_class_weights(3.0, 0.5)
+            .unwrap();
         for wide in [false, true] {
             let tol = if wide { 1e-10 } else { 2e-5 };
             let tag = format!("{kernel:?} sparse {sparse} f64 {wide}");
@@ -683,7 +687,10 @@ fn sampled_kernel_blocks_match_the_cpu() {
     for sparse in [false, true] {
         let ds = random_dataset(400, 7, sparse, 41);
         for kernel in kernels {
-            let prob = Problem::new(&ds, ds.labels.clone(), kernel, 3.0).unwrap();
+            let prob = Problem::new(&ds, ds.labels.clone(), kernel, 3.0)
+                .unwrap()
+                .with_class_weights(0.25, 2.0)
+                .unwrap();
             for wide in [true, false] {
                 // 7 features pad to 8 floats: 32 bytes a row, 96 slots at most.
                 let cfg = GpuConfig {

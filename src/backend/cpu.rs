@@ -90,7 +90,6 @@ pub struct CpuBackend<'a, T: Elem> {
     qbuf: Vec<Vec<f64>>,
     chunk_min: Vec<(f64, usize)>,
     min_valid: bool,
-    inv_c: f64,
     stats: BackendStats,
     /// Column just computed by `column_entries`: the update that follows is not a cache hit.
     fresh: usize,
@@ -187,7 +186,6 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             qbuf: vec![vec![0.0; d]; BATCH],
             chunk_min: Vec::with_capacity(m.div_ceil(CHUNK)),
             min_valid: false,
-            inv_c: 1.0 / prob.c,
             stats: BackendStats::default(),
             fresh: usize::MAX,
             marks: Vec::new(),
@@ -307,7 +305,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         let gptr = SendPtr(self.g.as_mut_ptr());
         let gpptr = SendPtr(self.gp.as_mut_ptr());
         let prev = self.prev;
-        let inv_c = self.inv_c;
+        let prob = self.prob;
         let qbuf = &self.qbuf;
         let args = &args;
         (0..nchunks)
@@ -332,7 +330,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     for (col, &(_, j, _)) in outs.iter_mut().zip(&cptr[..ncomp]) {
                         if (r0..r0 + n).contains(&j) {
                             let e = &mut col[j - r0];
-                            *e = T::from_f64(e.to_f64() + inv_c);
+                            *e = T::from_f64(e.to_f64() + prob.inv_c(j));
                         }
                     }
                 }
@@ -416,7 +414,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         SendPtr(self.cache.data_ptr(slot)),
                         coef * self.prob.y[j],
                         j,
-                        coef * self.inv_c,
+                        coef * self.prob.inv_c(j),
                     );
                     nu += 1;
                 }
@@ -606,7 +604,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
         assert_eq!(g.len(), self.prob.len());
         match &mut self.groups {
-            Some(gr) => gr.set(g, alpha, self.inv_c),
+            Some(gr) => gr.set(g, alpha, &|i| self.prob.inv_c(i)),
             None => {
                 self.g.copy_from_slice(g);
                 if self.prev {
@@ -731,7 +729,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
                 for (o, &i) in out.iter_mut().zip(idx) {
                     let mut q = y[i] * y[j] * col[dd.rep[i] as usize].to_f64();
                     if i == j {
-                        q += self.inv_c;
+                        q += self.prob.inv_c(i);
                     }
                     *o = q;
                 }

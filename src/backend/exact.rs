@@ -40,7 +40,6 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let d = prob.data.n_features();
-    let inv_c = 1.0 / prob.c;
     if d <= MAX_DENSE_D {
         let mut xa = Array2::<f64>::zeros((na, d));
         for (r, &j) in act.iter().enumerate() {
@@ -71,7 +70,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                         &coef,
                         prob.norms[i],
                     );
-                    *g = prob.y[i] * s + alpha.get(i) * inv_c;
+                    *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
                 }
             });
     } else {
@@ -83,7 +82,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                     dots[k] = xi.dot(&prob.data.row(j));
                 }
                 let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
-                *g = prob.y[i] * s + alpha.get(i) * inv_c;
+                *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
             },
         );
     }
@@ -102,11 +101,10 @@ fn panel_gradient(
     let act = alpha.indices();
     let row = |k: usize| rows.map_or(k, |r| r[k]);
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
-    let inv_c = 1.0 / prob.c;
     let finish = |out: &mut [f64]| {
         for (k, g) in out.iter_mut().enumerate() {
             let i = row(k);
-            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
         }
     };
     if let Some(crate::problem::DistinctRows { rows: drows, rep }) = prob.distinct_rows() {
@@ -228,11 +226,10 @@ pub fn certify_screened(
     let screen = super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)?;
     // The f64 rows go through the same panel as the full pass, so they are the same numbers.
     let panel = Panel::new(prob.kernel, prob.data, act, &coef, &nj)?;
-    let inv_c = 1.0 / prob.c;
     let exact_rows = |rows: &[usize], out: &mut [f64]| {
         panel.row_sums(prob.data, &prob.norms, Some(rows), out);
         for (g, &i) in out.iter_mut().zip(rows) {
-            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
         }
         true
     };
@@ -315,77 +312,6 @@ fn certify_by_intervals(
     Some(((f, 2.0 * f - gs, best), rows.len() + undecided.len()))
 }
 
-/// Unit roundoff of f64.
-const U64: f64 = f64::EPSILON / 2.0;
-
-/// Bounds on the RBF kernel's Q entries as f64 passes evaluate them (the column pass of the
-/// CPU backend and every product here): (q_max, e) with |Q_ij| ≤ q_max and
-/// |k̂_ij − k_ij| ≤ e, k̂ the computed kernel value and k the exact one of the stored (f32)
-/// data. None for other kernels, or when γ·max‖x‖²·d is so large that f64 cannot bound it
-/// usefully.
-///
-/// The argument γ(‖x_i‖² + ‖x_j‖² − 2⟨x_i, x_j⟩): products of f32 values are exact in f64,
-/// the norms and the dot are sums of at most d terms, each off by at most d·u times the sum
-/// of |terms| ≤ N = max ‖x‖² (Cauchy–Schwarz for the dot), and assembling them costs
-/// 4 roundings of quantities ≤ 4N: |Δarg| ≤ γ·N·u·(4d + 12) (+ u·arg from the product with
-/// γ, covered by the 1 % margin). Then |Δk| ≤ k·(e^{|Δarg|} − 1) ≤ 1.01·|Δarg| for
-/// |Δarg| ≤ 10⁻⁶, plus the exponential's own error: below 3·10⁻¹⁶ relative for
-/// [`super::simd::exp_nonpos`], and a few roundings of factors and table entries for the
-/// binary product ([`super::binary`]): 16u covers both. Clamping a negative distance to 0
-/// only moves it toward the exact value.
-pub fn rbf_entry_error(prob: &Problem<'_>) -> Option<(f64, f64)> {
-    let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
-        return None;
-    };
-    let n = prob.norms.iter().copied().fold(0.0, f64::max);
-    let d = prob.data.n_features() as f64;
-    let darg = gamma * n * U64 * (4.0 * d + 12.0);
-    if !(darg <= 1e-6) || !(prob.c > 0.0) {
-        return None;
-    }
-    Some((2.0 + 1.0 / prob.c, 1.01 * darg + 16.0 * U64))
-}
-
-/// A bound on |ĝ_i − g_i| for every row, ĝ the f64 gradient [`full_gradient`] (or any row
-/// of [`panel_gradient`]) computes from α and g the exact one: each of the |A| terms
-/// c_j (k_ij + 1) is off by |c_j|·(e + 2u) ([`rbf_entry_error`]), summing them (and merging
-/// the coefficients of repeated rows) costs at most 2(|A| + 4)·u·Σ|c_j|·2, and
-/// y_i·S + α_i/C two more roundings of q_max. Doubled for safety. None as
-/// [`rbf_entry_error`].
-pub fn pass_error(prob: &Problem<'_>, alpha: &ActiveSet) -> Option<f64> {
-    let (qmax, e) = rbf_entry_error(prob)?;
-    let s1: f64 = alpha.weights().iter().map(|a| a.abs()).sum();
-    let terms = alpha.len() as f64 + 4.0;
-    Some(2.0 * (s1 * (e + 2.0 * U64) + 4.0 * terms * U64 * s1 + 2.0 * U64 * qmax))
-}
-
-/// [`certify`] from a gradient `g_hat` the solver kept (the backend's), known to be within
-/// `err` of the exact gradient on every row ([`super::Backend::gradient_error`]): g exactly
-/// on A (2f) and on the [`PROBES`] rows of lowest ĝ, then exactly again only on the rows
-/// whose ĝ − err − (the exact pass's own error) does not clear the lowest exact value. The
-/// result is [`certify_full`]'s to the bit, at the cost of |A| + 64 + (undecided) rows
-/// instead of m. None where no panel product applies (then [`certify`]). Also returns how
-/// many rows were computed exactly.
-pub fn certify_tracked(
-    prob: &Problem<'_>,
-    alpha: &ActiveSet,
-    g_hat: &[f64],
-    err: f64,
-) -> Option<((f64, f64, usize), usize)> {
-    let m = prob.len();
-    assert_eq!(g_hat.len(), m);
-    let slack = err + pass_error(prob, alpha)?;
-    if alpha.is_empty() || !slack.is_finite() {
-        return None;
-    }
-    let rest = rows_off(m, alpha.indices());
-    let lo: Vec<f64> = rest.iter().map(|&i| g_hat[i] - slack).collect();
-    let hi: Vec<f64> = rest.iter().map(|&i| g_hat[i] + slack).collect();
-    certify_by_intervals(alpha, &rest, &lo, &hi, |rows, out| {
-        panel_gradient(prob, alpha, Some(rows), out)
-    })
-}
-
 /// Largest f32 panel the screened certification builds (bytes).
 const SCREEN_MAX_BYTES: usize = 1 << 29;
 
@@ -425,14 +351,13 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
     }
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
-    let inv_c = 1.0 / prob.c;
     let d = prob.data.n_features();
     if rows.len() * act.len() >= 4096
         && let Some(panel) = Panel::new(prob.kernel, prob.data, act, &coef, &nj)
     {
         panel.row_sums(prob.data, &prob.norms, Some(rows), out);
         for (g, &i) in out.iter_mut().zip(rows) {
-            *g = prob.y[i] * *g + alpha.get(i) * inv_c;
+            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
         }
         return;
     }
@@ -466,7 +391,7 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
                         &coef,
                         prob.norms[i],
                     );
-                    *g = prob.y[i] * s + alpha.get(i) * inv_c;
+                    *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
                 }
             });
         return;
@@ -479,7 +404,7 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
                 dots[k] = xi.dot(&prob.data.row(j));
             }
             let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
-            *g = prob.y[i] * s + alpha.get(i) * inv_c;
+            *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
         },
     );
 }

@@ -171,11 +171,17 @@ impl Groups {
     }
 
     /// Sets h and d from a full gradient `g` of α (and g⁻ = g when kept).
-    pub fn set(&mut self, g: &[f64], alpha: &crate::active::ActiveSet, inv_c: f64) {
+    /// `inv_c(i)` is row i's 1/C_i.
+    pub fn set(
+        &mut self,
+        g: &[f64],
+        alpha: &crate::active::ActiveSet,
+        inv_c: &dyn Fn(usize) -> f64,
+    ) {
         self.untouch_all();
         for (i, a) in alpha.iter() {
             self.touch(i);
-            self.d[i] = a * inv_c;
+            self.d[i] = a * inv_c(i);
         }
         for k in 0..self.len() {
             // An untouched member carries h exactly; otherwise the first member less its d.
@@ -296,7 +302,7 @@ mod tests {
         a.set(4, 0.5);
         g[0] += 0.25;
         g[4] += 0.25;
-        gr.set(&g, &a, 0.5);
+        gr.set(&g, &a, &|_| 0.5);
         assert_eq!(gr.first, vec![3, 1, u32::MAX, 2]);
         assert_eq!(gr.closed, vec![0, 0, 1, 0]);
         for i in 0..8 {

@@ -429,6 +429,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                             coef0: 0.0,
                             degree: 3,
                             c: spec.c.unwrap_or(plan.c),
+                            class_weights: Vec::new(),
                             solver: SolverParams {
                                 algorithm: alg,
                                 eps,

@@ -91,8 +91,8 @@ pub fn libsvm_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<st
             (Some(l), Some(w)) => {
                 let w = w.to_string_lossy().into_owned();
                 it.next();
-                out.push("--class-weight".into());
-                out.push(format!("{l}={w}").into());
+                // One token: a value starting with `-` (label −1) would read as a flag.
+                out.push(format!("--class-weight={l}={w}").into());
             }
             _ => out.push(a),
         }

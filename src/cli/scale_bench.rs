@@ -148,6 +148,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         coef0: 0.0,
         degree: 3,
         c: a.cost,
+        class_weights: Vec::new(),
         solver: SolverParams {
             algorithm: alg,
             eps: a.eps,

@@ -210,8 +210,8 @@ pub struct TrainOpts {
     /// 3 epsilon-SVR and 4 nu-SVR are refused with a message).
     #[arg(short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
     svm_type: u8,
-    /// Class weight: C of class LABEL is WEIGHT·C (svm-train's -wLABEL WEIGHT; repeatable).
-    /// Not supported yet: refused with a message.
+    /// Class weight: C of class LABEL is W·C (svm-train's -wLABEL W; repeatable), in every
+    /// solver and in each one-versus-one pair.
     #[arg(long, value_name = "LABEL=W", value_parser = parse_class_weight)]
     class_weight: Vec<(f64, f64)>,
     /// Probability estimates (svm-train's -b 1): Platt's sigmoid per class pair, fitted on
@@ -312,6 +312,7 @@ impl TrainOpts {
             coef0: self.coef0,
             degree: self.degree,
             c: self.cost,
+            class_weights: self.class_weight.clone(),
             solver: SolverParams {
                 algorithm: self.algorithm(),
                 eps: self.eps,
@@ -576,6 +577,16 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let params = a.params(a.open_device_for(args.backend, &ds)?);
     let classes = require_two_classes(&ds, &args.train)?;
     let kernel = params.resolve_kernel(&ds)?;
+    for &(label, _) in &a.class_weight {
+        if !classes.contains(&label) && !a.quiet {
+            // As svm-train: the weight is ignored, with a warning.
+            eprintln!(
+                "fwsvm: warning: class {label} of --class-weight/-w{label} is not in {}; \
+                 ignored",
+                args.train.display()
+            );
+        }
+    }
     if !a.quiet {
         let notes = kernel_warnings(
             &ds,
@@ -861,8 +872,7 @@ pub(super) fn parse_01(s: &str) -> std::result::Result<bool, String> {
     parse_switch(s)
 }
 
-/// `--class-weight LABEL=W` (svm-train's `-wLABEL W`): checked, then refused until per-class C
-/// reaches the solvers.
+/// `--class-weight LABEL=W` (svm-train's `-wLABEL W`).
 fn parse_class_weight(s: &str) -> std::result::Result<(f64, f64), String> {
     let (l, w) = s
         .split_once('=')
@@ -872,6 +882,5 @@ fn parse_class_weight(s: &str) -> std::result::Result<(f64, f64), String> {
     if !(weight > 0.0 && weight.is_finite()) {
         return Err(format!("the weight of class {l} must be a positive number, found `{w}`"));
     }
-    let _ = (label, weight);
-    Err("class weights (-wLABEL W, --class-weight) are not supported yet".into())
+    Ok((label, weight))
 }

@@ -393,6 +393,8 @@ pub fn solve(
     }
     let m = be.len();
     let y = &prob.y;
+    // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·C (class weights, as LIBSVM's -wi).
+    let c_of = |i: usize| c * if y[i] > 0.0 { prob.weights.0 } else { prob.weights.1 };
     let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
     let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
     if pos.is_empty() || neg.is_empty() {
@@ -407,7 +409,7 @@ pub fn solve(
     let mut alpha = vec![0.0; m];
     let mut status = vec![L; m];
     let mut b = 0.0;
-    let mut sum_yu = 0.0; // y_Uᵀ α_U / C
+    let mut sum_yu = 0.0; // y_Uᵀ α_U = Σ_U y_j C_j
     let max_diag = (0..m.min(1000)).map(|i| prob.k(i, i)).fold(1.0, f64::max);
     let mut blk = Block {
         idx: Vec::new(),
@@ -448,7 +450,7 @@ pub fn solve(
                 continue;
             }
             if status[k] == U {
-                sum_yu -= y[k];
+                sum_yu -= y[k] * c_of(k);
                 upper.remove(k);
             }
             status[k] = W;
@@ -495,7 +497,7 @@ pub fn solve(
             let z2 = blk.solve(&yw, None);
             let ytz1: f64 = yw.iter().zip(&z1).map(|(a, b)| a * b).sum();
             let ytz2: f64 = yw.iter().zip(&z2).map(|(a, b)| a * b).sum();
-            let c_eq = -c * sum_yu;
+            let c_eq = -sum_yu;
             let bb = if ytz2.abs() > 0.0 {
                 (ytz1 - c_eq) / ytz2
             } else {
@@ -510,7 +512,7 @@ pub fn solve(
                 let lim = if d < 0.0 {
                     a / -d
                 } else if d > 0.0 {
-                    (c - a) / d
+                    (c_of(blk.idx[k]) - a) / d
                 } else {
                     f64::INFINITY
                 };
@@ -529,15 +531,16 @@ pub fn solve(
                 break;
             }
             let j = blk.idx[block_k];
-            let to_upper = target[block_k] > alpha[j] || alpha[j] >= 0.5 * c;
+            let cj = c_of(j);
+            let to_upper = target[block_k] > alpha[j] || alpha[j] >= 0.5 * cj;
             let hrow = blk.h[block_k].clone();
             if to_upper {
-                alpha[j] = c;
+                alpha[j] = cj;
                 status[j] = U;
-                sum_yu += y[j];
+                sum_yu += y[j] * cj;
                 upper.insert(j);
                 for (r, h) in hu.iter_mut().zip(&hrow) {
-                    *r += h * c;
+                    *r += h * cj;
                 }
                 be.set_marks(&[(j, mark::HIGH)])?;
             } else {
@@ -705,7 +708,7 @@ pub fn solve(
     let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
     if params.certify {
         let t = Instant::now();
-        let (f, v) = certify(prob, &act, &status, b, c);
+        let (f, v) = certify(prob, &act, &status, b, &c_of);
         certified_f = Some(f);
         certified_gap = Some(v);
         certify_seconds = t.elapsed().as_secs_f64();
@@ -728,7 +731,13 @@ pub fn solve(
 
 /// The exact dual objective ½αᵀHα − 1ᵀα and the largest KKT violation, from an exact f64
 /// gradient (Qα with Q = H + yyᵀ, corrected by y·yᵀα).
-fn certify(prob: &Problem<'_>, alpha: &ActiveSet, status: &[u8], b: f64, c: f64) -> (f64, f64) {
+fn certify(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    status: &[u8],
+    b: f64,
+    c_of: &dyn Fn(usize) -> f64,
+) -> (f64, f64) {
     let m = prob.len();
     let mut g = vec![0.0; m];
     crate::backend::exact::full_gradient(prob, alpha, &mut g);
@@ -744,7 +753,7 @@ fn certify(prob: &Problem<'_>, alpha: &ActiveSet, status: &[u8], b: f64, c: f64)
         let yf = hi + prob.y[i] * b;
         let v = if a <= 0.0 {
             1.0 - yf
-        } else if a >= c {
+        } else if a >= c_of(i) {
             yf - 1.0
         } else {
             (yf - 1.0).abs()

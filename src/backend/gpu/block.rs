@@ -41,7 +41,7 @@ struct Job {
     gamma: [f32; 2],
     coef0: [f32; 2],
     inv_c: [f32; 2],
-    pad2: [f32; 2],
+    inv_c_neg: [f32; 2],
 }
 
 /// Jobs with at most this many weights run one invocation per row (a step's columns);
@@ -182,7 +182,8 @@ impl<'a> GpuBlocks<'a> {
                 degree,
                 gamma: split(gamma),
                 coef0: split(coef0),
-                inv_c: split(1.0 / prob.c),
+                inv_c: split(prob.inv_c_by_class().0),
+                inv_c_neg: split(prob.inv_c_by_class().1),
                 ..Default::default()
             },
             max_slots,

@@ -105,7 +105,8 @@ pub struct GpuBackend<'a> {
     degree: u32,
     gamma: f64,
     coef0: f64,
-    inv_c: f64,
+    /// 1/C_i of the +1 and the −1 rows.
+    inv_c: (f64, f64),
     chunks: Vec<Chunk>,
     // buffers
     params: wgpu::Buffer,
@@ -476,7 +477,7 @@ impl<'a> GpuBackend<'a> {
             degree,
             gamma,
             coef0,
-            inv_c: 1.0 / prob.c,
+            inv_c: prob.inv_c_by_class(),
             chunks,
             params,
             param_stride,
@@ -602,7 +603,8 @@ impl<'a> GpuBackend<'a> {
             degree: self.degree,
             gamma: split(self.gamma),
             coef0: split(self.coef0),
-            inv_c: split(self.inv_c),
+            inv_c: split(self.inv_c.0),
+            inv_c_neg: split(self.inv_c.1),
             nwg: self.nwg_rows,
             flags: if self.prev { F_PREV } else { 0 },
             ..Default::default()

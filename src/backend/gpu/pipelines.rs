@@ -170,8 +170,8 @@ pub struct Params {
     pub normj: [f32; 2],
     pub yj: f32,
     pub pad2: f32,
-    pub pad3: f32,
-    pub pad4: f32,
+    /// 1/C of the −1 rows (`inv_c`: of the +1 rows).
+    pub inv_c_neg: [f32; 2],
     pub scale: [f32; 2],
     pub ca: [f32; 2],
     pub cb: [f32; 2],
