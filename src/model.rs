@@ -33,6 +33,10 @@ pub struct Model {
     pub prob_a: Vec<f64>,
     /// The B of each pair's sigmoid (with `prob_a`).
     pub prob_b: Vec<f64>,
+    /// A one-class model (LIBSVM's `svm_type one_class`): labels are [+1, −1] (inside,
+    /// outside), every SV counts as +1, one coefficient row and one rho; prediction is +1
+    /// where Σ coef_i k(x_i, x) − rho > 0, as for a binary model whose −1 class has no SVs.
+    pub one_class: bool,
 }
 
 fn fmt_f64(x: f64) -> String {
@@ -231,7 +235,11 @@ impl Model {
 
     /// Writes the model in LIBSVM's text format.
     pub fn write<W: Write>(&self, w: &mut W) -> std::io::Result<()> {
-        writeln!(w, "svm_type c_svc")?;
+        writeln!(
+            w,
+            "svm_type {}",
+            if self.one_class { "one_class" } else { "c_svc" }
+        )?;
         writeln!(w, "kernel_type {}", self.kernel.libsvm_name())?;
         match self.kernel {
             Kernel::Linear => {}
@@ -254,20 +262,23 @@ impl Model {
         writeln!(w, "total_sv {}", self.total_sv())?;
         let join = |v: &[f64]| v.iter().map(|x| fmt_f64(*x)).collect::<Vec<_>>().join(" ");
         writeln!(w, "rho {}", join(&self.rho))?;
-        writeln!(w, "label {}", join(&self.labels))?;
-        if self.has_probabilities() {
-            writeln!(w, "probA {}", join(&self.prob_a))?;
-            writeln!(w, "probB {}", join(&self.prob_b))?;
+        // LIBSVM's one-class layout has neither labels nor per-class counts.
+        if !self.one_class {
+            writeln!(w, "label {}", join(&self.labels))?;
+            if self.has_probabilities() {
+                writeln!(w, "probA {}", join(&self.prob_a))?;
+                writeln!(w, "probB {}", join(&self.prob_b))?;
+            }
+            writeln!(
+                w,
+                "nr_sv {}",
+                self.nr_sv
+                    .iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )?;
         }
-        writeln!(
-            w,
-            "nr_sv {}",
-            self.nr_sv
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        )?;
         writeln!(w, "SV")?;
         let mut line = String::new();
         for j in 0..self.total_sv() {
@@ -412,12 +423,15 @@ impl Model {
                 "no `SV` section (is this a LIBSVM model file?)".into(),
             ));
         }
+        let one_class = svm_type.as_deref() == Some("one_class");
         match svm_type.as_deref() {
-            Some("c_svc") | Some("nu_svc") => {}
+            Some("c_svc") | Some("nu_svc") | Some("one_class") => {}
             Some(t) => {
                 return Err(bad(
                     0,
-                    format!("svm_type `{t}` is not supported (only c_svc and nu_svc classifiers)"),
+                    format!(
+                        "svm_type `{t}` is not supported (c_svc and nu_svc classifiers, one_class)"
+                    ),
                 ));
             }
             None => return Err(bad(0, "missing `svm_type`".into())),
@@ -443,6 +457,20 @@ impl Model {
         let total = total_sv.ok_or_else(|| bad(0, "missing `total_sv`".into()))?;
         if k < 2 {
             return Err(bad(0, format!("nr_class must be at least 2, found {k}")));
+        }
+        if one_class {
+            if k != 2 || rho.len() != 1 {
+                return Err(bad(
+                    0,
+                    format!(
+                        "one_class model with nr_class {k} and {} rho (expected 2 and 1)",
+                        rho.len()
+                    ),
+                ));
+            }
+            // Inside (+1) and outside (−1); every SV is of the inside class.
+            labels = vec![1.0, -1.0];
+            nr_sv = vec![total, 0];
         }
         if labels.len() != k || nr_sv.len() != k || rho.len() != k * (k - 1) / 2 {
             return Err(bad(
@@ -545,6 +573,7 @@ impl Model {
             rho,
             prob_a,
             prob_b,
+            one_class,
         })
     }
 }
@@ -580,6 +609,7 @@ mod tests {
             rho: vec![0.01, -0.02, 0.03],
             prob_a: vec![-1.5, -2.25, -0.1 / 3.0],
             prob_b: vec![0.125, -1e-9, 7.0],
+            one_class: false,
         };
         assert!(model.has_probabilities());
         let dir = std::env::temp_dir().join(format!("fwsvm-model-{}", std::process::id()));

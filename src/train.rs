@@ -53,6 +53,10 @@ pub struct TrainParams {
     /// Class weights (label, w): class `label` gets C·w, in every solver and in each
     /// one-versus-one pair its two classes' own (LIBSVM's `-wi`); unlisted classes 1.
     pub class_weights: Vec<(f64, f64)>,
+    /// Novelty detection (LIBSVM's `-s 2`) instead of classification: the labels are ignored
+    /// and the model is the smallest ball around the data in feature space
+    /// ([`train_one_class`]).
+    pub one_class: bool,
     /// Solver settings.
     pub solver: SolverParams,
     /// CPU backend settings (also used when a GPU run falls back to the CPU).
@@ -80,6 +84,7 @@ impl Default for TrainParams {
             degree: 3,
             c: 1.0,
             class_weights: Vec::new(),
+            one_class: false,
             solver: SolverParams::default(),
             cpu: CpuConfig::default(),
             device: Device::Cpu,
@@ -161,6 +166,9 @@ pub fn train(
             "C must be a positive number, got {}",
             params.c
         )));
+    }
+    if params.one_class {
+        return train_one_class(ds, params, observers);
     }
     let labels = class_order(ds);
     if labels.len() < 2 {
@@ -244,65 +252,12 @@ pub fn train(
                 .iter_mut()
                 .map(|o| o.as_mut() as &mut dyn Observer)
                 .collect();
-            let pair_device;
-            let result = {
-                let shrinking = params.sample == 0
-                    && crate::solver::shrink::applies_to(alg)
-                    && params.shrink.is_some_and(|sp| prob.len() >= sp.min_points);
-                if shrinking {
-                    let dev = if k == 2 {
-                        params.device.clone()
-                    } else {
-                        params.device.restrict(&rows)
-                    };
-                    let sp = params.shrink.unwrap_or_default();
-                    crate::solver::shrink::solve(
-                        &prob,
-                        &dev,
-                        params.cpu,
-                        &params.solver,
-                        &sp,
-                        &mut obs_refs,
-                    )?
-                } else {
-                    let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
-                        Box::new(crate::backend::sampled::Sampled::with_engine(
-                            &prob,
-                            crate::backend::sampled::SampledConfig {
-                                sample: params.sample,
-                                seed: params.solver.seed,
-                                eps: params.solver.eps,
-                                rel_eps: params.solver.rel_eps,
-                                extra_draws: 2,
-                                stop: params.solver.stop,
-                            },
-                            params.device.blocks(&prob)?,
-                        ))
-                    } else if k == 2 {
-                        params.device.backend(&prob, params.cpu)?
-                    } else {
-                        // Shared device data: this pair's rows of it.
-                        pair_device = params.device.restrict(&rows);
-                        pair_device.backend(&prob, params.cpu)?
-                    };
-                    if alg == Algorithm::SimpleSvm {
-                        let sp = SimpleParams {
-                            c: params.c,
-                            violator: params.violator,
-                            solver: params.linear_solver,
-                        };
-                        crate::solver::simple_svm::solve(
-                            &prob,
-                            be.as_mut(),
-                            &params.solver,
-                            &sp,
-                            &mut obs_refs,
-                        )?
-                    } else {
-                        solve(&prob, be.as_mut(), &params.solver, &mut obs_refs)?
-                    }
-                }
+            let pair_device = if k == 2 {
+                params.device.clone()
+            } else {
+                params.device.restrict(&rows)
             };
+            let result = solve_one(&prob, params, &pair_device, &mut obs_refs)?;
             let mut r = 0.0;
             for (li, al) in result.alpha.iter() {
                 let gi = rows[li];
@@ -344,8 +299,130 @@ pub fn train(
         rho,
         prob_a: Vec::new(),
         prob_b: Vec::new(),
+        one_class: false,
     };
     Ok((model, reports))
+}
+
+/// One-class training (novelty detection, LIBSVM's `-s 2`): the problem of ALGORITHMS.md with
+/// every label +1, min_α αᵀ(K + 1 + I/C)α on the simplex, is the minimum enclosing ball of
+/// the points in the feature space of k̃ = k + δ/C (paper 000's Core Vector Machine view; the
+/// constant 1 adds (Σα)² = 1 and moves nothing): the centre is c = Σ α_i φ(x_i), and with
+/// k(x, x) = 1 (RBF) a point lies inside the ball, ‖φ(x) − c‖² ≤ R² = 1 + 1/C − αᵀK̃α, exactly
+/// when Σ α_i k(x_i, x) ≥ αᵀK̃α = 2f − 1. So the model is LIBSVM's one-class layout with
+/// sv_coef = α and rho = 2f − 1 (f the certified objective), and +1 means inside. Smaller C
+/// widens the slack: more training points fall outside (the SVs: a point with α_i > 0 lies
+/// outside by α_i/C). RBF only (the test needs k(x, x) constant); every FW variant and the
+/// CVM train it.
+pub fn train_one_class(
+    ds: &Dataset,
+    params: &TrainParams,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<(Model, Vec<PairReport>)> {
+    let alg = params.solver.algorithm;
+    if matches!(alg, Algorithm::SimpleSvm | Algorithm::SparseFw) {
+        return Err(Error::InvalidParam(format!(
+            "one-class training (-s 2) is for fw, mfw, swap, swap2, partan and cvm, not {alg}"
+        )));
+    }
+    if !(params.c > 0.0) || !params.c.is_finite() {
+        return Err(Error::InvalidParam(format!(
+            "C must be a positive number, got {}",
+            params.c
+        )));
+    }
+    let kernel = params.resolve_kernel(ds)?;
+    if !matches!(kernel, Kernel::Rbf { .. }) {
+        return Err(Error::InvalidParam(format!(
+            "one-class training (-s 2) needs the rbf kernel (its ball test needs k(x, x) \
+             constant), not {}",
+            kernel.libsvm_name()
+        )));
+    }
+    let m = ds.len();
+    if m == 0 {
+        return Err(Error::InvalidParam("no training rows".into()));
+    }
+    let prob = Problem::new(ds, vec![1.0; m], kernel, params.c)?;
+    let info = PairInfo {
+        index: 0,
+        count: 1,
+        classes: (1.0, -1.0),
+        m,
+    };
+    let mut obs = observers(&info);
+    let mut obs_refs: Vec<&mut dyn Observer> = obs
+        .iter_mut()
+        .map(|o| o.as_mut() as &mut dyn Observer)
+        .collect();
+    let result = solve_one(&prob, params, &params.device, &mut obs_refs)?;
+    let f = result.certified_f.unwrap_or(result.f);
+    let mut sv: Vec<(usize, f64)> = result.alpha.iter().collect();
+    sv.sort_unstable_by_key(|&(i, _)| i);
+    let rows: Vec<usize> = sv.iter().map(|&(i, _)| i).collect();
+    let model = Model {
+        kernel,
+        labels: vec![1.0, -1.0],
+        nr_sv: vec![rows.len(), 0],
+        sv: sv_dataset(ds, &rows, vec![1.0; rows.len()]),
+        sv_coef: vec![sv.iter().map(|&(_, a)| a).collect()],
+        rho: vec![2.0 * f - 1.0],
+        prob_a: Vec::new(),
+        prob_b: Vec::new(),
+        one_class: true,
+    };
+    let report = PairReport {
+        classes: (1.0, -1.0),
+        m,
+        result,
+    };
+    Ok((model, vec![report]))
+}
+
+/// Solves one problem (a class pair, or the one-class ball) with the configured solver on
+/// `device` (the pair's rows of a shared device): working-set rounds where they apply,
+/// sampled iterations, SimpleSVM, or the FW loop.
+fn solve_one(
+    prob: &Problem<'_>,
+    params: &TrainParams,
+    device: &Device,
+    obs_refs: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    let alg = params.solver.algorithm;
+    let shrinking = params.sample == 0
+        && crate::solver::shrink::applies_to(alg)
+        && params.shrink.is_some_and(|sp| prob.len() >= sp.min_points);
+    if shrinking {
+        let sp = params.shrink.unwrap_or_default();
+        return crate::solver::shrink::solve(prob, device, params.cpu, &params.solver, &sp, obs_refs);
+    }
+    let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
+        Box::new(crate::backend::sampled::Sampled::with_engine(
+            prob,
+            crate::backend::sampled::SampledConfig {
+                sample: params.sample,
+                seed: params.solver.seed,
+                eps: params.solver.eps,
+                rel_eps: params.solver.rel_eps,
+                extra_draws: 2,
+                stop: params.solver.stop,
+            },
+            // Sampled blocks hold their own rows: the whole device, not the pair's view.
+            params.device.blocks(prob)?,
+        ))
+    } else {
+        device.backend(prob, params.cpu)?
+    };
+    if alg == Algorithm::SimpleSvm {
+        let sp = SimpleParams {
+            c: params.c,
+            violator: params.violator,
+            solver: params.linear_solver,
+        };
+        crate::solver::simple_svm::solve(prob, be.as_mut(), &params.solver, &sp, obs_refs)
+    } else {
+        solve(prob, be.as_mut(), &params.solver, obs_refs)
+    }
 }
 
 /// Folds of the internal cross-validation behind probabilities (LIBSVM's).

@@ -411,3 +411,59 @@ fn sparse_fw_keeps_fewer_support_vectors_on_real_data() {
         );
     }
 }
+
+/// One-class training is the minimum enclosing ball of the points in the feature space of
+/// k + δ/C (`train::train_one_class`): at a tight gap, every training point outside the ball
+/// (decision < 0) is a support vector and every point with α_i = 0 lies inside (decision ≥ 0
+/// up to the gap), rho = αᵀ(K + I/C)α, and the result does not depend on the labels.
+#[test]
+fn one_class_is_the_enclosing_ball() {
+    let ds = random_dataset(300, 4, false, 12);
+    let params = TrainParams {
+        c: 5.0,
+        gamma: Gamma::Value(0.8),
+        one_class: true,
+        solver: SolverParams {
+            algorithm: Algorithm::Swap2,
+            eps: 1e-10,
+            rel_eps: f64::INFINITY,
+            max_iter: 1_000_000,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (model, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    assert!(model.one_class && model.sv_coef.len() == 1 && model.rho.len() == 1);
+    let r = &reports[0].result;
+    assert_eq!(r.stop, fwsvm::solver::StopReason::Converged);
+    // rho from the definition: αᵀK̃α over the support vectors.
+    let kernel = model.kernel;
+    let alpha: Vec<(usize, f64)> = r.alpha.iter().collect();
+    let mut quad = 0.0;
+    for &(i, a) in &alpha {
+        for &(j, b) in &alpha {
+            let k = kernel.eval(&ds.row(i), &ds.row(j));
+            quad += a * b * (k + if i == j { 1.0 / params.c } else { 0.0 });
+        }
+    }
+    assert!((model.rho[0] - quad).abs() < 1e-9, "rho {} vs {quad}", model.rho[0]);
+    let (pred, dec) = model.predict_with_decisions(&ds);
+    let mut outside = 0;
+    for i in 0..ds.len() {
+        let a = r.alpha.get(i);
+        if dec[i][0] < -1e-8 {
+            assert!(a > 0.0, "row {i} lies outside without being a support vector");
+        }
+        if a == 0.0 {
+            assert!(dec[i][0] >= -1e-8, "row {i} (α = 0) outside: {}", dec[i][0]);
+        }
+        outside += usize::from(pred[i] < 0.0);
+    }
+    assert!(outside > 0 && outside < ds.len());
+    // The labels play no part.
+    let mut flipped = ds.clone();
+    flipped.labels.iter_mut().for_each(|y| *y = -*y);
+    let (again, _) = train(&flipped, &params, &mut |_| Vec::new()).unwrap();
+    assert_eq!(again.sv_coef, model.sv_coef);
+    assert_eq!(again.rho, model.rho);
+}

@@ -395,7 +395,6 @@ fn svm_train_command_lines_work_unchanged() {
     let model = dir.path().join("x.model");
     for (args, says) in [
         (&["-s", "1"][..], "nu-SVC"),
-        (&["-s", "2"], "one-class"),
         (&["-s", "3"], "epsilon-SVR"),
         (&["-s", "4"], "nu-SVR"),
         (&["-b", "2"], "expected 0 or 1"),
@@ -632,4 +631,84 @@ fn class_weights_match_libsvm_weighted_csvc() {
          vs LIBSVM {fb:.9}, decision values within {worst:.2e}"
     );
     assert!(worst <= 1e-3, "decision values differ by {worst:e}");
+}
+
+/// One-class training (`-s 2`): every FW variant and the CVM train the ball on the bundled
+/// heart_scale (labels ignored); the model is LIBSVM's one-class layout, which LIBSVM loads and
+/// applies with the same labels; a smaller C leaves more training points outside; what the
+/// ball cannot take is refused with a message.
+#[test]
+fn one_class_models_load_in_libsvm() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let dir = common::tempdir();
+    let outside = |pred: &Path| {
+        std::fs::read_to_string(pred)
+            .unwrap()
+            .lines()
+            .filter(|l| l.trim() == "-1")
+            .count()
+    };
+    for alg in ["fw", "mfw", "swap", "swap2", "partan", "cvm"] {
+        let model = dir.path().join(format!("{alg}.model"));
+        let pred = dir.path().join(format!("{alg}.txt"));
+        fwsvm()
+            .args(["train", "-s", "2", "-c", "10", "-g", "0.05", "-e", "1e-6", "-q", "-a", alg])
+            .arg(&data)
+            .arg(&model)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&model).unwrap();
+        assert!(text.starts_with("svm_type one_class\n"), "{text:.200}");
+        assert!(!text.contains("\nlabel ") && !text.contains("\nnr_sv "));
+        fwsvm()
+            .args(["predict", "-q"])
+            .arg(&data)
+            .arg(&model)
+            .arg(&pred)
+            .assert()
+            .success();
+        let n = outside(&pred);
+        assert!(n > 0 && n < 100, "{alg}: {n} of 270 outside");
+        check_libsvm_agrees(dir.path(), &model, &data, &pred);
+    }
+    let count = |c: &str| {
+        let (model, pred) = (dir.path().join("c.model"), dir.path().join("c.txt"));
+        fwsvm()
+            .args(["train", "-s", "2", "-g", "0.05", "-q", "-c", c])
+            .arg(&data)
+            .arg(&model)
+            .assert()
+            .success();
+        fwsvm()
+            .args(["predict", "-q"])
+            .arg(&data)
+            .arg(&model)
+            .arg(&pred)
+            .assert()
+            .success();
+        outside(&pred)
+    };
+    assert!(count("1") > count("100"), "a smaller C leaves more points outside");
+    let model = dir.path().join("x.model");
+    for (args, says) in [
+        (&["-s", "2", "-t", "0"][..], "needs the rbf kernel"),
+        (&["-s", "2", "-a", "simplesvm"], "not simplesvm"),
+        (&["-s", "2", "-b", "1"], "does not take -b 1"),
+        (&["-s", "2", "-w1", "2"], "does not take -w"),
+    ] {
+        fwsvm()
+            .arg("train")
+            .args(args)
+            .arg(&data)
+            .arg(&model)
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(says));
+    }
+    fwsvm()
+        .args(["train", "-s", "2", "-v", "5"])
+        .arg(&data)
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("does not take -v"));
 }

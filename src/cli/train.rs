@@ -206,8 +206,9 @@ pub struct TrainOpts {
     #[arg(short = 'h', value_name = "0|1", value_parser = parse_switch,
           conflicts_with_all = ["no_shrink", "shrink"])]
     shrinking: Option<bool>,
-    /// svm-train's SVM type: 0 = C-SVC, the only one trained so far (1 nu-SVC, 2 one-class,
-    /// 3 epsilon-SVR and 4 nu-SVR are refused with a message).
+    /// svm-train's SVM type: 0 = C-SVC, 2 = one-class (novelty detection: the smallest ball
+    /// around the data, rbf kernel, -c sets how many points may fall outside; labels ignored).
+    /// 1 nu-SVC, 3 epsilon-SVR and 4 nu-SVR are refused with a message.
     #[arg(short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
     svm_type: u8,
     /// Class weight: C of class LABEL is W·C (svm-train's -wLABEL W; repeatable), in every
@@ -313,6 +314,7 @@ impl TrainOpts {
             degree: self.degree,
             c: self.cost,
             class_weights: self.class_weight.clone(),
+            one_class: self.svm_type == 2,
             solver: SolverParams {
                 algorithm: self.algorithm(),
                 eps: self.eps,
@@ -575,7 +577,24 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     let algorithm = a.algorithm();
     let params = a.params(a.open_device_for(args.backend, &ds)?);
-    let classes = require_two_classes(&ds, &args.train)?;
+    if params.one_class {
+        let clash = [
+            (args.cv.is_some(), "-v (cross-validation)"),
+            (a.probability, "-b 1 (probabilities)"),
+            (!a.class_weight.is_empty(), "-w (class weights)"),
+        ];
+        if let Some((_, what)) = clash.iter().find(|(on, _)| *on) {
+            return Err(Error::InvalidParam(format!(
+                "-s 2 (one-class) does not take {what}"
+            )));
+        }
+    }
+    // One-class training ignores the labels: any number of classes will do.
+    let classes = if params.one_class {
+        crate::train::class_order(&ds)
+    } else {
+        require_two_classes(&ds, &args.train)?
+    };
     let kernel = params.resolve_kernel(&ds)?;
     for &(label, _) in &a.class_weight {
         if !classes.contains(&label) && !a.quiet {
@@ -595,15 +614,24 @@ pub fn run(args: TrainArgs) -> Result<()> {
             a.seed,
             matches!(a.gamma, Gamma::Auto),
         );
-        for w in notes.iter().chain(&many_classes_note(classes.len())) {
+        let many = if params.one_class {
+            None
+        } else {
+            many_classes_note(classes.len())
+        };
+        for w in notes.iter().chain(&many) {
             eprintln!("{w}");
         }
         eprintln!(
-            "fwsvm: {} rows, {} features ({}), {} classes; {} with {}, C = {}; read in {:.2}s; {}",
+            "fwsvm: {} rows, {} features ({}), {}; {} with {}, C = {}; read in {:.2}s; {}",
             ds.len(),
             ds.n_features(),
             if ds.is_dense() { "dense" } else { "sparse" },
-            classes.len(),
+            if params.one_class {
+                "one-class (labels ignored)".to_string()
+            } else {
+                format!("{} classes", classes.len())
+            },
             algorithm,
             describe_kernel(&kernel),
             a.cost,
@@ -622,7 +650,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if let Some(k) = args.cv {
         return cross_validation(&ds, &params, k, a.seed, a.quiet);
     }
-    let multiclass = classes.len() > 2;
+    let multiclass = classes.len() > 2 && !params.one_class;
     let trace = match &args.trace {
         Some(p) => Some(Rc::new(RefCell::new(Trace::create(p, multiclass)?))),
         None => None,
@@ -858,7 +886,7 @@ fn parse_svm_type(s: &str) -> std::result::Result<u8, String> {
     match s {
         "0" => Ok(0),
         "1" => Err("-s 1 (nu-SVC) is not supported: fwsvm trains C-SVC (-s 0)".into()),
-        "2" => Err("-s 2 (one-class) is not supported yet: fwsvm trains C-SVC (-s 0)".into()),
+        "2" => Ok(2),
         "3" | "4" => Err(format!(
             "-s {s} ({}) is not supported: fwsvm trains classifiers, C-SVC (-s 0)",
             if s == "3" { "epsilon-SVR" } else { "nu-SVR" }
