@@ -427,7 +427,15 @@ fn svm_train_command_lines_work_unchanged() {
 #[test]
 fn probability_outputs_match_libsvm() {
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
-    let mut sets = vec![(heart.clone(), heart.clone(), vec!["-c", "1", "-g", "0.05"])];
+    // The first: the svm-train line, `-t 2 -c 10 -g 0.5 -m 500 -h 0 -b 1 -w1 5`.
+    let mut sets = vec![
+        (
+            heart.clone(),
+            heart.clone(),
+            vec!["-t", "2", "-c", "10", "-g", "0.5", "-m", "500", "-h", "0", "-w1", "5"],
+        ),
+        (heart.clone(), heart.clone(), vec!["-c", "1", "-g", "0.05"]),
+    ];
     if let (Some(tr), Some(te)) = (
         common::dataset("pendigits.xz"),
         common::dataset("pendigits.t.xz"),
@@ -711,4 +719,47 @@ fn one_class_models_load_in_libsvm() {
         .assert()
         .failure()
         .stderr(predicates::str::contains("does not take -v"));
+}
+
+/// The usage examples of LIBSVM's README, typed as they are there (with `fwsvm train` for
+/// `svm-train` and `fwsvm predict` for `svm-predict`), in a directory holding `data_file`:
+/// the model goes to `data_file.model` when none is named; weights of classes the data lack
+/// are ignored with a warning; the regression types are refused by name.
+#[test]
+fn libsvm_readme_examples_run() {
+    use fwsvm::data::{ReadOptions, read_dataset};
+    let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let ds = read_dataset(&heart, &ReadOptions::default()).unwrap();
+    let dir = common::tempdir();
+    write_data(&dir.path().join("data_file"), &ds);
+    let run = |line: &str| {
+        let mut cmd = fwsvm();
+        cmd.current_dir(dir.path()).args(line.split_whitespace());
+        cmd
+    };
+    run("train -s 0 -c 5 -t 2 -g 0.5 -e 0.1 data_file")
+        .assert()
+        .success();
+    let model = dir.path().join("data_file.model");
+    assert!(std::fs::read_to_string(&model).unwrap().starts_with("svm_type c_svc\n"));
+    run("train -c 10 -w1 1 -w-2 5 -w4 2 data_file")
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("class -2 of"))
+        .stderr(predicates::str::contains("class 4 of"));
+    run("train -s 0 -c 100 -g 0.1 -v 5 data_file")
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("Cross Validation Accuracy = "));
+    run("train -s 0 -b 1 data_file").assert().success();
+    run("predict -b 1 data_file data_file.model output_file")
+        .assert()
+        .success();
+    let out = std::fs::read_to_string(dir.path().join("output_file")).unwrap();
+    assert!(out.starts_with("labels 1 -1\n"), "{out:.100}");
+    assert_eq!(out.lines().count(), ds.len() + 1);
+    run("train -s 3 -p 0.1 -t 0 data_file")
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("epsilon-SVR"));
 }

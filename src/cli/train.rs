@@ -211,6 +211,12 @@ pub struct TrainOpts {
     /// 1 nu-SVC, 3 epsilon-SVR and 4 nu-SVR are refused with a message.
     #[arg(short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
     svm_type: u8,
+    /// svm-train's ν (-n) and ε of epsilon-SVR (-p): read so that they are refused with a
+    /// message naming what applies instead.
+    #[arg(short = 'n', hide = true, value_parser = refuse_nu)]
+    nu: Option<f64>,
+    #[arg(short = 'p', hide = true, value_parser = refuse_svr_epsilon)]
+    svr_epsilon: Option<f64>,
     /// Class weight: C of class LABEL is W·C (svm-train's -wLABEL W; repeatable), in every
     /// solver and in each one-versus-one pair.
     #[arg(long, value_name = "LABEL=W", value_parser = parse_class_weight)]
@@ -911,4 +917,16 @@ fn parse_class_weight(s: &str) -> std::result::Result<(f64, f64), String> {
         return Err(format!("the weight of class {l} must be a positive number, found `{w}`"));
     }
     Ok((label, weight))
+}
+
+/// svm-train's `-n`: ν has no place in fwsvm's models.
+fn refuse_nu(_: &str) -> std::result::Result<f64, String> {
+    Err("-n (ν) is not a parameter of fwsvm: one-class (-s 2) is set by C (-c), and nu-SVC \
+         (-s 1) is not supported"
+        .into())
+}
+
+/// svm-train's `-p`: the ε of epsilon-SVR.
+fn refuse_svr_epsilon(_: &str) -> std::result::Result<f64, String> {
+    Err("-p is epsilon-SVR's ε: fwsvm trains classifiers (-s 0) and one-class models (-s 2)".into())
 }
