@@ -97,6 +97,16 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// The class weight of `label`: 1 unless [`class_weights`](Self::class_weights) lists it
+    /// (the last entry wins, as in svm-train).
+    pub fn class_weight_of(&self, label: f64) -> f64 {
+        self.class_weights
+            .iter()
+            .rev()
+            .find(|&&(l, _)| l == label)
+            .map_or(1.0, |&(_, w)| w)
+    }
+
     /// The concrete kernel for a dataset (resolving `--gamma auto`).
     pub fn resolve_kernel(&self, ds: &Dataset) -> Result<Kernel> {
         let gamma = match self.gamma {
@@ -196,14 +206,6 @@ pub fn train(
             )));
         }
     }
-    let weight_of = |label: f64| {
-        params
-            .class_weights
-            .iter()
-            .rev()
-            .find(|&&(l, _)| l == label)
-            .map_or(1.0, |&(_, w)| w)
-    };
     let kernel = params.resolve_kernel(ds)?;
     // SimpleSVM solves LIBSVM's C-SVM: its backend problem is the L2 form with C = ∞.
     let prob_c = if alg == Algorithm::SimpleSvm {
@@ -240,7 +242,10 @@ pub fn train(
                 .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
                 .collect();
             let prob = Problem::new(data, y, kernel, prob_c)?
-                .with_class_weights(weight_of(labels[a]), weight_of(labels[b]))?;
+                .with_class_weights(
+                    params.class_weight_of(labels[a]),
+                    params.class_weight_of(labels[b]),
+                )?;
             let info = PairInfo {
                 index: p,
                 count,

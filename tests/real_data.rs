@@ -412,6 +412,22 @@ fn svm_train_command_lines_work_unchanged() {
             .stderr(predicates::str::contains(says));
         assert!(!model.exists(), "{args:?} wrote a model");
     }
+    // Where an option does not apply, the command says so (issue 14, item 5).
+    for (args, says) in [
+        (&["train", "-v", "5", "-b", "1"][..], "-b 1 (probabilities) does not apply"),
+        (&["grid", "-s", "2"], "fwsvm grid works on classifiers"),
+        (&["grid", "-b", "1"], "fwsvm grid reports labels"),
+        (&["check", "-s", "2"], "fwsvm check works on classifiers"),
+        (&["check", "-b", "1"], "fwsvm check reports labels"),
+    ] {
+        fwsvm()
+            .current_dir(dir.path())
+            .args(args)
+            .arg(&data)
+            .assert()
+            .failure()
+            .stderr(predicates::str::contains(says));
+    }
     // -h takes a value; help is --help.
     fwsvm()
         .args(["train", "--help"])

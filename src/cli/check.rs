@@ -111,7 +111,8 @@ fn lockstep(
         .iter()
         .map(|&l| if l == a { 1.0 } else { -1.0 })
         .collect();
-    let prob = Problem::new(data, y, kernel, gpu.c)?;
+    let prob = Problem::new(data, y, kernel, gpu.c)?
+        .with_class_weights(gpu.class_weight_of(a), gpu.class_weight_of(b))?;
     let last = checkpoints.iter().copied().max().unwrap_or(0);
     let params = SolverParams {
         max_iter: gpu.solver.max_iter.min(last),
@@ -145,6 +146,7 @@ fn lockstep(
 /// Runs `fwsvm check`.
 pub fn run(args: CheckArgs) -> Result<()> {
     let o = &args.opts;
+    o.refuse_train_only("check")?;
     let (ds, test, _) = o.read(&args.train)?;
     let classes = require_two_classes(&ds, &args.train)?;
     let quiet = o.quiet();

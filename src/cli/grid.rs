@@ -176,6 +176,7 @@ fn default_path(train: &Path, ext: &str) -> PathBuf {
 /// Runs `fwsvm grid`.
 pub fn run(a: GridArgs) -> Result<()> {
     let o = &a.opts;
+    o.refuse_train_only("grid")?;
     let log2c = parse_range(&a.log2c, "--log2c")?;
     let csv = a
         .out

@@ -238,6 +238,23 @@ pub struct TrainOpts {
 }
 
 impl TrainOpts {
+    /// For the commands that compare or cross-validate classifiers (`check`, `grid`): the
+    /// options that only `train` applies are refused, naming the command.
+    pub fn refuse_train_only(&self, command: &str) -> Result<()> {
+        if self.svm_type == 2 {
+            return Err(Error::InvalidParam(format!(
+                "fwsvm {command} works on classifiers; -s 2 (one-class) does not apply"
+            )));
+        }
+        if self.probability {
+            return Err(Error::InvalidParam(format!(
+                "fwsvm {command} reports labels and accuracies; -b 1 (probabilities) does not \
+                 apply"
+            )));
+        }
+        Ok(())
+    }
+
     /// The solver variant.
     pub fn algorithm(&self) -> Algorithm {
         match self.algorithm {
@@ -594,6 +611,12 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 "-s 2 (one-class) does not take {what}"
             )));
         }
+    }
+    if args.cv.is_some() && a.probability {
+        return Err(Error::InvalidParam(
+            "-v reports the cross-validated accuracy; -b 1 (probabilities) does not apply to it"
+                .into(),
+        ));
     }
     // One-class training ignores the labels: any number of classes will do.
     let classes = if params.one_class {
