@@ -312,10 +312,15 @@ impl Model {
         crate::output::write_output(path, |w| self.write(w))
     }
 
-    /// Reads a LIBSVM model file (c_svc or nu_svc; linear, polynomial or rbf kernel).
+    /// Reads a LIBSVM model file (c_svc, nu_svc or one_class; linear, polynomial, rbf or
+    /// sigmoid kernel).
     pub fn load(path: &Path) -> Result<Model> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let reader = std::io::BufReader::new(file);
+        Self::read(std::io::BufReader::new(file), path)
+    }
+
+    /// [`load`](Self::load) from any reader; `path` names the source in error messages.
+    pub fn read<R: BufRead>(reader: R, path: &Path) -> Result<Model> {
         let bad = |line: usize, msg: String| Error::Model {
             path: path.to_path_buf(),
             line,
