@@ -160,8 +160,10 @@ class SVC(ClassifierMixin, BaseEstimator):
             "sample": int(self.sample), "cache_size": float(self.cache_size),
             "class_weight": self._class_weights(y_idx), "probability": bool(self.probability),
         }
-        # Labels travel as class indices, so any label type works and classes_ stays sorted.
-        labels = y_idx.astype(np.float64).tolist()
+        # Numeric labels travel as themselves (the model file is the CLI's and LIBSVM's);
+        # others as class indices.
+        self._numeric = np.issubdtype(self.classes_.dtype, np.number)
+        labels = (self.classes_[y_idx] if self._numeric else y_idx).astype(np.float64).tolist()
         if sp.issparse(X):
             self._native = _native.fit_csr(*self._csr_parts(X), X.shape[1], labels, opts)
         else:
@@ -176,10 +178,17 @@ class SVC(ClassifierMixin, BaseEstimator):
                       file=sys.stderr)
         return self
 
+    def _index_of(self, model_labels):
+        """Class indices of labels as the native model holds them."""
+        v = np.asarray(model_labels, dtype=np.float64)
+        if self._numeric:
+            return np.searchsorted(self.classes_.astype(np.float64), v)
+        return v.astype(np.int64)
+
     def _set_fitted_attributes(self):
         m = self._native
         # Model order (first appearance) → class index.
-        self._order = np.asarray(m.labels, dtype=np.int64)
+        self._order = self._index_of(m.labels)
         nr_sv = np.asarray(m.nr_sv)
         self.n_support_ = np.zeros(len(self.classes_), dtype=np.int32)
         self.n_support_[self._order] = nr_sv
@@ -205,7 +214,7 @@ class SVC(ClassifierMixin, BaseEstimator):
             labels, dec = self._native.decide_dense(self._dense32(X))
         k = len(self.classes_)
         dec = np.asarray(dec, dtype=np.float64).reshape(X.shape[0], k * (k - 1) // 2)
-        return np.asarray(labels, dtype=np.int64), dec
+        return self._index_of(labels), dec
 
     def predict(self, X):
         """Predicted labels (one-versus-one vote, as LIBSVM)."""
@@ -238,6 +247,27 @@ class SVC(ClassifierMixin, BaseEstimator):
         return np.log(self.predict_proba(X))
 
     # -- files and pickling ---------------------------------------------------------------------
+    def save(self, path):
+        """Writes the model as a LIBSVM model file (svm-predict, LIBSVM and `fwsvm predict`
+        read it; non-numeric labels are written as class indices)."""
+        if _HAVE_SKLEARN:
+            check_is_fitted(self, "_native")
+        with open(path, "w") as f:
+            f.write(self._native.to_libsvm())
+
+    @classmethod
+    def load(cls, path):
+        """An estimator from a LIBSVM model file (written by fwsvm, its CLI or LIBSVM)."""
+        with open(path) as f:
+            native = _native.NativeModel.from_libsvm(f.read(), str(path))
+        est = cls(probability=native.has_probabilities)
+        est._native = native
+        est._numeric = True
+        est.classes_ = np.sort(np.asarray(native.labels, dtype=np.float64))
+        est.n_features_in_ = native.n_features
+        est._set_fitted_attributes()
+        return est
+
     def __getstate__(self):
         state = self.__dict__.copy()
         if "_native" in state:
@@ -251,3 +281,4 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.__dict__.update(state)
         if text is not None:
             self._native = _native.NativeModel.from_libsvm(text)
+        self.__dict__.setdefault("_numeric", False)
