@@ -562,7 +562,10 @@ impl Model {
             if !(v.is_empty() || v.len() == pairs) {
                 return Err(bad(
                     0,
-                    format!("`{key}` has {} values, expected {pairs} (one per class pair)", v.len()),
+                    format!(
+                        "`{key}` has {} values, expected {pairs} (one per class pair)",
+                        v.len()
+                    ),
                 ));
             }
         }
@@ -622,7 +625,10 @@ mod tests {
         let path = dir.join("m.model");
         model.save(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        let (l, a) = (text.find("\nlabel ").unwrap(), text.find("\nprobA ").unwrap());
+        let (l, a) = (
+            text.find("\nlabel ").unwrap(),
+            text.find("\nprobA ").unwrap(),
+        );
         assert!(l < a && a < text.find("\nprobB ").unwrap() && a < text.find("\nnr_sv").unwrap());
         let back = Model::load(&path).unwrap();
         assert_eq!(back.prob_a, model.prob_a);

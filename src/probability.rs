@@ -189,7 +189,11 @@ mod tests {
         let n0 = pos.len() as f64 - n1;
         let (mut g1, mut g2) = (0.0, 0.0);
         for (&f, &y) in dec.iter().zip(&pos) {
-            let t = if y { (n1 + 1.0) / (n1 + 2.0) } else { 1.0 / (n0 + 2.0) };
+            let t = if y {
+                (n1 + 1.0) / (n1 + 2.0)
+            } else {
+                1.0 / (n0 + 2.0)
+            };
             let p = sigmoid_predict(f, a, b);
             g1 += f * (t - p);
             g2 += t - p;
@@ -216,7 +220,12 @@ mod tests {
         let sum: f64 = p.iter().sum();
         assert!((sum - 1.0).abs() < 1e-9, "sum {sum}");
         for c in 0..k {
-            assert!((p[c] - truth[c]).abs() < 5e-3, "class {c}: {} vs {}", p[c], truth[c]);
+            assert!(
+                (p[c] - truth[c]).abs() < 5e-3,
+                "class {c}: {} vs {}",
+                p[c],
+                truth[c]
+            );
         }
         // Two classes: the sigmoid's value and its complement.
         let two = class_probabilities(2, &[0.7], &[-2.0], &[0.1]);

@@ -241,11 +241,10 @@ pub fn train(
                 .iter()
                 .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
                 .collect();
-            let prob = Problem::new(data, y, kernel, prob_c)?
-                .with_class_weights(
-                    params.class_weight_of(labels[a]),
-                    params.class_weight_of(labels[b]),
-                )?;
+            let prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
+                params.class_weight_of(labels[a]),
+                params.class_weight_of(labels[b]),
+            )?;
             let info = PairInfo {
                 index: p,
                 count,
@@ -399,7 +398,14 @@ fn solve_one(
         && params.shrink.is_some_and(|sp| prob.len() >= sp.min_points);
     if shrinking {
         let sp = params.shrink.unwrap_or_default();
-        return crate::solver::shrink::solve(prob, device, params.cpu, &params.solver, &sp, obs_refs);
+        return crate::solver::shrink::solve(
+            prob,
+            device,
+            params.cpu,
+            &params.solver,
+            &sp,
+            obs_refs,
+        );
     }
     let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
         Box::new(crate::backend::sampled::Sampled::with_engine(

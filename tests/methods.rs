@@ -446,13 +446,20 @@ fn one_class_is_the_enclosing_ball() {
             quad += a * b * (k + if i == j { 1.0 / params.c } else { 0.0 });
         }
     }
-    assert!((model.rho[0] - quad).abs() < 1e-9, "rho {} vs {quad}", model.rho[0]);
+    assert!(
+        (model.rho[0] - quad).abs() < 1e-9,
+        "rho {} vs {quad}",
+        model.rho[0]
+    );
     let (pred, dec) = model.predict_with_decisions(&ds);
     let mut outside = 0;
     for i in 0..ds.len() {
         let a = r.alpha.get(i);
         if dec[i][0] < -1e-8 {
-            assert!(a > 0.0, "row {i} lies outside without being a support vector");
+            assert!(
+                a > 0.0,
+                "row {i} lies outside without being a support vector"
+            );
         }
         if a == 0.0 {
             assert!(dec[i][0] >= -1e-8, "row {i} (α = 0) outside: {}", dec[i][0]);

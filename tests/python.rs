@@ -38,7 +38,14 @@ fn python_package_tests() {
     };
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(py)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "python/tests",
+        ])
         .current_dir(&root)
         .env("FWSVM_BIN", env!("CARGO_BIN_EXE_fwsvm"))
         .output()

@@ -361,8 +361,12 @@ fn svm_train_command_lines_work_unchanged() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
     let dir = common::tempdir();
     let lines: [&[&str]; 5] = [
-        &["-s", "0", "-t", "2", "-c", "10", "-g", "0.5", "-m", "500", "-h", "0", "-q"],
-        &["-t", "3", "-g", "0.02", "-r", "-0.5", "-c", "1", "-e", "0.001", "-h", "1"],
+        &[
+            "-s", "0", "-t", "2", "-c", "10", "-g", "0.5", "-m", "500", "-h", "0", "-q",
+        ],
+        &[
+            "-t", "3", "-g", "0.02", "-r", "-0.5", "-c", "1", "-e", "0.001", "-h", "1",
+        ],
         &["-t", "1", "-d", "2", "-r", "1", "-g", "0.1", "-b", "0"],
         &["-t", "0", "-c", "0.5", "-w1", "5", "-w-1", "0.5"],
         &["-t", "2", "-g", "0.1", "-v", "5", "-q"],
@@ -414,7 +418,10 @@ fn svm_train_command_lines_work_unchanged() {
     }
     // Where an option does not apply, the command says so (issue 14, item 5).
     for (args, says) in [
-        (&["train", "-v", "5", "-b", "1"][..], "-b 1 (probabilities) does not apply"),
+        (
+            &["train", "-v", "5", "-b", "1"][..],
+            "-b 1 (probabilities) does not apply",
+        ),
         (&["grid", "-s", "2"], "fwsvm grid works on classifiers"),
         (&["grid", "-b", "1"], "fwsvm grid reports labels"),
         (&["check", "-s", "2"], "fwsvm check works on classifiers"),
@@ -448,7 +455,9 @@ fn probability_outputs_match_libsvm() {
         (
             heart.clone(),
             heart.clone(),
-            vec!["-t", "2", "-c", "10", "-g", "0.5", "-m", "500", "-h", "0", "-w1", "5"],
+            vec![
+                "-t", "2", "-c", "10", "-g", "0.5", "-m", "500", "-h", "0", "-w1", "5",
+            ],
         ),
         (heart.clone(), heart.clone(), vec!["-c", "1", "-g", "0.05"]),
     ];
@@ -469,7 +478,10 @@ fn probability_outputs_match_libsvm() {
             .assert()
             .success();
         let text = std::fs::read_to_string(&model).unwrap();
-        assert!(text.contains("\nprobA ") && text.contains("\nprobB "), "{text:.300}");
+        assert!(
+            text.contains("\nprobA ") && text.contains("\nprobB "),
+            "{text:.300}"
+        );
         let ours = dir.path().join(format!("o{k}.txt"));
         fwsvm()
             .args(["predict", "-b", "1", "-q"])
@@ -593,14 +605,26 @@ fn class_weights_match_libsvm_weighted_csvc() {
         "minority recall {weighted} with weights vs {plain} without"
     );
     let Some(py) = libsvm_python() else { return };
-    let (ours, theirs) = (dir.path().join("ours.model"), dir.path().join("libsvm.model"));
+    let (ours, theirs) = (
+        dir.path().join("ours.model"),
+        dir.path().join("libsvm.model"),
+    );
     let (ours_dec, theirs_lab, theirs_dec) = (
         dir.path().join("ours.dec"),
         dir.path().join("libsvm.txt"),
         dir.path().join("libsvm.dec"),
     );
     fwsvm()
-        .args(["train", "-q", "--backend", "cpu", "-a", "simplesvm", "-e", "1e-5"])
+        .args([
+            "train",
+            "-q",
+            "--backend",
+            "cpu",
+            "-a",
+            "simplesvm",
+            "-e",
+            "1e-5",
+        ])
         .args(["-c", c, "-g", gamma])
         .args(weights)
         .arg(&data)
@@ -676,7 +700,9 @@ fn one_class_models_load_in_libsvm() {
         let model = dir.path().join(format!("{alg}.model"));
         let pred = dir.path().join(format!("{alg}.txt"));
         fwsvm()
-            .args(["train", "-s", "2", "-c", "10", "-g", "0.05", "-e", "1e-6", "-q", "-a", alg])
+            .args([
+                "train", "-s", "2", "-c", "10", "-g", "0.05", "-e", "1e-6", "-q", "-a", alg,
+            ])
             .arg(&data)
             .arg(&model)
             .assert()
@@ -712,7 +738,10 @@ fn one_class_models_load_in_libsvm() {
             .success();
         outside(&pred)
     };
-    assert!(count("1") > count("100"), "a smaller C leaves more points outside");
+    assert!(
+        count("1") > count("100"),
+        "a smaller C leaves more points outside"
+    );
     let model = dir.path().join("x.model");
     for (args, says) in [
         (&["-s", "2", "-t", "0"][..], "needs the rbf kernel"),
@@ -757,7 +786,11 @@ fn libsvm_readme_examples_run() {
         .assert()
         .success();
     let model = dir.path().join("data_file.model");
-    assert!(std::fs::read_to_string(&model).unwrap().starts_with("svm_type c_svc\n"));
+    assert!(
+        std::fs::read_to_string(&model)
+            .unwrap()
+            .starts_with("svm_type c_svc\n")
+    );
     run("train -c 10 -w1 1 -w-2 5 -w4 2 data_file")
         .assert()
         .success()
@@ -795,7 +828,10 @@ fn class_weights_in_one_versus_one_match_libsvm() {
     let Some(py) = libsvm_python() else { return };
     let dir = common::tempdir();
     let (trp, tep) = (dir.path().join("train"), dir.path().join("test"));
-    write_data(&trp, &read_dataset(&train, &ReadOptions::default()).unwrap());
+    write_data(
+        &trp,
+        &read_dataset(&train, &ReadOptions::default()).unwrap(),
+    );
     write_data(&tep, &read_dataset(&test, &ReadOptions::default()).unwrap());
     let (c, gamma) = ("1", "0.0001");
     let weights = ["-w1", "3", "-w7", "0.5"];
@@ -812,7 +848,16 @@ fn class_weights_in_one_versus_one_match_libsvm() {
             dir.path().join(format!("{tag}.txt")),
         );
         fwsvm()
-            .args(["train", "-q", "--backend", "cpu", "-a", "simplesvm", "-e", "1e-5"])
+            .args([
+                "train",
+                "-q",
+                "--backend",
+                "cpu",
+                "-a",
+                "simplesvm",
+                "-e",
+                "1e-5",
+            ])
             .args(["-c", c, "-g", gamma])
             .args(extra)
             .arg(&trp)
@@ -830,7 +875,10 @@ fn class_weights_in_one_versus_one_match_libsvm() {
     };
     let (plain, weighted) = (ours(&[], "plain"), ours(&weights, "weighted"));
     assert!(plain != weighted, "the weights changed nothing");
-    let (theirs, theirs_lab) = (dir.path().join("libsvm.model"), dir.path().join("libsvm.txt"));
+    let (theirs, theirs_lab) = (
+        dir.path().join("libsvm.model"),
+        dir.path().join("libsvm.txt"),
+    );
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/libsvm_train.py");
     let st = std::process::Command::new(&py)
         .arg(script)
@@ -843,6 +891,9 @@ fn class_weights_in_one_versus_one_match_libsvm() {
     assert!(st.success(), "LIBSVM failed");
     let lib = labels(&theirs_lab);
     let agree = weighted.iter().zip(&lib).filter(|(a, b)| a == b).count() as f64 / lib.len() as f64;
-    eprintln!("pendigits weighted one-versus-one: labels agree with LIBSVM on {:.3} %", 100.0 * agree);
+    eprintln!(
+        "pendigits weighted one-versus-one: labels agree with LIBSVM on {:.3} %",
+        100.0 * agree
+    );
     assert!(agree >= 0.995, "labels agree on {:.3} %", 100.0 * agree);
 }

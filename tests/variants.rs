@@ -220,6 +220,9 @@ fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
         assert!((0.0..=eps).contains(&gap), "{alg}: certified gap {gap}");
         let sum: f64 = r.alpha.iter().map(|(_, a)| a).sum();
         assert!((sum - 1.0).abs() < 1e-12 && r.alpha.iter().all(|(_, a)| a > 0.0));
-        assert!(r.certified_f.unwrap() <= first_f.unwrap(), "{alg}: no decrease");
+        assert!(
+            r.certified_f.unwrap() <= first_f.unwrap(),
+            "{alg}: no decrease"
+        );
     }
 }

@@ -348,7 +348,8 @@ impl NativeModel {
     #[staticmethod]
     #[pyo3(signature = (text, name = "<model>"))]
     fn from_libsvm(text: &str, name: &str) -> PyResult<NativeModel> {
-        let model = Model::read(std::io::Cursor::new(text.as_bytes()), Path::new(name)).map_err(to_py)?;
+        let model =
+            Model::read(std::io::Cursor::new(text.as_bytes()), Path::new(name)).map_err(to_py)?;
         Ok(NativeModel {
             model,
             pairs: Vec::new(),

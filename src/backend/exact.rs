@@ -127,20 +127,17 @@ fn panel_gradient(
             }
         }
         // Sums per distinct row, spread to the rows asked for.
-        let per_distinct = |out: &mut [f64], sums_of: &dyn Fn(&[usize], &mut [f64])| {
-            match rows {
-                None => {
-                    let mut sums = vec![0.0; drows.len()];
-                    sums_of(drows, &mut sums);
-                    for (i, g) in out.iter_mut().enumerate() {
-                        *g = sums[rep[i] as usize];
-                    }
+        let per_distinct = |out: &mut [f64], sums_of: &dyn Fn(&[usize], &mut [f64])| match rows {
+            None => {
+                let mut sums = vec![0.0; drows.len()];
+                sums_of(drows, &mut sums);
+                for (i, g) in out.iter_mut().enumerate() {
+                    *g = sums[rep[i] as usize];
                 }
-                Some(r) => {
-                    let data_rows: Vec<usize> =
-                        r.iter().map(|&i| drows[rep[i] as usize]).collect();
-                    sums_of(&data_rows, out);
-                }
+            }
+            Some(r) => {
+                let data_rows: Vec<usize> = r.iter().map(|&i| drows[rep[i] as usize]).collect();
+                sums_of(&data_rows, out);
             }
         };
         // Binary data with repeats (w8a: 73 % distinct) take the binary product.
@@ -150,7 +147,9 @@ fn panel_gradient(
             return true;
         }
         if let Some(panel) = Panel::new(prob.kernel, prob.data, &cols, &cf, &cn) {
-            per_distinct(out, &|r, o| panel.row_sums(prob.data, &prob.norms, Some(r), o));
+            per_distinct(out, &|r, o| {
+                panel.row_sums(prob.data, &prob.norms, Some(r), o)
+            });
             finish(out);
             return true;
         }

@@ -136,7 +136,13 @@ pub struct TrainOpts {
     #[arg(long, value_enum, default_value = "chol")]
     linear_solver: LinearSolverArg,
     /// Kernel (svm-train's -t 0..3 = linear, poly, rbf, sigmoid).
-    #[arg(short = 'k', short_alias = 't', long, value_enum, default_value = "rbf")]
+    #[arg(
+        short = 'k',
+        short_alias = 't',
+        long,
+        value_enum,
+        default_value = "rbf"
+    )]
     kernel: KernelArg,
     /// C: the L2-SVM's regularisation (Q gets δ_ij / C).
     #[arg(short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
@@ -366,13 +372,15 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
-            shrink: (!self.no_shrink && self.shrinking != Some(false)).then(|| crate::solver::shrink::ShrinkParams {
-                min_points: if self.shrink || self.shrinking == Some(true) {
-                    0
-                } else {
-                    crate::solver::shrink::SHRINK_MIN_POINTS
-                },
-                ..Default::default()
+            shrink: (!self.no_shrink && self.shrinking != Some(false)).then(|| {
+                crate::solver::shrink::ShrinkParams {
+                    min_points: if self.shrink || self.shrinking == Some(true) {
+                        0
+                    } else {
+                        crate::solver::shrink::SHRINK_MIN_POINTS
+                    },
+                    ..Default::default()
+                }
             }),
         }
     }
@@ -920,7 +928,9 @@ fn parse_svm_type(s: &str) -> std::result::Result<u8, String> {
             "-s {s} ({}) is not supported: fwsvm trains classifiers, C-SVC (-s 0)",
             if s == "3" { "epsilon-SVR" } else { "nu-SVR" }
         )),
-        _ => Err(format!("expected an SVM type 0–4 as svm-train's -s, found `{s}`")),
+        _ => Err(format!(
+            "expected an SVM type 0–4 as svm-train's -s, found `{s}`"
+        )),
     }
 }
 
@@ -934,19 +944,29 @@ fn parse_class_weight(s: &str) -> std::result::Result<(f64, f64), String> {
     let (l, w) = s
         .split_once('=')
         .ok_or_else(|| format!("expected LABEL=WEIGHT, found `{s}`"))?;
-    let label: f64 = l.trim().parse().map_err(|_| format!("`{l}` is not a class label"))?;
-    let weight: f64 = w.trim().parse().map_err(|_| format!("`{w}` is not a weight"))?;
+    let label: f64 = l
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{l}` is not a class label"))?;
+    let weight: f64 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{w}` is not a weight"))?;
     if !(weight > 0.0 && weight.is_finite()) {
-        return Err(format!("the weight of class {l} must be a positive number, found `{w}`"));
+        return Err(format!(
+            "the weight of class {l} must be a positive number, found `{w}`"
+        ));
     }
     Ok((label, weight))
 }
 
 /// svm-train's `-n`: ν has no place in fwsvm's models.
 fn refuse_nu(_: &str) -> std::result::Result<f64, String> {
-    Err("-n (ν) is not a parameter of fwsvm: one-class (-s 2) is set by C (-c), and nu-SVC \
+    Err(
+        "-n (ν) is not a parameter of fwsvm: one-class (-s 2) is set by C (-c), and nu-SVC \
          (-s 1) is not supported"
-        .into())
+            .into(),
+    )
 }
 
 /// svm-train's `-p`: the ε of epsilon-SVR.
