@@ -55,6 +55,16 @@ impl Kernel {
         self.from_dot(a.dot(b), a.sq_norm(), b.sq_norm())
     }
 
+    /// γ, for the kernels that have one (all but the linear).
+    pub fn gamma(&self) -> Option<f64> {
+        match *self {
+            Kernel::Linear => None,
+            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
+                Some(gamma)
+            }
+        }
+    }
+
     /// LIBSVM's `kernel_type` name.
     pub fn libsvm_name(&self) -> &'static str {
         match self {

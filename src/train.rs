@@ -97,6 +97,15 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// These settings with γ fixed to `kernel`'s (as resolved once on the whole data), so that
+    /// trainings on parts of it (folds, pairs) keep the same kernel.
+    pub fn with_gamma_of(&self, kernel: &Kernel) -> TrainParams {
+        TrainParams {
+            gamma: kernel.gamma().map_or(self.gamma, Gamma::Value),
+            ..self.clone()
+        }
+    }
+
     /// The class weight of `label`: 1 unless [`class_weights`](Self::class_weights) lists it
     /// (the last entry wins, as in svm-train).
     pub fn class_weight_of(&self, label: f64) -> f64 {
@@ -446,15 +455,7 @@ pub const PROBABILITY_FOLDS: usize = 5;
 /// ±1, none 0, as in LIBSVM); [`crate::probability::sigmoid_train`] fits (A, B) to them. γ is
 /// the model's. On a GPU the data are uploaded once and every fold binds its rows.
 pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) -> Result<()> {
-    let params = TrainParams {
-        gamma: match model.kernel {
-            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
-                Gamma::Value(gamma)
-            }
-            Kernel::Linear => params.gamma,
-        },
-        ..params.clone()
-    };
+    let params = params.with_gamma_of(&model.kernel);
     let shared = if params.sample > 0 {
         params.device.clone()
     } else {
@@ -603,15 +604,7 @@ pub fn cross_validate(
         )));
     }
     let kernel = params.resolve_kernel(ds)?;
-    let params = TrainParams {
-        gamma: match kernel {
-            Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
-                Gamma::Value(gamma)
-            }
-            Kernel::Linear => params.gamma,
-        },
-        ..params.clone()
-    };
+    let params = params.with_gamma_of(&kernel);
     let fold = stratified_folds(&ds.labels, k, seed);
     // Sampled runs keep no data on the device beyond their blocks' rows: nothing to share.
     let shared = if params.sample > 0 {

@@ -28,8 +28,23 @@ fn accuracy_of(stdout: &[u8]) -> f64 {
 
 /// Trains and predicts through the CLI; returns (accuracy, model path, predictions path).
 fn train_and_test(dir: &Path, train: &Path, test: &Path, args: &[&str]) -> (f64, PathBuf, PathBuf) {
-    let model = dir.join("m.model");
-    let out = fwsvm()
+    train_and_predict(dir, "m", train, test, args)
+}
+
+/// `fwsvm train -q ARGS TRAIN DIR/TAG.model`, then `fwsvm predict -q TEST … DIR/TAG.txt`;
+/// returns (accuracy, model path, predictions path).
+fn train_and_predict(
+    dir: &Path,
+    tag: &str,
+    train: &Path,
+    test: &Path,
+    args: &[&str],
+) -> (f64, PathBuf, PathBuf) {
+    let (model, pred) = (
+        dir.join(format!("{tag}.model")),
+        dir.join(format!("{tag}.txt")),
+    );
+    fwsvm()
         .arg("train")
         .args(args)
         .arg("-q")
@@ -37,8 +52,6 @@ fn train_and_test(dir: &Path, train: &Path, test: &Path, args: &[&str]) -> (f64,
         .arg(&model)
         .assert()
         .success();
-    drop(out);
-    let pred = dir.join("pred.txt");
     let out = fwsvm()
         .args(["predict", "-q"])
         .arg(test)
@@ -47,6 +60,15 @@ fn train_and_test(dir: &Path, train: &Path, test: &Path, args: &[&str]) -> (f64,
         .assert()
         .success();
     (accuracy_of(&out.get_output().stdout), model, pred)
+}
+
+/// One label per line, as `fwsvm predict` and tests/libsvm_*.py write them.
+fn read_labels(path: &Path) -> Vec<f64> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
 }
 
 fn imports_libsvm(python: &Path) -> bool {
@@ -576,26 +598,9 @@ fn class_weights_match_libsvm_weighted_csvc() {
     let weights = ["-w1", "4", "-w-1", "1"];
     // The L2-SVM: the weighted model finds more of the minority (+1) rows.
     let recall = |extra: &[&str]| -> f64 {
-        let (model, pred) = (dir.path().join("l2.model"), dir.path().join("l2.txt"));
-        fwsvm()
-            .args(["train", "-q", "-c", c, "-g", gamma])
-            .args(extra)
-            .arg(&data)
-            .arg(&model)
-            .assert()
-            .success();
-        fwsvm()
-            .args(["predict", "-q"])
-            .arg(&data)
-            .arg(&model)
-            .arg(&pred)
-            .assert()
-            .success();
-        let p: Vec<f64> = std::fs::read_to_string(&pred)
-            .unwrap()
-            .lines()
-            .map(|l| l.parse().unwrap())
-            .collect();
+        let args = [&["-c", c, "-g", gamma][..], extra].concat();
+        let (_, _, pred) = train_and_predict(dir.path(), "l2", &data, &data, &args);
+        let p = read_labels(&pred);
         let pos: Vec<usize> = (0..cut.len()).filter(|&i| cut.labels[i] > 0.0).collect();
         pos.iter().filter(|&&i| p[i] > 0.0).count() as f64 / pos.len() as f64
     };
@@ -697,45 +702,23 @@ fn one_class_models_load_in_libsvm() {
             .count()
     };
     for alg in ["fw", "mfw", "swap", "swap2", "partan", "cvm"] {
-        let model = dir.path().join(format!("{alg}.model"));
-        let pred = dir.path().join(format!("{alg}.txt"));
-        fwsvm()
-            .args([
-                "train", "-s", "2", "-c", "10", "-g", "0.05", "-e", "1e-6", "-q", "-a", alg,
-            ])
-            .arg(&data)
-            .arg(&model)
-            .assert()
-            .success();
+        let args = ["-s", "2", "-c", "10", "-g", "0.05", "-e", "1e-6", "-a", alg];
+        let (_, model, pred) = train_and_predict(dir.path(), alg, &data, &data, &args);
         let text = std::fs::read_to_string(&model).unwrap();
         assert!(text.starts_with("svm_type one_class\n"), "{text:.200}");
         assert!(!text.contains("\nlabel ") && !text.contains("\nnr_sv "));
-        fwsvm()
-            .args(["predict", "-q"])
-            .arg(&data)
-            .arg(&model)
-            .arg(&pred)
-            .assert()
-            .success();
         let n = outside(&pred);
         assert!(n > 0 && n < 100, "{alg}: {n} of 270 outside");
         check_libsvm_agrees(dir.path(), &model, &data, &pred);
     }
     let count = |c: &str| {
-        let (model, pred) = (dir.path().join("c.model"), dir.path().join("c.txt"));
-        fwsvm()
-            .args(["train", "-s", "2", "-g", "0.05", "-q", "-c", c])
-            .arg(&data)
-            .arg(&model)
-            .assert()
-            .success();
-        fwsvm()
-            .args(["predict", "-q"])
-            .arg(&data)
-            .arg(&model)
-            .arg(&pred)
-            .assert()
-            .success();
+        let (_, _, pred) = train_and_predict(
+            dir.path(),
+            "c",
+            &data,
+            &data,
+            &["-s", "2", "-g", "0.05", "-c", c],
+        );
         outside(&pred)
     };
     assert!(
@@ -835,43 +818,21 @@ fn class_weights_in_one_versus_one_match_libsvm() {
     write_data(&tep, &read_dataset(&test, &ReadOptions::default()).unwrap());
     let (c, gamma) = ("1", "0.0001");
     let weights = ["-w1", "3", "-w7", "0.5"];
-    let labels = |p: &Path| -> Vec<f64> {
-        std::fs::read_to_string(p)
-            .unwrap()
-            .lines()
-            .map(|l| l.trim().parse().unwrap())
-            .collect()
-    };
     let ours = |extra: &[&str], tag: &str| -> Vec<f64> {
-        let (model, pred) = (
-            dir.path().join(format!("{tag}.model")),
-            dir.path().join(format!("{tag}.txt")),
-        );
-        fwsvm()
-            .args([
-                "train",
-                "-q",
-                "--backend",
-                "cpu",
-                "-a",
-                "simplesvm",
-                "-e",
-                "1e-5",
-            ])
-            .args(["-c", c, "-g", gamma])
-            .args(extra)
-            .arg(&trp)
-            .arg(&model)
-            .assert()
-            .success();
-        fwsvm()
-            .args(["predict", "-q"])
-            .arg(&tep)
-            .arg(&model)
-            .arg(&pred)
-            .assert()
-            .success();
-        labels(&pred)
+        let base = [
+            "--backend",
+            "cpu",
+            "-a",
+            "simplesvm",
+            "-e",
+            "1e-5",
+            "-c",
+            c,
+            "-g",
+            gamma,
+        ];
+        let args = [&base[..], extra].concat();
+        read_labels(&train_and_predict(dir.path(), tag, &trp, &tep, &args).2)
     };
     let (plain, weighted) = (ours(&[], "plain"), ours(&weights, "weighted"));
     assert!(plain != weighted, "the weights changed nothing");
@@ -889,7 +850,7 @@ fn class_weights_in_one_versus_one_match_libsvm() {
         .status()
         .unwrap();
     assert!(st.success(), "LIBSVM failed");
-    let lib = labels(&theirs_lab);
+    let lib = read_labels(&theirs_lab);
     let agree = weighted.iter().zip(&lib).filter(|(a, b)| a == b).count() as f64 / lib.len() as f64;
     eprintln!(
         "pendigits weighted one-versus-one: labels agree with LIBSVM on {:.3} %",

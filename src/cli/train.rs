@@ -486,11 +486,8 @@ pub(super) fn kernel_warnings(
 ) -> Vec<String> {
     use crate::kernel::Kernel;
     let mut out = Vec::new();
-    let gamma = match kernel {
-        Kernel::Linear => return out,
-        Kernel::Rbf { gamma } | Kernel::Poly { gamma, .. } | Kernel::Sigmoid { gamma, .. } => {
-            *gamma
-        }
+    let Some(gamma) = kernel.gamma() else {
+        return out;
     };
     let name = path.display();
     if let Ok(ranges) = crate::data::scale::ScaleParams::fit(ds, -1.0, 1.0)
@@ -716,15 +713,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
         v
     };
-    let params = TrainParams {
-        gamma: match kernel {
-            crate::kernel::Kernel::Rbf { gamma }
-            | crate::kernel::Kernel::Poly { gamma, .. }
-            | crate::kernel::Kernel::Sigmoid { gamma, .. } => Gamma::Value(gamma),
-            crate::kernel::Kernel::Linear => a.gamma,
-        },
-        ..params
-    };
+    let params = params.with_gamma_of(&kernel);
     let (model, reports) = train(&ds, &params, &mut make_observers)?;
     if let Some(t) = &trace {
         t.borrow_mut().finish()?;
