@@ -37,6 +37,9 @@ pub struct Model {
     /// outside), every SV counts as +1, one coefficient row and one rho; prediction is +1
     /// where Σ coef_i k(x_i, x) − rho > 0, as for a binary model whose −1 class has no SVs.
     pub one_class: bool,
+    /// Each SV's row in the training data, in SV order (scikit-learn's `support_`); empty for
+    /// a model read from a file, which does not keep them.
+    pub sv_rows: Vec<usize>,
 }
 
 fn fmt_f64(x: f64) -> String {
@@ -582,6 +585,7 @@ impl Model {
             prob_a,
             prob_b,
             one_class,
+            sv_rows: Vec::new(),
         })
     }
 }
@@ -618,6 +622,7 @@ mod tests {
             prob_a: vec![-1.5, -2.25, -0.1 / 3.0],
             prob_b: vec![0.125, -1e-9, 7.0],
             one_class: false,
+            sv_rows: Vec::new(),
         };
         assert!(model.has_probabilities());
         let dir = std::env::temp_dir().join(format!("fwsvm-model-{}", std::process::id()));

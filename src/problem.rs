@@ -38,6 +38,9 @@ pub struct Problem<'a> {
     pub weights: (f64, f64),
     /// 1/C_i for y_i = +1 and y_i = −1.
     inv_c: (f64, f64),
+    /// Per-row weights s_i (sample weights; [`Problem::with_row_weights`]) and the 1/C_i
+    /// they give each row (C_i = w_{y_i}·s_i·C); None: every s_i = 1.
+    rows: Option<RowWeights>,
     /// ‖x_i‖², f64.
     pub norms: Vec<f64>,
     /// The distinct rows, found on first use ([`Problem::distinct_rows`]).
@@ -71,6 +74,7 @@ impl<'a> Problem<'a> {
             c,
             weights: (1.0, 1.0),
             inv_c: (1.0 / c, 1.0 / c),
+            rows: None,
             norms,
             distinct: OnceLock::new(),
         })
@@ -88,12 +92,72 @@ impl<'a> Problem<'a> {
         }
         self.weights = (w_pos, w_neg);
         self.inv_c = (1.0 / (w_pos * self.c), 1.0 / (w_neg * self.c));
+        if let Some(r) = self.rows.take() {
+            return self.with_row_weights(r.s);
+        }
         Ok(self)
     }
 
-    /// 1/C_i: the diagonal term of row i (1/C without class weights).
+    /// The problem with per-row weights (scikit-learn's `sample_weight`): row i's cost is
+    /// C_i = w_{y_i}·s_i·C, so Q_ii gets 1/C_i. In the L2-SVM's primal, C_i ξ_i²/2 per row,
+    /// a weight of 2 is the row given twice. Weights must be positive (leave rows of weight 0
+    /// out of the data); the GPU backends take per-class costs only and refuse them.
+    pub fn with_row_weights(mut self, s: Vec<f64>) -> Result<Self> {
+        if s.len() != self.len() {
+            return Err(Error::InvalidParam(format!(
+                "{} row weights for {} rows",
+                s.len(),
+                self.len()
+            )));
+        }
+        if let Some((i, w)) = s
+            .iter()
+            .enumerate()
+            .find(|&(_, &w)| !(w > 0.0) || !w.is_finite())
+        {
+            return Err(Error::InvalidParam(format!(
+                "row weights must be positive numbers, got {w} for row {}",
+                i + 1
+            )));
+        }
+        let inv_c = s
+            .iter()
+            .zip(&self.y)
+            .map(|(&w, &y)| if y > 0.0 { self.inv_c.0 } else { self.inv_c.1 } / w)
+            .collect();
+        self.rows = Some(RowWeights { s, inv_c });
+        Ok(self)
+    }
+
+    /// The row weights s_i of the rows `rows` (None without row weights), for a problem on
+    /// those rows.
+    pub fn row_weights_of(&self, rows: &[usize]) -> Option<Vec<f64>> {
+        self.rows
+            .as_ref()
+            .map(|r| rows.iter().map(|&i| r.s[i]).collect())
+    }
+
+    /// True when rows carry weights of their own (not only per class).
+    pub fn has_row_weights(&self) -> bool {
+        self.rows.is_some()
+    }
+
+    /// C_i / C: row i's class weight times its row weight.
+    pub fn cost_factor(&self, i: usize) -> f64 {
+        let class = if self.y[i] > 0.0 {
+            self.weights.0
+        } else {
+            self.weights.1
+        };
+        class * self.rows.as_ref().map_or(1.0, |r| r.s[i])
+    }
+
+    /// 1/C_i: the diagonal term of row i (1/C without class or row weights).
     #[inline]
     pub fn inv_c(&self, i: usize) -> f64 {
+        if let Some(r) = &self.rows {
+            return r.inv_c[i];
+        }
         if self.y[i] > 0.0 {
             self.inv_c.0
         } else {
@@ -156,6 +220,15 @@ impl<'a> Problem<'a> {
         }
         0.5 * f
     }
+}
+
+/// Per-row weights and the diagonal they give.
+#[derive(Debug, Clone)]
+struct RowWeights {
+    /// s_i.
+    s: Vec<f64>,
+    /// 1/C_i = 1/(w_{y_i}·s_i·C).
+    inv_c: Vec<f64>,
 }
 
 /// Rows are deduplicated when at most this fraction of them is distinct: the update then

@@ -53,6 +53,10 @@ pub struct TrainParams {
     /// Class weights (label, w): class `label` gets C·w, in every solver and in each
     /// one-versus-one pair its two classes' own (LIBSVM's `-wi`); unlisted classes 1.
     pub class_weights: Vec<(f64, f64)>,
+    /// Per-row weights (scikit-learn's `sample_weight`), one per row of the data `train`
+    /// gets: row i's cost is C·s_i (times its class weight). Positive; CPU backend only (a
+    /// GPU device with `fallback` trains on the CPU instead, one without refuses).
+    pub sample_weights: Option<std::sync::Arc<[f64]>>,
     /// Novelty detection (LIBSVM's `-s 2`) instead of classification: the labels are ignored
     /// and the model is the smallest ball around the data in feature space
     /// ([`train_one_class`]).
@@ -84,6 +88,7 @@ impl Default for TrainParams {
             degree: 3,
             c: 1.0,
             class_weights: Vec::new(),
+            sample_weights: None,
             one_class: false,
             solver: SolverParams::default(),
             cpu: CpuConfig::default(),
@@ -104,6 +109,58 @@ impl TrainParams {
             gamma: kernel.gamma().map_or(self.gamma, Gamma::Value),
             ..self.clone()
         }
+    }
+
+    /// These settings for the data made of rows `rows` of the current data: the sample
+    /// weights of those rows (the rest unchanged).
+    pub fn for_rows(&self, rows: &[usize]) -> TrainParams {
+        TrainParams {
+            sample_weights: self
+                .sample_weights
+                .as_ref()
+                .map(|w| rows.iter().map(|&i| w[i]).collect()),
+            ..self.clone()
+        }
+    }
+
+    /// Checks the sample weights against `ds`; with weights, a GPU device that may fall back
+    /// gives these settings on the CPU (Some), one that may not is refused.
+    fn for_sample_weights(&self, ds: &Dataset) -> Result<Option<TrainParams>> {
+        let Some(w) = &self.sample_weights else {
+            return Ok(None);
+        };
+        if w.len() != ds.len() {
+            return Err(Error::InvalidParam(format!(
+                "{} sample weights for {} rows",
+                w.len(),
+                ds.len()
+            )));
+        }
+        if let Some((i, v)) = w
+            .iter()
+            .enumerate()
+            .find(|&(_, &v)| !(v > 0.0) || !v.is_finite())
+        {
+            return Err(Error::InvalidParam(format!(
+                "sample weights must be positive numbers (leave rows of weight 0 out), got \
+                 {v} for row {}",
+                i + 1
+            )));
+        }
+        if !self.device.is_gpu() {
+            return Ok(None);
+        }
+        if self.device.falls_back() {
+            return Ok(Some(TrainParams {
+                device: Device::Cpu,
+                ..self.clone()
+            }));
+        }
+        Err(Error::InvalidParam(
+            "sample weights train on the CPU backend (the GPU's kernel columns take per-class \
+             costs only): use the cpu or auto backend"
+                .into(),
+        ))
     }
 
     /// The class weight of `label`: 1 unless [`class_weights`](Self::class_weights) lists it
@@ -186,13 +243,16 @@ pub fn train(
             params.c
         )));
     }
+    if let Some(on_cpu) = params.for_sample_weights(ds)? {
+        return train(ds, &on_cpu, observers);
+    }
     if params.one_class {
         return train_one_class(ds, params, observers);
     }
     let labels = class_order(ds);
     if labels.len() < 2 {
         return Err(Error::InvalidParam(format!(
-            "the training data have a single class ({}); at least two are needed",
+            "the training data have one class ({}); at least two are needed",
             labels.first().copied().unwrap_or(f64::NAN)
         )));
     }
@@ -250,10 +310,13 @@ pub fn train(
                 .iter()
                 .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
                 .collect();
-            let prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
+            let mut prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
                 params.class_weight_of(labels[a]),
                 params.class_weight_of(labels[b]),
             )?;
+            if let Some(w) = &params.sample_weights {
+                prob = prob.with_row_weights(rows.iter().map(|&i| w[i]).collect())?;
+            }
             let info = PairInfo {
                 index: p,
                 count,
@@ -313,6 +376,7 @@ pub fn train(
         prob_a: Vec::new(),
         prob_b: Vec::new(),
         one_class: false,
+        sv_rows,
     };
     Ok((model, reports))
 }
@@ -356,7 +420,13 @@ pub fn train_one_class(
     if m == 0 {
         return Err(Error::InvalidParam("no training rows".into()));
     }
-    let prob = Problem::new(ds, vec![1.0; m], kernel, params.c)?;
+    if let Some(on_cpu) = params.for_sample_weights(ds)? {
+        return train_one_class(ds, &on_cpu, observers);
+    }
+    let mut prob = Problem::new(ds, vec![1.0; m], kernel, params.c)?;
+    if let Some(w) = &params.sample_weights {
+        prob = prob.with_row_weights(w.to_vec())?;
+    }
     let info = PairInfo {
         index: 0,
         count: 1,
@@ -383,6 +453,7 @@ pub fn train_one_class(
         prob_a: Vec::new(),
         prob_b: Vec::new(),
         one_class: true,
+        sv_rows: rows,
     };
     let report = PairReport {
         classes: (1.0, -1.0),
@@ -514,7 +585,7 @@ pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) 
                         certify: false,
                         ..params.solver.clone()
                     },
-                    ..params.clone()
+                    ..params.for_rows(&train_rows)
                 };
                 let (sub, _) = train(&tr, &sub_params, &mut |_| Vec::new())?;
                 let test_rows: Vec<usize> = held.iter().map(|&t| rows[t]).collect();
@@ -635,7 +706,7 @@ pub fn cross_validate(
         }
         let fold_params = TrainParams {
             device: shared.restrict(&train_rows),
-            ..params.clone()
+            ..params.for_rows(&train_rows)
         };
         let (model, reports) = train(&tr, &fold_params, &mut |info| observers(f, info))?;
         if crate::interrupt::requested() {

@@ -1084,3 +1084,97 @@ fn batched_columns_equal_single_columns_on_the_gpu() {
         }
     }
 }
+
+/// The library's device API (what the CLI's --backend/--device and the Python package's
+/// `backend`/`device` use): `--backend gpu` opens an adapter and trains the CPU's labels; a
+/// named adapter that does not exist is an error naming it; sample weights, which the GPU's
+/// columns do not take, move an `auto` device to the CPU and are refused on a `gpu` one.
+#[test]
+fn device_requests_open_the_gpu_and_sample_weights_stay_on_the_cpu() {
+    use fwsvm::backend::{BackendChoice, DeviceRequest};
+    use fwsvm::train::{Gamma, TrainParams, train};
+    if context().is_none() {
+        return;
+    }
+    let mut notes = Vec::new();
+    let req = DeviceRequest {
+        backend: BackendChoice::Gpu,
+        ..Default::default()
+    };
+    let dev = req.open(&mut |s| notes.push(s.to_string())).unwrap();
+    assert!(dev.is_gpu() && !dev.falls_back(), "{}", dev.describe());
+    assert!(dev.describe().starts_with("gpu: "), "{}", dev.describe());
+    let ds = random_dataset(300, 5, false, 9);
+    let base = TrainParams {
+        gamma: Gamma::Value(0.5),
+        shrink: None,
+        ..Default::default()
+    };
+    let on_gpu = TrainParams {
+        device: dev.clone(),
+        ..base.clone()
+    };
+    let (gm, _) = train(&ds, &on_gpu, &mut |_| Vec::new()).unwrap();
+    let (cm, _) = train(&ds, &base, &mut |_| Vec::new()).unwrap();
+    let same = gm
+        .predict(&ds)
+        .iter()
+        .zip(cm.predict(&ds))
+        .filter(|(a, b)| **a == *b)
+        .count();
+    assert!(
+        same >= 297,
+        "GPU and CPU labels agree on {same} of 300 rows"
+    );
+
+    let missing = DeviceRequest {
+        backend: BackendChoice::Gpu,
+        device: Some("no-such-adapter-xyz".into()),
+        ..Default::default()
+    };
+    let e = missing.open(&mut |_| {}).unwrap_err().to_string();
+    assert!(e.contains("no-such-adapter-xyz"), "{e}");
+
+    let w: std::sync::Arc<[f64]> = (0..300).map(|i| 1.0 + (i % 2) as f64).collect();
+    let weighted = TrainParams {
+        sample_weights: Some(w.clone()),
+        ..on_gpu.clone()
+    };
+    let e = train(&ds, &weighted, &mut |_| Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sample weights") && e.contains("CPU"), "{e}");
+    let auto = match dev {
+        Device::Gpu {
+            ctx, cfg, shared, ..
+        } => Device::Gpu {
+            ctx,
+            cfg,
+            fallback: true,
+            shared,
+        },
+        Device::Cpu => unreachable!(),
+    };
+    let (am, _) = train(
+        &ds,
+        &TrainParams {
+            device: auto,
+            ..weighted.clone()
+        },
+        &mut |_| Vec::new(),
+    )
+    .unwrap();
+    let (wm, _) = train(
+        &ds,
+        &TrainParams {
+            sample_weights: Some(w),
+            ..base
+        },
+        &mut |_| Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        am.sv_coef, wm.sv_coef,
+        "auto with weights trains the CPU's model"
+    );
+}

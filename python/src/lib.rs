@@ -2,14 +2,19 @@
 //! library's [`Dataset`] (one copy into its f32 storage), trains with the GIL released, and
 //! keeps the trained [`Model`]; the scikit-learn estimator lives in `fwsvm/__init__.py`.
 
+use fwsvm::backend::cpu::Precision;
+use fwsvm::backend::{BackendChoice, DeviceRequest};
 use fwsvm::data::{Dataset, Features};
 use fwsvm::model::Model;
-use fwsvm::train::{Gamma, KernelKind, TrainParams};
+use fwsvm::solver::{Observer, Progress};
+use fwsvm::train::{Gamma, KernelKind, PairInfo, TrainParams};
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A library error as the Python exception a scikit-learn user expects.
 fn to_py(e: fwsvm::error::Error) -> PyErr {
@@ -152,29 +157,223 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(o) = opt::<bool>(opts, "one_class")? {
         p.one_class = o;
     }
-    if p.solver.algorithm == fwsvm::solver::Algorithm::SimpleSvm {
-        p.cpu.precision = fwsvm::backend::cpu::Precision::F64;
+    if let Some(w) = opts.get_item("sample_weight")?
+        && !w.is_none()
+    {
+        let w = PyBuffer::<f64>::get(&w)?;
+        p.sample_weights = Some(w.to_vec(opts.py())?.into());
     }
+    p.cpu.precision = precision(opts)?.unwrap_or(
+        if p.solver.algorithm == fwsvm::solver::Algorithm::SimpleSvm {
+            Precision::F64
+        } else {
+            Precision::F32
+        },
+    );
     Ok(p)
+}
+
+/// `precision`: None, 'f32' or 'f64'.
+fn precision(opts: &Bound<'_, PyDict>) -> PyResult<Option<Precision>> {
+    match opt::<String>(opts, "precision")?.as_deref() {
+        None => Ok(None),
+        Some("f32") => Ok(Some(Precision::F32)),
+        Some("f64") => Ok(Some(Precision::F64)),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "precision must be None, 'f32' or 'f64', got {other:?}"
+        ))),
+    }
+}
+
+/// The device the estimator asks for (`backend`, `device`, `precision`, `cache_size`): the
+/// library's own [`DeviceRequest`], as the command line builds it.
+fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceRequest> {
+    let backend = match opt::<String>(opts, "backend")? {
+        Some(b) => b.parse::<BackendChoice>().map_err(PyValueError::new_err)?,
+        None => BackendChoice::Auto,
+    };
+    let device = match opts.get_item("device")? {
+        Some(v) if !v.is_none() => Some(v.str()?.to_string()),
+        _ => None,
+    };
+    Ok(DeviceRequest {
+        backend,
+        device,
+        precision: precision(opts)?,
+        default_precision: p.cpu.precision,
+        cache_bytes: p.cpu.cache_bytes,
+    })
+}
+
+/// `n_jobs` as scikit-learn reads it: None or −1 all cores, k > 0 k threads, −2 all but one…
+fn threads(n_jobs: Option<i64>) -> PyResult<Option<usize>> {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as i64;
+    match n_jobs {
+        None | Some(-1) => Ok(None),
+        Some(0) => Err(PyValueError::new_err(
+            "n_jobs must be None, a positive number or a negative one (-1: all cores), not 0",
+        )),
+        Some(n) if n > 0 => Ok(Some(n.min(cores) as usize)),
+        Some(n) => Ok(Some((cores + 1 + n).max(1) as usize)),
+    }
 }
 
 /// One solved problem's summary: (class a, class b, iterations, certified gap, stop reason).
 type PairSummary = (f64, f64, u64, Option<f64>, String);
 
+/// What the training thread leaves for the interpreter's thread to print (`verbose`).
+#[derive(Default)]
+struct Messages {
+    lines: Vec<String>,
+}
+
+/// Writes the pending lines to Python's `sys.stderr` (so a notebook shows them).
+fn flush_messages(py: Python<'_>, msgs: &Mutex<Messages>) -> PyResult<()> {
+    let lines = std::mem::take(&mut msgs.lock().map_err(|_| poisoned())?.lines);
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let err = py.import("sys")?.getattr("stderr")?;
+    for l in lines {
+        err.call_method1("write", (format!("fwsvm: {l}\n"),))?;
+    }
+    err.call_method0("flush")?;
+    Ok(())
+}
+
+fn poisoned() -> PyErr {
+    PyRuntimeError::new_err("fwsvm: a training thread panicked")
+}
+
+/// Progress of one class pair every half second (`verbose`).
+struct ProgressNote {
+    msgs: Arc<Mutex<Messages>>,
+    pair: String,
+    next: f64,
+}
+
+impl Observer for ProgressNote {
+    fn observe(&mut self, p: &Progress) {
+        if p.seconds >= self.next {
+            self.next = p.seconds + 0.5;
+            if let Ok(mut m) = self.msgs.lock() {
+                m.lines.push(format!(
+                    "{}iteration {}, {:.1} s, f {:.6e}, gap {:.3e}, |A| {}",
+                    self.pair, p.iter, p.seconds, p.f, p.gap, p.active
+                ));
+            }
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own with the GIL released while the interpreter's thread
+/// wakes every 50 ms to print what `msgs` holds and to run Python's signal handlers: Ctrl-C
+/// (KeyboardInterrupt from the handler) asks the solvers to stop ([`fwsvm::interrupt`]), the
+/// thread ends at its current iterate, and the KeyboardInterrupt is raised. A panic in the
+/// library becomes a RuntimeError instead of ending the interpreter.
+fn run_interruptible<T: Send>(
+    py: Python<'_>,
+    msgs: &Mutex<Messages>,
+    work: impl FnOnce() -> fwsvm::error::Result<T> + Send,
+) -> PyResult<T> {
+    fwsvm::interrupt::clear();
+    let (joined, interrupt) = py.detach(|| {
+        std::thread::scope(|s| {
+            let h = s.spawn(work);
+            let mut interrupt: Option<PyErr> = None;
+            let mut printed: PyResult<()> = Ok(());
+            while !h.is_finished() {
+                std::thread::sleep(Duration::from_millis(50));
+                Python::attach(|py| {
+                    if printed.is_ok() {
+                        printed = flush_messages(py, msgs);
+                    }
+                    if interrupt.is_none()
+                        && let Err(e) = py.check_signals()
+                    {
+                        fwsvm::interrupt::request(None);
+                        interrupt = Some(e);
+                    }
+                });
+            }
+            (h.join(), interrupt)
+        })
+    });
+    fwsvm::interrupt::clear();
+    flush_messages(py, msgs)?;
+    if let Some(e) = interrupt {
+        return Err(e);
+    }
+    match joined {
+        Ok(r) => r.map_err(to_py),
+        Err(_) => Err(poisoned()),
+    }
+}
+
 /// Trains on `ds` with the GIL released; Ctrl-C in the interpreter ends the run.
 fn fit(py: Python<'_>, ds: Dataset, opts: &Bound<'_, PyDict>) -> PyResult<NativeModel> {
-    let p = params(opts)?;
+    let mut p = params(opts)?;
+    let req = device_request(opts, &p)?;
     let probability = opt::<bool>(opts, "probability")?.unwrap_or(false);
-    fwsvm::interrupt::clear();
-    let (model, reports) = py
-        .detach(|| -> fwsvm::error::Result<_> {
-            let (mut model, reports) = fwsvm::train::train(&ds, &p, &mut |_| Vec::new())?;
+    let verbose = opt::<bool>(opts, "verbose")?.unwrap_or(false);
+    let pool = match threads(opt::<i64>(opts, "n_jobs")?)? {
+        Some(n) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let msgs = Arc::new(Mutex::new(Messages::default()));
+    let m2 = msgs.clone();
+    let work = move || -> fwsvm::error::Result<_> {
+        let note = |s: &str| {
+            if verbose && let Ok(mut m) = m2.lock() {
+                m.lines.push(s.to_string());
+            }
+        };
+        let mut note = note;
+        p.device = req.open_for(&ds, &mut note)?;
+        let device = p.device.describe();
+        if verbose {
+            note(&format!("training on {device}"));
+        }
+        let mut observers = |info: &PairInfo| -> Vec<Box<dyn Observer>> {
+            if !verbose {
+                return Vec::new();
+            }
+            let pair = if info.count > 1 {
+                format!(
+                    "pair {}/{} ({} vs {}): ",
+                    info.index + 1,
+                    info.count,
+                    info.classes.0,
+                    info.classes.1
+                )
+            } else {
+                String::new()
+            };
+            vec![Box::new(ProgressNote {
+                msgs: m2.clone(),
+                pair,
+                next: 0.5,
+            })]
+        };
+        let mut run = || -> fwsvm::error::Result<_> {
+            let (mut model, reports) = fwsvm::train::train(&ds, &p, &mut observers)?;
             if probability {
                 fwsvm::train::add_probabilities(&ds, &p, &mut model)?;
             }
             Ok((model, reports))
-        })
-        .map_err(to_py)?;
+        };
+        let (model, reports) = match &pool {
+            Some(pool) => pool.install(run),
+            None => run(),
+        }?;
+        Ok((model, reports, device))
+    };
+    let (model, reports, device) = run_interruptible(py, &msgs, work)?;
     let pairs = reports
         .iter()
         .map(|r| {
@@ -187,7 +386,11 @@ fn fit(py: Python<'_>, ds: Dataset, opts: &Bound<'_, PyDict>) -> PyResult<Native
             )
         })
         .collect();
-    Ok(NativeModel { model, pairs })
+    Ok(NativeModel {
+        model,
+        pairs,
+        device,
+    })
 }
 
 /// Trains on a dense float32 matrix.
@@ -195,10 +398,10 @@ fn fit(py: Python<'_>, ds: Dataset, opts: &Bound<'_, PyDict>) -> PyResult<Native
 fn fit_dense(
     py: Python<'_>,
     x: PyBuffer<f32>,
-    y: Vec<f64>,
+    y: PyBuffer<f64>,
     opts: Bound<'_, PyDict>,
 ) -> PyResult<NativeModel> {
-    let ds = dense(py, &x, y)?;
+    let ds = dense(py, &x, y.to_vec(py)?)?;
     fit(py, ds, &opts)
 }
 
@@ -210,10 +413,10 @@ fn fit_csr(
     indices: PyBuffer<i32>,
     data: PyBuffer<f32>,
     n_features: usize,
-    y: Vec<f64>,
+    y: PyBuffer<f64>,
     opts: Bound<'_, PyDict>,
 ) -> PyResult<NativeModel> {
-    let ds = csr(py, &indptr, &indices, &data, n_features, y)?;
+    let ds = csr(py, &indptr, &indices, &data, n_features, y.to_vec(py)?)?;
     fit(py, ds, &opts)
 }
 
@@ -222,13 +425,22 @@ fn fit_csr(
 struct NativeModel {
     model: Model,
     pairs: Vec<PairSummary>,
+    /// Where it was trained (`Device::describe`); empty for a model read from text.
+    device: String,
 }
 
 impl NativeModel {
-    /// Labels and decision values (rows × pairs, flattened) of `ds`.
-    fn decide(&self, py: Python<'_>, ds: Dataset) -> (Vec<f64>, Vec<f64>) {
-        let (labels, dec) = py.detach(|| self.model.predict_with_decisions(&ds));
-        (labels, dec.into_iter().flatten().collect())
+    /// Labels and decision values (rows × pairs, flattened), as f64 bytes, of `ds`.
+    fn decide<'py>(
+        &self,
+        py: Python<'py>,
+        ds: Dataset,
+    ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
+        let (labels, dec) = py.detach(|| {
+            let (labels, dec) = self.model.predict_with_decisions(&ds);
+            (labels, dec.into_iter().flatten().collect::<Vec<f64>>())
+        });
+        (bytes(py, &labels), bytes(py, &dec))
     }
 }
 
@@ -258,6 +470,18 @@ impl NativeModel {
         self.model.rho.clone()
     }
 
+    /// Platt's A per class pair (empty without probabilities).
+    #[getter]
+    fn prob_a(&self) -> Vec<f64> {
+        self.model.prob_a.clone()
+    }
+
+    /// Platt's B per class pair.
+    #[getter]
+    fn prob_b(&self) -> Vec<f64> {
+        self.model.prob_b.clone()
+    }
+
     /// Whether the model carries probability sigmoids.
     #[getter]
     fn has_probabilities(&self) -> bool {
@@ -270,14 +494,32 @@ impl NativeModel {
         self.model.n_features()
     }
 
+    /// Each SV's row in the training data (empty for a model read from text).
+    #[getter]
+    fn sv_rows(&self) -> Vec<usize> {
+        self.model.sv_rows.clone()
+    }
+
+    /// Whether this is a one-class (novelty detection) model.
+    #[getter]
+    fn one_class(&self) -> bool {
+        self.model.one_class
+    }
+
+    /// Where it was trained.
+    #[getter]
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+
     /// Per class pair: (a, b, iterations, certified gap, stop reason).
     #[getter]
     fn pairs(&self) -> Vec<PairSummary> {
         self.pairs.clone()
     }
 
-    /// The support vectors as a dense row-major list of `width` columns.
-    fn support_vectors(&self, width: usize) -> Vec<f64> {
+    /// The support vectors as dense row-major f64 bytes of `width` columns.
+    fn support_vectors<'py>(&self, py: Python<'py>, width: usize) -> Bound<'py, PyBytes> {
         let sv = &self.model.sv;
         let mut out = vec![0.0; sv.len() * width];
         for i in 0..sv.len() {
@@ -297,25 +539,29 @@ impl NativeModel {
                 }
             }
         }
-        out
+        bytes(py, &out)
     }
 
     /// Labels and flattened decision values of a dense float32 matrix.
-    fn decide_dense(&self, py: Python<'_>, x: PyBuffer<f32>) -> PyResult<(Vec<f64>, Vec<f64>)> {
+    fn decide_dense<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyBuffer<f32>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let m = x.shape().first().copied().unwrap_or(0);
         let ds = dense(py, &x, vec![0.0; m])?;
         Ok(self.decide(py, ds))
     }
 
     /// Labels and flattened decision values of CSR parts.
-    fn decide_csr(
+    fn decide_csr<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         indptr: PyBuffer<i64>,
         indices: PyBuffer<i32>,
         data: PyBuffer<f32>,
         n_features: usize,
-    ) -> PyResult<(Vec<f64>, Vec<f64>)> {
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let m = indptr.item_count().saturating_sub(1);
         let ds = csr(py, &indptr, &indices, &data, n_features, vec![0.0; m])?;
         Ok(self.decide(py, ds))
@@ -353,8 +599,77 @@ impl NativeModel {
         Ok(NativeModel {
             model,
             pairs: Vec::new(),
+            device: String::new(),
         })
     }
+}
+
+/// A slice's bytes as a Python `bytes` (numpy reads them with `frombuffer`, no per-item
+/// conversion).
+fn bytes<'py, T: bytemuck::Pod>(py: Python<'py>, v: &[T]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, bytemuck::cast_slice(v))
+}
+
+/// Reads a LIBSVM (or CSV) file, plain or compressed, with the library's reader: CSR parts as
+/// bytes (int64 offsets, int32 columns, float32 values), the feature count and f64 labels.
+#[pyfunction]
+#[pyo3(signature = (path, format = "libsvm", label_col = 0))]
+#[allow(clippy::type_complexity)]
+fn read_file<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    format: &str,
+    label_col: i64,
+) -> PyResult<(
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    usize,
+    Bound<'py, PyBytes>,
+)> {
+    let format = match format {
+        "libsvm" | "svmlight" => fwsvm::data::Format::Libsvm,
+        "csv" => fwsvm::data::Format::Csv,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "format must be 'libsvm' or 'csv', got {other:?}"
+            )));
+        }
+    };
+    let opts = fwsvm::data::ReadOptions { format, label_col };
+    let ds = py
+        .detach(|| fwsvm::data::read_dataset(&path, &opts))
+        .map_err(to_py)?;
+    let (ip, ix, vs): (Vec<i64>, Vec<i32>, Vec<f32>) = py.detach(|| {
+        let mut ip = Vec::with_capacity(ds.len() + 1);
+        let (mut ix, mut vs) = (Vec::new(), Vec::new());
+        ip.push(0i64);
+        for i in 0..ds.len() {
+            match ds.row(i) {
+                fwsvm::data::Row::Dense(v) => {
+                    for (j, &x) in v.iter().enumerate() {
+                        if x != 0.0 {
+                            ix.push(j as i32);
+                            vs.push(x);
+                        }
+                    }
+                }
+                fwsvm::data::Row::Sparse(c, v) => {
+                    ix.extend(c.iter().map(|&c| c as i32));
+                    vs.extend_from_slice(v);
+                }
+            }
+            ip.push(ix.len() as i64);
+        }
+        (ip, ix, vs)
+    });
+    Ok((
+        bytes(py, &ip),
+        bytes(py, &ix),
+        bytes(py, &vs),
+        ds.n_features(),
+        bytes(py, &ds.labels),
+    ))
 }
 
 /// The native module.
@@ -362,6 +677,7 @@ impl NativeModel {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit_dense, m)?)?;
     m.add_function(wrap_pyfunction!(fit_csr, m)?)?;
+    m.add_function(wrap_pyfunction!(read_file, m)?)?;
     m.add_class::<NativeModel>()?;
     Ok(())
 }

@@ -15,12 +15,14 @@ pub mod gpu;
 pub mod gram;
 mod groups;
 pub mod mirror;
+mod open;
 pub mod sampled;
 mod screen;
 mod simd;
 mod update;
 
 pub use cpu::{CpuBackend, CpuConfig};
+pub use open::{BackendChoice, DeviceRequest};
 
 use crate::active::ActiveSet;
 use crate::error::Result;
@@ -441,6 +443,20 @@ impl Device {
             cfg.precision = p;
         }
         d
+    }
+
+    /// True for a GPU device.
+    pub fn is_gpu(&self) -> bool {
+        !matches!(self, Device::Cpu)
+    }
+
+    /// True when problems this device cannot take run on the CPU instead (`--backend auto`).
+    pub fn falls_back(&self) -> bool {
+        match self {
+            #[cfg(feature = "gpu")]
+            Device::Gpu { fallback, .. } => *fallback,
+            _ => false,
+        }
     }
 
     /// True when backends on this device bind data uploaded once.

@@ -32,19 +32,11 @@ pub(super) fn parse_count<T: std::str::FromStr>(s: &str) -> std::result::Result<
         .map_err(|_| format!("expected a whole number ≥ 0, found `{s}`"))
 }
 
-/// `--backend`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum BackendArg {
-    /// A hardware GPU when there is one, else the CPU.
-    #[default]
-    Auto,
-    /// A GPU adapter of any kind (software ones included); an error when there is none.
-    Gpu,
-    /// The multi-threaded CPU backend.
-    Cpu,
-}
+/// `--backend` (the library's choice, whose doc comments are the help text).
+pub use crate::backend::BackendChoice as BackendArg;
 
-/// Resolves `--backend`/`--device` to an open device (or the CPU), saying what it chose.
+/// Resolves `--backend`/`--device` to an open device (or the CPU) through the library's
+/// [`crate::backend::DeviceRequest`], printing what it chose unless `quiet`.
 pub fn open_device(
     arg: BackendArg,
     device: Option<&str>,
@@ -53,95 +45,27 @@ pub fn open_device(
     cache_bytes: usize,
     quiet: bool,
 ) -> Result<crate::backend::Device> {
-    #[cfg(not(feature = "gpu"))]
-    let _ = precision_given;
-    use crate::backend::Device;
-    if arg == BackendArg::Cpu {
-        return Ok(Device::Cpu);
-    }
-    #[cfg(feature = "gpu")]
-    {
-        use crate::backend::gpu::{DeviceSelector, GpuConfig, GpuContext};
-        let default = if arg == BackendArg::Auto {
-            DeviceSelector::Hardware
-        } else {
-            DeviceSelector::Any
-        };
-        let sel = DeviceSelector::from_arg(device, default);
-        let opened = match GpuContext::open(&sel) {
-            Ok(c) => c,
-            Err(e) if arg == BackendArg::Auto && device.is_none() => {
-                if !quiet {
-                    eprintln!("fwsvm: {e}; using the CPU backend");
-                }
-                None
-            }
-            Err(e) => return Err(e),
-        };
-        match opened {
-            Some(ctx) => {
-                let mut precision = precision;
-                if precision == crate::backend::cpu::Precision::F64 && !ctx.f64 && !precision_given
-                {
-                    // An algorithm's default, not the user's demand: f32 on this adapter.
-                    if !quiet {
-                        eprintln!(
-                            "fwsvm: {} has no SHADER_F64; the gradient is f32 (--precision f32)",
-                            ctx.adapter.name
-                        );
-                    }
-                    precision = crate::backend::cpu::Precision::F32;
-                }
-                if precision == crate::backend::cpu::Precision::F64 && !ctx.f64 {
-                    if arg == BackendArg::Auto {
-                        if !quiet {
-                            eprintln!(
-                                "fwsvm: {} has no SHADER_F64 for --precision f64; using the CPU backend",
-                                ctx.adapter.name
-                            );
-                        }
-                        return Ok(Device::Cpu);
-                    }
-                    ctx.pipelines(true)?;
-                }
-                Ok(Device::Gpu {
-                    ctx: std::sync::Arc::new(ctx),
-                    cfg: GpuConfig {
-                        cache_bytes,
-                        precision,
-                        max_chunk_bytes: None,
-                    },
-                    fallback: arg == BackendArg::Auto,
-                    shared: None,
-                })
-            }
-            None if arg == BackendArg::Auto => {
-                if !quiet {
-                    eprintln!(
-                        "fwsvm: no hardware GPU adapter found (`fwsvm info` lists adapters); using the CPU backend"
-                    );
-                }
-                Ok(Device::Cpu)
-            }
-            None => Err(Error::InvalidParam(
-                "--backend gpu: no GPU adapter found (install a Vulkan driver, e.g. Debian's \
-                 mesa-vulkan-drivers for the software one; `fwsvm info` lists adapters)"
-                    .into(),
-            )),
-        }
-    }
-    #[cfg(not(feature = "gpu"))]
-    {
-        let _ = (device, precision, cache_bytes);
-        if arg == BackendArg::Gpu {
-            return Err(Error::InvalidParam(
-                "--backend gpu: this fwsvm was built without the `gpu` feature".into(),
-            ));
-        }
+    device_request(arg, device, precision, precision_given, cache_bytes).open(&mut |s| {
         if !quiet {
-            eprintln!("fwsvm: built without the `gpu` feature; using the CPU backend");
+            eprintln!("fwsvm: {s}");
         }
-        Ok(Device::Cpu)
+    })
+}
+
+/// The library's device request for these flags.
+pub fn device_request(
+    arg: BackendArg,
+    device: Option<&str>,
+    precision: crate::backend::cpu::Precision,
+    precision_given: bool,
+    cache_bytes: usize,
+) -> crate::backend::DeviceRequest {
+    crate::backend::DeviceRequest {
+        backend: arg,
+        device: device.map(str::to_string),
+        precision: precision_given.then_some(precision),
+        default_precision: precision,
+        cache_bytes,
     }
 }
 

@@ -430,6 +430,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                             degree: 3,
                             c: spec.c.unwrap_or(plan.c),
                             class_weights: Vec::new(),
+                            sample_weights: None,
                             one_class: false,
                             solver: SolverParams {
                                 algorithm: alg,

@@ -149,6 +149,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         degree: 3,
         c: a.cost,
         class_weights: Vec::new(),
+        sample_weights: None,
         one_class: false,
         solver: SolverParams {
             algorithm: alg,

@@ -309,24 +309,18 @@ impl TrainOpts {
         backend: BackendArg,
         ds: &Dataset,
     ) -> Result<crate::backend::Device> {
-        let bytes = crate::backend::column_pass_bytes(ds);
-        if backend == BackendArg::Auto
-            && self.device.is_none()
-            && bytes < crate::backend::AUTO_GPU_MIN_BYTES
-        {
+        super::common::device_request(
+            backend,
+            self.device.as_deref(),
+            self.precision(),
+            self.precision.is_some(),
+            self.cache_bytes(),
+        )
+        .open_for(ds, &mut |s| {
             if !self.quiet {
-                eprintln!(
-                    "fwsvm: --backend auto: {} rows × {} features ({} KiB per kernel column pass) \
-                     train on the CPU: a GPU's round trips (two per iteration, tens of µs each) \
-                     would cost more than the CPU's whole iteration (--backend gpu to insist)",
-                    ds.len(),
-                    ds.n_features(),
-                    bytes.div_ceil(1024)
-                );
+                eprintln!("fwsvm: {s}");
             }
-            return Ok(crate::backend::Device::Cpu);
-        }
-        self.open_device(backend)
+        })
     }
 
     /// The library's training settings on `device`.
@@ -343,6 +337,7 @@ impl TrainOpts {
             degree: self.degree,
             c: self.cost,
             class_weights: self.class_weight.clone(),
+            sample_weights: None,
             one_class: self.svm_type == 2,
             solver: SolverParams {
                 algorithm: self.algorithm(),

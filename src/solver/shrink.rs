@@ -184,8 +184,12 @@ pub fn solve(
         } else {
             sub = prob.data.subset(&rows);
             let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
-            sub_prob = Problem::new(&sub, y, prob.kernel, prob.c)?
+            let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
                 .with_class_weights(prob.weights.0, prob.weights.1)?;
+            if let Some(w) = prob.row_weights_of(&rows) {
+                p = p.with_row_weights(w)?;
+            }
+            sub_prob = p;
             (&sub_prob, device.restrict(&rows))
         };
         // The round starts from the gradient the last one ended with (`g` holds it on W's

@@ -393,14 +393,9 @@ pub fn solve(
     }
     let m = be.len();
     let y = &prob.y;
-    // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·C (class weights, as LIBSVM's -wi).
-    let c_of = |i: usize| {
-        c * if y[i] > 0.0 {
-            prob.weights.0
-        } else {
-            prob.weights.1
-        }
-    };
+    // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·s_i·C (class weights, as LIBSVM's -wi, and row
+    // weights).
+    let c_of = |i: usize| c * prob.cost_factor(i);
     let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
     let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
     if pos.is_empty() || neg.is_empty() {

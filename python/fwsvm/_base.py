@@ -1,0 +1,235 @@
+"""What the two estimators share: scikit-learn compatibility shims, input validation, the
+options the native trainer reads, and the trained model's files and pickling."""
+
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _native
+
+try:  # scikit-learn is optional: the estimators work without it
+    from sklearn.base import BaseEstimator, ClassifierMixin, OutlierMixin
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.metaestimators import available_if
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        from sklearn.utils.validation import validate_data as _sk_validate_data
+    except ImportError:  # scikit-learn < 1.6
+        def _sk_validate_data(est, *args, **kw):
+            return est._validate_data(*args, **kw)
+
+    HAVE_SKLEARN = True
+except ImportError:  # pragma: no cover - exercised without scikit-learn
+    HAVE_SKLEARN = False
+
+    class NotFittedError(ValueError, AttributeError):
+        pass
+
+    class BaseEstimator:  # the two methods GridSearchCV-like code relies on
+        def get_params(self, deep=True):
+            return {k: getattr(self, k) for k in self._PARAMS}
+
+        def set_params(self, **params):
+            for k, v in params.items():
+                setattr(self, k, v)
+            return self
+
+    class ClassifierMixin:
+        def score(self, X, y, sample_weight=None):
+            hit = (self.predict(X) == np.asarray(y)).astype(np.float64)
+            return float(np.average(hit, weights=sample_weight))
+
+    class OutlierMixin:
+        def fit_predict(self, X, y=None):
+            return self.fit(X).predict(X)
+
+    def available_if(check):
+        def wrap(fn):
+            return fn
+        return wrap
+
+    def check_classification_targets(y):
+        if np.asarray(y).dtype.kind == "f" and not np.all(np.mod(y, 1) == 0):
+            raise ValueError("Unknown label type: continuous")
+
+    def check_is_fitted(est, attributes=None):
+        if not hasattr(est, "_native"):
+            raise NotFittedError(f"this {type(est).__name__} is not fitted yet; call fit first")
+
+
+# Parameters both estimators take, in the order of their signatures' fwsvm-only part.
+FWSVM_PARAMS = ("algorithm", "rel_tol", "sample", "time_limit", "backend", "device",
+                "precision", "n_jobs")
+
+
+def validate(est, X, y=None, reset=True):
+    """X (and y) as the native trainer takes them: float32/float64 dense or CSR."""
+    if HAVE_SKLEARN:
+        kw = dict(accept_sparse="csr", dtype=[np.float32, np.float64], reset=reset)
+        if y is None:
+            return _sk_validate_data(est, X, **kw), None
+        return _sk_validate_data(est, X, y, **kw)
+    X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got {X.ndim} dimensions")
+    if not sp.issparse(X) and not np.all(np.isfinite(X)):
+        raise ValueError("Input X contains NaN or infinity")
+    if reset:
+        est.n_features_in_ = X.shape[1]
+    elif X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input")
+    return X, (None if y is None else np.asarray(y))
+
+
+def sample_weights(sample_weight, n):
+    """Validated sample weights (float64, n of them, finite, ≥ 0), or None for all ones."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n, float(w))
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected {(n,)}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("sample_weight must hold finite numbers ≥ 0")
+    if not np.any(w > 0):
+        raise ValueError("sample_weight is zero for every row: nothing to train on")
+    return w
+
+
+def dense32(X):
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def csr_parts(X):
+    X = sp.csr_matrix(X)
+    if not X.has_sorted_indices:
+        X = X.sorted_indices()
+    return (np.ascontiguousarray(X.indptr, dtype=np.int64),
+            np.ascontiguousarray(X.indices, dtype=np.int32),
+            np.ascontiguousarray(X.data, dtype=np.float32))
+
+
+def gamma_value(est, X):
+    """γ from the estimator's ``gamma``: None for 'fwsvm' (the library's heuristic)."""
+    g = est.gamma
+    if isinstance(g, str):
+        if g == "scale":
+            if sp.issparse(X):
+                var = X.multiply(X).mean() - X.mean() ** 2
+            else:
+                var = X.var()
+            return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        if g == "auto":
+            return 1.0 / X.shape[1]
+        if g == "fwsvm":
+            return None
+        raise ValueError(f"gamma must be 'scale', 'auto', 'fwsvm' or a positive number, got {g!r}")
+    g = float(g)
+    if not g > 0:
+        raise ValueError(f"gamma must be 'scale', 'auto', 'fwsvm' or a positive number, got {g!r}")
+    return g
+
+
+def common_options(est, X):
+    """The options both estimators pass to the native trainer."""
+    return {
+        "C": float(est.C), "kernel": est.kernel, "gamma": gamma_value(est, X),
+        "tol": float(est.tol), "rel_tol": float(est.rel_tol), "max_iter": int(est.max_iter),
+        "random_state": None if est.random_state is None else int(est.random_state),
+        "time_limit": None if est.time_limit is None else float(est.time_limit),
+        "algorithm": est.algorithm, "sample": int(est.sample),
+        "cache_size": float(est.cache_size), "verbose": bool(est.verbose),
+        "backend": est.backend, "device": est.device, "precision": est.precision,
+        "n_jobs": None if est.n_jobs is None else int(est.n_jobs),
+    }
+
+
+def fit_native(X, labels, opts, weights=None):
+    """Trains the native model on X (dense or CSR) with f64 labels."""
+    if weights is not None:
+        opts = dict(opts, sample_weight=np.ascontiguousarray(weights, dtype=np.float64))
+    labels = np.ascontiguousarray(labels, dtype=np.float64)
+    if sp.issparse(X):
+        return _native.fit_csr(*csr_parts(X), X.shape[1], labels, opts)
+    return _native.fit_dense(dense32(X), labels, opts)
+
+
+def decide(native, X):
+    """Model labels and decision values (rows × pairs) of validated X."""
+    if sp.issparse(X):
+        labels, dec = native.decide_csr(*csr_parts(X), X.shape[1])
+    else:
+        labels, dec = native.decide_dense(dense32(X))
+    labels = np.frombuffer(labels, dtype=np.float64)
+    dec = np.frombuffer(dec, dtype=np.float64).reshape(X.shape[0], -1)
+    return labels, dec
+
+
+def report(est, names):
+    """Prints each solved problem's summary to stderr (``verbose``)."""
+    for (a, b, it, gap, stop) in est._native.pairs:
+        pair = f"{names(a)} vs {names(b)}: " if len(est._native.pairs) > 1 else ""
+        gap = "none" if gap is None else f"{gap:.3e}"
+        print(f"fwsvm: {pair}iterations {it}, certified gap {gap}, {stop}", file=sys.stderr)
+
+
+def set_solver_attributes(est):
+    pairs = est._native.pairs
+    est.n_iter_ = np.asarray([p[2] for p in pairs], dtype=np.int64)
+    est.certified_gap_ = np.asarray([np.nan if p[3] is None else p[3] for p in pairs],
+                                    dtype=np.float64)
+    est.stop_reason_ = [p[4] for p in pairs]
+    est.device_ = est._native.device
+
+
+def support_vectors(native, width, sparse):
+    dense = np.frombuffer(native.support_vectors(width), dtype=np.float64).reshape(-1, width)
+    return sp.csr_matrix(dense) if sparse else dense
+
+
+class ModelFiles:
+    """Saving, loading and pickling through LIBSVM's model text."""
+
+    def save(self, path):
+        """Writes the model as a LIBSVM model file (svm-predict, LIBSVM and ``fwsvm predict``
+        read it; non-numeric labels are written as class indices)."""
+        check_is_fitted(self, "_native")
+        with open(path, "w") as f:
+            f.write(self._native.to_libsvm())
+
+    @staticmethod
+    def _read_native(path):
+        with open(path) as f:
+            return _native.NativeModel.from_libsvm(f.read(), str(path))
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if "_native" in state:
+            state["_native"] = state["_native"].to_libsvm()
+        return state
+
+    def __setstate__(self, state):
+        text = state.pop("_native", None)
+        self.__dict__.update(state)
+        if text is not None:
+            self._native = _native.NativeModel.from_libsvm(text)
+
+
+def load_svmlight(path, format="libsvm", label_col=0):
+    """Reads a LIBSVM/svmlight file (plain, gzip, bzip2 or xz: detected from the content)
+    with fwsvm's own reader: ``(X, y)``, X a ``scipy.sparse.csr_matrix`` of float32 with as
+    many columns as the largest feature index (indices in the file are 1-based, as LIBSVM's),
+    y a float64 array. ``format='csv'`` reads dense comma-separated values with the label in
+    column ``label_col`` (negative counts from the end). Errors name the file and line."""
+    indptr, indices, data, n_features, labels = _native.read_file(str(path), format,
+                                                                 int(label_col))
+    indptr = np.frombuffer(indptr, dtype=np.int64)
+    X = sp.csr_matrix((np.frombuffer(data, dtype=np.float32).copy(),
+                       np.frombuffer(indices, dtype=np.int32).copy(), indptr.copy()),
+                      shape=(len(indptr) - 1, n_features))
+    return X, np.frombuffer(labels, dtype=np.float64).copy()
