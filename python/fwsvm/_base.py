@@ -229,6 +229,9 @@ def load_svmlight(path, format="libsvm", label_col=0):
     indptr, indices, data, n_features, labels = _native.read_file(str(path), format,
                                                                  int(label_col))
     indptr = np.frombuffer(indptr, dtype=np.int64)
+    # 32-bit offsets where they fit, as scipy and scikit-learn's estimators expect.
+    if indptr[-1] < 2**31:
+        indptr = indptr.astype(np.int32)
     X = sp.csr_matrix((np.frombuffer(data, dtype=np.float32).copy(),
                        np.frombuffer(indices, dtype=np.int32).copy(), indptr.copy()),
                       shape=(len(indptr) - 1, n_features))

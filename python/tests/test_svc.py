@@ -112,7 +112,8 @@ def test_grid_search_and_pipeline():
     "X, y, says",
     [
         (np.array([[0.0, np.nan], [1.0, 2.0]]), [0, 1], "NaN"),
-        (np.ones((4, 2)), [1, 1, 1, 1], "single class"),
+        (np.ones((4, 2)), [1, 1, 1, 1], "one class"),
+        (np.ones((4, 2)), [0.5, 1.5, 0.25, 1.0], "Unknown label type"),
         (np.ones((4, 2)), [0, 1, 0], "inconsistent"),
         (np.array([["a", "b"], ["c", "d"]]), [0, 1], "float"),
     ],
@@ -137,13 +138,118 @@ def test_class_weight_balanced_and_dict():
     fwsvm.SVC(C=1.0, gamma=0.05, class_weight="balanced").fit(X, y)
 
 
-def test_options_not_wired_yet_are_refused_and_verbose_reports(capsys):
+def test_verbose_reports_the_device_and_each_pair(capsys):
     X, y = heart()
-    for bad in ({"backend": "gpu"}, {"n_jobs": 2}, {"precision": "f64"}):
-        with pytest.raises(ValueError, match="not available from Python yet"):
-            fwsvm.SVC(**bad).fit(X, y)
     fwsvm.SVC(C=1.0, gamma=0.05, verbose=True).fit(X, y)
-    assert "certified gap" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "training on cpu" in err and "certified gap" in err
+
+
+def test_backend_precision_and_threads_reach_the_library(tmp_path):
+    X, y = heart()
+    clf = fwsvm.SVC(C=2.0, gamma=0.05, backend="cpu", precision="f64", n_jobs=1).fit(X, y)
+    assert clf.device_ == "cpu"
+    model = tmp_path / "f64.model"
+    cli("train", "-q", "--backend", "cpu", "--precision", "f64", "--threads", 1, "-c", 2,
+        "-g", 0.05, HEART, model)
+    assert clf._native.to_libsvm() == model.read_text()
+    # Threads change the schedule, not the arithmetic.
+    two = fwsvm.SVC(C=2.0, gamma=0.05, backend="cpu", precision="f64", n_jobs=-1).fit(X, y)
+    assert two._native.to_libsvm() == model.read_text()
+    for bad, says in (({"backend": "cuda"}, "backend must be"), ({"precision": "f16"}, "precision"),
+                      ({"n_jobs": 0}, "n_jobs")):
+        with pytest.raises(ValueError, match=says):
+            fwsvm.SVC(**bad).fit(X, y)
+
+
+def test_the_gpu_backend_trains_the_cpu_labels():
+    X, y = heart()
+    try:
+        gpu = fwsvm.SVC(C=1.0, gamma=0.05, backend="gpu").fit(X, y)
+    except ValueError as e:
+        if "no GPU adapter" in str(e) and os.environ.get("CI") != "true":
+            pytest.skip(f"no GPU adapter here: {e}")
+        raise
+    assert gpu.device_.startswith("gpu: ")
+    cpu = fwsvm.SVC(C=1.0, gamma=0.05, backend="cpu").fit(X, y)
+    assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.99
+    with pytest.raises(ValueError, match="no-such-adapter"):
+        fwsvm.SVC(backend="gpu", device="no-such-adapter").fit(X, y)
+    # Sample weights train on the CPU: refused on 'gpu', moved to the CPU under 'auto'.
+    w = np.where(y > 0, 2.0, 1.0)
+    with pytest.raises(ValueError, match="sample weights"):
+        fwsvm.SVC(backend="gpu").fit(X, y, sample_weight=w)
+
+
+def test_support_dual_coef_and_intercept_give_the_decision_function():
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = heart()
+    for labels in (y, np.where(y > 0, "yes", "no")):
+        clf = fwsvm.SVC(C=1.0, gamma=0.05).fit(X, labels)
+        sv = clf.support_vectors_
+        assert np.allclose(X[clf.support_].toarray(), sv.toarray(), atol=1e-6)
+        manual = (clf.dual_coef_ @ rbf_kernel(sv, X, gamma=0.05)).ravel() + clf.intercept_
+        assert np.allclose(manual, clf.decision_function(X), atol=1e-6)
+        assert sp.issparse(sv) and clf.n_support_.sum() == len(clf.support_)
+
+
+def test_ovo_and_ovr_decisions_follow_scikit_learn():
+    rng = np.random.default_rng(7)
+    X = np.vstack([rng.normal(c, 0.6, size=(30, 2)) for c in ((0, 0), (2, 0), (0, 2), (2, 2))])
+    y = np.repeat([30, 10, 40, 20], 30)  # model order (first appearance) ≠ sorted order
+    clf = fwsvm.SVC(C=10.0, gamma=1.0, decision_function_shape="ovo").fit(X, y)
+    ovo = clf.decision_function(X)
+    assert ovo.shape == (120, 6)
+    # Pair (i, j) of classes_ is positive for classes_[i]: a binary fit on the two agrees.
+    p = 0
+    for i in range(4):
+        for j in range(i + 1, 4):
+            rows = np.isin(y, clf.classes_[[i, j]])
+            two = fwsvm.SVC(C=10.0, gamma=1.0).fit(X[rows], y[rows])
+            # Binary decision is positive for classes_[1] = classes_[j].
+            assert np.allclose(ovo[rows, p], -two.decision_function(X[rows]), atol=1e-9)
+            p += 1
+    clf.set_params(decision_function_shape="ovr")
+    ovr = clf.decision_function(X)
+    assert ovr.shape == (120, 4)
+    assert np.array_equal(clf.classes_[ovr.argmax(axis=1)], clf.predict(X))
+
+
+def test_sample_weights(tmp_path):
+    X, y = heart()
+    base = dict(C=1.0, gamma=0.05)
+    plain = fwsvm.SVC(**base).fit(X, y)
+    ones = fwsvm.SVC(**base).fit(X, y, sample_weight=np.ones(len(y)))
+    assert ones._native.to_libsvm() == plain._native.to_libsvm()
+    # Weight 0 leaves the row out; support_ still indexes the full X.
+    w = np.ones(len(y))
+    w[::3] = 0
+    zero = fwsvm.SVC(**base).fit(X, y, sample_weight=w)
+    kept = np.flatnonzero(w > 0)
+    sub = fwsvm.SVC(**base).fit(X[kept], y[kept])
+    assert zero._native.to_libsvm() == sub._native.to_libsvm()
+    assert np.all(w[zero.support_] > 0)
+    assert np.array_equal(zero.support_, kept[sub.support_])
+    heavy = fwsvm.SVC(**base).fit(X, y, sample_weight=np.where(y > 0, 5.0, 1.0))
+    assert (heavy.predict(X) == 1.0).sum() > (plain.predict(X) == 1.0).sum()
+    for bad, says in ((np.ones(3), "shape"), (-np.ones(len(y)), "≥ 0"),
+                      (np.zeros(len(y)), "zero for every row")):
+        with pytest.raises(ValueError, match=says):
+            fwsvm.SVC(**base).fit(X, y, sample_weight=bad)
+
+
+def test_weighted_simplesvm_equals_libsvm_through_scikit_learn():
+    from sklearn.svm import SVC as SkSVC
+
+    X, y = heart()
+    X = X.toarray()
+    w = 0.5 + (np.arange(len(y)) % 4)
+    ours = fwsvm.SVC(C=1.0, gamma=0.05, algorithm="simplesvm", tol=1e-10).fit(
+        X, y, sample_weight=w)
+    theirs = SkSVC(C=1.0, gamma=0.05, tol=1e-8).fit(X, y, sample_weight=w)
+    assert np.allclose(ours.decision_function(X), theirs.decision_function(X), atol=1e-4)
+    assert np.array_equal(ours.predict(X), theirs.predict(X))
 
 
 def test_save_and_load_round_trip_with_the_cli(tmp_path):
@@ -158,3 +264,25 @@ def test_save_and_load_round_trip_with_the_cli(tmp_path):
     out = tmp_path / "cli.pred"
     cli("predict", "-q", HEART, path, out)
     assert np.array_equal(np.loadtxt(out), clf.predict(X))
+
+
+def test_load_svmlight_reads_what_scikit_learn_reads(tmp_path):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = fwsvm.load_svmlight(HEART)
+    Xs, ys = heart()
+    assert sp.isspmatrix_csr(X) and X.dtype == np.float32 and X.shape == Xs.shape
+    assert X.indptr.dtype == np.int32
+    assert np.allclose(X.toarray(), Xs.toarray(), atol=1e-6) and np.array_equal(y, ys)
+    clf = fwsvm.SVC(C=1.0, gamma=0.05).fit(X, y)
+    assert clf.score(X, y) > 0.8
+    csv = tmp_path / "d.csv"
+    csv.write_text("0.5,1,2\n-0.5,3,4\n")
+    Xc, yc = fwsvm.load_svmlight(csv, format="csv", label_col=0)
+    assert np.array_equal(Xc.toarray(), [[1, 2], [3, 4]]) and np.array_equal(yc, [0.5, -0.5])
+    bad = tmp_path / "bad.txt"
+    bad.write_text("+1 1:0.5 2:1\n-1 3:x\n")
+    with pytest.raises(ValueError, match=r"bad\.txt.*2"):
+        fwsvm.load_svmlight(bad)
+    with pytest.raises(ValueError, match="missing.txt"):
+        fwsvm.load_svmlight(tmp_path / "missing.txt")
