@@ -220,19 +220,26 @@ class ModelFiles:
             self._native = _native.NativeModel.from_libsvm(text)
 
 
-def load_svmlight(path, format="libsvm", label_col=0):
+def load_svmlight(path, format="libsvm", label_col=0, n_features=None):
     """Reads a LIBSVM/svmlight file (plain, gzip, bzip2 or xz: detected from the content)
     with fwsvm's own reader: ``(X, y)``, X a ``scipy.sparse.csr_matrix`` of float32 with as
     many columns as the largest feature index (indices in the file are 1-based, as LIBSVM's),
     y a float64 array. ``format='csv'`` reads dense comma-separated values with the label in
-    column ``label_col`` (negative counts from the end). Errors name the file and line."""
-    indptr, indices, data, n_features, labels = _native.read_file(str(path), format,
-                                                                 int(label_col))
+    column ``label_col`` (negative counts from the end). ``n_features`` widens X to that many
+    columns (a test file that never uses the last features); a file with more is an error.
+    Errors name the file and line."""
+    indptr, indices, data, width, labels = _native.read_file(str(path), format,
+                                                            int(label_col))
     indptr = np.frombuffer(indptr, dtype=np.int64)
     # 32-bit offsets where they fit, as scipy and scikit-learn's estimators expect.
     if indptr[-1] < 2**31:
         indptr = indptr.astype(np.int32)
+    if n_features is not None:
+        if int(n_features) < width:
+            raise ValueError(f"{path}: features go up to {width}, more than "
+                             f"n_features={n_features}")
+        width = int(n_features)
     X = sp.csr_matrix((np.frombuffer(data, dtype=np.float32).copy(),
                        np.frombuffer(indices, dtype=np.int32).copy(), indptr.copy()),
-                      shape=(len(indptr) - 1, n_features))
+                      shape=(len(indptr) - 1, width))
     return X, np.frombuffer(labels, dtype=np.float64).copy()

@@ -284,5 +284,9 @@ def test_load_svmlight_reads_what_scikit_learn_reads(tmp_path):
     bad.write_text("+1 1:0.5 2:1\n-1 3:x\n")
     with pytest.raises(ValueError, match=r"bad\.txt.*2"):
         fwsvm.load_svmlight(bad)
+    wide, _ = fwsvm.load_svmlight(HEART, n_features=20)
+    assert wide.shape == (270, 20) and np.array_equal(wide[:, :13].toarray(), X.toarray())
+    with pytest.raises(ValueError, match="n_features=5"):
+        fwsvm.load_svmlight(HEART, n_features=5)
     with pytest.raises(ValueError, match="missing.txt"):
         fwsvm.load_svmlight(tmp_path / "missing.txt")
