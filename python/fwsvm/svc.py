@@ -277,7 +277,8 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         than two classes, Wu–Lin–Weng pairwise coupling, as LIBSVM's ``-b 1``."""
         self._has_proba()
         _, dec = self._decide(X)
-        p = np.asarray(self._native.probabilities(dec.ravel().tolist())).reshape(
+        p = np.frombuffer(self._native.probabilities(np.ascontiguousarray(dec.ravel())),
+                          dtype=np.float64).reshape(
             dec.shape[0], len(self.classes_))
         out = np.empty_like(p)
         out[:, self._order] = p

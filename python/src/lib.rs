@@ -288,6 +288,29 @@ impl Observer for ProgressNote {
     }
 }
 
+/// The observers `train` asks for per class pair: with `verbose`, one [`ProgressNote`].
+fn progress_observers(
+    verbose: bool,
+    msgs: &Arc<Mutex<Messages>>,
+) -> impl FnMut(&PairInfo) -> Vec<Box<dyn Observer>> + '_ {
+    move |info: &PairInfo| -> Vec<Box<dyn Observer>> {
+        if !verbose {
+            return Vec::new();
+        }
+        let pair = if info.count > 1 {
+            let (a, b) = info.classes;
+            format!("pair {}/{} ({a} vs {b}): ", info.index + 1, info.count)
+        } else {
+            String::new()
+        };
+        vec![Box::new(ProgressNote {
+            msgs: msgs.clone(),
+            pair,
+            next: 0.5,
+        })]
+    }
+}
+
 /// Runs `work` on a thread of its own with the GIL released while the interpreter's thread
 /// wakes every 50 ms to print what `msgs` holds and to run Python's signal handlers: Ctrl-C
 /// (KeyboardInterrupt from the handler) asks the solvers to stop ([`fwsvm::interrupt`]), the
@@ -352,46 +375,19 @@ fn fit(py: Python<'_>, ds: Dataset, opts: &Bound<'_, PyDict>) -> PyResult<Native
     let work = move || -> fwsvm::error::Result<_> {
         pool.install(|| {
             let start = std::time::Instant::now();
-            let note = |s: &str| {
+            let mut note = |s: &str| {
                 if verbose && let Ok(mut m) = m2.lock() {
                     m.lines.push(s.to_string());
                 }
             };
-            let mut note = note;
             p.device = req.open_for(&ds, &mut note)?;
             let device = p.device.describe();
-            if verbose {
-                note(&format!("training on {device}"));
+            note(&format!("training on {device}"));
+            let mut observers = progress_observers(verbose, &m2);
+            let (mut model, reports) = fwsvm::train::train(&ds, &p, &mut observers)?;
+            if probability {
+                fwsvm::train::add_probabilities(&ds, &p, &mut model)?;
             }
-            let mut observers = |info: &PairInfo| -> Vec<Box<dyn Observer>> {
-                if !verbose {
-                    return Vec::new();
-                }
-                let pair = if info.count > 1 {
-                    format!(
-                        "pair {}/{} ({} vs {}): ",
-                        info.index + 1,
-                        info.count,
-                        info.classes.0,
-                        info.classes.1
-                    )
-                } else {
-                    String::new()
-                };
-                vec![Box::new(ProgressNote {
-                    msgs: m2.clone(),
-                    pair,
-                    next: 0.5,
-                })]
-            };
-            let mut run = || -> fwsvm::error::Result<_> {
-                let (mut model, reports) = fwsvm::train::train(&ds, &p, &mut observers)?;
-                if probability {
-                    fwsvm::train::add_probabilities(&ds, &p, &mut model)?;
-                }
-                Ok((model, reports))
-            };
-            let (model, reports) = run()?;
             Ok((model, reports, device, start.elapsed().as_secs_f64()))
         })
     };
@@ -600,7 +596,11 @@ impl NativeModel {
     }
 
     /// Class probabilities (rows × classes, flattened) from flattened decision values.
-    fn probabilities(&self, dec: Vec<f64>) -> PyResult<Vec<f64>> {
+    fn probabilities<'py>(
+        &self,
+        py: Python<'py>,
+        dec: PyBuffer<f64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         if !self.model.has_probabilities() {
             return Err(PyValueError::new_err(
                 "the model was trained without probability=True",
@@ -608,9 +608,13 @@ impl NativeModel {
         }
         let k = self.model.n_classes();
         let pairs = (k * (k - 1) / 2).max(1);
-        let rows: Vec<Vec<f64>> = dec.chunks(pairs).map(|c| c.to_vec()).collect();
-        let (_, probs) = self.model.probabilities_from_decisions(&rows);
-        Ok(probs.into_iter().flatten().collect())
+        let dec = dec.to_vec(py)?;
+        let probs: Vec<f64> = py.detach(|| {
+            let rows: Vec<Vec<f64>> = dec.chunks(pairs).map(|c| c.to_vec()).collect();
+            let (_, probs) = self.model.probabilities_from_decisions(&rows);
+            probs.into_iter().flatten().collect()
+        });
+        Ok(bytes(py, &probs))
     }
 
     /// The model in LIBSVM's text format.
