@@ -41,6 +41,7 @@ pub mod problem;
 pub mod rng;
 pub mod solver;
 pub mod stats;
+pub mod stop;
 pub mod svg;
 pub mod train;
 pub mod util;

@@ -141,7 +141,7 @@ pub struct SampledConfig {
     /// Extra draws before the sampled gap may stop the run.
     pub extra_draws: usize,
     /// The solver's stop rule (the safeguard applies the same one).
-    pub stop: crate::solver::StopRule,
+    pub stop: crate::stop::StopRule,
 }
 
 const UNTRACKED: u32 = u32::MAX;
@@ -549,7 +549,7 @@ impl Backend for Sampled<'_> {
             } else {
                 self.prob.q_diag(0)
             };
-            let would_stop = crate::solver::stop_rule_met(
+            let would_stop = crate::stop::stop_rule_met(
                 self.cfg.stop,
                 self.cfg.eps,
                 self.cfg.rel_eps,
@@ -624,7 +624,7 @@ mod tests {
             eps: 1e-6,
             rel_eps: 1.0,
             extra_draws: 2,
-            stop: crate::solver::StopRule::Gap,
+            stop: crate::stop::StopRule::Gap,
         }
     }
 

@@ -21,6 +21,7 @@ use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, Reduction};
 use crate::error::{Error, Result};
 use crate::problem::Problem;
+pub use crate::stop::{StopRule, stop_rule_met};
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -128,28 +129,6 @@ impl FromStr for Algorithm {
                      sparse-fw or simplesvm)"
                 )
             })
-    }
-}
-
-/// Which stopping rule ends a run (ALGORITHMS.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StopRule {
-    /// The duality gap: Δ = 2f − min g ≤ ε (and ≤ rel_eps · 2f).
-    #[default]
-    Gap,
-    /// CVM's relative rule for normalized kernels (constant κ = Q_ii): the farthest point's
-    /// squared distance to the ball's centre κ − 2g_s + 2f ≤ (1+ε)² R², R² = κ − 2f.
-    Meb,
-}
-
-impl FromStr for StopRule {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "gap" => Ok(StopRule::Gap),
-            "meb" => Ok(StopRule::Meb),
-            _ => Err(format!("unknown stopping rule `{s}` (expected gap or meb)")),
-        }
     }
 }
 
@@ -544,24 +523,6 @@ pub fn solve_from(
         shrink: None,
         rho: None,
     })
-}
-
-/// Whether a duality gap `gap` at αᵀg = `alpha_g` meets the stop rule (κ: the MEB rule's
-/// Q_ii). Shared by the solver and the sampled iterations' safeguard.
-pub fn stop_rule_met(
-    rule: StopRule,
-    eps: f64,
-    rel_eps: f64,
-    gap: f64,
-    alpha_g: f64,
-    kappa: f64,
-) -> bool {
-    match rule {
-        // |2f|: an indefinite kernel (sigmoid) can make f negative.
-        StopRule::Gap => gap <= eps && gap <= rel_eps * alpha_g.abs(),
-        // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
-        StopRule::Meb => 2.0 * gap <= ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
-    }
 }
 
 /// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).
