@@ -145,6 +145,7 @@ const MIN_PROB: f64 = 1e-7;
 pub fn class_probabilities(k: usize, dec: &[f64], prob_a: &[f64], prob_b: &[f64]) -> Vec<f64> {
     let mut r = vec![vec![0.0; k]; k];
     let mut p = 0;
+    #[allow(clippy::needless_range_loop)] // r[i][j] and r[j][i] together
     for i in 0..k {
         for j in i + 1..k {
             let v = sigmoid_predict(dec[p], prob_a[p], prob_b[p]).clamp(MIN_PROB, 1.0 - MIN_PROB);

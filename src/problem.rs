@@ -276,6 +276,7 @@ fn find_distinct_rows(ds: &Dataset) -> Option<DistinctRows> {
     let mut rows: Vec<usize> = Vec::new();
     let mut rep = vec![0u32; m];
     let limit = (DEDUP_BELOW * m as f64) as usize;
+    #[allow(clippy::needless_range_loop)] // row i of the data and of rep together
     for i in 0..m {
         let row = ds.row(i);
         let h = hash(row);

@@ -637,6 +637,9 @@ pub fn stratified_folds(labels: &[f64], k: usize, seed: u64) -> Vec<usize> {
     fold
 }
 
+/// The observers of one binary sub-problem of one fold: called with the fold's index.
+pub type FoldObservers<'a> = dyn FnMut(usize, &PairInfo) -> Vec<Box<dyn Observer>> + 'a;
+
 /// Outcome of a cross-validation.
 #[derive(Debug, Clone)]
 pub struct CvReport {
@@ -666,7 +669,7 @@ pub fn cross_validate(
     params: &TrainParams,
     k: usize,
     seed: u64,
-    observers: &mut dyn FnMut(usize, &PairInfo) -> Vec<Box<dyn Observer>>,
+    observers: &mut FoldObservers<'_>,
 ) -> Result<CvReport> {
     let m = ds.len();
     if k < 2 || k > m {

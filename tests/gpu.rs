@@ -140,8 +140,8 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
                 assert_eq!(v[4], v[1], "{tag}: fused g⁻");
                 vecs.push(v);
             }
-            for k in 0..6 {
-                for (n, (x, y)) in vecs[0][k].iter().zip(&vecs[1][k]).enumerate() {
+            for (k, (cpu, gpu)) in vecs[0].iter().zip(&vecs[1]).enumerate().take(6) {
+                for (n, (x, y)) in cpu.iter().zip(gpu).enumerate() {
                     assert!(
                         (x - y).abs() <= tol * (1.0 + x.abs()),
                         "{tag}: vector {k}, entry {} : cpu {x} gpu {y}",

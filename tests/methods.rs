@@ -55,8 +55,8 @@ fn marked_reduction_matches_a_scan() {
                     f64::INFINITY
                 },
             );
-            for i in 0..prob.len() {
-                if marks[i] & bit == 0 {
+            for (i, &mark) in marks.iter().enumerate().take(prob.len()) {
+                if mark & bit == 0 {
                     continue;
                 }
                 let better = if max { h(i) > best.1 } else { h(i) < best.1 };

@@ -193,7 +193,7 @@ impl BinaryPanel {
                 let h = _mm512_permutexvar_pd(_mm512_srli_epi64::<4>(c), hi);
                 let l = _mm512_permutex2var_pd(lo0, _mm512_and_si512(c, fifteen), lo1);
                 let cb = _mm512_loadu_pd(self.cb.as_ptr().add(j0));
-                if (j0 / L) % 2 == 0 {
+                if (j0 / L).is_multiple_of(2) {
                     acc = _mm512_fmadd_pd(cb, _mm512_mul_pd(h, l), acc);
                 } else {
                     acc2 = _mm512_fmadd_pd(cb, _mm512_mul_pd(h, l), acc2);
@@ -244,14 +244,14 @@ mod tests {
             let rows = [5usize, 399, 0, 250];
             let mut sel = vec![0.0; rows.len()];
             p.row_sums(&ds, Some(&rows), &mut sel);
-            for i in 0..m {
+            for (i, &got) in out.iter().enumerate().take(m) {
                 let want: f64 = cols
                     .iter()
                     .zip(&coef)
                     .map(|(&j, c)| c * (kernel.eval(&ds.row(i), &ds.row(j)) + 1.0))
                     .sum();
                 assert!(
-                    (out[i] - want).abs() < 1e-13,
+                    (got - want).abs() < 1e-13,
                     "d {d} γ {gamma} row {i}: {} vs {want}",
                     out[i]
                 );

@@ -27,6 +27,10 @@ fn with_dots<R>(f: impl FnOnce(&mut [f64]) -> R) -> R {
     DOTS.with_borrow_mut(|d| f(d))
 }
 
+/// A gradient update as one fused pass applies it: up to two (column, coefficient) terms,
+/// the factor on g, the factor on g⁻, and whether g⁻ takes the old g ([`super::Update`]).
+type FusedUpdate = ([Option<(usize, f64)>; 2], f64, f64, bool);
+
 /// Storage precision of cached kernel columns (the gradient is always f64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
@@ -265,11 +269,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
     /// `up` is given) apply the gradient update and record per-chunk minima.
-    fn pass(
-        &mut self,
-        compute: &[(usize, usize, usize)],
-        up: Option<([Option<(usize, f64)>; 2], f64, f64, bool)>,
-    ) {
+    fn pass(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {
         if self.distinct.is_some() {
             self.pass_distinct(compute, up);
             return;
@@ -380,11 +380,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// rows, each computing its entries of the listed columns (k + 1 per distinct row), then
     /// updating the groups of those rows (see [`Groups`]) and taking their minimum. `compute`
     /// and `up` name original columns j; slots hold distinct columns.
-    fn pass_distinct(
-        &mut self,
-        compute: &[(usize, usize, usize)],
-        up: Option<([Option<(usize, f64)>; 2], f64, f64, bool)>,
-    ) {
+    fn pass_distinct(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {
         let dd = self.distinct.as_ref().expect("deduplicated rows");
         let n = dd.norms.len();
         let args = ColumnArgs {

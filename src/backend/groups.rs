@@ -305,8 +305,8 @@ mod tests {
         gr.set(&g, &a, &|_| 0.5);
         assert_eq!(gr.first, vec![3, 1, u32::MAX, 2]);
         assert_eq!(gr.closed, vec![0, 0, 1, 0]);
-        for i in 0..8 {
-            assert_eq!(gr.g(i), g[i], "row {i}");
+        for (i, &gi) in g.iter().enumerate().take(8) {
+            assert_eq!(gr.g(i), gi, "row {i}");
         }
         // g ← 0.5 g + 0.1 at row 3's diagonal: rows 0 and 3 touched, 6 stands for group 0.
         gr.update_diag(0.5, 0.0, false, &[(3, 0.1)]);

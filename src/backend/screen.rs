@@ -140,8 +140,8 @@ impl Screen {
                 };
                 #[cfg(not(target_arch = "x86_64"))]
                 unreachable!("a Screen exists only with AVX-512");
-                for k in 0..s.len() {
-                    e[k] = self.bound(e[k], scratch.nnz(k), scratch.ni[k]);
+                for (k, ek) in e.iter_mut().enumerate().take(s.len()) {
+                    *ek = self.bound(*ek, scratch.nnz(k), scratch.ni[k]);
                 }
             });
     }
@@ -229,6 +229,7 @@ fn exp_f32(x: f32) -> f32 {
 }
 
 const SHIFT32: f32 = 12_582_912.0; // 1.5 · 2^23
+#[allow(clippy::excessive_precision)] // the exact value, 355/512, written out
 const LN2_HI32: f32 = 0.693_359_375; // 9 significant bits: k · LN2_HI32 is exact
 const LN2_LO32: f32 = -2.121_944_4e-4;
 const POLY32: [f32; 8] = [

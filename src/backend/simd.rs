@@ -52,8 +52,8 @@ fn fmadd<const F: bool>(a: f64, b: f64, c: f64) -> f64 {
 #[inline(always)]
 pub fn exp_nonpos<const F: bool>(x: f64) -> f64 {
     const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_9e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     let x = x.clamp(-708.0, 0.0);
     let t = fmadd::<F>(x, LOG2E, SHIFT);
@@ -872,6 +872,68 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
 }
 
+/// Σ_j coef_j · (k(x_i, x_j) + 1) for one row i, from the dots ⟨x_i, x_j⟩, the norms ‖x_j‖²
+/// and ‖x_i‖² = `ni`. Used by the exact gradient.
+pub fn kernel_row_sum(kernel: Kernel, dots: &[f64], nj: &[f64], coef: &[f64], ni: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            return unsafe { kernel_row_sum_avx2(kernel, dots, nj, coef, ni) };
+        }
+    }
+    kernel_row_sum_impl::<false>(kernel, dots, nj, coef, ni)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn kernel_row_sum_avx2(
+    kernel: Kernel,
+    dots: &[f64],
+    nj: &[f64],
+    coef: &[f64],
+    ni: f64,
+) -> f64 {
+    kernel_row_sum_impl::<true>(kernel, dots, nj, coef, ni)
+}
+
+#[inline(always)]
+fn kernel_row_sum_impl<const F: bool>(
+    kernel: Kernel,
+    dots: &[f64],
+    nj: &[f64],
+    coef: &[f64],
+    ni: f64,
+) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    let n = dots.len();
+    let full = n / LANES * LANES;
+    let term = |dt: f64, n: f64| -> f64 {
+        match kernel {
+            Kernel::Rbf { gamma } => {
+                exp_nonpos::<F>(-gamma * fmadd::<F>(-2.0, dt, ni + n).max(0.0)) + 1.0
+            }
+            Kernel::Linear => dt + 1.0,
+            Kernel::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0,
+            Kernel::Sigmoid { gamma, coef0 } => fmadd::<F>(gamma, dt, coef0).tanh() + 1.0,
+        }
+    };
+    for k in (0..full).step_by(LANES) {
+        for l in 0..LANES {
+            acc[l] = fmadd::<F>(coef[k + l], term(dots[k + l], nj[k + l]), acc[l]);
+        }
+    }
+    let mut s = 0.0;
+    for k in full..n {
+        s = fmadd::<F>(coef[k], term(dots[k], nj[k]), s);
+    }
+    acc.iter().sum::<f64>() + s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1195,72 +1257,10 @@ mod tests {
             let mut dots = vec![0.0; m.next_multiple_of(LANES)];
             column_chunk(&a, j, &q, 0, &mut dots, col);
         }
-        for i in 0..m {
-            assert!((cols[0][i] - cols[1][i]).abs() < 1e-12, "row {i}");
+        for (i, (a, b)) in cols[0].iter().zip(&cols[1]).enumerate().take(m) {
+            assert!((a - b).abs() < 1e-12, "row {i}");
         }
         // Q_jj without the 1/C term: y_j²(k(x_j, x_j) + 1) = 2.
         assert!((cols[0][j] - 2.0).abs() < 1e-12, "{}", cols[0][j]);
     }
-}
-
-/// Σ_j coef_j · (k(x_i, x_j) + 1) for one row i, from the dots ⟨x_i, x_j⟩, the norms ‖x_j‖²
-/// and ‖x_i‖² = `ni`. Used by the exact gradient.
-pub fn kernel_row_sum(kernel: Kernel, dots: &[f64], nj: &[f64], coef: &[f64], ni: f64) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports the features the function is compiled for.
-            return unsafe { kernel_row_sum_avx2(kernel, dots, nj, coef, ni) };
-        }
-    }
-    kernel_row_sum_impl::<false>(kernel, dots, nj, coef, ni)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_row_sum_avx2(
-    kernel: Kernel,
-    dots: &[f64],
-    nj: &[f64],
-    coef: &[f64],
-    ni: f64,
-) -> f64 {
-    kernel_row_sum_impl::<true>(kernel, dots, nj, coef, ni)
-}
-
-#[inline(always)]
-fn kernel_row_sum_impl<const F: bool>(
-    kernel: Kernel,
-    dots: &[f64],
-    nj: &[f64],
-    coef: &[f64],
-    ni: f64,
-) -> f64 {
-    let mut acc = [0.0f64; LANES];
-    let n = dots.len();
-    let full = n / LANES * LANES;
-    let term = |dt: f64, n: f64| -> f64 {
-        match kernel {
-            Kernel::Rbf { gamma } => {
-                exp_nonpos::<F>(-gamma * fmadd::<F>(-2.0, dt, ni + n).max(0.0)) + 1.0
-            }
-            Kernel::Linear => dt + 1.0,
-            Kernel::Poly {
-                gamma,
-                coef0,
-                degree,
-            } => fmadd::<F>(gamma, dt, coef0).powi(degree as i32) + 1.0,
-            Kernel::Sigmoid { gamma, coef0 } => fmadd::<F>(gamma, dt, coef0).tanh() + 1.0,
-        }
-    };
-    for k in (0..full).step_by(LANES) {
-        for l in 0..LANES {
-            acc[l] = fmadd::<F>(coef[k + l], term(dots[k + l], nj[k + l]), acc[l]);
-        }
-    }
-    let mut s = 0.0;
-    for k in full..n {
-        s = fmadd::<F>(coef[k], term(dots[k], nj[k]), s);
-    }
-    acc.iter().sum::<f64>() + s
 }

@@ -222,8 +222,8 @@ fn sweep<const PREV: bool>(
             }
         }
     } else {
-        for i in 0..n {
-            g[i] = extra(i, scale * g[i]);
+        for (i, gi) in g.iter_mut().enumerate().take(n) {
+            *gi = extra(i, scale * *gi);
         }
     }
 }

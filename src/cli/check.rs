@@ -87,13 +87,26 @@ fn agreement(a: &[f64], b: &[f64]) -> f64 {
     100.0 * same as f64 / a.len().max(1) as f64
 }
 
+/// What the lockstep run found.
+struct Lockstep {
+    /// The GPU run's outcome.
+    result: SolveResult,
+    /// The gradient comparisons at the checkpoints.
+    checks: Vec<GradientCheck>,
+    /// Iterations whose s (then v) differed between the two backends.
+    s_mismatches: u64,
+    v_mismatches: u64,
+    /// The first iteration that differed.
+    first_mismatch: Option<u64>,
+}
+
 /// The lockstep run on the first pair of classes.
 fn lockstep(
     ds: &Dataset,
     classes: &[f64],
     gpu: &TrainParams,
     checkpoints: &[u64],
-) -> Result<(SolveResult, Vec<GradientCheck>, u64, u64, Option<u64>, u64)> {
+) -> Result<Lockstep> {
     let kernel = gpu.resolve_kernel(ds)?;
     let (a, b) = (classes[0], classes[1]);
     let sub;
@@ -133,14 +146,13 @@ fn lockstep(
     if mirror.checks.last().map(|c| c.iteration) != Some(r.iterations) {
         mirror.compare(r.iterations, &r.alpha)?;
     }
-    Ok((
-        r,
-        mirror.checks.clone(),
-        mirror.s_mismatches,
-        mirror.v_mismatches,
-        mirror.first_mismatch,
-        mirror.reductions(),
-    ))
+    Ok(Lockstep {
+        result: r,
+        checks: mirror.checks.clone(),
+        s_mismatches: mirror.s_mismatches,
+        v_mismatches: mirror.v_mismatches,
+        first_mismatch: mirror.first_mismatch,
+    })
 }
 
 /// Runs `fwsvm check`.
@@ -203,8 +215,13 @@ pub fn run(args: CheckArgs) -> Result<()> {
     }
     let cpu = run_one(&ds, &cpu_params, "cpu", quiet)?;
     let gpu = run_one(&ds, &gpu_params, "gpu", quiet)?;
-    let (lock, checks, s_mis, v_mis, first_mis, _) =
-        lockstep(&ds, &classes, &gpu_params, &args.checkpoints)?;
+    let Lockstep {
+        result: lock,
+        checks,
+        s_mismatches: s_mis,
+        v_mismatches: v_mis,
+        first_mismatch: first_mis,
+    } = lockstep(&ds, &classes, &gpu_params, &args.checkpoints)?;
 
     let mut failures = Vec::new();
     println!("| | cpu | gpu |");

@@ -13,7 +13,7 @@ pub fn checkerboard_point(r: &mut SplitMix64, board: u32) -> (i8, f32, f32) {
     let below_k = f32::from_bits(k.to_bits() - 1);
     let mut coord = || ((r.next_f64() * board as f64) as f32).min(below_k);
     let (x, y) = (coord(), coord());
-    let even = (x.floor() as u64 + y.floor() as u64) % 2 == 0;
+    let even = (x.floor() as u64 + y.floor() as u64).is_multiple_of(2);
     (if even { 1 } else { -1 }, x, y)
 }
 
@@ -84,7 +84,7 @@ mod tests {
             let x: f32 = f[1].strip_prefix("1:").unwrap().parse().unwrap();
             let y: f32 = f[2].strip_prefix("2:").unwrap().parse().unwrap();
             assert!((0.0..4.0).contains(&x) && (0.0..4.0).contains(&y), "{line}");
-            let even = (x.floor() as u32 + y.floor() as u32) % 2 == 0;
+            let even = (x.floor() as u32 + y.floor() as u32).is_multiple_of(2);
             assert_eq!(f[0] == "+1", even, "{line}");
             pos += (f[0] == "+1") as usize;
         }

@@ -117,6 +117,7 @@ impl Variant for Cvm {
             // v: the active vertex with the largest exact pairwise decrease
             let (mut v, mut best) = (usize::MAX, 0.0);
             let mut lam_v = 0.0;
+            #[allow(clippy::needless_range_loop)] // core set position k indexes five arrays
             for k in 0..n {
                 let a = state.alpha.get(self.core[k]);
                 if a <= 0.0 || k == s || self.g[k] <= self.g[s] {

@@ -478,7 +478,7 @@ pub fn solve_from(
         }
         if let Some(y) = yield_check.as_mut()
             && state.iter > 0
-            && state.iter % y.every == 0
+            && state.iter.is_multiple_of(y.every)
             && (y.check)(&state, &red, be)?
         {
             break (StopReason::Yielded, gap);

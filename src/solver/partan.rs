@@ -131,6 +131,7 @@ impl Variant for Partan {
         let (mut slope, mut curv) = (0.0, 0.0);
         let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
         let w = alpha.weights();
+        #[allow(clippy::needless_range_loop)] // k indexes idx, w and the step at once
         for k in 0..n {
             let i = self.idx[k];
             // α̃ = (1−λ)α + λe_s (λ = 1: e_s exactly, as apply_toward).

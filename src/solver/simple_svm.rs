@@ -222,6 +222,7 @@ impl Block {
             }
             for i in (0..n).rev() {
                 let mut s = u[i];
+                #[allow(clippy::needless_range_loop)] // back substitution reads L by row and column
                 for rr in i + 1..n {
                     s -= self.l[rr][i] * u[rr];
                 }
@@ -522,9 +523,8 @@ pub fn solve(
                     block_k = k;
                 }
             }
-            for k in 0..n {
-                let j = blk.idx[k];
-                alpha[j] += t.max(0.0) * (target[k] - alpha[j]);
+            for (&j, &tk) in blk.idx.iter().zip(&target).take(n) {
+                alpha[j] += t.max(0.0) * (tk - alpha[j]);
             }
             if block_k == usize::MAX {
                 b = bb;
@@ -746,6 +746,7 @@ fn certify(
     let mut quad = 0.0;
     let mut sum = 0.0;
     let mut viol: f64 = 0.0;
+    #[allow(clippy::needless_range_loop)] // row i of g, y, α and C_i together
     for i in 0..m {
         let hi = g[i] - prob.y[i] * ya;
         let a = alpha.get(i);

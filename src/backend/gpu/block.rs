@@ -148,7 +148,7 @@ impl<'a> GpuBlocks<'a> {
         let m = prob.len();
         let d = prob.data.n_features().max(1);
         let dpad = d.next_multiple_of(4);
-        let max_bind = (lim.max_storage_buffer_binding_size as u64).min(lim.max_buffer_size);
+        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
         let limit = cfg.max_chunk_bytes.unwrap_or(max_bind).min(max_bind);
         let row_bytes = dpad as u64 * 4;
         let max_slots = ((limit / row_bytes) as usize).min(m.max(1));

@@ -92,7 +92,7 @@ fn summary(index: usize, a: &wgpu::Adapter) -> AdapterSummary {
             .trim()
             .to_string(),
         f64: a.features().contains(wgpu::Features::SHADER_F64),
-        max_binding: limits.max_storage_buffer_binding_size as u64,
+        max_binding: limits.max_storage_buffer_binding_size,
         max_buffer: limits.max_buffer_size,
     }
 }

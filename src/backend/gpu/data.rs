@@ -57,7 +57,7 @@ impl GpuData {
     /// limit), checking for allocation failures.
     pub fn upload(ds: &Dataset, ctx: &GpuContext, max_chunk_bytes: Option<u64>) -> Result<GpuData> {
         let lim = &ctx.limits;
-        let max_bind = (lim.max_storage_buffer_binding_size as u64).min(lim.max_buffer_size);
+        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
         let limit = max_chunk_bytes.unwrap_or(max_bind).min(max_bind).max(16);
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let data = Self::upload_unscoped(ds, ctx, limit);

@@ -215,7 +215,7 @@ impl<'a> GpuBackend<'a> {
         let ds = prob.data;
         let d = ds.n_features().max(1);
         let gt: u64 = if wide { 8 } else { 4 };
-        let max_bind = (lim.max_storage_buffer_binding_size as u64).min(lim.max_buffer_size);
+        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
         let chunk_limit = cfg
             .max_chunk_bytes
             .unwrap_or(max_bind)

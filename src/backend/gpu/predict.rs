@@ -81,10 +81,11 @@ pub fn predict(
             be.clear_gradient()?;
             let mut queries = Vec::with_capacity(model.nr_sv[a] + model.nr_sv[b]);
             for (class, row) in [(a, b - 1), (b, a)] {
-                for s in starts[class]..starts[class] + model.nr_sv[class] {
-                    let c = model.sv_coef[row][s];
+                let (from, n) = (starts[class], model.nr_sv[class]);
+                let coef = &model.sv_coef[row][from..from + n];
+                for (s, (&norm, &c)) in (from..).zip(sv_norms[from..from + n].iter().zip(coef)) {
                     if c != 0.0 {
-                        queries.push((model.sv.row(s), sv_norms[s], c));
+                        queries.push((model.sv.row(s), norm, c));
                     }
                 }
             }
