@@ -97,7 +97,7 @@ pub fn sigmoid_predict(f: f64, a: f64, b: f64) -> f64 {
 }
 
 /// Wu, Lin and Weng's method 2 as LIBSVM runs it: class probabilities `p` (length k) from the
-/// pairwise r[i][j] ≈ P(i | i or j) (r[j][i] = 1 − r[i][j]).
+/// pairwise r\[i\]\[j\] ≈ P(i | i or j) (r\[j\]\[i\] = 1 − r\[i\]\[j\]).
 pub fn multiclass_probability(r: &[Vec<f64>], p: &mut [f64]) {
     let k = p.len();
     let max_iter = 100.max(k);

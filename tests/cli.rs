@@ -1663,3 +1663,70 @@ fn auto_backend_keeps_small_data_on_the_cpu() {
     );
     assert!(!err.contains("device traffic"), "{err}");
 }
+
+/// `train --help` groups its options in the order users reach for them, and `grid --help`
+/// offers nothing that grid would refuse.
+#[test]
+fn help_is_grouped_and_offers_only_what_applies() {
+    let out = fwsvm().args(["train", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = |h: &str| {
+        text.find(&format!("\n{h}:\n"))
+            .unwrap_or_else(|| panic!("no `{h}:` heading in\n{text}"))
+    };
+    let order = [
+        at("Problem and kernel"),
+        at("Algorithm and stopping"),
+        at("Backend"),
+        at("Input and output"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    // Each option under its heading.
+    for (flag, heading) in [
+        ("--cost", "Problem and kernel"),
+        ("--eps", "Algorithm and stopping"),
+        ("--backend", "Backend"),
+        ("--trace", "Input and output"),
+    ] {
+        let f = text.find(&format!(" {flag} ")).unwrap();
+        // The nearest line above that starts in the first column is the heading.
+        let above = text[..f]
+            .lines()
+            .rev()
+            .find(|l| !l.is_empty() && !l.starts_with(' '))
+            .unwrap();
+        assert_eq!(above, format!("{heading}:"), "{flag}");
+    }
+    let grid = fwsvm().args(["grid", "--help"]).output().unwrap();
+    let grid = String::from_utf8(grid.stdout).unwrap();
+    assert!(grid.contains("--log2c") && !grid.contains("--test"), "{grid}");
+    fwsvm()
+        .args(["grid", "--test", "x", "y"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--test"));
+}
+
+/// `fwsvm completions SHELL` prints a script that knows the subcommands and their options.
+#[test]
+fn shell_completions() {
+    for (shell, marker) in [
+        ("bash", "_fwsvm()"),
+        ("zsh", "#compdef fwsvm"),
+        ("fish", "complete -c fwsvm"),
+    ] {
+        let out = fwsvm().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let s = String::from_utf8(out.stdout).unwrap();
+        assert!(s.contains(marker), "{shell}: no {marker}");
+        for word in ["train", "predict", "grid", "rel-eps", "backend"] {
+            assert!(s.contains(word), "{shell}: no {word}");
+        }
+    }
+    fwsvm()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("tcsh"));
+}

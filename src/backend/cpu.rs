@@ -218,7 +218,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     }
 
     /// Computes the columns `js` that are not cached in batched passes over the data (each
-    /// block of rows read once for up to [`BATCH`] columns) and leaves them in the cache;
+    /// block of rows read once for up to `BATCH` columns) and leaves them in the cache;
     /// at most half the slots the cache may use now are filled, so none of them evicts
     /// another. Returns how many were computed.
     pub fn prefetch(&mut self, js: &[usize]) -> usize {

@@ -197,10 +197,10 @@ const PROBES: usize = 64;
 
 /// [`certify`] without the full f64 product, for the RBF kernel with AVX-512 (None
 /// otherwise): g exactly (f64, the same arithmetic as the full pass) on A, which gives 2f; an
-/// f32 pass with a rigorous error bound ([`super::screen`]) over every row; then g exactly on
-/// the [`PROBES`] rows of lowest upper bound, whose minimum U bounds min g from above, and on
+/// f32 pass with a rigorous error bound (`super::screen`) over every row; then g exactly on
+/// the `PROBES` rows of lowest upper bound, whose minimum U bounds min g from above, and on
 /// every row whose lower bound does not clear U. A row left out has g_i > U ≥ min g, so the
-/// minimum, the row holding it and the gap are those of [`certify_full`], to the bit. Also
+/// minimum, the row holding it and the gap are those of `certify_full`, to the bit. Also
 /// returns how many rows were computed in f64.
 pub fn certify_screened(
     prob: &Problem<'_>,
@@ -339,7 +339,7 @@ pub fn certify_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize]) -> (f
     (f, 2.0 * f - gs, s)
 }
 
-/// out[k] = g_{rows[k]} = Σ_{j∈A} α_j Q_{rows[k], j}, exactly (f64), for a few rows: the
+/// out\[k\] = g_{rows\[k\]} = Σ_{j∈A} α_j Q_{rows\[k\], j}, exactly (f64), for a few rows: the
 /// |rows|×|A| kernel block of the sampled iterations (ALGORITHMS.md §3). Rows in parallel.
 pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
     assert_eq!(rows.len(), out.len());

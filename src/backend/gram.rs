@@ -50,7 +50,7 @@ pub struct Panel {
 
 impl Panel {
     /// Lays out columns `cols` of `data` with weights `coef` and squared norms `norms` (both
-    /// indexed like `cols`). None when the panel would exceed [`MAX_PANEL_BYTES`].
+    /// indexed like `cols`). None when the panel would exceed `MAX_PANEL_BYTES`.
     pub fn new(
         kernel: Kernel,
         data: &Dataset,
@@ -98,7 +98,7 @@ impl Panel {
         self.width
     }
 
-    /// out[k] = Σ_j coef_j (k(x_i, z_j) + 1) for i = rows[k] (or i = k when `rows` is None)
+    /// out\[k\] = Σ_j coef_j (k(x_i, z_j) + 1) for i = rows\[k\] (or i = k when `rows` is None)
     /// of `data`, whose squared row norms are `norms`. Rows in parallel.
     pub fn row_sums(&self, data: &Dataset, norms: &[f64], rows: Option<&[usize]>, out: &mut [f64]) {
         if let Some(r) = rows {

@@ -62,7 +62,7 @@ pub struct Update {
 }
 
 impl Update {
-    /// g ← scale·g + coef·Q[:,j].
+    /// g ← scale·g + coef·Q\[:,j\].
     pub fn one(scale: f64, j: usize, coef: f64) -> Self {
         Update {
             scale,
@@ -81,7 +81,7 @@ impl Update {
         }
     }
 
-    /// g ← scale·g + a·Q[:,i] + b·Q[:,j].
+    /// g ← scale·g + a·Q\[:,i\] + b·Q\[:,j\].
     pub fn two(scale: f64, i: usize, a: f64, j: usize, b: f64) -> Self {
         Update {
             scale,
@@ -226,7 +226,7 @@ pub trait Backend {
         self.len() == 0
     }
 
-    /// Short name ("cpu", "gpu: <adapter>").
+    /// Short name ("cpu", `"gpu: <adapter>"`).
     fn name(&self) -> String;
 
     /// Q_ii (exact).
@@ -255,13 +255,13 @@ pub trait Backend {
     /// argmin over all, argmax over A and αᵀg (and αᵀg⁻) over A, for the current g.
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction>;
 
-    /// out[k] = g[idx[k]].
+    /// out\[k\] = g\[idx\[k\]\].
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()>;
 
-    /// out[k] = g⁻[idx[k]].
+    /// out\[k\] = g⁻\[idx\[k\]\].
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()>;
 
-    /// out[k] = Q[idx[k], j] (computes column j if needed; a following update that uses j
+    /// out\[k\] = Q\[idx\[k\], j\] (computes column j if needed; a following update that uses j
     /// reuses it).
     fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()>;
 

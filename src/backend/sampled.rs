@@ -62,7 +62,7 @@ impl Weights<'_> {
     }
 }
 
-/// One kernel block: out[k] = Σ_j w_j Q(rows[k], j).
+/// One kernel block: out\[k\] = Σ_j w_j Q(rows\[k\], j).
 pub struct BlockJob<'j> {
     /// Row indices.
     pub rows: &'j [usize],
@@ -74,7 +74,7 @@ pub struct BlockJob<'j> {
 
 /// Computes kernel blocks of a problem; all jobs of one call form one round trip.
 pub trait BlockEngine {
-    /// For messages ("cpu", "gpu: <adapter>").
+    /// For messages ("cpu", `"gpu: <adapter>"`).
     fn name(&self) -> String;
     /// Runs every job.
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()>;

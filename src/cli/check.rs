@@ -57,6 +57,9 @@ pub struct CheckArgs {
     /// --precision f32, 1e-12 with f64].
     #[arg(long, value_parser = super::common::parse_positive)]
     grad_tol: Option<f64>,
+    /// Test data: both models predict it, and their labels must agree too.
+    #[arg(long, help_heading = super::train::OUTPUT)]
+    test: Option<PathBuf>,
     #[command(flatten)]
     opts: TrainOpts,
 }
@@ -159,7 +162,7 @@ fn lockstep(
 pub fn run(args: CheckArgs) -> Result<()> {
     let o = &args.opts;
     o.refuse_train_only("check")?;
-    let (ds, test, _) = o.read(&args.train)?;
+    let (ds, test, _) = o.read(&args.train, args.test.as_deref())?;
     let classes = require_two_classes(&ds, &args.train)?;
     let quiet = o.quiet();
     let gpu_device = o.open_device(BackendArg::Gpu)?;

@@ -83,10 +83,10 @@ pub enum FormatArg {
 #[derive(Debug, Clone, Args)]
 pub struct DataArgs {
     /// Input format (files may be plain, gzip, bzip2 or xz: detected from their content).
-    #[arg(long, value_enum, default_value_t = FormatArg::Libsvm)]
+    #[arg(long, value_enum, default_value_t = FormatArg::Libsvm, help_heading = super::train::OUTPUT)]
     pub format: FormatArg,
     /// CSV: column holding the label (0-based; negative counts from the end, -1 = last).
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, help_heading = super::train::OUTPUT)]
     pub label_col: i64,
 }
 

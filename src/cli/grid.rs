@@ -43,11 +43,11 @@ pub struct GridArgs {
     /// Continue a partial run: points already in the CSV are kept, not recomputed.
     #[arg(long)]
     resume: bool,
-    /// Compute backend (as for train).
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendArg,
     #[command(flatten)]
     opts: TrainOpts,
+    /// Compute backend (as for train).
+    #[arg(long, value_enum, default_value = "auto", help_heading = super::train::BACKEND)]
+    backend: BackendArg,
 }
 
 /// BEGIN,END,STEP → the grid values, END included when reached (as grid.py's range_f).
@@ -188,7 +188,6 @@ pub fn run(a: GridArgs) -> Result<()> {
         .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
     RunFiles::new()
         .input("training data", &a.train)
-        .input_opt("test data", o.test_path())
         .output("results CSV", &csv)
         .output("heat map", &svg)
         .check()?;
@@ -213,12 +212,7 @@ pub fn run(a: GridArgs) -> Result<()> {
         }
         (done_settings, done) = read_results(&csv)?;
     }
-    let (ds, test, _) = o.read(&a.train)?;
-    if test.is_some() {
-        return Err(Error::InvalidParam(
-            "--test is not used by grid (it scores by cross-validation)".into(),
-        ));
-    }
+    let (ds, _, _) = o.read(&a.train, None)?;
     super::train::require_two_classes(&ds, &a.train)?;
     let mut base = o.params(o.open_device(a.backend)?);
     // On a GPU the data go up once for every fold of every grid point (sampled runs bind

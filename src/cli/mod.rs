@@ -46,6 +46,12 @@ enum Command {
     Check(check::CheckArgs),
     /// List GPU adapters: name, backend, type, f64 support, binding and buffer limits.
     Info(info::InfoArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to standard
+    /// output, e.g. `fwsvm completions bash > ~/.local/share/bash-completion/completions/fwsvm`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Every option that takes a value accepts one that starts with `-`, so that `-c -1` reaches
@@ -112,6 +118,10 @@ pub fn run(cli: Cli) -> crate::Result<()> {
         Command::Check(a) => check::run(a),
         Command::Grid(a) => grid::run(a),
         Command::Bench(c) => bench::run(c),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut command(), "fwsvm", &mut std::io::stdout());
+            Ok(())
+        }
     }
 }
 

@@ -91,6 +91,13 @@ impl From<PrecisionArg> for Precision {
     }
 }
 
+/// Help headings, in the order users reach for them: what to solve, how long, where, and what
+/// goes in and out.
+pub(super) const PROBLEM: &str = "Problem and kernel";
+pub(super) const STOPPING: &str = "Algorithm and stopping";
+pub(super) const BACKEND: &str = "Backend";
+pub(super) const OUTPUT: &str = "Input and output";
+
 /// Options of `fwsvm train`.
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
@@ -102,41 +109,35 @@ pub struct TrainArgs {
     train: PathBuf,
     /// Model file to write [default: the training file's name + ".model", in the current directory].
     model: Option<PathBuf>,
-    /// Compute backend: auto = a hardware GPU when there is one, else the CPU; gpu = any
-    /// adapter, software ones included (for tests); cpu.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: BackendArg,
-    /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
-    #[arg(long, value_name = "CSV")]
-    trace: Option<PathBuf>,
-    /// K-fold cross-validation (stratified, seeded by --seed): prints the held-out accuracy as
-    /// svm-train -v does and writes no model.
-    #[arg(short = 'v', long = "cv", value_name = "K", conflicts_with_all = ["model", "test", "trace"])]
-    cv: Option<usize>,
     #[command(flatten)]
     opts: TrainOpts,
+    /// Compute backend: auto = a hardware GPU when there is one, else the CPU; gpu = any
+    /// adapter, software ones included (for tests); cpu.
+    #[arg(help_heading = BACKEND, long, value_enum, default_value = "auto")]
+    backend: BackendArg,
+    /// K-fold cross-validation (stratified, seeded by --seed): prints the held-out accuracy as
+    /// svm-train -v does and writes no model.
+    #[arg(help_heading = OUTPUT, short = 'v', long = "cv", value_name = "K", conflicts_with_all = ["model", "test", "trace"])]
+    cv: Option<usize>,
+    /// Test data: predict after training and print the accuracy.
+    #[arg(help_heading = OUTPUT, long)]
+    test: Option<PathBuf>,
+    /// Write a CSV trace (iteration, seconds, f, gap, step kind, step size, active-set size).
+    #[arg(help_heading = OUTPUT, long, value_name = "CSV")]
+    trace: Option<PathBuf>,
 }
 
-/// The training options shared by `fwsvm train` and `fwsvm check`.
+/// The training options shared by `fwsvm train`, `fwsvm check` and `fwsvm grid`.
 #[derive(Debug, Args)]
 pub struct TrainOpts {
-    /// Algorithm: a Frank–Wolfe variant (fw, mfw, swap, swap2, partan), the Core Vector
-    /// Machine (cvm), sparse re-weighted FW (sparse-fw), or SimpleSVM for LIBSVM's C-SVM
-    /// (simplesvm).
-    #[arg(short = 'a', long, value_enum, default_value = "partan")]
-    algorithm: AlgorithmArg,
-    /// Stopping rule: the duality gap, or CVM's relative ball rule (rbf only).
-    #[arg(long, value_enum, default_value = "gap")]
-    stop: StopArg,
-    /// SimpleSVM: the next violator is the largest one (greedy) or comes from SimplerSVM's
-    /// priority queue.
-    #[arg(long, value_enum, default_value = "greedy")]
-    violator: ViolatorArg,
-    /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
-    #[arg(long, value_enum, default_value = "chol")]
-    linear_solver: LinearSolverArg,
+    /// svm-train's SVM type: 0 = C-SVC, 2 = one-class (novelty detection: the smallest ball
+    /// around the data, rbf kernel, -c sets how many points may fall outside; labels ignored).
+    /// 1 nu-SVC, 3 epsilon-SVR and 4 nu-SVR are refused with a message.
+    #[arg(help_heading = PROBLEM, short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
+    svm_type: u8,
     /// Kernel (svm-train's -t 0..3 = linear, poly, rbf, sigmoid).
     #[arg(
+        help_heading = PROBLEM,
         short = 'k',
         short_alias = 't',
         long,
@@ -145,99 +146,107 @@ pub struct TrainOpts {
     )]
     kernel: KernelArg,
     /// C: the L2-SVM's regularisation (Q gets δ_ij / C).
-    #[arg(short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
+    #[arg(help_heading = PROBLEM, short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
     cost: f64,
     /// γ for rbf and poly, or `auto` = 1 / mean squared distance over 10,000 seeded random pairs.
-    #[arg(short = 'g', long, default_value = "auto", value_parser = parse_gamma)]
+    #[arg(help_heading = PROBLEM, short = 'g', long, default_value = "auto", value_parser = parse_gamma)]
     gamma: Gamma,
     /// Degree of the polynomial kernel.
-    #[arg(short = 'd', long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(help_heading = PROBLEM, short = 'd', long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     degree: u32,
     /// coef0 of the polynomial and sigmoid kernels.
-    #[arg(short = 'r', long, default_value_t = 0.0, allow_hyphen_values = true)]
+    #[arg(help_heading = PROBLEM, short = 'r', long, default_value_t = 0.0, allow_hyphen_values = true)]
     coef0: f64,
+    /// Class weight: C of class LABEL is W·C (svm-train's -wLABEL W; repeatable), in every
+    /// solver and in each one-versus-one pair.
+    #[arg(help_heading = PROBLEM, long, value_name = "LABEL=W", value_parser = parse_class_weight)]
+    class_weight: Vec<(f64, f64)>,
+    /// Probability estimates (svm-train's -b 1): Platt's sigmoid per class pair, fitted on
+    /// decision values of an internal 5-fold cross-validation, written to the model as probA
+    /// and probB (ignored with -v).
+    #[arg(help_heading = PROBLEM, short = 'b', long, value_name = "0|1", default_value = "0", value_parser = parse_switch,
+          action = clap::ArgAction::Set)]
+    probability: bool,
+    /// svm-train's ν (-n) and ε of epsilon-SVR (-p): read so that they are refused with a
+    /// message naming what applies instead.
+    #[arg(help_heading = PROBLEM, short = 'n', hide = true, value_parser = refuse_nu)]
+    nu: Option<f64>,
+    #[arg(help_heading = PROBLEM, short = 'p', hide = true, value_parser = refuse_svr_epsilon)]
+    svr_epsilon: Option<f64>,
+
+    /// Algorithm: a Frank–Wolfe variant (fw, mfw, swap, swap2, partan), the Core Vector
+    /// Machine (cvm), sparse re-weighted FW (sparse-fw), or SimpleSVM for LIBSVM's C-SVM
+    /// (simplesvm).
+    #[arg(help_heading = STOPPING, short = 'a', long, value_enum, default_value = "partan")]
+    algorithm: AlgorithmArg,
     /// Stop when the duality gap is at most eps.
-    #[arg(short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
+    #[arg(help_heading = STOPPING, short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
     eps: f64,
     /// Also require gap <= rel-eps * 2f (1 = no training point with a negative margin; `inf`
     /// = the papers' absolute rule alone). Guards large C, where f is tiny and eps is reached
     /// far from the optimum.
-    #[arg(long, default_value = "1", value_parser = parse_rel)]
+    #[arg(help_heading = STOPPING, long, default_value = "1", value_parser = parse_rel)]
     rel_eps: f64,
+    /// Stopping rule: the duality gap, or CVM's relative ball rule (rbf only).
+    #[arg(help_heading = STOPPING, long, value_enum, default_value = "gap")]
+    stop: StopArg,
     /// Stop after this many iterations.
-    #[arg(long, default_value_t = 10_000_000, value_parser = super::common::parse_count::<u64>)]
+    #[arg(help_heading = STOPPING, long, default_value_t = 10_000_000, value_parser = super::common::parse_count::<u64>)]
     max_iter: u64,
     /// Stop after this many seconds.
-    #[arg(long, value_parser = parse_positive)]
+    #[arg(help_heading = STOPPING, long, value_parser = parse_positive)]
     time_limit: Option<f64>,
+    /// Randomized iterations: draw this many points per iteration instead of keeping the
+    /// full gradient (0 = off; the paper uses 194). The gap is then sampled, with two extra
+    /// draws before stopping; the certified gap at the end is exact.
+    #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
+    sample: usize,
     /// Seed for the initial sample and --gamma auto (CPU runs are reproducible bit for bit).
-    #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
+    #[arg(help_heading = STOPPING, long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
     /// Random points solved exactly to initialise (0 or 1 = one random vertex).
-    #[arg(long, default_value_t = 20, value_parser = super::common::parse_count::<usize>)]
+    #[arg(help_heading = STOPPING, long, default_value_t = 20, value_parser = super::common::parse_count::<usize>)]
     init_size: usize,
+    /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
+    #[arg(help_heading = STOPPING, short = 'h', value_name = "0|1", value_parser = parse_switch,
+          conflicts_with_all = ["no_shrink", "shrink"])]
+    shrinking: Option<bool>,
+    /// Turn working-set shrinking off (on by default for the FW variants and CVM on 100,000
+    /// points or more: iterations run over the points that can still matter, and an exact
+    /// pass over all points decides; see README).
+    #[arg(help_heading = STOPPING, long)]
+    no_shrink: bool,
+    /// Working-set shrinking whatever the number of points.
+    #[arg(help_heading = STOPPING, long, conflicts_with = "no_shrink")]
+    shrink: bool,
+    /// Skip the exact recomputation of the duality gap at the end.
+    #[arg(help_heading = STOPPING, long)]
+    no_certify: bool,
+    /// SimpleSVM: the next violator is the largest one (greedy) or comes from SimplerSVM's
+    /// priority queue.
+    #[arg(help_heading = STOPPING, long, value_enum, default_value = "greedy")]
+    violator: ViolatorArg,
+    /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
+    #[arg(help_heading = STOPPING, long, value_enum, default_value = "chol")]
+    linear_solver: LinearSolverArg,
     /// Kernel-column cache in MiB.
-    #[arg(short = 'm', long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
+    #[arg(help_heading = BACKEND, short = 'm', long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
     /// Worker threads (0 = one per core).
-    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
+    #[arg(help_heading = BACKEND, long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them (default:
     /// WGPU_ADAPTER_NAME, else the best one).
-    #[arg(long, value_name = "INDEX|NAME")]
+    #[arg(help_heading = BACKEND, long, value_name = "INDEX|NAME")]
     device: Option<String>,
     /// Precision: on the CPU, of the cached kernel columns (the gradient is always f64); on the
     /// GPU, of the gradient (f64 needs an adapter with SHADER_F64). Default: f64 for simplesvm
     /// (its α reach C and its KKT test is absolute; f64 on a GPU only where the adapter has
     /// it), f32 otherwise
-    #[arg(long, value_enum)]
+    #[arg(help_heading = BACKEND, long, value_enum)]
     precision: Option<PrecisionArg>,
-    /// Randomized iterations: draw this many points per iteration instead of keeping the
-    /// full gradient (0 = off; the paper uses 194). The gap is then sampled, with two extra
-    /// draws before stopping; the certified gap at the end is exact.
-    #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
-    sample: usize,
-    /// Skip the exact recomputation of the duality gap at the end.
-    #[arg(long)]
-    no_certify: bool,
-    /// Turn working-set shrinking off (on by default for the FW variants and CVM on 100,000
-    /// points or more: iterations run over the points that can still matter, and an exact
-    /// pass over all points decides; see README).
-    #[arg(long)]
-    no_shrink: bool,
-    /// Working-set shrinking whatever the number of points.
-    #[arg(long, conflicts_with = "no_shrink")]
-    shrink: bool,
-    /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
-    #[arg(short = 'h', value_name = "0|1", value_parser = parse_switch,
-          conflicts_with_all = ["no_shrink", "shrink"])]
-    shrinking: Option<bool>,
-    /// svm-train's SVM type: 0 = C-SVC, 2 = one-class (novelty detection: the smallest ball
-    /// around the data, rbf kernel, -c sets how many points may fall outside; labels ignored).
-    /// 1 nu-SVC, 3 epsilon-SVR and 4 nu-SVR are refused with a message.
-    #[arg(short = 's', value_name = "TYPE", default_value_t = 0, value_parser = parse_svm_type)]
-    svm_type: u8,
-    /// svm-train's ν (-n) and ε of epsilon-SVR (-p): read so that they are refused with a
-    /// message naming what applies instead.
-    #[arg(short = 'n', hide = true, value_parser = refuse_nu)]
-    nu: Option<f64>,
-    #[arg(short = 'p', hide = true, value_parser = refuse_svr_epsilon)]
-    svr_epsilon: Option<f64>,
-    /// Class weight: C of class LABEL is W·C (svm-train's -wLABEL W; repeatable), in every
-    /// solver and in each one-versus-one pair.
-    #[arg(long, value_name = "LABEL=W", value_parser = parse_class_weight)]
-    class_weight: Vec<(f64, f64)>,
-    /// Probability estimates (svm-train's -b 1): Platt's sigmoid per class pair, fitted on
-    /// decision values of an internal 5-fold cross-validation, written to the model as probA
-    /// and probB (ignored with -v).
-    #[arg(short = 'b', long, value_name = "0|1", default_value = "0", value_parser = parse_switch,
-          action = clap::ArgAction::Set)]
-    probability: bool,
-    /// Test data: predict after training and print the accuracy.
-    #[arg(long)]
-    test: Option<PathBuf>,
     /// Print only errors and the accuracy line.
-    #[arg(short = 'q', long)]
+    #[arg(help_heading = OUTPUT, short = 'q', long)]
     quiet: bool,
     #[command(flatten)]
     data: DataArgs,
@@ -382,7 +391,11 @@ impl TrainOpts {
 
     /// Reads the training file and the `--test` file; returns them with the seconds the
     /// training file took.
-    pub fn read(&self, train: &std::path::Path) -> Result<(Dataset, Option<Dataset>, f64)> {
+    pub fn read(
+        &self,
+        train: &std::path::Path,
+        test: Option<&std::path::Path>,
+    ) -> Result<(Dataset, Option<Dataset>, f64)> {
         set_threads(self.threads, self.quiet);
         check_cache_mb(self.cache_mb)?;
         let t0 = Instant::now();
@@ -397,16 +410,11 @@ impl TrainOpts {
                 train.display()
             )));
         }
-        let test = match &self.test {
+        let test = match test {
             Some(p) => Some(self.data.read(p)?),
             None => None,
         };
         Ok((ds, test, read_s))
-    }
-
-    /// `--test`.
-    pub fn test_path(&self) -> Option<&std::path::Path> {
-        self.test.as_deref()
     }
 
     /// `--seed`.
@@ -586,13 +594,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let mut files = RunFiles::new();
     files
         .input("training data", &args.train)
-        .input_opt("test data", a.test.as_deref())
+        .input_opt("test data", args.test.as_deref())
         .output_opt("trace", args.trace.as_deref());
     if args.cv.is_none() {
         files.output("model file", &model_path);
     }
     files.check()?;
-    let (ds, test, read_s) = a.read(&args.train)?;
+    let (ds, test, read_s) = a.read(&args.train, args.test.as_deref())?;
     if crate::interrupt::requested() {
         return Err(Error::Interrupted(
             "before training started; nothing written".into(),
@@ -827,7 +835,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         }
         eprintln!("fwsvm: model written to {}", model_path.display());
     }
-    if let (Some(test), Some(path)) = (&test, &a.test) {
+    if let (Some(test), Some(path)) = (&test, &args.test) {
         if test.n_features() > model.n_features() && !a.quiet {
             eprintln!(
                 "fwsvm: warning: {} has features beyond index {} that no support vector uses",

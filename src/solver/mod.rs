@@ -3,7 +3,7 @@
 //! [`solve`] owns everything that is not a step: initialisation, the reduction that opens each
 //! iteration, the stopping rules (duality gap, iteration cap, time limit), observers (progress,
 //! CSV trace), and the certified gap at the end. A [`Variant`] only turns one [`Reduction`]
-//! into one step: which direction, which step size, and the [`Update`] the backend applies.
+//! into one step: which direction, which step size, and the [`Update`](crate::backend::Update) the backend applies.
 
 pub mod cvm;
 pub mod fw;

@@ -222,7 +222,7 @@ pub struct ChunkInfo {
     pub nwg: u32,
     /// Rows stored in the chunk (the dense layout's feature stride).
     pub stride: u32,
-    /// 1: problem row li is the chunk's row map[li]; 0: row li.
+    /// 1: problem row li is the chunk's row map\[li\]; 0: row li.
     pub mapped: u32,
     pub pad0: u32,
     pub pad1: u32,
