@@ -1700,7 +1700,10 @@ fn help_is_grouped_and_offers_only_what_applies() {
     }
     let grid = fwsvm().args(["grid", "--help"]).output().unwrap();
     let grid = String::from_utf8(grid.stdout).unwrap();
-    assert!(grid.contains("--log2c") && !grid.contains("--test"), "{grid}");
+    assert!(
+        grid.contains("--log2c") && !grid.contains("--test"),
+        "{grid}"
+    );
     fwsvm()
         .args(["grid", "--test", "x", "y"])
         .assert()
