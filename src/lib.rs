@@ -36,6 +36,7 @@ pub mod interrupt;
 pub mod kernel;
 pub mod model;
 pub mod output;
+pub mod predict;
 pub mod probability;
 pub mod problem;
 pub mod rng;

@@ -590,7 +590,8 @@ pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) 
                 let (sub, _) = train(&tr, &sub_params, &mut |_| Vec::new())?;
                 let test_rows: Vec<usize> = held.iter().map(|&t| rows[t]).collect();
                 let te = ds.subset(&test_rows);
-                let (_, d) = shared.restrict(&test_rows).predict(
+                let (_, d) = crate::predict::on_device(
+                    &shared.restrict(&test_rows),
                     &sub,
                     &te,
                     crate::backend::GPU_PREDICT_MIN_WORK,
@@ -718,7 +719,8 @@ pub fn cross_validate(
                 f + 1
             )));
         }
-        let (pred, _) = shared.restrict(&test_rows).predict(
+        let (pred, _) = crate::predict::on_device(
+            &shared.restrict(&test_rows),
             &model,
             &te,
             crate::backend::GPU_PREDICT_MIN_WORK,

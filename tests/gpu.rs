@@ -535,8 +535,7 @@ fn gpu_prediction_matches_the_cpu() {
                     max_chunk_bytes: Some(512),
                 };
                 let (labels, dec) =
-                    fwsvm::backend::gpu::predict::predict(&model, test, ctx, cfg, None)
-                        .expect("gpu");
+                    fwsvm::predict::gpu::predict(&model, test, ctx, cfg, None).expect("gpu");
                 assert_eq!(dec.len(), test.len());
                 let scale = cpu_dec
                     .iter()

@@ -575,58 +575,9 @@ pub fn column_pass_bytes(ds: &crate::data::Dataset) -> u64 {
 pub const AUTO_GPU_MIN_BYTES: u64 = 2 << 20;
 
 /// Rows × support vectors below which `--backend auto` predicts on the CPU: the device's
-/// set-up and upload cost more than the kernel evaluations it would take over.
+/// set-up and upload cost more than the kernel evaluations it would take over (see
+/// [`crate::predict`]).
 pub const GPU_PREDICT_MIN_WORK: u64 = 20_000_000;
-
-impl Device {
-    /// Labels and decision values of `ds` under `model`, on this device. With `min_work`,
-    /// problems of fewer rows × SVs run on the CPU; a device failure falls back to the CPU
-    /// when the device was chosen by `--backend auto`. `precision` None means f64 where the
-    /// adapter has SHADER_F64: an L2-SVM's decision values are O(f), often 1e-5, and an f32
-    /// sum over thousands of SVs flips labels near the boundary.
-    pub fn predict(
-        &self,
-        model: &crate::model::Model,
-        ds: &crate::data::Dataset,
-        min_work: u64,
-        precision: Option<cpu::Precision>,
-    ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
-        match self {
-            Device::Cpu => {
-                let _ = precision;
-                Ok(model.predict_with_decisions(ds))
-            }
-            #[cfg(feature = "gpu")]
-            Device::Gpu {
-                ctx,
-                cfg,
-                fallback,
-                shared,
-            } => {
-                if (ds.len() as u64).saturating_mul(model.total_sv() as u64) < min_work {
-                    return Ok(model.predict_with_decisions(ds));
-                }
-                let precision = precision.unwrap_or(if ctx.f64 {
-                    cpu::Precision::F64
-                } else {
-                    cpu::Precision::F32
-                });
-                let cfg = gpu::GpuConfig { precision, ..*cfg };
-                let view = shared
-                    .as_ref()
-                    .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice())));
-                match gpu::predict::predict(model, ds, ctx, cfg, view) {
-                    Ok(r) => Ok(r),
-                    Err(crate::Error::Backend(msg)) if *fallback => {
-                        eprintln!("fwsvm: {msg}; predicting on the CPU instead");
-                        Ok(model.predict_with_decisions(ds))
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -488,7 +488,8 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                                 a.out.join("results.csv").display()
                             )));
                         }
-                        let (pred, _) = device.predict(
+                        let (pred, _) = crate::predict::on_device(
+                            device,
                             &model,
                             &test_ds,
                             crate::backend::GPU_PREDICT_MIN_WORK,

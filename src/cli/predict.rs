@@ -92,7 +92,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             a.model.display()
         )));
     }
-    let (mut pred, dec) = device.predict(&model, &ds, min_work, precision)?;
+    let (mut pred, dec) = crate::predict::on_device(&device, &model, &ds, min_work, precision)?;
     let probs = if a.probability {
         let (labels, probs) = model.probabilities_from_decisions(&dec);
         pred = labels;

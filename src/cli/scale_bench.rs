@@ -218,8 +218,13 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             )));
         }
         let r = &reports[0].result;
-        let (pred, _) =
-            device.predict(&model, &test, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
+        let (pred, _) = crate::predict::on_device(
+            &device,
+            &model,
+            &test,
+            crate::backend::GPU_PREDICT_MIN_WORK,
+            None,
+        )?;
         let acc = 100.0
             * pred
                 .iter()

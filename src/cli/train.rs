@@ -843,10 +843,13 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 model.n_features()
             );
         }
-        let (pred, _) =
-            params
-                .device
-                .predict(&model, test, crate::backend::GPU_PREDICT_MIN_WORK, None)?;
+        let (pred, _) = crate::predict::on_device(
+            &params.device,
+            &model,
+            test,
+            crate::backend::GPU_PREDICT_MIN_WORK,
+            None,
+        )?;
         let (ok, n) = accuracy(&pred, &test.labels);
         println!("{}", accuracy_line(ok, n));
     }

@@ -21,7 +21,6 @@ pub mod block;
 pub mod context;
 pub mod data;
 pub mod pipelines;
-pub mod predict;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
 pub use data::GpuData;

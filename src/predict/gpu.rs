@@ -4,13 +4,13 @@
 //! with every label +1; each support vector of the pair is then a query row whose column
 //! k(x_i, sv) the column shader computes (without Q's +1) and the update shader accumulates
 //! with the SV's coefficient: g_i = Σ_sv c_sv k(x_i, sv). The decision value is g_i − ρ, and
-//! LIBSVM's vote picks the label on the host ([`Model::vote`]).
+//! LIBSVM's vote picks the label on the host ([`Model::vote`](crate::model::Model::vote)).
 
-use super::{GpuBackend, GpuConfig, GpuContext};
+use super::Model;
 use crate::backend::Backend;
+use crate::backend::gpu::{GpuBackend, GpuConfig, GpuContext, GpuData};
 use crate::data::{Dataset, Row};
 use crate::error::Result;
-use crate::model::Model;
 use crate::problem::Problem;
 
 /// Copies `ds` with `d` feature columns (d ≥ its own), so the kernel sees every SV feature.
@@ -44,7 +44,7 @@ pub fn predict(
     ds: &Dataset,
     ctx: &GpuContext,
     cfg: GpuConfig,
-    shared: Option<(&std::sync::Arc<super::GpuData>, Option<&[usize]>)>,
+    shared: Option<(&std::sync::Arc<GpuData>, Option<&[usize]>)>,
 ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     let n = ds.len();
     if n == 0 {
