@@ -404,11 +404,11 @@ impl Device {
                         rows: None,
                     }),
                 }),
-                Err(crate::Error::Backend(msg)) if *fallback => {
-                    eprintln!("fwsvm: {msg}; each training uploads its own data instead");
-                    Ok(self.clone())
+                Err(e) => {
+                    or_else_on_cpu(*fallback, e, "each training uploads its own data", || {
+                        self.clone()
+                    })
                 }
-                Err(e) => Err(e),
             },
         }
     }
@@ -523,11 +523,9 @@ impl Device {
                     .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice()))),
             ) {
                 Ok(b) => Ok(Box::new(b)),
-                Err(crate::Error::Backend(msg)) if *fallback => {
-                    eprintln!("fwsvm: {msg}; training on the CPU instead");
-                    Ok(cpu::cpu_backend(prob, cpu))
-                }
-                Err(e) => Err(e),
+                Err(e) => or_else_on_cpu(*fallback, e, "training on the CPU", || {
+                    cpu::cpu_backend(prob, cpu)
+                }),
             },
         }
     }
@@ -547,13 +545,35 @@ impl Device {
                 ctx, cfg, fallback, ..
             } => match gpu::block::GpuBlocks::new(prob, ctx, *cfg) {
                 Ok(b) => Ok(Box::new(b)),
-                Err(crate::Error::Backend(msg)) if *fallback => {
-                    eprintln!("fwsvm: {msg}; computing the sampled blocks on the CPU instead");
-                    Ok(Box::new(sampled::CpuBlocks::new(prob)))
-                }
-                Err(e) => Err(e),
+                Err(e) => or_else_on_cpu(
+                    *fallback,
+                    e,
+                    "computing the sampled blocks on the CPU",
+                    || -> Box<dyn sampled::BlockEngine + 'a> {
+                        Box::new(sampled::CpuBlocks::new(prob))
+                    },
+                ),
             },
         }
+    }
+}
+
+/// The one GPU → CPU fallback: a device chosen by `--backend auto` (`fallback`) that fails
+/// with a [`crate::Error::Backend`] (it cannot hold or serve the problem) says so, with what
+/// happens `instead`, and the caller goes on with `on_cpu`; any other error, or any error on
+/// a device the user named, is returned.
+pub fn or_else_on_cpu<T>(
+    fallback: bool,
+    err: crate::Error,
+    instead: &str,
+    on_cpu: impl FnOnce() -> T,
+) -> Result<T> {
+    match err {
+        crate::Error::Backend(msg) if fallback => {
+            eprintln!("fwsvm: {msg}; {instead} instead");
+            Ok(on_cpu())
+        }
+        e => Err(e),
     }
 }
 

@@ -49,11 +49,11 @@ pub fn on_device(
                 .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice())));
             match gpu::predict(model, ds, ctx, cfg, view) {
                 Ok(r) => Ok(r),
-                Err(crate::Error::Backend(msg)) if *fallback => {
-                    eprintln!("fwsvm: {msg}; predicting on the CPU instead");
-                    Ok(model.predict_with_decisions(ds))
+                Err(e) => {
+                    crate::backend::or_else_on_cpu(*fallback, e, "predicting on the CPU", || {
+                        model.predict_with_decisions(ds)
+                    })
                 }
-                Err(e) => Err(e),
             }
         }
     }
