@@ -404,6 +404,74 @@ impl Pipelines {
 mod tests {
     use super::*;
 
+    /// `const NAME: u32 = VALUE;` lines of a WGSL source (decimal or hex, `u` suffix).
+    fn wgsl_consts(src: &str) -> std::collections::HashMap<String, u64> {
+        src.lines()
+            .filter_map(|l| {
+                let rest = l.trim().strip_prefix("const ")?;
+                let (name, rest) = rest.split_once(": u32 = ")?;
+                let v = rest.split(';').next()?.trim().trim_end_matches('u');
+                let v = match v.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16).ok()?,
+                    None => v.parse().ok()?,
+                };
+                Some((name.to_string(), v))
+            })
+            .collect()
+    }
+
+    /// The flag bits, sentinels and sizes the host writes are the ones the shaders read: the
+    /// constants are defined on both sides, and this keeps them equal.
+    #[test]
+    fn shader_constants_agree_with_the_host() {
+        let common = wgsl_consts(COMMON);
+        for (name, host) in [
+            ("F_COL_A", F_COL_A),
+            ("F_COL_B", F_COL_B),
+            ("F_PREV", F_PREV),
+            ("F_ROTATE", F_ROTATE),
+            ("F_WRITE", F_WRITE),
+            ("SRC_PREV", SRC_PREV),
+            ("SRC_COL", SRC_COL),
+            ("F_NO_BIAS", F_NO_BIAS),
+            ("NONE", super::super::NONE),
+        ] {
+            assert_eq!(common.get(name), Some(&(host as u64)), "{name}");
+        }
+        assert_eq!(common.get("WG"), Some(&super::super::WG), "WG");
+        assert_eq!(
+            wgsl_consts(COLUMN_BATCH).get("BK"),
+            Some(&(BATCH_COLUMNS as u64)),
+            "columns per batched dispatch"
+        );
+        // Every entry point runs WG invocations per workgroup, as the host's dispatch counts
+        // assume.
+        let mut seen = 0;
+        for src in [
+            COLUMN,
+            COLUMN_BATCH,
+            UPDATE,
+            ACTIVE,
+            FINAL,
+            GATHER,
+            MARKED,
+            MARKED_FINAL,
+            BLOCK,
+        ] {
+            for (i, _) in src.match_indices("@workgroup_size(") {
+                let n: u64 = src[i + 16..].split(')').next().unwrap().parse().unwrap();
+                assert_eq!(
+                    n,
+                    super::super::WG,
+                    "@workgroup_size in\n{}",
+                    &src[i..i + 40]
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen >= 9, "{seen} entry points found");
+    }
+
     /// Every program parses and validates with naga, for both gradient types, without an
     /// adapter.
     #[test]
