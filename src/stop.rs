@@ -5,7 +5,7 @@
 use std::str::FromStr;
 
 /// Which stopping rule ends a run (ALGORITHMS.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum StopRule {
     /// The duality gap: Δ = 2f − min g ≤ ε (and ≤ rel_eps · 2f).
     #[default]

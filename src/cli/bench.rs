@@ -2,13 +2,13 @@
 //! seeded synthetic data, against the memory bandwidth of the device.
 
 use super::common::{BackendArg, open_device, set_threads};
-use super::train::{KernelArg, PrecisionArg};
 use crate::backend::Device;
 use crate::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use crate::bench::{KernelTiming, data_bytes, host_bandwidth, synthetic, time_backend};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::problem::Problem;
+use crate::train::KernelKind;
 use clap::{Args, Subcommand, ValueEnum};
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ pub struct KernelsArgs {
     density: f64,
     /// Kernel (γ = 1/d for rbf and poly).
     #[arg(short = 'k', long, value_enum, default_value = "rbf")]
-    kernel: KernelArg,
+    kernel: KernelKind,
     /// Seconds spent on each measurement (at least).
     #[arg(long, default_value_t = 1.0, value_parser = super::common::parse_positive)]
     min_time: f64,
@@ -87,7 +87,7 @@ pub struct KernelsArgs {
     device: Option<String>,
     /// Precision of the columns (CPU) or of the gradient and columns (GPU).
     #[arg(long, value_enum, default_value = "f32")]
-    precision: PrecisionArg,
+    precision: Precision,
     /// Worker threads for the CPU (0 = one per core).
     #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
@@ -130,7 +130,7 @@ fn kernels(a: KernelsArgs) -> Result<()> {
             "--dims: need at least 1 feature, got {bad}"
         )));
     }
-    let precision: Precision = a.precision.into();
+    let precision = a.precision;
     let mut targets: Vec<(String, Device, f64, String)> = Vec::new();
     if a.backend != BenchBackend::Gpu {
         let (peak, src) = match a.cpu_peak {
@@ -186,14 +186,14 @@ fn kernels(a: KernelsArgs) -> Result<()> {
                     let ds = synthetic(m, d, density, a.seed);
                     let gamma = 1.0 / d as f64;
                     let kernel = match a.kernel {
-                        KernelArg::Rbf => Kernel::Rbf { gamma },
-                        KernelArg::Poly => Kernel::Poly {
+                        KernelKind::Rbf => Kernel::Rbf { gamma },
+                        KernelKind::Poly => Kernel::Poly {
                             gamma,
                             coef0: 1.0,
                             degree: 3,
                         },
-                        KernelArg::Linear => Kernel::Linear,
-                        KernelArg::Sigmoid => Kernel::Sigmoid { gamma, coef0: 0.0 },
+                        KernelKind::Linear => Kernel::Linear,
+                        KernelKind::Sigmoid => Kernel::Sigmoid { gamma, coef0: 0.0 },
                     };
                     let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
                     let t = measure(dev, &prob, precision, a.min_time)?;

@@ -4,7 +4,7 @@ use crate::data::{Dataset, Format, ReadOptions, read_dataset};
 use crate::error::{Error, Result};
 use crate::output::OutputFile;
 use crate::solver::{Observer, Progress};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -69,22 +69,12 @@ pub fn device_request(
     }
 }
 
-/// Input format flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum FormatArg {
-    /// LIBSVM sparse text.
-    #[default]
-    Libsvm,
-    /// Dense comma-separated values.
-    Csv,
-}
-
 /// How to read data files.
 #[derive(Debug, Clone, Args)]
 pub struct DataArgs {
     /// Input format (files may be plain, gzip, bzip2 or xz: detected from their content).
-    #[arg(long, value_enum, default_value_t = FormatArg::Libsvm, help_heading = super::train::OUTPUT)]
-    pub format: FormatArg,
+    #[arg(long, value_enum, default_value_t = Format::Libsvm, help_heading = super::train::OUTPUT)]
+    pub format: Format,
     /// CSV: column holding the label (0-based; negative counts from the end, -1 = last).
     #[arg(long, default_value_t = 0, allow_hyphen_values = true, help_heading = super::train::OUTPUT)]
     pub label_col: i64,
@@ -94,10 +84,7 @@ impl DataArgs {
     /// Reads a dataset with these options; refuses an empty one.
     pub fn read(&self, path: &Path) -> Result<Dataset> {
         let opts = ReadOptions {
-            format: match self.format {
-                FormatArg::Libsvm => Format::Libsvm,
-                FormatArg::Csv => Format::Csv,
-            },
+            format: self.format,
             label_col: self.label_col,
         };
         let ds = read_dataset(path, &opts)?;

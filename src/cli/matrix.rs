@@ -6,7 +6,7 @@
 //! and pairwise Wilcoxon signed-rank tests with exact p-values, on time and on accuracy.
 
 use super::common::{BackendArg, DataArgs, ProgressLine, open_device, set_threads};
-use super::train::{KernelArg, parse_gamma};
+use super::train::parse_gamma;
 use crate::backend::Device;
 use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
@@ -77,7 +77,7 @@ pub struct MatrixArgs {
     gamma: Gamma,
     /// Kernel.
     #[arg(short = 'k', long, value_enum, default_value = "rbf")]
-    kernel: KernelArg,
+    kernel: KernelKind,
     /// Also require gap ≤ rel-eps · 2f (as train).
     #[arg(long, default_value_t = 1.0, value_parser = super::common::parse_rel)]
     rel_eps: f64,
@@ -181,7 +181,7 @@ fn parse_algorithms(v: &[String]) -> Result<Vec<Algorithm>> {
     let algs: Vec<Algorithm> = v
         .iter()
         .map(|a| {
-            Algorithm::from_str(a.trim()).map_err(|_| {
+            <Algorithm as FromStr>::from_str(a.trim()).map_err(|_| {
                 Error::InvalidParam(format!(
                     "unknown algorithm `{a}` (fw, mfw, swap, swap2, partan, cvm, sparse-fw, simplesvm)"
                 ))
@@ -255,12 +255,7 @@ impl MatrixArgs {
             seed: self.seed,
             c: self.cost,
             gamma: self.gamma,
-            kernel: match self.kernel {
-                KernelArg::Rbf => KernelKind::Rbf,
-                KernelArg::Poly => KernelKind::Poly,
-                KernelArg::Linear => KernelKind::Linear,
-                KernelArg::Sigmoid => KernelKind::Sigmoid,
-            },
+            kernel: self.kernel,
             rel_eps: self.rel_eps,
             sample: self.sample,
             time_limit: self.time_limit,

@@ -31,7 +31,7 @@ pub struct PredictArgs {
     /// Precision of the kernel values and sums on the GPU [default: f64 where the adapter has
     /// SHADER_F64, else f32].
     #[arg(long, value_enum)]
-    precision: Option<super::train::PrecisionArg>,
+    precision: Option<crate::backend::cpu::Precision>,
     /// Worker threads (0 = one per core).
     #[arg(long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
@@ -67,7 +67,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             model.n_features()
         );
     }
-    let precision: Option<crate::backend::cpu::Precision> = a.precision.map(Into::into);
+    let precision = a.precision;
     let work = (ds.len() as u64).saturating_mul(model.total_sv() as u64);
     let device = if a.backend == BackendArg::Auto && work < crate::backend::GPU_PREDICT_MIN_WORK {
         crate::backend::Device::Cpu

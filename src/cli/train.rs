@@ -12,65 +12,11 @@ use crate::output::RunFiles;
 use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, SolverParams, StopRule};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum AlgorithmArg {
-    Fw,
-    Mfw,
-    Swap,
-    Swap2,
-    Partan,
-    Cvm,
-    #[value(name = "sparse-fw")]
-    SparseFw,
-    #[value(name = "simplesvm")]
-    SimpleSvm,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum StopArg {
-    Gap,
-    Meb,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ViolatorArg {
-    Greedy,
-    Queue,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LinearSolverArg {
-    Chol,
-    Cg,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum KernelArg {
-    /// exp(−γ‖x−z‖²) (svm-train's -t 2)
-    #[value(alias = "2")]
-    Rbf,
-    /// (γ⟨x,z⟩ + coef0)^degree (-t 1)
-    #[value(alias = "polynomial", alias = "1")]
-    Poly,
-    /// ⟨x,z⟩ (-t 0)
-    #[value(alias = "0")]
-    Linear,
-    /// tanh(γ⟨x,z⟩ + coef0), not positive semi-definite in general (-t 3)
-    #[value(alias = "3")]
-    Sigmoid,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub(super) enum PrecisionArg {
-    F32,
-    F64,
-}
 
 pub(super) fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
     if s.eq_ignore_ascii_case("auto") {
@@ -79,15 +25,6 @@ pub(super) fn parse_gamma(s: &str) -> std::result::Result<Gamma, String> {
     match s.parse::<f64>() {
         Ok(g) if g > 0.0 && g.is_finite() => Ok(Gamma::Value(g)),
         _ => Err(format!("expected `auto` or a positive number, found `{s}`")),
-    }
-}
-
-impl From<PrecisionArg> for Precision {
-    fn from(p: PrecisionArg) -> Precision {
-        match p {
-            PrecisionArg::F32 => Precision::F32,
-            PrecisionArg::F64 => Precision::F64,
-        }
     }
 }
 
@@ -144,7 +81,7 @@ pub struct TrainOpts {
         value_enum,
         default_value = "rbf"
     )]
-    kernel: KernelArg,
+    kernel: KernelKind,
     /// C: the L2-SVM's regularisation (Q gets δ_ij / C).
     #[arg(help_heading = PROBLEM, short = 'c', long = "cost", default_value = "1", value_parser = parse_positive)]
     cost: f64,
@@ -174,11 +111,10 @@ pub struct TrainOpts {
     #[arg(help_heading = PROBLEM, short = 'p', hide = true, value_parser = refuse_svr_epsilon)]
     svr_epsilon: Option<f64>,
 
-    /// Algorithm: a Frank–Wolfe variant (fw, mfw, swap, swap2, partan), the Core Vector
-    /// Machine (cvm), sparse re-weighted FW (sparse-fw), or SimpleSVM for LIBSVM's C-SVM
-    /// (simplesvm).
+    /// The solver: a Frank–Wolfe variant, the Core Vector Machine, sparse re-weighted FW, or
+    /// SimpleSVM for LIBSVM's C-SVM.
     #[arg(help_heading = STOPPING, short = 'a', long, value_enum, default_value = "partan")]
-    algorithm: AlgorithmArg,
+    algorithm: Algorithm,
     /// Stop when the duality gap is at most eps.
     #[arg(help_heading = STOPPING, short = 'e', long, default_value = "1e-4", value_parser = parse_positive)]
     eps: f64,
@@ -189,7 +125,7 @@ pub struct TrainOpts {
     rel_eps: f64,
     /// Stopping rule: the duality gap, or CVM's relative ball rule (rbf only).
     #[arg(help_heading = STOPPING, long, value_enum, default_value = "gap")]
-    stop: StopArg,
+    stop: StopRule,
     /// Stop after this many iterations.
     #[arg(help_heading = STOPPING, long, default_value_t = 10_000_000, value_parser = super::common::parse_count::<u64>)]
     max_iter: u64,
@@ -225,10 +161,10 @@ pub struct TrainOpts {
     /// SimpleSVM: the next violator is the largest one (greedy) or comes from SimplerSVM's
     /// priority queue.
     #[arg(help_heading = STOPPING, long, value_enum, default_value = "greedy")]
-    violator: ViolatorArg,
+    violator: Violator,
     /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
     #[arg(help_heading = STOPPING, long, value_enum, default_value = "chol")]
-    linear_solver: LinearSolverArg,
+    linear_solver: LinearSolver,
     /// Kernel-column cache in MiB.
     #[arg(help_heading = BACKEND, short = 'm', long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
     cache_mb: usize,
@@ -244,7 +180,7 @@ pub struct TrainOpts {
     /// (its α reach C and its KKT test is absolute; f64 on a GPU only where the adapter has
     /// it), f32 otherwise
     #[arg(help_heading = BACKEND, long, value_enum)]
-    precision: Option<PrecisionArg>,
+    precision: Option<Precision>,
     /// Print only errors and the accuracy line.
     #[arg(help_heading = OUTPUT, short = 'q', long)]
     quiet: bool,
@@ -272,22 +208,13 @@ impl TrainOpts {
 
     /// The solver variant.
     pub fn algorithm(&self) -> Algorithm {
-        match self.algorithm {
-            AlgorithmArg::Fw => Algorithm::Fw,
-            AlgorithmArg::Mfw => Algorithm::Mfw,
-            AlgorithmArg::Swap => Algorithm::Swap,
-            AlgorithmArg::Swap2 => Algorithm::Swap2,
-            AlgorithmArg::Partan => Algorithm::Partan,
-            AlgorithmArg::Cvm => Algorithm::Cvm,
-            AlgorithmArg::SparseFw => Algorithm::SparseFw,
-            AlgorithmArg::SimpleSvm => Algorithm::SimpleSvm,
-        }
+        self.algorithm
     }
 
     /// `--precision`, or the algorithm's default.
     pub fn precision(&self) -> Precision {
         match self.precision {
-            Some(p) => p.into(),
+            Some(p) => p,
             None if self.algorithm() == Algorithm::SimpleSvm => Precision::F64,
             None => Precision::F32,
         }
@@ -335,12 +262,7 @@ impl TrainOpts {
     /// The library's training settings on `device`.
     pub fn params(&self, device: crate::backend::Device) -> TrainParams {
         TrainParams {
-            kernel: match self.kernel {
-                KernelArg::Rbf => KernelKind::Rbf,
-                KernelArg::Poly => KernelKind::Poly,
-                KernelArg::Linear => KernelKind::Linear,
-                KernelArg::Sigmoid => KernelKind::Sigmoid,
-            },
+            kernel: self.kernel,
             gamma: self.gamma,
             coef0: self.coef0,
             degree: self.degree,
@@ -357,19 +279,10 @@ impl TrainOpts {
                 seed: self.seed,
                 init_size: self.init_size,
                 certify: !self.no_certify,
-                stop: match self.stop {
-                    StopArg::Gap => StopRule::Gap,
-                    StopArg::Meb => StopRule::Meb,
-                },
+                stop: self.stop,
             },
-            violator: match self.violator {
-                ViolatorArg::Greedy => Violator::Greedy,
-                ViolatorArg::Queue => Violator::Queue,
-            },
-            linear_solver: match self.linear_solver {
-                LinearSolverArg::Chol => LinearSolver::Cholesky,
-                LinearSolverArg::Cg => LinearSolver::Cg,
-            },
+            violator: self.violator,
+            linear_solver: self.linear_solver,
             cpu: CpuConfig {
                 cache_bytes: self.cache_bytes(),
                 precision: self.precision(),

@@ -275,7 +275,7 @@ impl Dataset {
 }
 
 /// Input file formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
     /// LIBSVM sparse text: `label idx:val ...`.
     #[default]

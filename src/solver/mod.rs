@@ -26,8 +26,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-/// The training algorithms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The training algorithms (their command-line names are the `--algorithm` values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Algorithm {
     /// Plain Frank–Wolfe (toward steps).
     Fw,
@@ -43,8 +43,10 @@ pub enum Algorithm {
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
     /// Sparse re-weighted FW (active/inactive vectors, pairwise steps).
+    #[value(name = "sparse-fw")]
     SparseFw,
     /// SimpleSVM: the active-set solver of LIBSVM's C-SVM dual (a different problem).
+    #[value(name = "simplesvm")]
     SimpleSvm,
 }
 

@@ -52,7 +52,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 /// How the next violator is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Violator {
     /// Largest |y_iF(x_i) − 1| over all points.
     #[default]
@@ -84,10 +84,11 @@ impl fmt::Display for Violator {
 }
 
 /// How the KKT systems are solved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum LinearSolver {
     /// Cholesky factor with rank-one updates.
     #[default]
+    #[value(name = "chol", alias = "cholesky")]
     Cholesky,
     /// Conjugate gradients on the stored kernel block.
     Cg,
