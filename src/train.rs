@@ -240,13 +240,7 @@ pub fn train(
     params: &TrainParams,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
-    params.solver.check()?;
-    if !(params.c > 0.0) || !params.c.is_finite() {
-        return Err(Error::InvalidParam(format!(
-            "C must be a positive number, got {}",
-            params.c
-        )));
-    }
+    check_params(params)?;
     if let Some(on_cpu) = params.for_sample_weights(ds)? {
         return train(ds, &on_cpu, observers);
     }
@@ -260,6 +254,48 @@ pub fn train(
             labels.first().copied().unwrap_or(f64::NAN)
         )));
     }
+    check_classifier_params(params)?;
+    let kernel = params.resolve_kernel(ds)?;
+    let class_of: Vec<usize> = ds
+        .labels
+        .iter()
+        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
+        .collect();
+    let k = labels.len();
+    let mut sv = SvCoefficients::new(k);
+    let mut rho = Vec::with_capacity(k * (k - 1) / 2);
+    let mut reports = Vec::with_capacity(k * (k - 1) / 2);
+    for a in 0..k {
+        for b in a + 1..k {
+            let pair = ClassPair {
+                a,
+                b,
+                index: reports.len(),
+                labels: &labels,
+                class_of: &class_of,
+            };
+            let (report, r) = train_pair(ds, params, kernel, &pair, &mut sv, observers)?;
+            rho.push(r);
+            reports.push(report);
+        }
+    }
+    Ok((sv.into_model(ds, kernel, labels, rho), reports))
+}
+
+/// The settings every training checks first.
+fn check_params(params: &TrainParams) -> Result<()> {
+    params.solver.check()?;
+    if !(params.c > 0.0) || !params.c.is_finite() {
+        return Err(Error::InvalidParam(format!(
+            "C must be a positive number, got {}",
+            params.c
+        )));
+    }
+    Ok(())
+}
+
+/// The settings a classifier's training checks: what the algorithm cannot do, class weights.
+fn check_classifier_params(params: &TrainParams) -> Result<()> {
     let alg = params.solver.algorithm;
     if params.sample > 0 && matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm) {
         return Err(Error::InvalidParam(format!(
@@ -279,110 +315,143 @@ pub fn train(
             )));
         }
     }
-    let kernel = params.resolve_kernel(ds)?;
+    Ok(())
+}
+
+/// One class pair of a one-versus-one training: classes `a` < `b` (indices into `labels`),
+/// the pair's index, and every row's class.
+struct ClassPair<'a> {
+    a: usize,
+    b: usize,
+    index: usize,
+    labels: &'a [f64],
+    class_of: &'a [usize],
+}
+
+/// Per class, the training rows of its SVs with their k − 1 coefficients (LIBSVM's layout:
+/// SV of class c, in the model of pair (c, d), stores its coefficient in row d − 1 if d > c,
+/// else row d).
+struct SvCoefficients {
+    coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>>,
+}
+
+impl SvCoefficients {
+    fn new(k: usize) -> Self {
+        SvCoefficients {
+            coef: vec![Default::default(); k],
+        }
+    }
+
+    /// Row `gi` (of class `c`) has coefficient `v` against class `other`.
+    fn set(&mut self, c: usize, other: usize, gi: usize, v: f64) {
+        let k = self.coef.len();
+        let row = if other > c { other - 1 } else { other };
+        self.coef[c].entry(gi).or_insert_with(|| vec![0.0; k - 1])[row] = v;
+    }
+
+    /// The model: SVs grouped by class in label order, each class's by training row.
+    fn into_model(self, ds: &Dataset, kernel: Kernel, labels: Vec<f64>, rho: Vec<f64>) -> Model {
+        let k = labels.len();
+        let (mut sv_rows, mut sv_labels) = (Vec::new(), Vec::new());
+        let mut nr_sv = vec![0; k];
+        let mut sv_coef = vec![Vec::new(); k - 1];
+        for (c, rows) in self.coef.iter().enumerate() {
+            for (&gi, cs) in rows {
+                sv_rows.push(gi);
+                sv_labels.push(labels[c]);
+                for (t, v) in cs.iter().enumerate() {
+                    sv_coef[t].push(*v);
+                }
+                nr_sv[c] += 1;
+            }
+        }
+        Model {
+            kernel,
+            labels,
+            nr_sv,
+            sv: sv_dataset(ds, &sv_rows, sv_labels),
+            sv_coef,
+            rho,
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            one_class: false,
+            sv_rows,
+        }
+    }
+}
+
+/// Trains the binary problem of one class pair (+1 = class a), records its SVs' coefficients
+/// in `sv` and returns its report and bias ρ.
+fn train_pair(
+    ds: &Dataset,
+    params: &TrainParams,
+    kernel: Kernel,
+    pair: &ClassPair<'_>,
+    sv: &mut SvCoefficients,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<(PairReport, f64)> {
+    let (a, b, class_of) = (pair.a, pair.b, pair.class_of);
+    let k = pair.labels.len();
+    let (rows, sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
+        ((0..ds.len()).collect(), None)
+    } else {
+        let rows: Vec<usize> = (0..ds.len())
+            .filter(|&i| class_of[i] == a || class_of[i] == b)
+            .collect();
+        let sub = ds.subset(&rows);
+        (rows, Some(sub))
+    };
+    let data = sub.as_ref().unwrap_or(ds);
+    let y: Vec<f64> = rows
+        .iter()
+        .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
+        .collect();
     // SimpleSVM solves LIBSVM's C-SVM: its backend problem is the L2 form with C = ∞.
-    let prob_c = if alg == Algorithm::SimpleSvm {
+    let prob_c = if params.solver.algorithm == Algorithm::SimpleSvm {
         f64::INFINITY
     } else {
         params.c
     };
-    let k = labels.len();
-    let class_of: Vec<usize> = ds
-        .labels
-        .iter()
-        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
-        .collect();
-    let count = k * (k - 1) / 2;
-    // Per class, the global indices of its SVs and, per pair, the coefficients.
-    let mut coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>> = vec![Default::default(); k];
-    let mut rho = Vec::with_capacity(count);
-    let mut reports = Vec::with_capacity(count);
-    let mut p = 0;
-    for a in 0..k {
-        for b in a + 1..k {
-            let (rows, sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
-                ((0..ds.len()).collect(), None)
-            } else {
-                let rows: Vec<usize> = (0..ds.len())
-                    .filter(|&i| class_of[i] == a || class_of[i] == b)
-                    .collect();
-                let sub = ds.subset(&rows);
-                (rows, Some(sub))
-            };
-            let data = sub.as_ref().unwrap_or(ds);
-            let y: Vec<f64> = rows
-                .iter()
-                .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
-                .collect();
-            let mut prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
-                params.class_weight_of(labels[a]),
-                params.class_weight_of(labels[b]),
-            )?;
-            if let Some(w) = &params.sample_weights {
-                prob = prob.with_row_weights(rows.iter().map(|&i| w[i]).collect())?;
-            }
-            let info = PairInfo {
-                index: p,
-                count,
-                classes: (labels[a], labels[b]),
-                m: rows.len(),
-            };
-            let mut obs = observers(&info);
-            let mut obs_refs: Vec<&mut dyn Observer> = obs
-                .iter_mut()
-                .map(|o| o.as_mut() as &mut dyn Observer)
-                .collect();
-            let pair_device = if k == 2 {
-                params.device.clone()
-            } else {
-                params.device.restrict(&rows)
-            };
-            let result = solve_one(&prob, params, &pair_device, &mut obs_refs)?;
-            let mut r = 0.0;
-            for (li, al) in result.alpha.iter() {
-                let gi = rows[li];
-                let yi = prob.y[li];
-                r -= al * yi;
-                let c = class_of[gi];
-                let row = if c == a { b - 1 } else { a };
-                coef[c].entry(gi).or_insert_with(|| vec![0.0; k - 1])[row] = al * yi;
-            }
-            rho.push(result.rho.unwrap_or(r));
-            reports.push(PairReport {
-                classes: (labels[a], labels[b]),
-                m: rows.len(),
-                result,
-            });
-            p += 1;
-        }
+    let classes = (pair.labels[a], pair.labels[b]);
+    let mut prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
+        params.class_weight_of(classes.0),
+        params.class_weight_of(classes.1),
+    )?;
+    if let Some(w) = &params.sample_weights {
+        prob = prob.with_row_weights(rows.iter().map(|&i| w[i]).collect())?;
     }
-    let mut sv_rows = Vec::new();
-    let mut sv_labels = Vec::new();
-    let mut nr_sv = vec![0; k];
-    let mut sv_coef = vec![Vec::new(); k - 1];
-    for c in 0..k {
-        for (&gi, cs) in &coef[c] {
-            sv_rows.push(gi);
-            sv_labels.push(labels[c]);
-            for (t, v) in cs.iter().enumerate() {
-                sv_coef[t].push(*v);
-            }
-            nr_sv[c] += 1;
-        }
-    }
-    let model = Model {
-        kernel,
-        labels,
-        nr_sv,
-        sv: sv_dataset(ds, &sv_rows, sv_labels),
-        sv_coef,
-        rho,
-        prob_a: Vec::new(),
-        prob_b: Vec::new(),
-        one_class: false,
-        sv_rows,
+    let info = PairInfo {
+        index: pair.index,
+        count: k * (k - 1) / 2,
+        classes,
+        m: rows.len(),
     };
-    Ok((model, reports))
+    let mut obs = observers(&info);
+    let mut obs_refs: Vec<&mut dyn Observer> = obs
+        .iter_mut()
+        .map(|o| o.as_mut() as &mut dyn Observer)
+        .collect();
+    let pair_device = if k == 2 {
+        params.device.clone()
+    } else {
+        params.device.restrict(&rows)
+    };
+    let result = solve_one(&prob, params, &pair_device, &mut obs_refs)?;
+    let mut r = 0.0;
+    for (li, al) in result.alpha.iter() {
+        let gi = rows[li];
+        let yi = prob.y[li];
+        r -= al * yi;
+        let c = class_of[gi];
+        sv.set(c, if c == a { b } else { a }, gi, al * yi);
+    }
+    let rho = result.rho.unwrap_or(r);
+    let report = PairReport {
+        classes,
+        m: rows.len(),
+        result,
+    };
+    Ok((report, rho))
 }
 
 /// One-class training (novelty detection, LIBSVM's `-s 2`): the problem of ALGORITHMS.md with
@@ -406,12 +475,7 @@ pub fn train_one_class(
             "one-class training (-s 2) is for fw, mfw, swap, swap2, partan and cvm, not {alg}"
         )));
     }
-    if !(params.c > 0.0) || !params.c.is_finite() {
-        return Err(Error::InvalidParam(format!(
-            "C must be a positive number, got {}",
-            params.c
-        )));
-    }
+    check_params(params)?;
     let kernel = params.resolve_kernel(ds)?;
     if !matches!(kernel, Kernel::Rbf { .. }) {
         return Err(Error::InvalidParam(format!(

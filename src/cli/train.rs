@@ -496,14 +496,10 @@ fn cross_validation(
 /// Runs `fwsvm train`.
 pub fn run(args: TrainArgs) -> Result<()> {
     let a = &args.opts;
-    let model_path = args.model.clone().unwrap_or_else(|| {
-        let name = args
-            .train
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "train".into());
-        PathBuf::from(format!("{name}.model"))
-    });
+    let model_path = args
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model_path(&args.train));
     let mut files = RunFiles::new();
     files
         .input("training data", &args.train)
@@ -519,8 +515,68 @@ pub fn run(args: TrainArgs) -> Result<()> {
             "before training started; nothing written".into(),
         ));
     }
-    let algorithm = a.algorithm();
     let params = a.params(a.open_device_for(args.backend, &ds)?);
+    refuse_what_does_not_apply(&args, &params)?;
+    // One-class training ignores the labels: any number of classes will do.
+    let classes = if params.one_class {
+        crate::train::class_order(&ds)
+    } else {
+        require_two_classes(&ds, &args.train)?
+    };
+    let kernel = params.resolve_kernel(&ds)?;
+    announce(&args, &ds, &params, &kernel, &classes, read_s);
+    if let Some(k) = args.cv {
+        return cross_validation(&ds, &params, k, a.seed, a.quiet);
+    }
+    let multiclass = classes.len() > 2 && !params.one_class;
+    let trace = match &args.trace {
+        Some(p) => Some(Rc::new(RefCell::new(Trace::create(p, multiclass)?))),
+        None => None,
+    };
+    let params = params.with_gamma_of(&kernel);
+    let (mut model, reports) = train(&ds, &params, &mut observers(trace.clone(), a.quiet))?;
+    if let Some(t) = &trace {
+        t.borrow_mut().finish()?;
+    }
+    if !a.quiet {
+        warn_negative_margins(a.algorithm(), &reports);
+    }
+    if a.probability {
+        let t = Instant::now();
+        crate::train::add_probabilities(&ds, &params, &mut model)?;
+        if !a.quiet {
+            eprintln!(
+                "fwsvm: probability estimates: Platt's sigmoid for each class pair from {}-fold \
+                 cross-validated decision values ({:.2}s)",
+                crate::train::PROBABILITY_FOLDS,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    model.save(&model_path)?;
+    if !a.quiet {
+        summarize(a.algorithm(), &model, &reports, multiclass);
+        eprintln!("fwsvm: model written to {}", model_path.display());
+    }
+    if let (Some(test), Some(path)) = (&test, &args.test) {
+        score_test(&params, &model, test, path, a.quiet)?;
+    }
+    Ok(())
+}
+
+/// svm-train's default model name: the training file's name + ".model", in the current
+/// directory.
+fn default_model_path(train: &std::path::Path) -> PathBuf {
+    let name = train
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "train".into());
+    PathBuf::from(format!("{name}.model"))
+}
+
+/// Options that do not apply together are refused by name.
+fn refuse_what_does_not_apply(args: &TrainArgs, params: &TrainParams) -> Result<()> {
+    let a = &args.opts;
     if params.one_class {
         let clash = [
             (args.cv.is_some(), "-v (cross-validation)"),
@@ -539,13 +595,20 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 .into(),
         ));
     }
-    // One-class training ignores the labels: any number of classes will do.
-    let classes = if params.one_class {
-        crate::train::class_order(&ds)
-    } else {
-        require_two_classes(&ds, &args.train)?
-    };
-    let kernel = params.resolve_kernel(&ds)?;
+    Ok(())
+}
+
+/// The warnings on the data and kernel, then the run's first line (unless quiet).
+fn announce(
+    args: &TrainArgs,
+    ds: &Dataset,
+    params: &TrainParams,
+    kernel: &crate::kernel::Kernel,
+    classes: &[f64],
+    read_s: f64,
+) {
+    let a = &args.opts;
+    let algorithm = a.algorithm();
     for &(label, _) in &a.class_weight {
         if !classes.contains(&label) && !a.quiet {
             // As svm-train: the weight is ignored, with a warning.
@@ -558,8 +621,8 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     if !a.quiet {
         let notes = kernel_warnings(
-            &ds,
-            &kernel,
+            ds,
+            kernel,
             &args.train,
             a.seed,
             matches!(a.gamma, Gamma::Auto),
@@ -583,7 +646,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
                 format!("{} classes", classes.len())
             },
             algorithm,
-            describe_kernel(&kernel),
+            describe_kernel(kernel),
             a.cost,
             read_s,
             if params.sample > 0 {
@@ -597,17 +660,14 @@ pub fn run(args: TrainArgs) -> Result<()> {
             }
         );
     }
-    if let Some(k) = args.cv {
-        return cross_validation(&ds, &params, k, a.seed, a.quiet);
-    }
-    let multiclass = classes.len() > 2 && !params.one_class;
-    let trace = match &args.trace {
-        Some(p) => Some(Rc::new(RefCell::new(Trace::create(p, multiclass)?))),
-        None => None,
-    };
-    let quiet = a.quiet;
-    let trace_for_obs = trace.clone();
-    let mut make_observers = move |info: &PairInfo| -> Vec<Box<dyn Observer>> {
+}
+
+/// The observers of each class pair: a progress line (unless quiet) and the trace.
+fn observers(
+    trace: Option<Rc<RefCell<Trace>>>,
+    quiet: bool,
+) -> impl FnMut(&PairInfo) -> Vec<Box<dyn Observer>> {
+    move |info: &PairInfo| -> Vec<Box<dyn Observer>> {
         let mut v: Vec<Box<dyn Observer>> = Vec::new();
         let prefix = if info.count > 1 {
             format!(
@@ -623,23 +683,22 @@ pub fn run(args: TrainArgs) -> Result<()> {
         if let Some(p) = ProgressLine::new(prefix, quiet) {
             v.push(Box::new(p));
         }
-        if let Some(t) = &trace_for_obs {
+        if let Some(t) = &trace {
             t.borrow_mut().set_pair(info.index);
             v.push(Box::new(SharedTrace(t.clone())));
         }
         v
-    };
-    let params = params.with_gamma_of(&kernel);
-    let (model, reports) = train(&ds, &params, &mut make_observers)?;
-    if let Some(t) = &trace {
-        t.borrow_mut().finish()?;
     }
-    for r in &reports {
+}
+
+/// An L2-SVM stopped with a gap above 2f still has a point of negative margin: say so.
+fn warn_negative_margins(algorithm: Algorithm, reports: &[crate::train::PairReport]) {
+    for r in reports {
         let (f, gap) = (
             r.result.certified_f.unwrap_or(r.result.f),
             r.result.certified_gap.unwrap_or(r.result.gap),
         );
-        if algorithm.is_l2svm() && gap > 2.0 * f && !a.quiet {
+        if algorithm.is_l2svm() && gap > 2.0 * f {
             eprintln!(
                 "fwsvm: warning: {}the duality gap ({gap:.3e}) exceeds 2f = αᵀQα ({:.3e}): some \
                  point's margin is still negative and the model may be far from optimal \
@@ -654,118 +713,119 @@ pub fn run(args: TrainArgs) -> Result<()> {
             );
         }
     }
-    let mut model = model;
-    if a.probability {
-        let t = Instant::now();
-        crate::train::add_probabilities(&ds, &params, &mut model)?;
-        if !a.quiet {
+}
+
+/// The per-pair lines (several classes) and the run's summary, working-set rounds and device
+/// traffic.
+fn summarize(
+    algorithm: Algorithm,
+    model: &crate::model::Model,
+    reports: &[crate::train::PairReport],
+    multiclass: bool,
+) {
+    if multiclass {
+        for r in reports {
             eprintln!(
-                "fwsvm: probability estimates: Platt's sigmoid for each class pair from {}-fold \
-                 cross-validated decision values ({:.2}s)",
-                crate::train::PROBABILITY_FOLDS,
-                t.elapsed().as_secs_f64()
+                "  pair {} vs {}: m {}, iterations {}, SVs {}, certified gap {}, {:.2}s, {}",
+                r.classes.0,
+                r.classes.1,
+                r.m,
+                r.result.iterations,
+                r.result.alpha.len(),
+                r.result
+                    .certified_gap
+                    .map(|g| format!("{g:.3e}"))
+                    .unwrap_or("-".into()),
+                r.result.seconds,
+                r.result.stop
             );
         }
     }
-    model.save(&model_path)?;
-    if !a.quiet {
-        if multiclass {
-            for r in &reports {
-                eprintln!(
-                    "  pair {} vs {}: m {}, iterations {}, SVs {}, certified gap {}, {:.2}s, {}",
-                    r.classes.0,
-                    r.classes.1,
-                    r.m,
-                    r.result.iterations,
-                    r.result.alpha.len(),
-                    r.result
-                        .certified_gap
-                        .map(|g| format!("{g:.3e}"))
-                        .unwrap_or("-".into()),
-                    r.result.seconds,
-                    r.result.stop
-                );
-            }
+    let iters: u64 = reports.iter().map(|r| r.result.iterations).sum();
+    let secs: f64 = reports.iter().map(|r| r.result.seconds).sum();
+    let cert_secs: f64 = reports.iter().map(|r| r.result.certify_seconds).sum();
+    let gap = reports
+        .iter()
+        .filter_map(|r| r.result.certified_gap)
+        .fold(None::<f64>, |m, g| Some(m.map_or(g, |m| m.max(g))));
+    let obj: f64 = reports
+        .iter()
+        .map(|r| r.result.certified_f.unwrap_or(r.result.f))
+        .sum();
+    let stop = reports
+        .iter()
+        .map(|r| r.result.stop)
+        .find(|s| *s != crate::solver::StopReason::Converged)
+        .unwrap_or(crate::solver::StopReason::Converged);
+    let cache = reports.iter().fold((0, 0), |(c, h), r| {
+        (
+            c + r.result.stats.columns_computed,
+            h + r.result.stats.cache_hits,
+        )
+    });
+    eprintln!(
+        "fwsvm: {algorithm}: iterations {iters}, SVs {}, {} {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
+        model.total_sv(),
+        if algorithm.is_l2svm() {
+            "certified gap"
+        } else {
+            "certified KKT violation"
+        },
+        gap.map(|g| format!("{g:.3e}"))
+            .unwrap_or_else(|| "not computed".into()),
+        obj,
+        secs,
+        cert_secs,
+        cache.0,
+        cache.1
+    );
+    for r in reports {
+        if let Some(w) = &r.result.shrink {
+            eprintln!("fwsvm: {}", describe_shrink(w));
         }
-        let iters: u64 = reports.iter().map(|r| r.result.iterations).sum();
-        let secs: f64 = reports.iter().map(|r| r.result.seconds).sum();
-        let cert_secs: f64 = reports.iter().map(|r| r.result.certify_seconds).sum();
-        let gap = reports
-            .iter()
-            .filter_map(|r| r.result.certified_gap)
-            .fold(None::<f64>, |m, g| Some(m.map_or(g, |m| m.max(g))));
-        let obj: f64 = reports
-            .iter()
-            .map(|r| r.result.certified_f.unwrap_or(r.result.f))
-            .sum();
-        let stop = reports
-            .iter()
-            .map(|r| r.result.stop)
-            .find(|s| *s != crate::solver::StopReason::Converged)
-            .unwrap_or(crate::solver::StopReason::Converged);
-        let cache = reports.iter().fold((0, 0), |(c, h), r| {
-            (
-                c + r.result.stats.columns_computed,
-                h + r.result.stats.cache_hits,
-            )
-        });
+    }
+    let mut traffic = crate::backend::BackendStats::default();
+    for r in reports {
+        traffic.add(&r.result.stats);
+    }
+    if traffic.has_device_traffic() {
         eprintln!(
-            "fwsvm: {algorithm}: iterations {iters}, SVs {}, {} {}, objective {:.9}, {:.2}s (+{:.2}s certify), stop: {stop}; columns computed {}, cache hits {}",
-            model.total_sv(),
-            if algorithm.is_l2svm() {
-                "certified gap"
-            } else {
-                "certified KKT violation"
-            },
-            gap.map(|g| format!("{g:.3e}"))
-                .unwrap_or_else(|| "not computed".into()),
-            obj,
-            secs,
-            cert_secs,
-            cache.0,
-            cache.1
+            "fwsvm: device traffic {} ({} round trips, {} submits, {} dispatches, {} bytes \
+             up, {} bytes down in all)",
+            traffic.per_iteration(iters),
+            traffic.round_trips,
+            traffic.submits,
+            traffic.dispatches,
+            traffic.bytes_up,
+            traffic.bytes_down
         );
-        for r in &reports {
-            if let Some(w) = &r.result.shrink {
-                eprintln!("fwsvm: {}", describe_shrink(w));
-            }
-        }
-        let mut traffic = crate::backend::BackendStats::default();
-        for r in &reports {
-            traffic.add(&r.result.stats);
-        }
-        if traffic.has_device_traffic() {
-            eprintln!(
-                "fwsvm: device traffic {} ({} round trips, {} submits, {} dispatches, {} bytes \
-                 up, {} bytes down in all)",
-                traffic.per_iteration(iters),
-                traffic.round_trips,
-                traffic.submits,
-                traffic.dispatches,
-                traffic.bytes_up,
-                traffic.bytes_down
-            );
-        }
-        eprintln!("fwsvm: model written to {}", model_path.display());
     }
-    if let (Some(test), Some(path)) = (&test, &args.test) {
-        if test.n_features() > model.n_features() && !a.quiet {
-            eprintln!(
-                "fwsvm: warning: {} has features beyond index {} that no support vector uses",
-                path.display(),
-                model.n_features()
-            );
-        }
-        let (pred, _) = crate::predict::on_device(
-            &params.device,
-            &model,
-            test,
-            crate::backend::GPU_PREDICT_MIN_WORK,
-            None,
-        )?;
-        let (ok, n) = accuracy(&pred, &test.labels);
-        println!("{}", accuracy_line(ok, n));
+}
+
+/// Predicts the test data and prints svm-predict's accuracy line.
+fn score_test(
+    params: &TrainParams,
+    model: &crate::model::Model,
+    test: &Dataset,
+    path: &std::path::Path,
+    quiet: bool,
+) -> Result<()> {
+    if test.n_features() > model.n_features() && !quiet {
+        eprintln!(
+            "fwsvm: warning: {} has features beyond index {} that no support vector uses",
+            path.display(),
+            model.n_features()
+        );
     }
+    let (pred, _) = crate::predict::on_device(
+        &params.device,
+        model,
+        test,
+        crate::backend::GPU_PREDICT_MIN_WORK,
+        None,
+    )?;
+    let (ok, n) = accuracy(&pred, &test.labels);
+    println!("{}", accuracy_line(ok, n));
     Ok(())
 }
 
