@@ -21,6 +21,7 @@ pub mod block;
 pub mod context;
 pub mod data;
 pub mod pipelines;
+mod setup;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
 pub use data::GpuData;
@@ -36,7 +37,6 @@ use crate::problem::Problem;
 use pipelines::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use wgpu::util::DeviceExt;
 
 /// GPU backend settings.
 #[derive(Debug, Clone, Copy)]
@@ -209,120 +209,16 @@ impl<'a> GpuBackend<'a> {
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
         let dev = &ctx.device;
-        let lim = &ctx.limits;
-        let m = prob.len();
         let ds = prob.data;
-        let d = ds.n_features().max(1);
-        let gt: u64 = if wide { 8 } else { 4 };
-        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
-        let chunk_limit = cfg
-            .max_chunk_bytes
-            .unwrap_or(max_bind)
-            .min(max_bind)
-            .max(16);
-        let name = &ctx.adapter.name;
-        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-        // Every m-vector must fit one binding.
-        if m as u64 * gt > max_bind || m > u32::MAX as usize / 2 {
-            return Err(Error::Backend(format!(
-                "{m} points need {:.1} MiB per gradient vector, more than {name}'s largest storage binding ({:.1} MiB); use --backend cpu",
-                mib(m as u64 * gt),
-                mib(max_bind)
-            )));
-        }
-        let align = lim.min_storage_buffer_offset_alignment.max(4) as u64;
-        let col_bytes = (m as u64 * gt).max(16);
-        let slot_stride = col_bytes.next_multiple_of(align);
-        let by_budget = cfg.cache_bytes as u64 / slot_stride;
-        let by_buffer = lim.max_buffer_size / slot_stride;
-        // Dynamic offsets are u32: the last slot must start below 4 GiB.
-        let by_offset = u32::MAX as u64 / slot_stride + 1;
-        let slots = by_budget.max(2).min(by_buffer).min(by_offset).min(1 << 20);
-        if slots < 2 {
-            return Err(Error::Backend(format!(
-                "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use --backend cpu",
-                mib(2 * slot_stride),
-                mib(lim.max_buffer_size)
-            )));
-        }
+        let z = setup::Sizes::new(prob, ctx, cfg)?;
         let software = ctx.is_software();
-        let nwg_rows = if software {
-            8u64.min(ceil_div(m as u64, WG)).max(1)
-        } else {
-            ceil_div(m as u64, WG).clamp(1, 1024)
-        } as u32;
-        let nwg_list_max: u32 = if software { 8 } else { 1024 };
-
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let vscope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
-            let mut v = bytes.to_vec();
-            v.resize(v.len().max(16).next_multiple_of(4), 0);
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: &v,
-                usage,
-            })
-        };
-        let zeroed = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: size.max(16).next_multiple_of(4),
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let norms = if wide {
-            init("norms", bytemuck::cast_slice(&prob.norms), storage)
-        } else {
-            let n32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
-            init("norms", bytemuck::cast_slice(&n32), storage)
-        };
-        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
-        let ylab = init("y", bytemuck::cast_slice(&y32), storage);
-        let dpad = d.next_multiple_of(4);
-        // Query rows, then four words per query of the batched pass's scalars.
-        let query = zeroed("query", (QUERY_SLOTS * (dpad + 4) * 4) as u64, storage);
-        let param_stride =
-            (PARAMS_SIZE).next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
-        let params = zeroed(
-            "params",
-            param_stride * PARAM_SLOTS as u64,
-            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        );
-        let cache_buf = zeroed("column cache", slot_stride * slots, storage);
-        let rw = storage | wgpu::BufferUsages::COPY_SRC;
-        let g = zeroed("g", m as u64 * gt, rw);
-        let gp = zeroed("g_prev", m as u64 * gt, rw);
-        let pmin_v = zeroed("argmin partials", nwg_rows as u64 * gt, rw);
-        let pmin_i = zeroed("argmin partial indices", nwg_rows as u64 * 4, rw);
-        let pact_v = zeroed("active partials", 3 * nwg_list_max as u64 * gt, rw);
-        let pact_i = zeroed("active partial indices", nwg_list_max as u64 * 4, rw);
-        let lidx = zeroed("active indices", m as u64 * 4, storage);
-        let lw = zeroed("active weights", m as u64 * gt, storage);
-        let gidx = zeroed("gather indices", m as u64 * 4, storage);
-        // Three gathers of one index list share it (PARTAN's g, g⁻ and column), up to a binding.
-        let out_bytes = (3 * m as u64 * gt)
-            .min(max_bind / gt * gt)
-            .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
-            .max(m as u64 * gt);
-        let out = zeroed("gather output", out_bytes, rw);
-        let marks = zeroed("marks", m as u64 * 4, storage);
-        let mpart_v = zeroed("marked partials", 3 * (nwg_rows as u64 + 1) * gt, rw);
-        let mpart_i = zeroed("marked partial indices", 3 * (nwg_rows as u64 + 1) * 4, rw);
-        let res_v = zeroed("result values", 4 * gt, rw);
-        let res_i = zeroed("result indices", 16, rw);
-        let staging = zeroed(
-            "readback",
-            out_bytes.max(64) + 64,
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        );
-
+        let b = setup::Buffers::new(dev, prob, wide, &z);
         let (data, owned) = match shared {
             Some((d, _)) => (d.clone(), false),
             None => (
-                Arc::new(GpuData::upload_unscoped(ds, ctx, chunk_limit)?),
+                Arc::new(GpuData::upload_unscoped(ds, ctx, z.chunk_limit)?),
                 true,
             ),
         };
@@ -335,131 +231,27 @@ impl<'a> GpuBackend<'a> {
                 if ds.is_dense() { "dense" } else { "csr" }
             )));
         }
-        let mut data_bytes = (4 + gt) * m as u64 + if owned { data.bytes } else { 0 };
+        let m = z.m;
+        let mut data_bytes = (4 + z.gt) * m as u64 + if owned { data.bytes } else { 0 };
         let chunks = bind_chunks(dev, &pipes, &data, shared.and_then(|(_, r)| r), m, software)?;
         if !owned {
             data_bytes += 4 * m as u64;
         }
-        let pbind = |b: u32| wgpu::BindGroupEntry {
-            binding: b,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &params,
-                offset: 0,
-                size: wgpu::BufferSize::new(PARAMS_SIZE),
-            }),
-        };
-        let slot = |b: u32| wgpu::BindGroupEntry {
-            binding: b,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &cache_buf,
-                offset: 0,
-                size: wgpu::BufferSize::new(col_bytes),
-            }),
-        };
-        let column_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("column"),
-            layout: &pipes.column_bgl,
-            entries: &[
-                pbind(0),
-                entry(1, &norms),
-                entry(2, &ylab),
-                entry(3, &query),
-                slot(4),
-            ],
-        });
-        let batch_bg = pipes.batch.as_ref().map(|b| {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("column batch"),
-                layout: &b.bgl,
-                entries: &[
-                    pbind(0),
-                    entry(1, &norms),
-                    entry(2, &ylab),
-                    entry(3, &query),
-                    slot(4),
-                    slot(5),
-                    slot(6),
-                    slot(7),
-                ],
-            })
-        });
-        let update_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("update"),
-            layout: &pipes.update_bgl,
-            entries: &[
-                pbind(0),
-                slot(1),
-                slot(2),
-                entry(3, &g),
-                entry(4, &gp),
-                entry(5, &pmin_v),
-                entry(6, &pmin_i),
-            ],
-        });
-        let active_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("active"),
-            layout: &pipes.active_bgl,
-            entries: &[
-                pbind(0),
-                entry(1, &g),
-                entry(2, &gp),
-                entry(3, &lidx),
-                entry(4, &lw),
-                entry(5, &pact_v),
-                entry(6, &pact_i),
-            ],
-        });
-        let final_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("final"),
-            layout: &pipes.final_bgl,
-            entries: &[
-                pbind(0),
-                entry(1, &pmin_v),
-                entry(2, &pmin_i),
-                entry(3, &pact_v),
-                entry(4, &pact_i),
-                entry(5, &res_v),
-                entry(6, &res_i),
-            ],
-        });
-        let gather_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("gather"),
-            layout: &pipes.gather_bgl,
-            entries: &[
-                pbind(0),
-                entry(1, &g),
-                entry(2, &gp),
-                slot(3),
-                entry(4, &gidx),
-                entry(5, &out),
-            ],
-        });
-        let marked_bg = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("marked"),
-            layout: &pipes.marked_bgl,
-            entries: &[
-                pbind(0),
-                entry(1, &g),
-                entry(2, &ylab),
-                entry(3, &marks),
-                entry(4, &mpart_v),
-                entry(5, &mpart_i),
-            ],
-        });
-        let vector_bytes =
-            m as u64 * (6 * gt + 12) + (m as u64 * gt).max(64) + 2 * (out_bytes - m as u64 * gt);
+        let bg = setup::BindGroups::new(dev, &pipes, &b, &z);
         let plan = MemoryPlan {
             data_bytes,
-            vector_bytes,
-            cache_bytes: slot_stride * slots,
+            vector_bytes: z.vector_bytes(),
+            cache_bytes: z.slot_stride * z.slots,
             chunks: chunks.len(),
-            cache_slots: slots as usize,
+            cache_slots: z.slots as usize,
         };
         let val_err = pollster::block_on(vscope.pop());
         let oom = pollster::block_on(scope.pop());
         if let Some(e) = oom.or(val_err) {
+            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             return Err(Error::Backend(format!(
-                "{name} could not hold the problem ({:.1} MiB data + {:.1} MiB vectors + {:.1} MiB column cache; lower --cache-mb or use --backend cpu): {e}",
+                "{} could not hold the problem ({:.1} MiB data + {:.1} MiB vectors + {:.1} MiB column cache; lower --cache-mb or use --backend cpu): {e}",
+                ctx.adapter.name,
                 mib(plan.data_bytes),
                 mib(plan.vector_bytes),
                 mib(plan.cache_bytes)
@@ -467,13 +259,32 @@ impl<'a> GpuBackend<'a> {
         }
         ctx.check("upload")?;
         let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
+        let setup::Buffers {
+            query,
+            params,
+            g,
+            gp,
+            lidx,
+            lw,
+            gidx,
+            out,
+            res_v,
+            res_i,
+            staging,
+            marks,
+            mpart_v,
+            mpart_i,
+            ..
+        } = b;
+        let (dpad, d, out_bytes, param_stride) = (z.dpad, z.d, z.out_bytes, z.param_stride);
+        let (slot_stride, nwg_rows, nwg_list_max) = (z.slot_stride, z.nwg_rows, z.nwg_list_max);
         Ok(GpuBackend {
             prob,
             ctx,
             _data: data,
             pipes,
             wide,
-            gt,
+            gt: z.gt,
             dense: ds.is_dense(),
             d,
             dpad,
@@ -496,22 +307,22 @@ impl<'a> GpuBackend<'a> {
             res_v,
             res_i,
             staging,
-            column_bg,
-            batch_bg,
+            column_bg: bg.column,
+            batch_bg: bg.batch,
             meta_dirty: false,
-            update_bg,
-            active_bg,
-            final_bg,
-            gather_bg,
+            update_bg: bg.update,
+            active_bg: bg.active,
+            final_bg: bg.last,
+            gather_bg: bg.gather,
             marks,
             mpart_v,
             mpart_i,
-            marked_bg,
+            marked_bg: bg.marked,
             marks_host: Vec::new(),
             slot_stride,
             nwg_rows,
             nwg_list_max,
-            cache: ColumnCache::with_slots(m, slots as usize),
+            cache: ColumnCache::with_slots(m, z.slots as usize),
             enc: None,
             param_host: vec![0u8; param_stride as usize * PARAM_SLOTS],
             n_params: 0,

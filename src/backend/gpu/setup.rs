@@ -1,0 +1,340 @@
+//! Setting one problem up on the device, in three steps [`GpuBackend::with_data`] takes in
+//! turn: the sizes of its buffers checked against the adapter's limits ([`Sizes`]), the
+//! buffers ([`Buffers`]), and the bind groups of every pass over them ([`BindGroups`]). The
+//! data rows themselves are uploaded (or bound, when shared) by [`super::data`].
+
+use super::pipelines::{PARAMS_SIZE, Pipelines};
+use super::{GpuConfig, GpuContext, PARAM_SLOTS, QUERY_SLOTS, WG, ceil_div, entry};
+use crate::backend::cpu::Precision;
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+use wgpu::util::DeviceExt;
+
+/// The sizes of one problem's buffers and dispatches.
+pub(super) struct Sizes {
+    /// Points m.
+    pub m: usize,
+    /// Features d (at least 1) and d rounded up to a multiple of 4.
+    pub d: usize,
+    pub dpad: usize,
+    /// Bytes of one gradient entry (4 or 8).
+    pub gt: u64,
+    /// The largest chunk of data rows one binding takes.
+    pub chunk_limit: u64,
+    /// Bytes of one cached column, and its slot's stride (aligned for dynamic offsets).
+    pub col_bytes: u64,
+    pub slot_stride: u64,
+    /// Column-cache slots.
+    pub slots: u64,
+    /// Workgroups of the passes over all rows, and at most over a list.
+    pub nwg_rows: u32,
+    pub nwg_list_max: u32,
+    /// Stride of one parameter slot in the uniform buffer.
+    pub param_stride: u64,
+    /// Bytes of the gather output (three m-vectors where a binding allows).
+    pub out_bytes: u64,
+}
+
+impl Sizes {
+    /// The sizes for `prob` on `ctx`, or why the adapter cannot hold it.
+    pub fn new(prob: &Problem<'_>, ctx: &GpuContext, cfg: GpuConfig) -> Result<Sizes> {
+        let lim = &ctx.limits;
+        let m = prob.len();
+        let d = prob.data.n_features().max(1);
+        let gt: u64 = if cfg.precision == Precision::F64 {
+            8
+        } else {
+            4
+        };
+        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
+        let chunk_limit = cfg
+            .max_chunk_bytes
+            .unwrap_or(max_bind)
+            .min(max_bind)
+            .max(16);
+        let name = &ctx.adapter.name;
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        // Every m-vector must fit one binding.
+        if m as u64 * gt > max_bind || m > u32::MAX as usize / 2 {
+            return Err(Error::Backend(format!(
+                "{m} points need {:.1} MiB per gradient vector, more than {name}'s largest storage binding ({:.1} MiB); use --backend cpu",
+                mib(m as u64 * gt),
+                mib(max_bind)
+            )));
+        }
+        let align = lim.min_storage_buffer_offset_alignment.max(4) as u64;
+        let col_bytes = (m as u64 * gt).max(16);
+        let slot_stride = col_bytes.next_multiple_of(align);
+        let by_budget = cfg.cache_bytes as u64 / slot_stride;
+        let by_buffer = lim.max_buffer_size / slot_stride;
+        // Dynamic offsets are u32: the last slot must start below 4 GiB.
+        let by_offset = u32::MAX as u64 / slot_stride + 1;
+        let slots = by_budget.max(2).min(by_buffer).min(by_offset).min(1 << 20);
+        if slots < 2 {
+            return Err(Error::Backend(format!(
+                "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use --backend cpu",
+                mib(2 * slot_stride),
+                mib(lim.max_buffer_size)
+            )));
+        }
+        let software = ctx.is_software();
+        let nwg_rows = if software {
+            8u64.min(ceil_div(m as u64, WG)).max(1)
+        } else {
+            ceil_div(m as u64, WG).clamp(1, 1024)
+        } as u32;
+        let nwg_list_max: u32 = if software { 8 } else { 1024 };
+        let param_stride =
+            PARAMS_SIZE.next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
+        // Three gathers of one index list share it (PARTAN's g, g⁻ and column), up to a binding.
+        let out_bytes = (3 * m as u64 * gt)
+            .min(max_bind / gt * gt)
+            .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
+            .max(m as u64 * gt);
+        Ok(Sizes {
+            m,
+            d,
+            dpad: d.next_multiple_of(4),
+            gt,
+            chunk_limit,
+            col_bytes,
+            slot_stride,
+            slots,
+            nwg_rows,
+            nwg_list_max,
+            param_stride,
+            out_bytes,
+        })
+    }
+
+    /// Bytes of the m-vectors and their partials (the memory plan's "vectors").
+    pub fn vector_bytes(&self) -> u64 {
+        let (m, gt) = (self.m as u64, self.gt);
+        m * (6 * gt + 12) + (m * gt).max(64) + 2 * (self.out_bytes - m * gt)
+    }
+}
+
+/// The buffers of one problem (besides its data rows and their chunks).
+pub(super) struct Buffers {
+    pub norms: wgpu::Buffer,
+    pub ylab: wgpu::Buffer,
+    /// Query rows, then four words per query of the batched pass's scalars.
+    pub query: wgpu::Buffer,
+    pub params: wgpu::Buffer,
+    pub cache: wgpu::Buffer,
+    pub g: wgpu::Buffer,
+    pub gp: wgpu::Buffer,
+    pub pmin_v: wgpu::Buffer,
+    pub pmin_i: wgpu::Buffer,
+    pub pact_v: wgpu::Buffer,
+    pub pact_i: wgpu::Buffer,
+    pub lidx: wgpu::Buffer,
+    pub lw: wgpu::Buffer,
+    pub gidx: wgpu::Buffer,
+    pub out: wgpu::Buffer,
+    pub marks: wgpu::Buffer,
+    pub mpart_v: wgpu::Buffer,
+    pub mpart_i: wgpu::Buffer,
+    pub res_v: wgpu::Buffer,
+    pub res_i: wgpu::Buffer,
+    pub staging: wgpu::Buffer,
+}
+
+impl Buffers {
+    /// Creates them on `dev` (norms and labels filled, the rest zeroed).
+    pub fn new(dev: &wgpu::Device, prob: &Problem<'_>, wide: bool, z: &Sizes) -> Buffers {
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let init = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
+            let mut v = bytes.to_vec();
+            v.resize(v.len().max(16).next_multiple_of(4), 0);
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: &v,
+                usage,
+            })
+        };
+        let zeroed = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: size.max(16).next_multiple_of(4),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let norms = if wide {
+            init("norms", bytemuck::cast_slice(&prob.norms), storage)
+        } else {
+            let n32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
+            init("norms", bytemuck::cast_slice(&n32), storage)
+        };
+        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
+        let (m, gt) = (z.m as u64, z.gt);
+        let rw = storage | wgpu::BufferUsages::COPY_SRC;
+        let (nwg_rows, nwg_list_max) = (z.nwg_rows as u64, z.nwg_list_max as u64);
+        Buffers {
+            norms,
+            ylab: init("y", bytemuck::cast_slice(&y32), storage),
+            query: zeroed("query", (QUERY_SLOTS * (z.dpad + 4) * 4) as u64, storage),
+            params: zeroed(
+                "params",
+                z.param_stride * PARAM_SLOTS as u64,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            ),
+            cache: zeroed("column cache", z.slot_stride * z.slots, storage),
+            g: zeroed("g", m * gt, rw),
+            gp: zeroed("g_prev", m * gt, rw),
+            pmin_v: zeroed("argmin partials", nwg_rows * gt, rw),
+            pmin_i: zeroed("argmin partial indices", nwg_rows * 4, rw),
+            pact_v: zeroed("active partials", 3 * nwg_list_max * gt, rw),
+            pact_i: zeroed("active partial indices", nwg_list_max * 4, rw),
+            lidx: zeroed("active indices", m * 4, storage),
+            lw: zeroed("active weights", m * gt, storage),
+            gidx: zeroed("gather indices", m * 4, storage),
+            out: zeroed("gather output", z.out_bytes, rw),
+            marks: zeroed("marks", m * 4, storage),
+            mpart_v: zeroed("marked partials", 3 * (nwg_rows + 1) * gt, rw),
+            mpart_i: zeroed("marked partial indices", 3 * (nwg_rows + 1) * 4, rw),
+            res_v: zeroed("result values", 4 * gt, rw),
+            res_i: zeroed("result indices", 16, rw),
+            staging: zeroed(
+                "readback",
+                z.out_bytes.max(64) + 64,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+        }
+    }
+}
+
+/// The bind group of every pass but the per-chunk column passes.
+pub(super) struct BindGroups {
+    pub column: wgpu::BindGroup,
+    pub batch: Option<wgpu::BindGroup>,
+    pub update: wgpu::BindGroup,
+    pub active: wgpu::BindGroup,
+    /// The final reduction's.
+    pub last: wgpu::BindGroup,
+    pub gather: wgpu::BindGroup,
+    pub marked: wgpu::BindGroup,
+}
+
+impl BindGroups {
+    /// Binds the buffers `b` to the pipelines' layouts.
+    pub fn new(dev: &wgpu::Device, pipes: &Pipelines, b: &Buffers, z: &Sizes) -> BindGroups {
+        let pbind = |n: u32| wgpu::BindGroupEntry {
+            binding: n,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &b.params,
+                offset: 0,
+                size: wgpu::BufferSize::new(PARAMS_SIZE),
+            }),
+        };
+        let slot = |n: u32| wgpu::BindGroupEntry {
+            binding: n,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &b.cache,
+                offset: 0,
+                size: wgpu::BufferSize::new(z.col_bytes),
+            }),
+        };
+        let group =
+            |label: &str, layout: &wgpu::BindGroupLayout, entries: &[wgpu::BindGroupEntry]| {
+                dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(label),
+                    layout,
+                    entries,
+                })
+            };
+        BindGroups {
+            column: group(
+                "column",
+                &pipes.column_bgl,
+                &[
+                    pbind(0),
+                    entry(1, &b.norms),
+                    entry(2, &b.ylab),
+                    entry(3, &b.query),
+                    slot(4),
+                ],
+            ),
+            batch: pipes.batch.as_ref().map(|p| {
+                group(
+                    "column batch",
+                    &p.bgl,
+                    &[
+                        pbind(0),
+                        entry(1, &b.norms),
+                        entry(2, &b.ylab),
+                        entry(3, &b.query),
+                        slot(4),
+                        slot(5),
+                        slot(6),
+                        slot(7),
+                    ],
+                )
+            }),
+            update: group(
+                "update",
+                &pipes.update_bgl,
+                &[
+                    pbind(0),
+                    slot(1),
+                    slot(2),
+                    entry(3, &b.g),
+                    entry(4, &b.gp),
+                    entry(5, &b.pmin_v),
+                    entry(6, &b.pmin_i),
+                ],
+            ),
+            active: group(
+                "active",
+                &pipes.active_bgl,
+                &[
+                    pbind(0),
+                    entry(1, &b.g),
+                    entry(2, &b.gp),
+                    entry(3, &b.lidx),
+                    entry(4, &b.lw),
+                    entry(5, &b.pact_v),
+                    entry(6, &b.pact_i),
+                ],
+            ),
+            last: group(
+                "final",
+                &pipes.final_bgl,
+                &[
+                    pbind(0),
+                    entry(1, &b.pmin_v),
+                    entry(2, &b.pmin_i),
+                    entry(3, &b.pact_v),
+                    entry(4, &b.pact_i),
+                    entry(5, &b.res_v),
+                    entry(6, &b.res_i),
+                ],
+            ),
+            gather: group(
+                "gather",
+                &pipes.gather_bgl,
+                &[
+                    pbind(0),
+                    entry(1, &b.g),
+                    entry(2, &b.gp),
+                    slot(3),
+                    entry(4, &b.gidx),
+                    entry(5, &b.out),
+                ],
+            ),
+            marked: group(
+                "marked",
+                &pipes.marked_bgl,
+                &[
+                    pbind(0),
+                    entry(1, &b.g),
+                    entry(2, &b.ylab),
+                    entry(3, &b.marks),
+                    entry(4, &b.mpart_v),
+                    entry(5, &b.mpart_i),
+                ],
+            ),
+        }
+    }
+}
