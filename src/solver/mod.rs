@@ -8,6 +8,7 @@
 pub mod cvm;
 pub mod fw;
 pub mod init;
+pub mod kkt;
 pub mod mfw;
 pub mod partan;
 pub mod shrink;

@@ -34,12 +34,13 @@
 //! iteration, and a full pass (which rebuilds the queue) runs only when none of them violates —
 //! the last full pass finding no violator ends the run.
 //!
-//! Linear solves (`--linear-solver`): `chol` keeps a Cholesky factor of H_WW + τI updated by one
-//! row per added point and Givens rotations per removed one (O(|W|²) each); `cg` runs conjugate
-//! gradients on the stored H_WW (about its effective rank in steps, warm-started from the
-//! previous solution). τ = 1e-10·max(1, max H_ii) keeps rank-degenerate blocks (duplicate
-//! points, linear kernels) solvable.
+//! Linear solves (`--linear-solver`, in [`super::kkt`]): `chol` keeps a Cholesky factor of
+//! H_WW + τI updated by one row per added point and Givens rotations per removed one
+//! (O(|W|²) each); `cg` runs conjugate gradients on the stored H_WW (about its effective rank
+//! in steps, from zero). τ = 1e-10·max(1, max H_ii) keeps rank-degenerate blocks (duplicate
+//! points, linear kernels) solvable; a dependent row's pivot is raised to √τ and counted.
 
+use super::kkt::{Block, BlockScratch};
 use super::{Observer, Progress, SolveResult, SolverParams, StopReason};
 use crate::active::ActiveSet;
 use crate::backend::{Backend, mark};
@@ -129,158 +130,6 @@ pub struct SimpleParams {
 const L: u8 = 0;
 const W: u8 = 1;
 const U: u8 = 2;
-
-/// The free set's kernel block and its factor.
-struct Block {
-    /// Members of W, in order.
-    idx: Vec<usize>,
-    /// H_WW, full rows.
-    h: Vec<Vec<f64>>,
-    /// Lower-triangular factor of H_WW + τI (row r has r+1 entries), Cholesky mode only.
-    l: Vec<Vec<f64>>,
-    tau: f64,
-    chol: bool,
-}
-
-impl Block {
-    fn len(&self) -> usize {
-        self.idx.len()
-    }
-
-    /// Appends point `i` whose H entries against the current members are `row` and whose
-    /// diagonal is `hii`.
-    fn push(&mut self, i: usize, row: &[f64], hii: f64) {
-        let n = self.idx.len();
-        for (r, hr) in self.h.iter_mut().enumerate() {
-            hr.push(row[r]);
-        }
-        let mut full = row[..n].to_vec();
-        full.push(hii);
-        self.h.push(full);
-        self.idx.push(i);
-        if self.chol {
-            // L l = row, diag = sqrt(hii + τ − lᵀl)
-            let mut l = vec![0.0; n + 1];
-            for r in 0..n {
-                let lr = &self.l[r];
-                let mut s = row[r];
-                for c in 0..r {
-                    s -= lr[c] * l[c];
-                }
-                l[r] = s / lr[r];
-            }
-            let ll: f64 = l[..n].iter().map(|v| v * v).sum();
-            l[n] = (hii + self.tau - ll).max(self.tau).sqrt();
-            self.l.push(l);
-        }
-    }
-
-    /// Removes member at position k.
-    fn remove(&mut self, k: usize) {
-        self.idx.remove(k);
-        self.h.remove(k);
-        for hr in &mut self.h {
-            hr.remove(k);
-        }
-        if self.chol {
-            self.l.remove(k);
-            let n = self.l.len();
-            // Rows k.. now have one entry too many: rotate columns (j, j+1) to restore the
-            // triangle.
-            for j in k..n {
-                let (a, b) = (self.l[j][j], self.l[j][j + 1]);
-                let rho = a.hypot(b);
-                let (c, s) = if rho == 0.0 {
-                    (1.0, 0.0)
-                } else {
-                    (a / rho, b / rho)
-                };
-                for r in j..n {
-                    let (x, y) = (self.l[r][j], self.l[r][j + 1]);
-                    self.l[r][j] = c * x + s * y;
-                    self.l[r][j + 1] = -s * x + c * y;
-                }
-            }
-            // (each rotation leaves ρ ≥ 0 on the diagonal)
-            for (r, lr) in self.l.iter_mut().enumerate() {
-                lr.truncate(r + 1);
-            }
-        }
-    }
-
-    /// Solves (H_WW + τI) z = r.
-    fn solve(&self, r: &[f64], warm: Option<&[f64]>) -> Vec<f64> {
-        let n = self.len();
-        if self.chol {
-            let mut u = vec![0.0; n];
-            for i in 0..n {
-                let li = &self.l[i];
-                let mut s = r[i];
-                for c in 0..i {
-                    s -= li[c] * u[c];
-                }
-                u[i] = s / li[i];
-            }
-            for i in (0..n).rev() {
-                let mut s = u[i];
-                #[allow(clippy::needless_range_loop)] // back substitution reads L by row and column
-                for rr in i + 1..n {
-                    s -= self.l[rr][i] * u[rr];
-                }
-                u[i] = s / self.l[i][i];
-            }
-            u
-        } else {
-            self.cg(r, warm)
-        }
-    }
-
-    fn matvec(&self, x: &[f64], out: &mut [f64]) {
-        for (o, hr) in out.iter_mut().zip(&self.h) {
-            *o = hr.iter().zip(x).map(|(a, b)| a * b).sum::<f64>();
-        }
-        for (o, xi) in out.iter_mut().zip(x) {
-            *o += self.tau * xi;
-        }
-    }
-
-    fn cg(&self, r: &[f64], warm: Option<&[f64]>) -> Vec<f64> {
-        let n = self.len();
-        let mut x = match warm {
-            Some(w) if w.len() == n => w.to_vec(),
-            _ => vec![0.0; n],
-        };
-        let mut ax = vec![0.0; n];
-        self.matvec(&x, &mut ax);
-        let mut res: Vec<f64> = r.iter().zip(&ax).map(|(a, b)| a - b).collect();
-        let mut p = res.clone();
-        let mut rr: f64 = res.iter().map(|v| v * v).sum();
-        let tol = 1e-24 * r.iter().map(|v| v * v).sum::<f64>().max(1e-300);
-        let mut ap = vec![0.0; n];
-        for _ in 0..(4 * n).max(50) {
-            if rr <= tol {
-                break;
-            }
-            self.matvec(&p, &mut ap);
-            let pap: f64 = p.iter().zip(&ap).map(|(a, b)| a * b).sum();
-            if pap <= 0.0 {
-                break;
-            }
-            let a = rr / pap;
-            for i in 0..n {
-                x[i] += a * p[i];
-                res[i] -= a * ap[i];
-            }
-            let rr2: f64 = res.iter().map(|v| v * v).sum();
-            let beta = rr2 / rr;
-            rr = rr2;
-            for i in 0..n {
-                p[i] = res[i] + beta * p[i];
-            }
-        }
-        x
-    }
-}
 
 /// A set of indices with O(1) insertion and removal (the points at C).
 struct IndexSet {
@@ -414,13 +263,11 @@ pub fn solve(
     let mut b = 0.0;
     let mut sum_yu = 0.0; // y_Uᵀ α_U = Σ_U y_j C_j
     let max_diag = (0..m.min(1000)).map(|i| prob.k(i, i)).fold(1.0, f64::max);
-    let mut blk = Block {
-        idx: Vec::new(),
-        h: Vec::new(),
-        l: Vec::new(),
-        tau: 1e-10 * max_diag,
-        chol: sp.solver == LinearSolver::Cholesky,
-    };
+    let mut blk = Block::new(1e-10 * max_diag, sp.solver == LinearSolver::Cholesky);
+    let mut ws = BlockScratch::default();
+    // The inner loop's vectors, sized to |W| each round (no allocation once they have grown).
+    let (mut rhs, mut yw, mut z1, mut z2, mut target) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     be.set_alpha(&ActiveSet::new(m))?;
     be.fill_marks(mark::LOW)?;
     let mut examined = vec![0u32; m];
@@ -429,7 +276,6 @@ pub fn solve(
     let mut qbuf_idx: Vec<usize> = Vec::new();
     let mut gbuf: Vec<f64> = Vec::new();
     let mut col: Vec<f64> = Vec::new();
-    let mut warm: Option<Vec<f64>> = None;
     let mut iter = 0u64;
     let mut pending: Vec<usize> = vec![p0, n0];
     let mut upper = IndexSet::new(m);
@@ -469,10 +315,7 @@ pub fn solve(
                 .map(|(&i, q)| q - y[i] * y[k])
                 .collect();
             let hkk = col[idx.len() - 1] - 1.0;
-            blk.push(k, &row, hkk);
-            if let Some(w) = warm.as_mut() {
-                w.push(0.0);
-            }
+            blk.push(k, &row, hkk)?;
         }
         be.set_marks(&mark_changes)?;
         pending.clear();
@@ -492,12 +335,16 @@ pub fn solve(
             .collect();
         let before: Vec<(usize, f64)> = blk.idx.iter().map(|&j| (j, alpha[j])).collect();
         // 2. solve, clip, drop blocking variables, repeat
-        while blk.len() > 0 {
+        while !blk.is_empty() {
             let n = blk.len();
-            let r: Vec<f64> = hu.iter().map(|v| 1.0 - v).collect();
-            let yw: Vec<f64> = blk.idx.iter().map(|&j| y[j]).collect();
-            let z1 = blk.solve(&r, None);
-            let z2 = blk.solve(&yw, None);
+            rhs.clear();
+            rhs.extend(hu.iter().map(|v| 1.0 - v));
+            yw.clear();
+            yw.extend(blk.idx.iter().map(|&j| y[j]));
+            z1.resize(n, 0.0);
+            z2.resize(n, 0.0);
+            blk.solve(&rhs, None, &mut z1, &mut ws);
+            blk.solve(&yw, None, &mut z2, &mut ws);
             let ytz1: f64 = yw.iter().zip(&z1).map(|(a, b)| a * b).sum();
             let ytz2: f64 = yw.iter().zip(&z2).map(|(a, b)| a * b).sum();
             let c_eq = -sum_yu;
@@ -506,7 +353,8 @@ pub fn solve(
             } else {
                 b
             };
-            let target: Vec<f64> = (0..n).map(|k| z1[k] - bb * z2[k]).collect();
+            target.clear();
+            target.extend(z1.iter().zip(&z2).map(|(a, b)| a - bb * b));
             // largest feasible fraction t of the way from α_W to the target
             let (mut t, mut block_k) = (1.0f64, usize::MAX);
             for k in 0..n {
@@ -529,7 +377,6 @@ pub fn solve(
             }
             if block_k == usize::MAX {
                 b = bb;
-                warm = Some(target);
                 break;
             }
             let j = blk.idx[block_k];
@@ -552,7 +399,6 @@ pub fn solve(
             }
             blk.remove(block_k);
             hu.remove(block_k);
-            warm = None;
         }
         for &(j, a0) in &before {
             let d = alpha[j] - a0;
