@@ -10,7 +10,8 @@
 //! buffer grows by doubling up to the storage-binding limit; a block needing more distinct
 //! rows than that fails with a message (use --backend cpu).
 
-use super::{GpuConfig, GpuContext, entry, read_back};
+use super::passes::read_back;
+use super::{GpuConfig, GpuContext, entry};
 use crate::backend::cpu::Precision;
 use crate::backend::sampled::{BlockEngine, BlockJob, CpuBlocks};
 use crate::data::Row;

@@ -1,0 +1,415 @@
+//! The passes one iteration records and submits: the command encoder and parameter slots,
+//! kernel columns (single, batched, external queries), the fused gradient update, gathers and
+//! uploads, and the read-back of results. The [`Backend`](crate::backend::Backend) methods in
+//! `mod.rs` drive them.
+
+use super::*;
+
+impl<'a> GpuBackend<'a> {
+    /// The recording encoder, taken out of `self` so passes can borrow the other fields; give
+    /// it back with `self.enc = Some(enc)`.
+    pub(super) fn take_encoder(&mut self) -> wgpu::CommandEncoder {
+        self.enc.take().unwrap_or_else(|| {
+            self.ctx
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        })
+    }
+
+    /// Reserves a Params block for the next dispatch; returns its dynamic offset.
+    pub(super) fn push_params(&mut self, p: &Params) -> u32 {
+        if self.n_params == PARAM_SLOTS {
+            self.flush();
+        }
+        let off = self.n_params * self.param_stride as usize;
+        self.param_host[off..off + PARAMS_SIZE as usize].copy_from_slice(bytemuck::bytes_of(p));
+        self.n_params += 1;
+        off as u32
+    }
+
+    /// Submits what is recorded (params and query rows first), without waiting.
+    pub(super) fn flush(&mut self) {
+        let q = &self.ctx.queue;
+        if self.n_params > 0 {
+            let bytes = &self.param_host[..self.n_params * self.param_stride as usize];
+            q.write_buffer(&self.params, 0, bytes);
+            self.stats.bytes_up += bytes.len() as u64;
+        }
+        if self.n_queries > 0 {
+            let rows = &self.query_host[..self.n_queries * self.dpad];
+            q.write_buffer(&self.query, 0, bytemuck::cast_slice(rows));
+            self.stats.bytes_up += std::mem::size_of_val(rows) as u64;
+        }
+        if self.meta_dirty {
+            let base = QUERY_SLOTS * self.dpad;
+            let meta = &self.query_host[base..];
+            q.write_buffer(&self.query, 4 * base as u64, bytemuck::cast_slice(meta));
+            self.stats.bytes_up += std::mem::size_of_val(meta) as u64;
+            self.meta_dirty = false;
+        }
+        if let Some(enc) = self.enc.take() {
+            q.submit([enc.finish()]);
+            self.stats.submits += 1;
+        }
+        self.n_params = 0;
+        self.n_queries = 0;
+    }
+
+    /// Flushes, waits, and copies `bytes` of the readback buffer into `self.readback`.
+    pub(super) fn submit_and_read(&mut self, bytes: u64) -> Result<()> {
+        self.flush();
+        self.stats.round_trips += 1;
+        self.stats.bytes_down += bytes;
+        read_back(
+            self.ctx,
+            &self.staging,
+            bytes,
+            &self.map_state,
+            &mut self.readback,
+        )
+    }
+
+    pub(super) fn base_params(&self) -> Params {
+        Params {
+            m: self.prob.len() as u32,
+            d: self.d as u32,
+            kind: self.kind,
+            degree: self.degree,
+            gamma: split(self.gamma),
+            coef0: split(self.coef0),
+            inv_c: split(self.inv_c.0),
+            inv_c_neg: split(self.inv_c.1),
+            nwg: self.nwg_rows,
+            flags: if self.prev { F_PREV } else { 0 },
+            ..Default::default()
+        }
+    }
+
+    /// Records the computation of column j into cache slot `slot`.
+    pub(super) fn record_column(&mut self, j: usize, slot: usize) {
+        let (row, y, norm) = (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j]);
+        self.record_query(row, j as u32, y, norm, slot);
+        self.stats.columns_computed += 1;
+    }
+
+    /// Records the computation of the columns `cols` = (j, slot), at most
+    /// [`pipelines::BATCH_COLUMNS`], in one batched pass: each row is read once for all of
+    /// them (shaders/column_batch.wgsl; the same entries as one column at a time).
+    pub(super) fn record_batch(&mut self, cols: &[(usize, usize)]) {
+        assert!((1..=pipelines::BATCH_COLUMNS).contains(&cols.len()));
+        if self.n_queries > 0 || self.n_params == PARAM_SLOTS {
+            self.flush();
+        }
+        let (d, dpad) = (self.d, self.dpad);
+        let base = QUERY_SLOTS * dpad;
+        for (c, &(j, _)) in cols.iter().enumerate() {
+            fill_query(
+                self.prob.data.row(j),
+                d,
+                &mut self.query_host[c * dpad..(c + 1) * dpad],
+            );
+            let norm = split(self.prob.norms[j]);
+            let meta = &mut self.query_host[base + 4 * c..base + 4 * c + 4];
+            meta.copy_from_slice(&[
+                f32::from_bits(j as u32),
+                self.prob.y[j] as f32,
+                norm[0],
+                norm[1],
+            ]);
+        }
+        self.n_queries = cols.len();
+        self.meta_dirty = true;
+        let p = Params {
+            n: cols.len() as u32,
+            q_off: 0,
+            pad1: dpad as u32,
+            out_off: base as u32,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let mut offs = [off, 0, 0, 0, 0];
+        for k in 0..pipelines::BATCH_COLUMNS {
+            // Unused outputs alias the first column's slot; the shader writes only n of them.
+            let slot = cols.get(k).unwrap_or(&cols[0]).1;
+            offs[k + 1] = (slot as u64 * self.slot_stride) as u32;
+        }
+        let mut enc = self.take_encoder();
+        {
+            let batch = self.pipes.batch.as_ref().expect("batched pipelines");
+            let bg = self.batch_bg.as_ref().expect("batched bind group");
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(if self.dense { &batch.dense } else { &batch.csr });
+            pass.set_bind_group(0, bg, &offs);
+            for c in &self.chunks {
+                pass.set_bind_group(1, &c.bind, &[]);
+                pass.dispatch_workgroups(c.nwg, 1, 1);
+                self.stats.dispatches += 1;
+            }
+        }
+        self.enc = Some(enc);
+        self.stats.columns_computed += cols.len() as u64;
+    }
+
+    /// Computes the columns `js` that are not cached, [`pipelines::BATCH_COLUMNS`] per pass
+    /// over the data, into the cache; at most half the slots the cache may use now are filled,
+    /// so none of them evicts another. Returns how many were computed (0 where the adapter
+    /// cannot bind the batched pass).
+    pub(super) fn prefetch(&mut self, js: &[usize]) -> usize {
+        if self.batch_bg.is_none() {
+            return 0;
+        }
+        let room = (self.cache.usable() / 2).max(1);
+        let mut done = 0;
+        let mut batch: Vec<(usize, usize)> = Vec::with_capacity(pipelines::BATCH_COLUMNS);
+        for &j in js.iter().take(room) {
+            if batch.iter().any(|&(b, _)| b == j) {
+                continue;
+            }
+            let (slot, hit) = self.cache.get_or_assign(j, None);
+            if hit {
+                continue;
+            }
+            self.cache.mark_valid(slot);
+            batch.push((j, slot));
+            if batch.len() == pipelines::BATCH_COLUMNS {
+                self.record_batch(&batch);
+                done += batch.len();
+                batch.clear();
+            }
+        }
+        if !batch.is_empty() {
+            self.record_batch(&batch);
+            done += batch.len();
+        }
+        self.stats.prefetched += done as u64;
+        done
+    }
+
+    /// Records y_i·y·(k(x_i, z) + 1) (+ 1/C at row `j`) for all rows i into slot `slot`, for
+    /// the query row z with squared norm `norm`.
+    pub(super) fn record_query(&mut self, z: Row<'_>, j: u32, y: f64, norm: f64, slot: usize) {
+        // Room for the query row and the Params block in the same submit: a flush between
+        // writing the one and pushing the other would let a later query overwrite this one.
+        if self.n_queries == QUERY_SLOTS || self.n_params == PARAM_SLOTS {
+            self.flush();
+        }
+        let q_off = self.n_queries * self.dpad;
+        let d = self.d;
+        fill_query(z, d, &mut self.query_host[q_off..q_off + self.dpad]);
+        self.n_queries += 1;
+        let mut p = Params {
+            j,
+            q_off: q_off as u32,
+            yj: y as f32,
+            normj: split(norm),
+            ..self.base_params()
+        };
+        if j == NONE {
+            // An external query (prediction): the kernel value alone, without Q's +1.
+            p.flags |= F_NO_BIAS;
+        }
+        let off = self.push_params(&p);
+        let slot_off = (slot as u64 * self.slot_stride) as u32;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(if self.dense {
+                &self.pipes.column_dense
+            } else {
+                &self.pipes.column_csr
+            });
+            pass.set_bind_group(0, &self.column_bg, &[off, slot_off]);
+            for c in &self.chunks {
+                pass.set_bind_group(1, &c.bind, &[]);
+                pass.dispatch_workgroups(c.nwg, 1, 1);
+                self.stats.dispatches += 1;
+            }
+        }
+        self.enc = Some(enc);
+    }
+
+    /// g ← g + Σ_k c_k·y_i·k(x_i, z_k) over all rows i (Q's +1 left out), for query rows z_k that need not
+    /// be rows of the data (a model's support vectors, for prediction on the device); each
+    /// query is (z_k, ‖z_k‖², c_k), and its features beyond the data's are ignored (the
+    /// caller handles that case). Uses cache slots 0 and 1 and forgets the cache: meant for
+    /// a backend that only serves this. Recorded only; [`Backend::gather`] waits for it.
+    pub fn accumulate_queries(&mut self, queries: &[(Row<'_>, f64, f64)]) -> Result<()> {
+        self.cache = ColumnCache::with_slots(self.prob.len(), self.cache.capacity());
+        for pair in queries.chunks(2) {
+            let mut p = self.base_params();
+            p.flags |= F_WRITE | F_COL_A;
+            p.scale = split(1.0);
+            let (z, norm, c) = pair[0];
+            self.record_query(z, NONE, 1.0, norm, 0);
+            p.ca = split(c);
+            if let Some(&(z, norm, c)) = pair.get(1) {
+                self.record_query(z, NONE, 1.0, norm, 1);
+                p.flags |= F_COL_B;
+                p.cb = split(c);
+            }
+            self.record_update(p, 0, 1);
+        }
+        self.ctx.check("prediction pass")
+    }
+
+    /// Sets g = 0.
+    pub fn clear_gradient(&mut self) -> Result<()> {
+        self.flush();
+        self.upload_vector(&self.g, &vec![0.0; self.prob.len()]);
+        self.min_valid = false;
+        Ok(())
+    }
+
+    /// Column j resident (recording its computation if needed); returns its slot.
+    pub(super) fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
+        let (slot, hit) = self.cache.get_or_assign(j, pinned);
+        let fresh = std::mem::replace(&mut self.fresh, usize::MAX);
+        if hit {
+            if j != fresh {
+                self.stats.cache_hits += 1;
+            }
+        } else {
+            self.record_column(j, slot);
+            self.cache.mark_valid(slot);
+        }
+        (slot, !hit)
+    }
+
+    /// Records the update pass (with F_WRITE unset: only the argmin partials).
+    pub(super) fn record_update(&mut self, mut p: Params, a: usize, b: usize) {
+        p.nwg = self.nwg_rows;
+        let off = self.push_params(&p);
+        let (oa, ob) = (
+            (a as u64 * self.slot_stride) as u32,
+            (b as u64 * self.slot_stride) as u32,
+        );
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.update);
+            pass.set_bind_group(0, &self.update_bg, &[off, oa, ob]);
+            pass.dispatch_workgroups(self.nwg_rows, 1, 1);
+            self.stats.dispatches += 1;
+        }
+        self.enc = Some(enc);
+        self.min_valid = true;
+    }
+
+    pub(super) fn list_nwg(&self, n: usize) -> u32 {
+        (ceil_div(n as u64, WG) as u32).clamp(1, self.nwg_list_max)
+    }
+
+    /// Entry k of the last readback, read as a GT value.
+    pub(super) fn read_gt(&self, k: usize) -> f64 {
+        let b = &self.readback;
+        if self.wide {
+            f64::from_le_bytes(b[8 * k..8 * k + 8].try_into().unwrap())
+        } else {
+            f32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap()) as f64
+        }
+    }
+
+    pub(super) fn gather_from(
+        &mut self,
+        flags: u32,
+        slot: usize,
+        idx: &[usize],
+        out: &mut [f64],
+    ) -> Result<()> {
+        if idx.is_empty() {
+            return Ok(());
+        }
+        let n = idx.len();
+        self.gidx_host.clear();
+        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
+        // The upload lands before the next submit, i.e. before this gather runs; earlier
+        // gathers have completed (each waits for its readback).
+        self.ctx
+            .queue
+            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
+        let nwg = self.list_nwg(n);
+        let p = Params {
+            n: n as u32,
+            nwg,
+            flags,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let so = (slot as u64 * self.slot_stride) as u32;
+        let bytes = n as u64 * self.gt;
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.gather);
+            pass.set_bind_group(0, &self.gather_bg, &[off, so]);
+            pass.dispatch_workgroups(nwg, 1, 1);
+            self.stats.dispatches += 1;
+        }
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)?;
+        for (k, o) in out.iter_mut().enumerate().take(n) {
+            *o = self.read_gt(k);
+        }
+        Ok(())
+    }
+
+    pub(super) fn upload_vector(&self, buf: &wgpu::Buffer, v: &[f64]) {
+        let width = if self.wide { 8 } else { 4 };
+        self.vector_bytes
+            .set(self.vector_bytes.get() + width * v.len() as u64);
+        if self.wide {
+            self.ctx.queue.write_buffer(buf, 0, bytemuck::cast_slice(v));
+        } else {
+            let f: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+            self.ctx
+                .queue
+                .write_buffer(buf, 0, bytemuck::cast_slice(&f));
+        }
+    }
+}
+
+/// Maps the first `bytes` of `staging` once the submitted work has run and copies them into
+/// `out`. `state` is the map callback's flag (0 pending, 1 mapped, 2 failed).
+pub(super) fn read_back(
+    ctx: &GpuContext,
+    staging: &wgpu::Buffer,
+    bytes: u64,
+    state: &Arc<AtomicU8>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    // Another thread polling the same device may be the one that runs the callback, so poll
+    // until it has run.
+    state.store(0, Ordering::Relaxed);
+    let flag = state.clone();
+    let slice = staging.slice(0..bytes.max(4).next_multiple_of(4));
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        flag.store(if r.is_ok() { 1 } else { 2 }, Ordering::Release);
+    });
+    loop {
+        ctx.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Backend(format!("{}: {e}", ctx.adapter.name)))?;
+        ctx.check("compute pass")?;
+        match state.load(Ordering::Acquire) {
+            0 => std::thread::yield_now(),
+            1 => break,
+            _ => {
+                return Err(Error::Backend(format!(
+                    "{}: reading results back failed",
+                    ctx.adapter.name
+                )));
+            }
+        }
+    }
+    {
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| Error::Backend(format!("{}: {e}", ctx.adapter.name)))?;
+        out.clear();
+        out.extend_from_slice(&view[..bytes as usize]);
+    }
+    staging.unmap();
+    Ok(())
+}
