@@ -382,6 +382,14 @@ pub struct SharedRows {
     pub rows: Option<std::sync::Arc<Vec<usize>>>,
 }
 
+#[cfg(feature = "gpu")]
+impl SharedRows {
+    /// The (data, rows) view that GPU backends and prediction bind.
+    pub fn view(&self) -> (&std::sync::Arc<gpu::GpuData>, Option<&[usize]>) {
+        (&self.data, self.rows.as_ref().map(|r| r.as_slice()))
+    }
+}
+
 impl Device {
     /// This device with `ds` uploaded once: backends on `ds` — or, after
     /// [`Device::restrict`], on subsets of its rows (cross-validation folds, one-versus-one
@@ -518,9 +526,7 @@ impl Device {
                 prob,
                 ctx,
                 *cfg,
-                shared
-                    .as_ref()
-                    .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice()))),
+                shared.as_ref().map(SharedRows::view),
             ) {
                 Ok(b) => Ok(Box::new(b)),
                 Err(e) => or_else_on_cpu(*fallback, e, "training on the CPU", || {

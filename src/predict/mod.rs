@@ -44,9 +44,7 @@ pub fn on_device(
                 Precision::F32
             });
             let cfg = crate::backend::gpu::GpuConfig { precision, ..*cfg };
-            let view = shared
-                .as_ref()
-                .map(|sh| (&sh.data, sh.rows.as_ref().map(|r| r.as_slice())));
+            let view = shared.as_ref().map(crate::backend::SharedRows::view);
             match gpu::predict(model, ds, ctx, cfg, view) {
                 Ok(r) => Ok(r),
                 Err(e) => {

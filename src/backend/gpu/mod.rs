@@ -578,12 +578,7 @@ impl Backend for GpuBackend<'_> {
             }
             None => 0,
         };
-        self.gidx_host.clear();
-        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
-        self.ctx
-            .queue
-            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
-        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
+        self.upload_gather_indices(idx);
         let nwg = self.list_nwg(n);
         let so = (slot as u64 * self.slot_stride) as u32;
         let mut srcs = vec![0u32];

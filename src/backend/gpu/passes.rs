@@ -320,14 +320,7 @@ impl<'a> GpuBackend<'a> {
             return Ok(());
         }
         let n = idx.len();
-        self.gidx_host.clear();
-        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
-        // The upload lands before the next submit, i.e. before this gather runs; earlier
-        // gathers have completed (each waits for its readback).
-        self.ctx
-            .queue
-            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
-        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
+        self.upload_gather_indices(idx);
         let nwg = self.list_nwg(n);
         let p = Params {
             n: n as u32,
@@ -353,6 +346,17 @@ impl<'a> GpuBackend<'a> {
             *o = self.read_gt(k);
         }
         Ok(())
+    }
+
+    /// Uploads a gather's index list. The upload lands before the next submit, i.e. before
+    /// the gather runs; earlier gathers have completed (each waits for its readback).
+    pub(super) fn upload_gather_indices(&mut self, idx: &[usize]) {
+        self.gidx_host.clear();
+        self.gidx_host.extend(idx.iter().map(|&i| i as u32));
+        self.ctx
+            .queue
+            .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+        self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
     }
 
     pub(super) fn upload_vector(&self, buf: &wgpu::Buffer, v: &[f64]) {
