@@ -101,6 +101,28 @@ def sample_weights(sample_weight, n):
     return w
 
 
+def weighted_rows(X, y, sample_weight):
+    """The rows to train on: those of positive weight (as LIBSVM, weight 0 leaves a row
+    out). Returns (X, y, weights or None when all are one, their indices in the input)."""
+    w = sample_weights(sample_weight, X.shape[0])
+    rows = np.arange(X.shape[0])
+    if w is not None and np.any(w == 0):
+        rows = np.flatnonzero(w > 0)
+        X, w = X[rows], w[rows]
+        y = None if y is None else y[rows]
+    if w is not None and np.all(w == 1):
+        w = None
+    return X, y, w, rows
+
+
+def support_indices(native, rows):
+    """``support_``: the SVs' rows in the input the estimator was fitted on."""
+    sv_rows = np.asarray(native.sv_rows, dtype=np.int64)
+    if rows is not None and sv_rows.size:
+        sv_rows = np.asarray(rows)[sv_rows]
+    return sv_rows.astype(np.int32)
+
+
 def dense32(X):
     return np.ascontiguousarray(X, dtype=np.float32)
 

@@ -60,13 +60,7 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
         """Fits the ball around the rows of X (``y`` is ignored); ``sample_weight`` multiplies
         each row's C (rows of weight 0 are left out)."""
         X, _ = _base.validate(self, X, reset=True)
-        w = _base.sample_weights(sample_weight, X.shape[0])
-        rows = np.arange(X.shape[0])
-        if w is not None and np.any(w == 0):
-            rows = np.flatnonzero(w > 0)
-            X, w = X[rows], w[rows]
-        if w is not None and np.all(w == 1):
-            w = None
+        X, _, w, rows = _base.weighted_rows(X, None, sample_weight)
         if X.shape[0] == 0:
             raise ValueError("no training rows")
         opts = _base.common_options(self, X)
@@ -80,9 +74,7 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
     def _set_fitted_attributes(self, sparse, rows=None):
         m = self._native
         self.support_vectors_ = _base.support_vectors(m, self.n_features_in_, sparse)
-        sv_rows = np.asarray(m.sv_rows, dtype=np.int64)
-        self.support_ = (np.asarray(rows)[sv_rows] if rows is not None and sv_rows.size
-                         else sv_rows).astype(np.int32)
+        self.support_ = _base.support_indices(m, rows)
         self.n_support_ = np.asarray([self.support_vectors_.shape[0]], dtype=np.int32)
         self.dual_coef_ = np.asarray(m.sv_coef, dtype=np.float64).reshape(1, -1)
         self.intercept_ = -np.asarray(m.rho, dtype=np.float64)

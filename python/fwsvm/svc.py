@@ -142,13 +142,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         0 are left out)."""
         X, y = _base.validate(self, X, y, reset=True)
         check_classification_targets(y)
-        w = _base.sample_weights(sample_weight, X.shape[0])
-        rows = np.arange(X.shape[0])
-        if w is not None and np.any(w == 0):
-            rows = np.flatnonzero(w > 0)
-            X, y, w = X[rows], y[rows], w[rows]
-        if w is not None and np.all(w == 1):
-            w = None
+        X, y, w, rows = _base.weighted_rows(X, y, sample_weight)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"the training data have one class ({self.classes_[0]}); at "
@@ -190,9 +184,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         self.n_support_ = np.zeros(len(self.classes_), dtype=np.int32)
         self.n_support_[self._order] = np.asarray(m.nr_sv)
         self.support_vectors_ = _base.support_vectors(m, self.n_features_in_, sparse)
-        sv_rows = np.asarray(m.sv_rows, dtype=np.int64)
-        self.support_ = (np.asarray(rows)[sv_rows] if rows is not None and sv_rows.size
-                         else sv_rows).astype(np.int32)
+        self.support_ = _base.support_indices(m, rows)
         coef = np.asarray(m.sv_coef, dtype=np.float64).reshape(len(m.sv_coef), -1)
         rho = np.asarray(m.rho, dtype=np.float64)
         if len(self.classes_) == 2:

@@ -243,15 +243,12 @@ fn pool(n: usize) -> PyResult<Arc<rayon::ThreadPool>> {
 /// One solved problem's summary: (class a, class b, iterations, certified gap, stop reason).
 type PairSummary = (f64, f64, u64, Option<f64>, String);
 
-/// What the training thread leaves for the interpreter's thread to print (`verbose`).
-#[derive(Default)]
-struct Messages {
-    lines: Vec<String>,
-}
+/// Lines the training thread leaves for the interpreter's thread to print (`verbose`).
+type Messages = Vec<String>;
 
 /// Writes the pending lines to Python's `sys.stderr` (so a notebook shows them).
 fn flush_messages(py: Python<'_>, msgs: &Mutex<Messages>) -> PyResult<()> {
-    let lines = std::mem::take(&mut msgs.lock().map_err(|_| poisoned())?.lines);
+    let lines = std::mem::take(&mut *msgs.lock().map_err(|_| poisoned())?);
     if lines.is_empty() {
         return Ok(());
     }
@@ -279,7 +276,7 @@ impl Observer for ProgressNote {
         if p.seconds >= self.next {
             self.next = p.seconds + 0.5;
             if let Ok(mut m) = self.msgs.lock() {
-                m.lines.push(format!(
+                m.push(format!(
                     "{}iteration {}, {:.1} s, f {:.6e}, gap {:.3e}, |A| {}",
                     self.pair, p.iter, p.seconds, p.f, p.gap, p.active
                 ));
@@ -377,7 +374,7 @@ fn fit(py: Python<'_>, ds: Dataset, opts: &Bound<'_, PyDict>) -> PyResult<Native
             let start = std::time::Instant::now();
             let mut note = |s: &str| {
                 if verbose && let Ok(mut m) = m2.lock() {
-                    m.lines.push(s.to_string());
+                    m.push(s.to_string());
                 }
             };
             p.device = req.open_for(&ds, &mut note)?;

@@ -581,14 +581,14 @@ impl Backend for GpuBackend<'_> {
         self.upload_gather_indices(idx);
         let nwg = self.list_nwg(n);
         let so = (slot as u64 * self.slot_stride) as u32;
-        let mut srcs = vec![0u32];
-        if prev.is_some() {
-            srcs.push(if self.prev { SRC_PREV } else { 0 });
-        }
-        if col.is_some() {
-            srcs.push(SRC_COL);
-        }
-        for (k, &flags) in srcs.iter().enumerate() {
+        // The sources in output order: g, then g⁻, then the column (no per-call list).
+        let srcs = [
+            Some(0u32),
+            prev.is_some()
+                .then_some(if self.prev { SRC_PREV } else { 0 }),
+            col.is_some().then_some(SRC_COL),
+        ];
+        for (k, flags) in srcs.into_iter().flatten().enumerate() {
             let p = Params {
                 n: n as u32,
                 nwg,
@@ -597,15 +597,7 @@ impl Backend for GpuBackend<'_> {
                 ..self.base_params()
             };
             let off = self.push_params(&p);
-            let mut enc = self.take_encoder();
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-                pass.set_pipeline(&self.pipes.gather);
-                pass.set_bind_group(0, &self.gather_bg, &[off, so]);
-                pass.dispatch_workgroups(nwg, 1, 1);
-                self.stats.dispatches += 1;
-            }
-            self.enc = Some(enc);
+            self.record_gather(off, so, nwg);
         }
         let bytes = (parts * n) as u64 * self.gt;
         let mut enc = self.take_encoder();

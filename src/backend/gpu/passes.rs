@@ -331,6 +331,19 @@ impl<'a> GpuBackend<'a> {
         let off = self.push_params(&p);
         let so = (slot as u64 * self.slot_stride) as u32;
         let bytes = n as u64 * self.gt;
+        self.record_gather(off, so, nwg);
+        let mut enc = self.take_encoder();
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)?;
+        for (k, o) in out.iter_mut().enumerate().take(n) {
+            *o = self.read_gt(k);
+        }
+        Ok(())
+    }
+
+    /// Records one gather pass with parameter slot `off` and column-slot offset `so`.
+    pub(super) fn record_gather(&mut self, off: u32, so: u32, nwg: u32) {
         let mut enc = self.take_encoder();
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
@@ -339,13 +352,7 @@ impl<'a> GpuBackend<'a> {
             pass.dispatch_workgroups(nwg, 1, 1);
             self.stats.dispatches += 1;
         }
-        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
         self.enc = Some(enc);
-        self.submit_and_read(bytes)?;
-        for (k, o) in out.iter_mut().enumerate().take(n) {
-            *o = self.read_gt(k);
-        }
-        Ok(())
     }
 
     /// Uploads a gather's index list. The upload lands before the next submit, i.e. before
