@@ -43,6 +43,9 @@ pub struct Problem<'a> {
     rows: Option<RowWeights>,
     /// ‖x_i‖², f64.
     pub norms: Vec<f64>,
+    /// LIBSVM's C for a C-SVM problem ([`Problem::c_svm`]), whose backend form has C = ∞;
+    /// None for the L2-SVM.
+    pub box_c: Option<f64>,
     /// The distinct rows, found on first use ([`Problem::distinct_rows`]).
     distinct: OnceLock<Option<DistinctRows>>,
 }
@@ -76,8 +79,24 @@ impl<'a> Problem<'a> {
             inv_c: (1.0 / c, 1.0 / c),
             rows: None,
             norms,
+            box_c: None,
             distinct: OnceLock::new(),
         })
+    }
+
+    /// LIBSVM's C-SVM dual with box 0 ≤ α_i ≤ C_i (what SimpleSVM solves): carried on the
+    /// backends as the L2 form with C = ∞, whose Q = H + yyᵀ gives g = Hα at every α with
+    /// yᵀα = 0 (see [`crate::solver::simple_svm`]); C is kept in [`box_c`](Self::box_c) and
+    /// weighted per row as the L2 form's C_i.
+    pub fn c_svm(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
+        if !(c > 0.0) || !c.is_finite() {
+            return Err(Error::InvalidParam(format!(
+                "C must be a positive number, got {c}"
+            )));
+        }
+        let mut p = Problem::new(data, y, kernel, f64::INFINITY)?;
+        p.box_c = Some(c);
+        Ok(p)
     }
 
     /// The problem with class weights: C_i = w₊·C on the +1 rows and w₋·C on the −1 rows, so

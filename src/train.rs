@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
 use crate::problem::Problem;
-use crate::solver::simple_svm::{LinearSolver, SimpleParams, Violator};
 use crate::solver::{Algorithm, Observer, SolveResult, SolverParams, solve};
 
 /// Kernel family chosen by the user (the aliases are svm-train's `-t` numbers).
@@ -74,10 +73,6 @@ pub struct TrainParams {
     /// Randomized iterations: |S| per draw (0 = off; the paper uses 194). See
     /// [`crate::backend::sampled`].
     pub sample: usize,
-    /// SimpleSVM's violator rule.
-    pub violator: Violator,
-    /// SimpleSVM's linear solver.
-    pub linear_solver: LinearSolver,
     /// Working-set shrinking (FW variants and CVM without `sample`; see
     /// [`crate::solver::shrink`]), on by default; None = every iteration over all points.
     pub shrink: Option<crate::solver::shrink::ShrinkParams>,
@@ -98,8 +93,6 @@ impl Default for TrainParams {
             cpu: CpuConfig::default(),
             device: Device::Cpu,
             sample: 0,
-            violator: Violator::Greedy,
-            linear_solver: LinearSolver::Cholesky,
             shrink: Some(Default::default()),
         }
     }
@@ -406,14 +399,9 @@ fn train_pair(
         .iter()
         .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
         .collect();
-    // SimpleSVM solves LIBSVM's C-SVM: its backend problem is the L2 form with C = ∞.
-    let prob_c = if params.solver.algorithm == Algorithm::SimpleSvm {
-        f64::INFINITY
-    } else {
-        params.c
-    };
     let classes = (pair.labels[a], pair.labels[b]);
-    let mut prob = Problem::new(data, y, kernel, prob_c)?.with_class_weights(
+    let alg = params.solver.algorithm;
+    let mut prob = alg.problem(data, y, kernel, params.c)?.with_class_weights(
         params.class_weight_of(classes.0),
         params.class_weight_of(classes.1),
     )?;
@@ -572,16 +560,7 @@ fn solve_one(
     } else {
         device.backend(prob, params.cpu)?
     };
-    if alg == Algorithm::SimpleSvm {
-        let sp = SimpleParams {
-            c: params.c,
-            violator: params.violator,
-            solver: params.linear_solver,
-        };
-        crate::solver::simple_svm::solve(prob, be.as_mut(), &params.solver, &sp, obs_refs)
-    } else {
-        solve(prob, be.as_mut(), &params.solver, obs_refs)
-    }
+    solve(prob, be.as_mut(), &params.solver, obs_refs)
 }
 
 /// Folds of the internal cross-validation behind probabilities (LIBSVM's).

@@ -606,7 +606,7 @@ fn marked_reduction_matches_the_cpu() {
 /// end where the CPU does (f64 gradient: the same objective to 1e-9 relative).
 #[test]
 fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
-    use fwsvm::solver::simple_svm::{self, LinearSolver, SimpleParams, Violator};
+    use fwsvm::solver::simple_svm::{LinearSolver, SimpleParams, Violator};
     let Some(ctx) = context() else { return };
     let ds = random_dataset(300, 4, false, 29);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.8 }, 5.0).unwrap();
@@ -625,27 +625,20 @@ fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
         assert!((fc - fg).abs() <= 1e-6 * fc, "{alg}: cpu {fc}, gpu {fg}");
         assert_eq!(rc.alpha.len(), rg.alpha.len(), "{alg}: SVs");
     }
-    let csvm = Problem::new(
-        &ds,
-        ds.labels.clone(),
-        Kernel::Rbf { gamma: 0.8 },
-        f64::INFINITY,
-    )
-    .unwrap();
+    let csvm = Problem::c_svm(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.8 }, 2.0).unwrap();
     for violator in [Violator::Greedy, Violator::Queue] {
-        let sp = SimpleParams {
-            c: 2.0,
-            violator,
-            solver: LinearSolver::Cholesky,
-        };
         let params = SolverParams {
+            algorithm: Algorithm::SimpleSvm,
             eps: 1e-7,
+            simple: SimpleParams {
+                violator,
+                solver: LinearSolver::Cholesky,
+            },
             ..Default::default()
         };
-        let rc =
-            simple_svm::solve(&csvm, cpu_exact(&csvm).as_mut(), &params, &sp, &mut []).unwrap();
+        let rc = solve(&csvm, cpu_exact(&csvm).as_mut(), &params, &mut []).unwrap();
         let mut g = gpu(&csvm, ctx, true, None);
-        let rg = simple_svm::solve(&csvm, &mut g, &params, &sp, &mut []).unwrap();
+        let rg = solve(&csvm, &mut g, &params, &mut []).unwrap();
         assert_eq!(rg.stop, StopReason::Converged, "{violator}");
         let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
         assert!(

@@ -13,7 +13,10 @@ use fwsvm::data::{Dataset, ReadOptions, read_dataset};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
 use fwsvm::solver::simple_svm::{LinearSolver, SimpleParams, Violator};
-use fwsvm::solver::{Algorithm, SolverParams, StopReason, StopRule, simple_svm, solve};
+use fwsvm::solver::{
+    Algorithm, Observer, Progress, SolveResult, SolverParams, StepKind, StopReason, StopRule,
+    solve, solve_from,
+};
 use fwsvm::train::{Gamma, TrainParams, train};
 
 fn f64_backend<'a>(prob: &'a Problem<'a>) -> Box<dyn Backend + 'a> {
@@ -234,6 +237,132 @@ fn smo_reference(prob: &Problem<'_>, c: f64) -> f64 {
     csvm_dual(prob, &al)
 }
 
+/// What one observer saw of a solve.
+#[derive(Default)]
+struct Seen {
+    iterations: Vec<u64>,
+    steps: Vec<Option<StepKind>>,
+    finished: Vec<(u64, Option<f64>, StopReason)>,
+}
+
+impl Observer for Seen {
+    fn observe(&mut self, p: &Progress) {
+        self.iterations.push(p.iter);
+        self.steps.push(p.step.map(|s| s.kind));
+    }
+    fn finish(&mut self, r: &SolveResult) {
+        self.finished.push((r.iterations, r.certified_gap, r.stop));
+    }
+}
+
+/// One loop drives every algorithm, SimpleSVM included: observers see iterations 0, 1, …, n
+/// (the first with no step, SimpleSVM's after with its violator steps), then the outcome once
+/// with the certified figures; the iteration cap stops each of them the same way.
+#[test]
+fn one_loop_drives_every_algorithm() {
+    let ds = random_dataset(150, 3, false, 8);
+    for alg in Algorithm::ALL {
+        let prob = alg
+            .problem(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 2.0)
+            .unwrap();
+        for max_iter in [5, 10_000_000] {
+            let params = SolverParams {
+                algorithm: alg,
+                max_iter,
+                ..Default::default()
+            };
+            let mut seen = Seen::default();
+            let r = solve(
+                &prob,
+                f64_backend(&prob).as_mut(),
+                &params,
+                &mut [&mut seen],
+            )
+            .unwrap();
+            let expected: Vec<u64> = (0..=r.iterations).collect();
+            assert_eq!(seen.iterations, expected, "{alg}");
+            assert_eq!(
+                seen.finished,
+                vec![(r.iterations, r.certified_gap, r.stop)],
+                "{alg}"
+            );
+            assert!(r.certified_gap.is_some(), "{alg}");
+            assert_eq!(seen.steps[0], None, "{alg}");
+            let violator_steps = seen.steps[1..]
+                .iter()
+                .all(|k| *k == Some(StepKind::Violator));
+            assert_eq!(violator_steps, alg == Algorithm::SimpleSvm, "{alg}");
+            if max_iter == 5 {
+                assert_eq!((r.stop, r.iterations), (StopReason::MaxIter, 5), "{alg}");
+            } else {
+                assert_eq!(r.stop, StopReason::Converged, "{alg}");
+            }
+            assert_eq!(r.rho.is_some(), alg == Algorithm::SimpleSvm, "{alg}");
+        }
+    }
+}
+
+/// The working-set rounds run the one loop several times: observers see the iterations
+/// counted across rounds and the run's outcome once.
+#[test]
+fn working_set_rounds_report_once() {
+    use fwsvm::solver::shrink::{ShrinkParams, solve as shrink_solve};
+    let ds = random_dataset(400, 3, false, 12);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 2.0 }, 10.0).unwrap();
+    let sp = ShrinkParams {
+        min_points: 0,
+        min_size: 20,
+        ..Default::default()
+    };
+    let mut seen = Seen::default();
+    let cpu = CpuConfig {
+        cache_bytes: 8 << 20,
+        precision: Precision::F64,
+    };
+    let params = SolverParams::default();
+    let r = shrink_solve(
+        &prob,
+        &fwsvm::backend::Device::Cpu,
+        cpu,
+        &params,
+        &sp,
+        &mut [&mut seen],
+    )
+    .unwrap();
+    // Several rounds here (3 when written), so `finish` once means the rounds' own stayed in.
+    assert!(r.shrink.unwrap().rounds > 1);
+    assert_eq!(seen.finished, vec![(r.iterations, r.certified_gap, r.stop)]);
+    assert!(seen.iterations.windows(2).all(|w| w[0] <= w[1]));
+}
+
+/// SimpleSVM needs its C-SVM problem, and the simplex entry point refuses it.
+#[test]
+fn simplesvm_needs_its_problem() {
+    let ds = random_dataset(60, 2, false, 9);
+    let l2 = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 2.0).unwrap();
+    let params = SolverParams {
+        algorithm: Algorithm::SimpleSvm,
+        ..Default::default()
+    };
+    let e = solve(&l2, f64_backend(&l2).as_mut(), &params, &mut []).unwrap_err();
+    assert!(e.to_string().contains("c_svm"), "{e}");
+    let csvm = Problem::c_svm(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 2.0).unwrap();
+    let e = solve_from(
+        &csvm,
+        f64_backend(&csvm).as_mut(),
+        &params,
+        &mut [],
+        None,
+        None,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("simplex"), "{e}");
+    for c in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let e = Problem::c_svm(&ds, ds.labels.clone(), Kernel::Linear, c).unwrap_err();
+        assert!(e.to_string().contains("C must be a positive number"), "{e}");
+    }
+}
+
 /// SimpleSVM reaches the C-SVM optimum (an SMO written here to 1e-10) with every violator
 /// rule and linear solver, keeps yᵀα = 0 and 0 ≤ α ≤ C.
 #[test]
@@ -252,23 +381,20 @@ fn simplesvm_reaches_the_csvm_optimum() {
         ),
     ] {
         let ds = random_dataset(250, 3, false, seed);
-        let prob = Problem::new(&ds, ds.labels.clone(), kernel, f64::INFINITY).unwrap();
+        let prob = Problem::c_svm(&ds, ds.labels.clone(), kernel, c).unwrap();
         let reference = smo_reference(&prob, c);
         for violator in [Violator::Greedy, Violator::Queue] {
             for solver in [LinearSolver::Cholesky, LinearSolver::Cg] {
                 let tag = format!("seed {seed}, {violator}, {solver}");
                 let mut be = f64_backend(&prob);
                 let params = SolverParams {
+                    algorithm: Algorithm::SimpleSvm,
                     eps: 1e-8,
                     seed,
+                    simple: SimpleParams { violator, solver },
                     ..Default::default()
                 };
-                let sp = SimpleParams {
-                    c,
-                    violator,
-                    solver,
-                };
-                let r = simple_svm::solve(&prob, be.as_mut(), &params, &sp, &mut []).unwrap();
+                let r = solve(&prob, be.as_mut(), &params, &mut []).unwrap();
                 assert_eq!(r.stop, StopReason::Converged, "{tag}");
                 let dual = csvm_dual(&prob, &r.alpha);
                 assert!(

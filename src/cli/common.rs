@@ -192,6 +192,10 @@ impl Observer for ProgressLine {
         ));
         self.bar.tick();
     }
+
+    fn finish(&mut self, _result: &crate::solver::SolveResult) {
+        self.bar.finish_and_clear();
+    }
 }
 
 impl Drop for ProgressLine {

@@ -7,7 +7,6 @@ use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::synth::checkerboard;
 use crate::error::{Error, Result};
 use crate::output::{RunFiles, write_output};
-use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, SolverParams};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
 use clap::Args;
@@ -166,8 +165,6 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         },
         device: device.clone(),
         sample: a.sample,
-        violator: Violator::Greedy,
-        linear_solver: LinearSolver::Cholesky,
         shrink: None,
     };
     let mut md = String::new();

@@ -280,9 +280,11 @@ impl TrainOpts {
                 init_size: self.init_size,
                 certify: !self.no_certify,
                 stop: self.stop,
+                simple: crate::solver::simple_svm::SimpleParams {
+                    violator: self.violator,
+                    solver: self.linear_solver,
+                },
             },
-            violator: self.violator,
-            linear_solver: self.linear_solver,
             cpu: CpuConfig {
                 cache_bytes: self.cache_bytes(),
                 precision: self.precision(),

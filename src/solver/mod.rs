@@ -1,9 +1,13 @@
-//! The solver loop and the Frank–Wolfe variants.
+//! The solvers: one loop, the Frank–Wolfe variants, CVM, sparse FW and SimpleSVM.
 //!
-//! [`solve`] owns everything that is not a step: initialisation, the reduction that opens each
-//! iteration, the stopping rules (duality gap, iteration cap, time limit), observers (progress,
-//! CSV trace), and the certified gap at the end. A [`Variant`] only turns one [`Reduction`]
-//! into one step: which direction, which step size, and the [`Update`](crate::backend::Update) the backend applies.
+//! [`stepper::run`] owns everything that is not a step, for every algorithm: the clock, the
+//! stopping rules (the algorithm's own convergence test, iteration cap, time limit, Ctrl-C,
+//! stall), observers (progress, CSV trace, then the outcome once), and the certified gap at
+//! the end. A [`stepper::Stepper`] holds one algorithm's iterate: [`stepper::FwStepper`] runs
+//! a [`Variant`], which only turns one [`Reduction`] into one step (which direction, which
+//! step size, and the [`Update`](crate::backend::Update) the backend applies);
+//! [`simple_svm::SimpleSvm`] adds a violator and solves its KKT system. [`solve`] picks the
+//! stepper; [`shrink`] runs the loop in working-set rounds.
 
 pub mod cvm;
 pub mod fw;
@@ -14,6 +18,7 @@ pub mod partan;
 pub mod shrink;
 pub mod simple_svm;
 pub mod sparse;
+pub mod stepper;
 pub mod steps;
 pub mod swap;
 pub mod swap2;
@@ -25,7 +30,7 @@ use crate::problem::Problem;
 pub use crate::stop::{StopRule, stop_rule_met};
 use std::fmt;
 use std::str::FromStr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The training algorithms (their command-line names are the `--algorithm` values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -93,17 +98,34 @@ impl Algorithm {
         !matches!(self, Algorithm::SimpleSvm)
     }
 
-    /// A fresh variant object (SimpleSVM, which solves another problem, has its own loop:
-    /// [`simple_svm::solve`]).
-    pub fn variant(&self, params: &SolverParams) -> Box<dyn Variant> {
-        match self {
+    /// A fresh variant object for the algorithms on the simplex; None for SimpleSVM, which
+    /// solves another problem with a stepper of its own ([`simple_svm::SimpleSvm`]).
+    pub fn variant(&self, params: &SolverParams) -> Option<Box<dyn Variant>> {
+        Some(match self {
             Algorithm::Fw => Box::new(fw::Fw),
             Algorithm::Mfw => Box::new(mfw::Mfw),
             Algorithm::Swap => Box::new(swap::Swap),
             Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
-            Algorithm::Partan | Algorithm::SimpleSvm => Box::new(partan::Partan::default()),
+            Algorithm::Partan => Box::new(partan::Partan::default()),
             Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
             Algorithm::SparseFw => Box::new(sparse::SparseFw::new(params)),
+            Algorithm::SimpleSvm => return None,
+        })
+    }
+
+    /// The problem this algorithm solves on `data` with labels `y`: the L2-SVM with C
+    /// ([`Problem::new`]), or for SimpleSVM the C-SVM ([`Problem::c_svm`]).
+    pub fn problem<'a>(
+        &self,
+        data: &'a crate::data::Dataset,
+        y: Vec<f64>,
+        kernel: crate::kernel::Kernel,
+        c: f64,
+    ) -> Result<Problem<'a>> {
+        if self.is_l2svm() {
+            Problem::new(data, y, kernel, c)
+        } else {
+            Problem::c_svm(data, y, kernel, c)
         }
     }
 }
@@ -189,6 +211,8 @@ pub struct SolverParams {
     pub certify: bool,
     /// Stopping rule.
     pub stop: StopRule,
+    /// SimpleSVM's violator rule and linear solver.
+    pub simple: simple_svm::SimpleParams,
 }
 
 impl Default for SolverParams {
@@ -203,6 +227,7 @@ impl Default for SolverParams {
             init_size: 20,
             certify: true,
             stop: StopRule::Gap,
+            simple: Default::default(),
         }
     }
 }
@@ -245,6 +270,9 @@ pub enum StepKind {
     SwapDrop,
     /// FW step followed by a PARTAN step.
     Partan,
+    /// SimpleSVM: a violator joined the free set and the KKT system was solved (size: how
+    /// far α moved toward the system's solution before a bound stopped it, 1 = all the way).
+    Violator,
 }
 
 impl StepKind {
@@ -259,6 +287,7 @@ impl StepKind {
             StepKind::Partan => "partan",
             StepKind::Core => "core",
             StepKind::Activate => "activate",
+            StepKind::Violator => "violator",
         }
     }
 }
@@ -328,6 +357,9 @@ pub struct Progress {
 pub trait Observer {
     /// Called once per iteration.
     fn observe(&mut self, p: &Progress);
+
+    /// Called once when the solve ends, with its outcome (certified figures included).
+    fn finish(&mut self, _result: &SolveResult) {}
 }
 
 impl<F: FnMut(&Progress)> Observer for F {
@@ -366,17 +398,32 @@ pub struct SolveResult {
     pub rho: Option<f64>,
 }
 
-/// Iterations without a new best objective or gap after which the run is declared stalled.
-pub const STALL_ITERATIONS: u32 = 100_000;
+pub use stepper::STALL_ITERATIONS;
 
-/// Runs a variant to a stop rule on a backend.
+/// Runs `params.algorithm` to a stop rule on a backend: an FW variant from the random initial
+/// sample, or SimpleSVM (whose problem is [`Problem::c_svm`]'s).
 pub fn solve(
     prob: &Problem<'_>,
     be: &mut dyn Backend,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
+    if params.algorithm == Algorithm::SimpleSvm {
+        check_solve(params, be)?;
+        return stepper::run(prob, be, params, observers, None, |be| {
+            simple_svm::SimpleSvm::start(prob, be, params)
+        });
+    }
     solve_from(prob, be, params, observers, None, None)
+}
+
+/// The settings and backend every solve checks first.
+fn check_solve(params: &SolverParams, be: &dyn Backend) -> Result<()> {
+    params.check()?;
+    if be.is_empty() {
+        return Err(Error::InvalidParam("empty problem".into()));
+    }
+    Ok(())
 }
 
 /// A check the solver loop calls every `every` iterations (before that iteration's step),
@@ -390,141 +437,21 @@ pub struct YieldCheck<'a> {
     pub check: &'a mut dyn FnMut(&State, &Reduction, &mut dyn Backend) -> Result<bool>,
 }
 
-/// [`solve`] from a given α (on the simplex, over `prob`'s points) instead of the random
-/// initial sample — with its gradient Qα when the caller has it — optionally with a
-/// [`YieldCheck`]: what the working-set rounds of [`shrink`] use.
+/// An FW variant (`params.algorithm`, not SimpleSVM) from a given α (on the simplex, over
+/// `prob`'s points) instead of the random initial sample — with its gradient Qα when the
+/// caller has it — optionally with a [`YieldCheck`]: what the working-set rounds of
+/// [`shrink`] use.
 pub fn solve_from(
     prob: &Problem<'_>,
     be: &mut dyn Backend,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
     alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
-    mut yield_check: Option<YieldCheck<'_>>,
+    yield_check: Option<YieldCheck<'_>>,
 ) -> Result<SolveResult> {
-    params.check()?;
-    let m = be.len();
-    if m == 0 {
-        return Err(Error::InvalidParam("empty problem".into()));
-    }
-    let start = Instant::now();
-    let mut variant = params.algorithm.variant(params);
-    variant.prepare(be);
-    let kappa = match params.stop {
-        StopRule::Gap => 0.0,
-        StopRule::Meb => meb_kappa(prob)?,
-    };
-    let alpha = match alpha0 {
-        Some((a, Some(g))) => {
-            be.set_alpha_with(&a, &g)?;
-            a
-        }
-        Some((a, None)) => {
-            be.set_alpha(&a)?;
-            a
-        }
-        None => {
-            let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
-            be.set_alpha(&a)?;
-            a
-        }
-    };
-    let mut state = State {
-        alpha,
-        f: 0.0,
-        iter: 0,
-    };
-    let mut last_step: Option<Step> = None;
-    let mut best_f = f64::INFINITY;
-    let mut best_gap = f64::INFINITY;
-    let mut no_progress = 0u32;
-    let (stop, gap) = loop {
-        let (red, gap, may_stop) = variant.open(&state, be)?;
-        state.f = 0.5 * red.alpha_g;
-        if !gap.is_finite() {
-            return Err(Error::Backend(format!(
-                "non-finite duality gap at iteration {} (f = {}, g_s = {})",
-                state.iter, state.f, red.g_s
-            )));
-        }
-        let elapsed = start.elapsed();
-        let p = Progress {
-            iter: state.iter,
-            seconds: elapsed.as_secs_f64(),
-            f: state.f,
-            gap,
-            step: last_step,
-            active: state.alpha.len(),
-        };
-        for o in observers.iter_mut() {
-            o.observe(&p);
-        }
-        let converged = may_stop
-            && stop_rule_met(
-                params.stop,
-                params.eps,
-                params.rel_eps,
-                gap,
-                red.alpha_g,
-                kappa,
-            );
-        if converged {
-            break (StopReason::Converged, gap);
-        }
-        if state.iter >= params.max_iter {
-            break (StopReason::MaxIter, gap);
-        }
-        if params.time_limit.is_some_and(|t| elapsed >= t) {
-            break (StopReason::TimeLimit, gap);
-        }
-        if crate::interrupt::requested() {
-            break (StopReason::Interrupted, gap);
-        }
-        if let Some(y) = yield_check.as_mut()
-            && state.iter > 0
-            && state.iter.is_multiple_of(y.every)
-            && (y.check)(&state, &red, be)?
-        {
-            break (StopReason::Yielded, gap);
-        }
-        // Floating-point floor: neither f nor the gap has improved for a long stretch.
-        if state.f < best_f || gap < best_gap {
-            best_f = best_f.min(state.f);
-            best_gap = best_gap.min(gap);
-            no_progress = 0;
-        } else {
-            no_progress += 1;
-            if no_progress > STALL_ITERATIONS {
-                break (StopReason::Stalled, gap);
-            }
-        }
-        last_step = Some(variant.step(&mut state, &red, be)?);
-        state.iter += 1;
-    };
-    let seconds = start.elapsed().as_secs_f64();
-    let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
-    if params.certify {
-        let t = Instant::now();
-        let (f, g, _) = match variant.certify_over() {
-            None => crate::backend::exact::certify(prob, &state.alpha),
-            Some(rows) => crate::backend::exact::certify_rows(prob, &state.alpha, &rows),
-        };
-        certified_f = Some(f);
-        certified_gap = Some(g);
-        certify_seconds = t.elapsed().as_secs_f64();
-    }
-    Ok(SolveResult {
-        iterations: state.iter,
-        f: state.f,
-        gap,
-        certified_f,
-        certified_gap,
-        stop,
-        seconds,
-        certify_seconds,
-        stats: be.stats(),
-        alpha: state.alpha,
-        shrink: None,
-        rho: None,
+    check_solve(params, be)?;
+    stepper::run(prob, be, params, observers, yield_check, |be| {
+        stepper::FwStepper::start(prob, be, params, alpha0)
     })
 }
 

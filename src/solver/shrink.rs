@@ -308,7 +308,7 @@ pub fn solve(
             } else {
                 r.stop
             };
-            return Ok(SolveResult {
+            let result = SolveResult {
                 alpha,
                 iterations,
                 f: r.f,
@@ -321,7 +321,12 @@ pub fn solve(
                 stats: backend_stats,
                 shrink: Some(stats),
                 rho: None,
-            });
+            };
+            // The rounds' own ends stop at `Offset`; the observers see the run's once.
+            for o in observers.iter_mut() {
+                o.finish(&result);
+            }
+            return Ok(result);
         }
         let t = Instant::now();
         crate::backend::exact::full_gradient(prob, &alpha, &mut g);

@@ -41,7 +41,8 @@
 //! points, linear kernels) solvable; a dependent row's pivot is raised to √τ and counted.
 
 use super::kkt::{Block, BlockScratch};
-use super::{Observer, Progress, SolveResult, SolverParams, StopReason};
+use super::stepper::{Opened, Stepper};
+use super::{SolverParams, Step, StepKind};
 use crate::active::ActiveSet;
 use crate::backend::{Backend, mark};
 use crate::error::{Error, Result};
@@ -50,7 +51,6 @@ use crate::rng::SplitMix64;
 use std::collections::BinaryHeap;
 use std::fmt;
 use std::str::FromStr;
-use std::time::Instant;
 
 /// How the next violator is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -116,11 +116,10 @@ impl fmt::Display for LinearSolver {
 }
 
 /// SimpleSVM settings beyond [`SolverParams`] (whose `eps` is the KKT tolerance on
-/// |y_iF(x_i) − 1|, `max_iter` caps the violators added, `seed` picks the initial pair).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// |y_iF(x_i) − 1|, `max_iter` caps the violators added, `seed` picks the initial pair; the
+/// box C is the problem's, [`Problem::c_svm`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SimpleParams {
-    /// LIBSVM's C (the box).
-    pub c: f64,
     /// Violator rule.
     pub violator: Violator,
     /// Linear solver.
@@ -220,150 +219,211 @@ fn partner(
 /// Points re-examined per iteration in queue mode before a full pass.
 const QUEUE_BATCH: usize = 64;
 
-/// Trains the C-SVM on `be`, whose problem must be the L2 form with C = ∞ (see the module
-/// doc). Returns α (in [0, C]) with `rho` = −b, the dual objective as `f`, and the largest
-/// KKT violation as the gap.
-pub fn solve(
-    prob: &Problem<'_>,
-    be: &mut dyn Backend,
-    params: &SolverParams,
-    sp: &SimpleParams,
-    observers: &mut [&mut dyn Observer],
-) -> Result<SolveResult> {
-    params.check()?;
-    let c = sp.c;
-    if !(c > 0.0) || !c.is_finite() {
-        return Err(Error::InvalidParam(format!(
-            "C must be a positive number, got {c}"
-        )));
-    }
-    if prob.c.is_finite() {
-        return Err(Error::InvalidParam(
-            "SimpleSVM needs the problem in its C = ∞ form".into(),
-        ));
-    }
-    let m = be.len();
-    let y = &prob.y;
-    // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·s_i·C (class weights, as LIBSVM's -wi, and row
-    // weights).
-    let c_of = |i: usize| c * prob.cost_factor(i);
-    let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
-    let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
-    if pos.is_empty() || neg.is_empty() {
-        return Err(Error::InvalidParam(
-            "SimpleSVM needs points of both classes".into(),
-        ));
-    }
-    let start = Instant::now();
-    let mut rng = SplitMix64::new(params.seed);
-    let (p0, n0) = (pos[rng.below(pos.len())], neg[rng.below(neg.len())]);
+/// SimpleSVM as a [`Stepper`](super::stepper::Stepper): each step adds the violator the last
+/// opening chose (the initial pair first) and solves the KKT system on W; each opening runs
+/// the violator reduction, the dual objective and the choice of the next violator.
+pub struct SimpleSvm {
+    y: Vec<f64>,
+    /// C_i = C·w_{y_i}·s_i: row i's box.
+    cost: Vec<f64>,
+    eps: f64,
+    violator: Violator,
+    alpha: Vec<f64>,
+    status: Vec<u8>,
+    b: f64,
+    /// y_Uᵀ α_U = Σ_U y_j C_j.
+    sum_yu: f64,
+    blk: Block,
+    ws: BlockScratch,
+    upper: IndexSet,
+    /// The violators that join W at the next step (the initial pair at the first).
+    pending: Vec<usize>,
+    /// Outer iterations in a row that left α unchanged.
+    idle: usize,
+    examined: Vec<u32>,
+    was_sv: Vec<bool>,
+    queue: BinaryHeap<Prio>,
+    /// The feasible fraction of the last inner solve (1: the KKT solution was in the box).
+    last_t: f64,
+    dual: f64,
+    // Scratch, sized as needed and reused.
+    rhs: Vec<f64>,
+    yw: Vec<f64>,
+    z1: Vec<f64>,
+    z2: Vec<f64>,
+    target: Vec<f64>,
+    hu: Vec<f64>,
+    gbuf: Vec<f64>,
+    col: Vec<f64>,
+    row: Vec<f64>,
+    hrow: Vec<f64>,
+    idx: Vec<usize>,
+    qbuf_idx: Vec<usize>,
+    before: Vec<(usize, f64)>,
+    changed: Vec<(usize, f64)>,
+    mark_changes: Vec<(usize, u8)>,
+}
 
-    let mut alpha = vec![0.0; m];
-    let mut status = vec![L; m];
-    let mut b = 0.0;
-    let mut sum_yu = 0.0; // y_Uᵀ α_U = Σ_U y_j C_j
-    let max_diag = (0..m.min(1000)).map(|i| prob.k(i, i)).fold(1.0, f64::max);
-    let mut blk = Block::new(1e-10 * max_diag, sp.solver == LinearSolver::Cholesky);
-    let mut ws = BlockScratch::default();
-    // The inner loop's vectors, sized to |W| each round (no allocation once they have grown).
-    let (mut rhs, mut yw, mut z1, mut z2, mut target) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    be.set_alpha(&ActiveSet::new(m))?;
-    be.fill_marks(mark::LOW)?;
-    let mut examined = vec![0u32; m];
-    let mut was_sv = vec![false; m];
-    let mut queue: BinaryHeap<Prio> = BinaryHeap::new();
-    let mut qbuf_idx: Vec<usize> = Vec::new();
-    let mut gbuf: Vec<f64> = Vec::new();
-    let mut col: Vec<f64> = Vec::new();
-    let mut iter = 0u64;
-    let mut pending: Vec<usize> = vec![p0, n0];
-    let mut upper = IndexSet::new(m);
-    let mut idle = 0usize;
-    let mut viol;
-    let mut dual;
-    let stop;
-    loop {
-        // 1. the violator(s) join W
-        let mut changed: Vec<(usize, f64)> = Vec::new();
-        let mut mark_changes = Vec::new();
-        if blk.len() + pending.len() == 1 {
+impl SimpleSvm {
+    /// Starts on `be`, whose problem must be a C-SVM one ([`Problem::c_svm`]: the L2 form
+    /// with C = ∞, see the module doc), with the initial pair drawn by `params.seed`.
+    pub fn start(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Result<Self> {
+        let Some(c) = prob.box_c else {
+            return Err(Error::InvalidParam(
+                "SimpleSVM solves the C-SVM: its problem is built by Problem::c_svm".into(),
+            ));
+        };
+        let m = be.len();
+        let y = prob.y.clone();
+        let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
+        let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
+        if pos.is_empty() || neg.is_empty() {
+            return Err(Error::InvalidParam(
+                "SimpleSVM needs points of both classes".into(),
+            ));
+        }
+        let mut rng = SplitMix64::new(params.seed);
+        let pending = vec![pos[rng.below(pos.len())], neg[rng.below(neg.len())]];
+        // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·s_i·C (class weights, as LIBSVM's -wi, and row
+        // weights).
+        let cost = (0..m).map(|i| c * prob.cost_factor(i)).collect();
+        let max_diag = (0..m.min(1000)).map(|i| prob.k(i, i)).fold(1.0, f64::max);
+        be.set_alpha(&ActiveSet::new(m))?;
+        be.fill_marks(mark::LOW)?;
+        Ok(SimpleSvm {
+            y,
+            cost,
+            eps: params.eps,
+            violator: params.simple.violator,
+            alpha: vec![0.0; m],
+            status: vec![L; m],
+            b: 0.0,
+            sum_yu: 0.0,
+            blk: Block::new(
+                1e-10 * max_diag,
+                params.simple.solver == LinearSolver::Cholesky,
+            ),
+            ws: BlockScratch::default(),
+            upper: IndexSet::new(m),
+            pending,
+            idle: 0,
+            examined: vec![0; m],
+            was_sv: vec![false; m],
+            queue: BinaryHeap::new(),
+            last_t: 1.0,
+            dual: 0.0,
+            rhs: Vec::new(),
+            yw: Vec::new(),
+            z1: Vec::new(),
+            z2: Vec::new(),
+            target: Vec::new(),
+            hu: Vec::new(),
+            gbuf: Vec::new(),
+            col: Vec::new(),
+            row: Vec::new(),
+            hrow: Vec::new(),
+            idx: Vec::new(),
+            qbuf_idx: Vec::new(),
+            before: Vec::new(),
+            changed: Vec::new(),
+            mark_changes: Vec::new(),
+        })
+    }
+
+    /// Moves the pending violators into W: one kernel column each, the new row of H_WW.
+    fn add_pending(&mut self, be: &mut dyn Backend) -> Result<()> {
+        if self.blk.len() + self.pending.len() == 1 {
             // One free variable is pinned by yᵀα = 0: give the violator the partner an SMO
             // pair would (rare: only when every point sits at a bound).
-            if let Some(j) = partner(be, y, &status, b, pending[0])? {
-                pending.push(j);
+            if let Some(j) = partner(be, &self.y, &self.status, self.b, self.pending[0])? {
+                self.pending.push(j);
             }
         }
-        for &k in &pending {
-            if status[k] == W {
+        self.mark_changes.clear();
+        for t in 0..self.pending.len() {
+            let k = self.pending[t];
+            if self.status[k] == W {
                 continue;
             }
-            if status[k] == U {
-                sum_yu -= y[k] * c_of(k);
-                upper.remove(k);
+            if self.status[k] == U {
+                self.sum_yu -= self.y[k] * self.cost[k];
+                self.upper.remove(k);
             }
-            status[k] = W;
-            mark_changes.push((k, mark::NONE));
-            let mut idx = blk.idx.clone();
-            idx.push(k);
-            col.resize(idx.len(), 0.0);
-            be.column_entries(k, &idx, &mut col)?;
+            self.status[k] = W;
+            self.mark_changes.push((k, mark::NONE));
+            self.idx.clear();
+            self.idx.extend_from_slice(&self.blk.idx);
+            self.idx.push(k);
+            let n = self.idx.len();
+            self.col.resize(n, 0.0);
+            be.column_entries(k, &self.idx, &mut self.col)?;
             // Q = H + yyᵀ
-            let row: Vec<f64> = idx[..idx.len() - 1]
-                .iter()
-                .zip(&col)
-                .map(|(&i, q)| q - y[i] * y[k])
-                .collect();
-            let hkk = col[idx.len() - 1] - 1.0;
-            blk.push(k, &row, hkk)?;
+            self.row.clear();
+            self.row.extend(
+                self.idx[..n - 1]
+                    .iter()
+                    .zip(&self.col)
+                    .map(|(&i, q)| q - self.y[i] * self.y[k]),
+            );
+            let hkk = self.col[n - 1] - 1.0;
+            self.blk.push(k, &self.row, hkk)?;
         }
-        be.set_marks(&mark_changes)?;
-        pending.clear();
+        be.set_marks(&self.mark_changes)?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Solves the KKT system on W, moves α_W toward its solution as far as the box allows,
+    /// sends the blocking variable to L or U and repeats; then applies the change of α to g
+    /// in one update.
+    fn solve_block(&mut self, be: &mut dyn Backend) -> Result<()> {
         // hu = H_WU α_U on W, from the synced gradient: g_W − H_WW α_W
-        let n = blk.len();
-        gbuf.resize(n, 0.0);
-        be.gather(&blk.idx, &mut gbuf)?;
-        let mut hu: Vec<f64> = (0..n)
-            .map(|r| {
-                gbuf[r]
-                    - blk.h[r]
-                        .iter()
-                        .zip(&blk.idx)
-                        .map(|(h, &j)| h * alpha[j])
-                        .sum::<f64>()
-            })
-            .collect();
-        let before: Vec<(usize, f64)> = blk.idx.iter().map(|&j| (j, alpha[j])).collect();
-        // 2. solve, clip, drop blocking variables, repeat
-        while !blk.is_empty() {
-            let n = blk.len();
-            rhs.clear();
-            rhs.extend(hu.iter().map(|v| 1.0 - v));
-            yw.clear();
-            yw.extend(blk.idx.iter().map(|&j| y[j]));
-            z1.resize(n, 0.0);
-            z2.resize(n, 0.0);
-            blk.solve(&rhs, None, &mut z1, &mut ws);
-            blk.solve(&yw, None, &mut z2, &mut ws);
-            let ytz1: f64 = yw.iter().zip(&z1).map(|(a, b)| a * b).sum();
-            let ytz2: f64 = yw.iter().zip(&z2).map(|(a, b)| a * b).sum();
-            let c_eq = -sum_yu;
+        let n = self.blk.len();
+        self.gbuf.resize(n, 0.0);
+        be.gather(&self.blk.idx, &mut self.gbuf)?;
+        self.hu.clear();
+        for r in 0..n {
+            let hw: f64 = self.blk.h[r]
+                .iter()
+                .zip(&self.blk.idx)
+                .map(|(h, &j)| h * self.alpha[j])
+                .sum();
+            self.hu.push(self.gbuf[r] - hw);
+        }
+        self.before.clear();
+        self.before
+            .extend(self.blk.idx.iter().map(|&j| (j, self.alpha[j])));
+        while !self.blk.is_empty() {
+            let n = self.blk.len();
+            self.rhs.clear();
+            self.rhs.extend(self.hu.iter().map(|v| 1.0 - v));
+            self.yw.clear();
+            self.yw.extend(self.blk.idx.iter().map(|&j| self.y[j]));
+            self.z1.resize(n, 0.0);
+            self.z2.resize(n, 0.0);
+            self.blk.solve(&self.rhs, None, &mut self.z1, &mut self.ws);
+            self.blk.solve(&self.yw, None, &mut self.z2, &mut self.ws);
+            let ytz1: f64 = self.yw.iter().zip(&self.z1).map(|(a, b)| a * b).sum();
+            let ytz2: f64 = self.yw.iter().zip(&self.z2).map(|(a, b)| a * b).sum();
+            let c_eq = -self.sum_yu;
             let bb = if ytz2.abs() > 0.0 {
                 (ytz1 - c_eq) / ytz2
             } else {
-                b
+                self.b
             };
-            target.clear();
-            target.extend(z1.iter().zip(&z2).map(|(a, b)| a - bb * b));
+            self.target.clear();
+            self.target
+                .extend(self.z1.iter().zip(&self.z2).map(|(a, b)| a - bb * b));
             // largest feasible fraction t of the way from α_W to the target
             let (mut t, mut block_k) = (1.0f64, usize::MAX);
             for k in 0..n {
-                let a = alpha[blk.idx[k]];
-                let d = target[k] - a;
+                let j = self.blk.idx[k];
+                let a = self.alpha[j];
+                let d = self.target[k] - a;
                 let lim = if d < 0.0 {
                     a / -d
                 } else if d > 0.0 {
-                    (c_of(blk.idx[k]) - a) / d
+                    (self.cost[j] - a) / d
                 } else {
                     f64::INFINITY
                 };
@@ -372,49 +432,156 @@ pub fn solve(
                     block_k = k;
                 }
             }
-            for (&j, &tk) in blk.idx.iter().zip(&target).take(n) {
-                alpha[j] += t.max(0.0) * (tk - alpha[j]);
+            self.last_t = t.max(0.0);
+            for (&j, &tk) in self.blk.idx.iter().zip(&self.target).take(n) {
+                self.alpha[j] += t.max(0.0) * (tk - self.alpha[j]);
             }
             if block_k == usize::MAX {
-                b = bb;
+                self.b = bb;
                 break;
             }
-            let j = blk.idx[block_k];
-            let cj = c_of(j);
-            let to_upper = target[block_k] > alpha[j] || alpha[j] >= 0.5 * cj;
-            let hrow = blk.h[block_k].clone();
+            let j = self.blk.idx[block_k];
+            let cj = self.cost[j];
+            let to_upper = self.target[block_k] > self.alpha[j] || self.alpha[j] >= 0.5 * cj;
             if to_upper {
-                alpha[j] = cj;
-                status[j] = U;
-                sum_yu += y[j] * cj;
-                upper.insert(j);
-                for (r, h) in hu.iter_mut().zip(&hrow) {
+                self.alpha[j] = cj;
+                self.status[j] = U;
+                self.sum_yu += self.y[j] * cj;
+                self.upper.insert(j);
+                self.hrow.clear();
+                self.hrow.extend_from_slice(&self.blk.h[block_k]);
+                for (r, h) in self.hu.iter_mut().zip(&self.hrow) {
                     *r += h * cj;
                 }
                 be.set_marks(&[(j, mark::HIGH)])?;
             } else {
-                alpha[j] = 0.0;
-                status[j] = L;
+                self.alpha[j] = 0.0;
+                self.status[j] = L;
                 be.set_marks(&[(j, mark::LOW)])?;
             }
-            blk.remove(block_k);
-            hu.remove(block_k);
+            self.blk.remove(block_k);
+            self.hu.remove(block_k);
         }
-        for &(j, a0) in &before {
-            let d = alpha[j] - a0;
+        self.changed.clear();
+        for &(j, a0) in &self.before {
+            let d = self.alpha[j] - a0;
             if d != 0.0 {
-                changed.push((j, d));
+                self.changed.push((j, d));
             }
         }
-        be.update_many(1.0, &changed)?;
-        for &j in &blk.idx {
-            was_sv[j] = true;
+        be.update_many(1.0, &self.changed)?;
+        for &j in &self.blk.idx {
+            self.was_sv[j] = true;
         }
-        iter += 1;
-        idle = if changed.is_empty() { idle + 1 } else { 0 };
+        self.idle = if self.changed.is_empty() {
+            self.idle + 1
+        } else {
+            0
+        };
+        Ok(())
+    }
 
-        // 3. the next violator
-        let mr = be.reduce_marked(b)?;
+    /// ½αᵀHα − 1ᵀα from the gradient on the free and bound support vectors.
+    fn dual(&mut self, be: &mut dyn Backend) -> Result<f64> {
+        self.idx.clear();
+        self.idx.extend(self.blk.idx.iter().chain(&self.upper.idx));
+        if self.idx.is_empty() {
+            return Ok(0.0);
+        }
+        self.gbuf.resize(self.idx.len(), 0.0);
+        be.gather(&self.idx, &mut self.gbuf)?;
+        Ok(self
+            .idx
+            .iter()
+            .zip(&self.gbuf)
+            .map(|(&i, g)| self.alpha[i] * (0.5 * g - 1.0))
+            .sum())
+    }
+
+    /// How far point i breaks its KKT condition (positive: a violator), from its gradient
+    /// entry g_i = y_i F(x_i) − y_i b.
+    fn violation(&self, i: usize, g: f64) -> f64 {
+        let h = g + self.y[i] * self.b - 1.0;
+        if self.status[i] == L { -h } else { h }
+    }
+
+    /// The SimplerSVM queue's choice: the top of the queue re-examined against the current
+    /// model; rebuilt from a full pass when it is empty or holds no violator.
+    fn pick_from_queue(&mut self, be: &mut dyn Backend) -> Result<Option<usize>> {
+        let m = self.y.len();
+        for attempt in 0..2 {
+            if attempt == 1 || self.queue.is_empty() {
+                self.queue.clear();
+                self.idx.clear();
+                self.idx.extend((0..m).filter(|&i| self.status[i] != W));
+                self.gbuf.resize(self.idx.len(), 0.0);
+                be.gather(&self.idx, &mut self.gbuf)?;
+                for k in 0..self.idx.len() {
+                    let i = self.idx[k];
+                    let v = self.violation(i, self.gbuf[k]);
+                    if v > self.eps {
+                        self.push_queue(i, v);
+                    }
+                }
+            }
+            self.qbuf_idx.clear();
+            while self.qbuf_idx.len() < QUEUE_BATCH {
+                match self.queue.pop() {
+                    Some(Prio(_, i)) if self.status[i] != W => self.qbuf_idx.push(i),
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            if self.qbuf_idx.is_empty() {
+                continue;
+            }
+            self.gbuf.resize(self.qbuf_idx.len(), 0.0);
+            be.gather(&self.qbuf_idx, &mut self.gbuf)?;
+            let mut best = (0.0, usize::MAX);
+            for k in 0..self.qbuf_idx.len() {
+                let i = self.qbuf_idx[k];
+                self.examined[i] += 1;
+                let v = self.violation(i, self.gbuf[k]);
+                if v > self.eps && v > best.0 {
+                    best = (v, i);
+                }
+            }
+            for k in 0..self.qbuf_idx.len() {
+                let i = self.qbuf_idx[k];
+                let v = self.violation(i, self.gbuf[k]);
+                if i != best.1 && v > self.eps {
+                    self.push_queue(i, v);
+                }
+            }
+            if best.1 != usize::MAX {
+                return Ok(Some(best.1));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Queues violator i (violation v), weighted up for a former support vector and down by
+    /// how often it was examined.
+    fn push_queue(&mut self, i: usize, v: f64) {
+        let w = if self.was_sv[i] { 2.0 } else { 1.0 };
+        self.queue
+            .push(Prio(w * v / (1.0 + self.examined[i] as f64), i));
+    }
+}
+
+impl Stepper for SimpleSvm {
+    fn open(&mut self, _iter: u64, be: &mut dyn Backend) -> Result<Opened> {
+        if !self.pending.is_empty() && self.blk.is_empty() && self.upper.idx.is_empty() {
+            // α = 0 before the initial pair: F = 0, every point violates by exactly 1.
+            return Ok(Opened {
+                f: 0.0,
+                gap: 1.0,
+                active: 0,
+                converged: false,
+                stalled: false,
+            });
+        }
+        let mr = be.reduce_marked(self.b)?;
         let lo = if mr.low.0 == usize::MAX {
             0.0
         } else {
@@ -425,167 +592,65 @@ pub fn solve(
         } else {
             mr.high.1 - 1.0
         };
-        viol = lo.max(hi).max(0.0);
-        // ½αᵀHα − 1ᵀα from the gradient on the free and bound SVs
-        {
-            let sv: Vec<usize> = blk.idx.iter().chain(&upper.idx).copied().collect();
-            gbuf.resize(sv.len(), 0.0);
-            if !sv.is_empty() {
-                be.gather(&sv, &mut gbuf)?;
-            }
-            dual = sv
-                .iter()
-                .zip(&gbuf)
-                .map(|(&i, g)| alpha[i] * (0.5 * g - 1.0))
-                .sum();
-        }
-        let elapsed = start.elapsed();
-        let p = Progress {
-            iter,
-            seconds: elapsed.as_secs_f64(),
-            f: dual,
-            gap: viol,
-            step: None,
-            active: blk.len(),
-        };
-        for o in observers.iter_mut() {
-            o.observe(&p);
-        }
-        if viol <= params.eps {
-            stop = StopReason::Converged;
-            break;
-        }
-        if idle > MAX_IDLE {
-            stop = StopReason::Stalled;
-            break;
-        }
-        if iter >= params.max_iter {
-            stop = StopReason::MaxIter;
-            break;
-        }
-        if params.time_limit.is_some_and(|t| elapsed >= t) {
-            stop = StopReason::TimeLimit;
-            break;
-        }
-        if crate::interrupt::requested() {
-            stop = StopReason::Interrupted;
-            break;
-        }
-        let pick = match sp.violator {
-            Violator::Greedy => {
-                if lo >= hi {
-                    mr.low.0
-                } else {
-                    mr.high.0
-                }
-            }
-            Violator::Queue => {
-                // Re-examine the top of the queue against the current model; rebuild it from
-                // a full pass when it is empty or holds no violator.
-                let mut found = None;
-                for attempt in 0..2 {
-                    if attempt == 1 || queue.is_empty() {
-                        queue.clear();
-                        let all: Vec<usize> = (0..m).filter(|&i| status[i] != W).collect();
-                        gbuf.resize(all.len(), 0.0);
-                        be.gather(&all, &mut gbuf)?;
-                        for (k, &i) in all.iter().enumerate() {
-                            let h = gbuf[k] + y[i] * b - 1.0;
-                            let v = if status[i] == L { -h } else { h };
-                            if v > params.eps {
-                                let w = if was_sv[i] { 2.0 } else { 1.0 };
-                                queue.push(Prio(w * v / (1.0 + examined[i] as f64), i));
-                            }
-                        }
-                    }
-                    qbuf_idx.clear();
-                    while qbuf_idx.len() < QUEUE_BATCH {
-                        match queue.pop() {
-                            Some(Prio(_, i)) if status[i] != W => qbuf_idx.push(i),
-                            Some(_) => {}
-                            None => break,
-                        }
-                    }
-                    if qbuf_idx.is_empty() {
-                        continue;
-                    }
-                    gbuf.resize(qbuf_idx.len(), 0.0);
-                    be.gather(&qbuf_idx, &mut gbuf)?;
-                    let mut best = (0.0, usize::MAX);
-                    for (k, &i) in qbuf_idx.iter().enumerate() {
-                        examined[i] += 1;
-                        let h = gbuf[k] + y[i] * b - 1.0;
-                        let v = if status[i] == L { -h } else { h };
-                        if v > params.eps && v > best.0 {
-                            best = (v, i);
-                        }
-                    }
-                    for (k, &i) in qbuf_idx.iter().enumerate() {
-                        if i == best.1 {
-                            continue;
-                        }
-                        let h = gbuf[k] + y[i] * b - 1.0;
-                        let v = if status[i] == L { -h } else { h };
-                        if v > params.eps {
-                            let w = if was_sv[i] { 2.0 } else { 1.0 };
-                            queue.push(Prio(w * v / (1.0 + examined[i] as f64), i));
-                        }
-                    }
-                    if best.1 != usize::MAX {
-                        found = Some(best.1);
-                        break;
-                    }
-                }
+        let viol = lo.max(hi).max(0.0);
+        self.dual = self.dual(be)?;
+        let mut converged = viol <= self.eps;
+        if !converged {
+            let greedy = if lo >= hi { mr.low.0 } else { mr.high.0 };
+            let pick = match self.violator {
+                Violator::Greedy => greedy,
                 // The device reduction said there is a violator: fall back to it.
-                found.unwrap_or(if lo >= hi { mr.low.0 } else { mr.high.0 })
+                Violator::Queue => self.pick_from_queue(be)?.unwrap_or(greedy),
+            };
+            if pick == usize::MAX {
+                converged = true;
+            } else {
+                self.pending.push(pick);
             }
-        };
-        if pick == usize::MAX {
-            stop = StopReason::Converged;
-            break;
         }
-        pending.push(pick);
+        Ok(Opened {
+            f: self.dual,
+            gap: viol,
+            active: self.blk.len(),
+            converged,
+            stalled: self.idle > MAX_IDLE,
+        })
     }
-    let seconds = start.elapsed().as_secs_f64();
-    let mut act = ActiveSet::new(m);
-    for (i, &a) in alpha.iter().enumerate() {
-        if a > 0.0 {
-            act.set(i, a);
+
+    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>> {
+        self.add_pending(be)?;
+        self.solve_block(be)?;
+        Ok(Some(Step {
+            kind: StepKind::Violator,
+            size: self.last_t,
+        }))
+    }
+
+    fn certify(&self, prob: &Problem<'_>) -> (f64, f64) {
+        certify(prob, &self.active_set(), self.b, &self.cost)
+    }
+
+    fn finish(self) -> (ActiveSet, Option<f64>) {
+        (self.active_set(), Some(-self.b))
+    }
+}
+
+impl SimpleSvm {
+    /// α as an active set (the points with α > 0).
+    fn active_set(&self) -> ActiveSet {
+        let mut act = ActiveSet::new(self.alpha.len());
+        for (i, &a) in self.alpha.iter().enumerate() {
+            if a > 0.0 {
+                act.set(i, a);
+            }
         }
+        act
     }
-    let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
-    if params.certify {
-        let t = Instant::now();
-        let (f, v) = certify(prob, &act, &status, b, &c_of);
-        certified_f = Some(f);
-        certified_gap = Some(v);
-        certify_seconds = t.elapsed().as_secs_f64();
-    }
-    Ok(SolveResult {
-        alpha: act,
-        iterations: iter,
-        f: dual,
-        gap: viol,
-        certified_f,
-        certified_gap,
-        stop,
-        seconds,
-        certify_seconds,
-        stats: be.stats(),
-        shrink: None,
-        rho: Some(-b),
-    })
 }
 
 /// The exact dual objective ½αᵀHα − 1ᵀα and the largest KKT violation, from an exact f64
 /// gradient (Qα with Q = H + yyᵀ, corrected by y·yᵀα).
-fn certify(
-    prob: &Problem<'_>,
-    alpha: &ActiveSet,
-    status: &[u8],
-    b: f64,
-    c_of: &dyn Fn(usize) -> f64,
-) -> (f64, f64) {
+fn certify(prob: &Problem<'_>, alpha: &ActiveSet, b: f64, cost: &[f64]) -> (f64, f64) {
     let m = prob.len();
     let mut g = vec![0.0; m];
     crate::backend::exact::full_gradient(prob, alpha, &mut g);
@@ -602,12 +667,11 @@ fn certify(
         let yf = hi + prob.y[i] * b;
         let v = if a <= 0.0 {
             1.0 - yf
-        } else if a >= c_of(i) {
+        } else if a >= cost[i] {
             yf - 1.0
         } else {
             (yf - 1.0).abs()
         };
-        let _ = status;
         viol = viol.max(v);
     }
     (0.5 * quad - sum, viol.max(0.0))

@@ -14,7 +14,6 @@ use crate::backend::cpu::{CpuConfig, Precision};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::output::{RunFiles, write_output};
-use crate::solver::simple_svm::{LinearSolver, Violator};
 use crate::solver::{Algorithm, Observer, Progress, SolverParams, StopRule};
 use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, stratified_folds, train};
 use clap::{Args, ValueEnum};
@@ -456,8 +455,6 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                             } else {
                                 plan.sample
                             },
-                            violator: Violator::Greedy,
-                            linear_solver: LinearSolver::Cholesky,
                             shrink: None,
                         };
                         let trace = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));

@@ -1,0 +1,281 @@
+//! The one solver loop, and the stepper that runs the Frank–Wolfe family in it.
+//!
+//! [`run`] owns what every algorithm shares (argmin's executor): the clock, the iteration
+//! cap and time limit, Ctrl-C, the stall rule's verdict, the observers (each iteration, then
+//! once at the end), the working-set rounds' yield check and the exact certification. A
+//! [`Stepper`] owns one algorithm's iterate and says, at the top of each iteration, where it
+//! stands ([`Opened`]) and, when the loop goes on, takes one step. The FW variants run as
+//! [`FwStepper`] (one [`Variant`] on the simplex); SimpleSVM as
+//! [`super::simple_svm::SimpleSvm`].
+
+use super::{
+    Observer, Progress, SolveResult, SolverParams, State, Step, StopReason, Variant, YieldCheck,
+    init, meb_kappa,
+};
+use crate::active::ActiveSet;
+use crate::backend::{Backend, Reduction};
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+use crate::stop::{StopRule, stop_rule_met};
+use std::time::Instant;
+
+/// Where an iterate stands, as a stepper reports it when an iteration opens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Opened {
+    /// The objective the solver tracks.
+    pub f: f64,
+    /// The optimality measure the stop rule tests (the duality gap, or SimpleSVM's largest
+    /// KKT violation).
+    pub gap: f64,
+    /// Size of the active set (or SimpleSVM's free set).
+    pub active: usize,
+    /// The stop rule holds here.
+    pub converged: bool,
+    /// No progress for so long that floating point cannot do better.
+    pub stalled: bool,
+}
+
+/// One algorithm's iteration logic, driven by [`run`].
+pub trait Stepper {
+    /// Opens iteration `iter` (the number of steps taken so far): where the iterate stands.
+    fn open(&mut self, iter: u64, be: &mut dyn Backend) -> Result<Opened>;
+
+    /// One step from the iterate the last [`open`](Stepper::open) saw (None: a step with no
+    /// [`Step`] kind to report).
+    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>>;
+
+    /// Runs the working-set rounds' check on the opened iterate (true: hand back). Steppers
+    /// without a simplex iterate never yield.
+    fn check_yield(&mut self, _check: &mut YieldCheck<'_>, _be: &mut dyn Backend) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// The exact objective and optimality measure of the iterate (f64, from scratch).
+    fn certify(&self, prob: &Problem<'_>) -> (f64, f64);
+
+    /// The final α, and LIBSVM's rho when the solver has a bias of its own.
+    fn finish(self) -> (ActiveSet, Option<f64>);
+}
+
+/// Runs the stepper `start` builds (on the clock: its set-up counts as solve time) until a
+/// stop rule holds, then certifies when `params.certify` asks.
+pub fn run<S: Stepper>(
+    prob: &Problem<'_>,
+    be: &mut dyn Backend,
+    params: &SolverParams,
+    observers: &mut [&mut dyn Observer],
+    mut yield_check: Option<YieldCheck<'_>>,
+    start_stepper: impl FnOnce(&mut dyn Backend) -> Result<S>,
+) -> Result<SolveResult> {
+    let start = Instant::now();
+    let mut stepper = start_stepper(be)?;
+    let mut iter = 0u64;
+    let mut last_step: Option<Step> = None;
+    let (stop, at) = loop {
+        let at = stepper.open(iter, be)?;
+        if !at.gap.is_finite() {
+            return Err(Error::Backend(format!(
+                "non-finite duality gap at iteration {iter} (f = {})",
+                at.f
+            )));
+        }
+        let elapsed = start.elapsed();
+        let p = Progress {
+            iter,
+            seconds: elapsed.as_secs_f64(),
+            f: at.f,
+            gap: at.gap,
+            step: last_step,
+            active: at.active,
+        };
+        for o in observers.iter_mut() {
+            o.observe(&p);
+        }
+        if at.converged {
+            break (StopReason::Converged, at);
+        }
+        if iter >= params.max_iter {
+            break (StopReason::MaxIter, at);
+        }
+        if params.time_limit.is_some_and(|t| elapsed >= t) {
+            break (StopReason::TimeLimit, at);
+        }
+        if crate::interrupt::requested() {
+            break (StopReason::Interrupted, at);
+        }
+        if let Some(y) = yield_check.as_mut()
+            && iter > 0
+            && iter.is_multiple_of(y.every)
+            && stepper.check_yield(y, be)?
+        {
+            break (StopReason::Yielded, at);
+        }
+        if at.stalled {
+            break (StopReason::Stalled, at);
+        }
+        last_step = stepper.step(be)?;
+        iter += 1;
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
+    if params.certify {
+        let t = Instant::now();
+        let (f, g) = stepper.certify(prob);
+        certified_f = Some(f);
+        certified_gap = Some(g);
+        certify_seconds = t.elapsed().as_secs_f64();
+    }
+    let (alpha, rho) = stepper.finish();
+    let result = SolveResult {
+        iterations: iter,
+        f: at.f,
+        gap: at.gap,
+        certified_f,
+        certified_gap,
+        stop,
+        seconds,
+        certify_seconds,
+        stats: be.stats(),
+        alpha,
+        shrink: None,
+        rho,
+    };
+    for o in observers.iter_mut() {
+        o.finish(&result);
+    }
+    Ok(result)
+}
+
+/// Iterations without a new best objective or gap after which an FW run is declared stalled.
+pub const STALL_ITERATIONS: u32 = 100_000;
+
+/// One FW [`Variant`] on the simplex: the reduction that opens each iteration, the stop rule
+/// (`-e`, `--rel-eps`, `--stop`), the stall count, and the variant's step.
+pub struct FwStepper {
+    variant: Box<dyn Variant>,
+    state: State,
+    red: Reduction,
+    stop: StopRule,
+    eps: f64,
+    rel_eps: f64,
+    kappa: f64,
+    best_f: f64,
+    best_gap: f64,
+    no_progress: u32,
+}
+
+impl FwStepper {
+    /// Prepares `params.algorithm`'s variant on `be` and sets the starting α: `alpha0` (with
+    /// its gradient when the caller has it) or the random initial sample.
+    pub fn start(
+        prob: &Problem<'_>,
+        be: &mut dyn Backend,
+        params: &SolverParams,
+        alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
+    ) -> Result<Self> {
+        let Some(mut variant) = params.algorithm.variant(params) else {
+            return Err(Error::InvalidParam(format!(
+                "{} does not run on the simplex: solve it with solver::solve",
+                params.algorithm
+            )));
+        };
+        variant.prepare(be);
+        let kappa = match params.stop {
+            StopRule::Gap => 0.0,
+            StopRule::Meb => meb_kappa(prob)?,
+        };
+        let alpha = match alpha0 {
+            Some((a, Some(g))) => {
+                be.set_alpha_with(&a, &g)?;
+                a
+            }
+            Some((a, None)) => {
+                be.set_alpha(&a)?;
+                a
+            }
+            None => {
+                let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+                be.set_alpha(&a)?;
+                a
+            }
+        };
+        Ok(FwStepper {
+            variant,
+            state: State {
+                alpha,
+                f: 0.0,
+                iter: 0,
+            },
+            red: Reduction {
+                s: 0,
+                g_s: 0.0,
+                v: usize::MAX,
+                g_v: 0.0,
+                alpha_g: 0.0,
+                alpha_g_prev: 0.0,
+            },
+            stop: params.stop,
+            eps: params.eps,
+            rel_eps: params.rel_eps,
+            kappa,
+            best_f: f64::INFINITY,
+            best_gap: f64::INFINITY,
+            no_progress: 0,
+        })
+    }
+}
+
+impl Stepper for FwStepper {
+    fn open(&mut self, iter: u64, be: &mut dyn Backend) -> Result<Opened> {
+        self.state.iter = iter;
+        let (red, gap, may_stop) = self.variant.open(&self.state, be)?;
+        self.red = red;
+        self.state.f = 0.5 * red.alpha_g;
+        let f = self.state.f;
+        let converged = may_stop
+            && gap.is_finite()
+            && stop_rule_met(
+                self.stop,
+                self.eps,
+                self.rel_eps,
+                gap,
+                red.alpha_g,
+                self.kappa,
+            );
+        // Floating-point floor: neither f nor the gap has improved for a long stretch.
+        if f < self.best_f || gap < self.best_gap {
+            self.best_f = self.best_f.min(f);
+            self.best_gap = self.best_gap.min(gap);
+            self.no_progress = 0;
+        } else {
+            self.no_progress += 1;
+        }
+        Ok(Opened {
+            f,
+            gap,
+            active: self.state.alpha.len(),
+            converged,
+            stalled: self.no_progress > STALL_ITERATIONS,
+        })
+    }
+
+    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>> {
+        self.variant.step(&mut self.state, &self.red, be).map(Some)
+    }
+
+    fn check_yield(&mut self, check: &mut YieldCheck<'_>, be: &mut dyn Backend) -> Result<bool> {
+        (check.check)(&self.state, &self.red, be)
+    }
+
+    fn certify(&self, prob: &Problem<'_>) -> (f64, f64) {
+        let (f, g, _) = match self.variant.certify_over() {
+            None => crate::backend::exact::certify(prob, &self.state.alpha),
+            Some(rows) => crate::backend::exact::certify_rows(prob, &self.state.alpha, &rows),
+        };
+        (f, g)
+    }
+
+    fn finish(self) -> (ActiveSet, Option<f64>) {
+        (self.state.alpha, None)
+    }
+}
