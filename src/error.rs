@@ -45,9 +45,9 @@ pub enum Error {
         /// What is wrong.
         msg: String,
     },
-    /// An invalid parameter (C ≤ 0, γ ≤ 0, …).
+    /// An invalid parameter (C ≤ 0, γ ≤ 0, an option the algorithm does not take, …).
     #[error("invalid parameter: {0}")]
-    InvalidParam(String),
+    InvalidParam(#[from] ParamError),
     /// A model file that is not a LIBSVM/fwsvm model.
     #[error("{}:{line}: not a valid model file: {msg}", path.display())]
     Model {
@@ -69,7 +69,107 @@ pub enum Error {
     Interrupted(String),
 }
 
+/// What is wrong with a setting: the payload of [`Error::InvalidParam`], typed where a caller
+/// may want to tell the cases apart (which setting, which value).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    /// A setting that must be a positive, finite number (C, γ, ε, a class weight).
+    #[error("{name} must be a positive number, got {value}")]
+    NotPositive {
+        /// The setting, as the user names it.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A setting that must be finite (coef0).
+    #[error("{name} must be finite, got {value}")]
+    NotFinite {
+        /// The setting.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A class weight that is not a positive number.
+    #[error("the weight of class {label} must be a positive number, got {value}")]
+    ClassWeight {
+        /// The class.
+        label: f64,
+        /// The value given.
+        value: f64,
+    },
+    /// Per-row weights with one that is not a positive number.
+    #[error(
+        "{name} must be positive numbers (leave rows of weight 0 out), got {value} for row {row}"
+    )]
+    RowWeight {
+        /// "sample weights" or "row weights".
+        name: &'static str,
+        /// 1-based row.
+        row: usize,
+        /// The value given.
+        value: f64,
+    },
+    /// Per-row values whose count is not the number of rows.
+    #[error("{got} {what} for {rows} rows")]
+    Length {
+        /// What was given per row.
+        what: &'static str,
+        /// How many were given.
+        got: usize,
+        /// How many rows there are.
+        rows: usize,
+    },
+    /// An option or mode the chosen algorithm does not take.
+    #[error("{option} is for {supported}, not {algorithm}")]
+    Unsupported {
+        /// The option or mode (`--sample`, `one-class training (-s 2)`, …).
+        option: &'static str,
+        /// The algorithms that take it.
+        supported: &'static str,
+        /// The algorithm chosen.
+        algorithm: &'static str,
+    },
+    /// A mode that needs another kernel.
+    #[error("{option} needs {needs}, not {kernel}")]
+    Kernel {
+        /// The option or mode.
+        option: &'static str,
+        /// The kernel it needs, and why.
+        needs: &'static str,
+        /// The kernel given (LIBSVM's name).
+        kernel: &'static str,
+    },
+    /// Anything else, said in words.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ParamError {
+    /// `Ok` when `value` is a positive, finite number; else [`ParamError::NotPositive`].
+    pub fn positive(name: &'static str, value: f64) -> std::result::Result<(), ParamError> {
+        if value > 0.0 && value.is_finite() {
+            Ok(())
+        } else {
+            Err(ParamError::NotPositive { name, value })
+        }
+    }
+
+    /// `Ok` when `value` is finite; else [`ParamError::NotFinite`].
+    pub fn finite(name: &'static str, value: f64) -> std::result::Result<(), ParamError> {
+        if value.is_finite() {
+            Ok(())
+        } else {
+            Err(ParamError::NotFinite { name, value })
+        }
+    }
+}
+
 impl Error {
+    /// An invalid parameter said in words ([`ParamError::Other`]).
+    pub fn param(msg: String) -> Self {
+        Error::InvalidParam(ParamError::Other(msg))
+    }
+
     /// True when the error comes from the user's input or parameters (exit code 2),
     /// false for runtime failures (exit code 1).
     pub fn is_user_error(&self) -> bool {

@@ -77,27 +77,27 @@ impl Kernel {
 
     /// Rejects parameters no kernel can use.
     pub fn check(&self) -> crate::Result<()> {
-        let bad = |m: String| Err(crate::Error::InvalidParam(m));
+        use crate::error::ParamError;
         match *self {
-            Kernel::Linear => Ok(()),
-            Kernel::Rbf { gamma } if !(gamma > 0.0 && gamma.is_finite()) => {
-                bad(format!("gamma must be a positive number, got {gamma}"))
+            Kernel::Linear => {}
+            Kernel::Rbf { gamma } => ParamError::positive("gamma", gamma)?,
+            Kernel::Poly {
+                gamma,
+                coef0,
+                degree,
+            } => {
+                ParamError::positive("gamma", gamma)?;
+                if degree == 0 {
+                    return Err(crate::Error::param("degree must be at least 1".into()));
+                }
+                ParamError::finite("coef0", coef0)?;
             }
-            Kernel::Poly { gamma, .. } if !(gamma > 0.0 && gamma.is_finite()) => {
-                bad(format!("gamma must be a positive number, got {gamma}"))
+            Kernel::Sigmoid { gamma, coef0 } => {
+                ParamError::positive("gamma", gamma)?;
+                ParamError::finite("coef0", coef0)?;
             }
-            Kernel::Sigmoid { gamma, .. } if !(gamma > 0.0 && gamma.is_finite()) => {
-                bad(format!("gamma must be a positive number, got {gamma}"))
-            }
-            Kernel::Sigmoid { coef0, .. } if !coef0.is_finite() => {
-                bad(format!("coef0 must be finite, got {coef0}"))
-            }
-            Kernel::Poly { degree: 0, .. } => bad("degree must be at least 1".into()),
-            Kernel::Poly { coef0, .. } if !coef0.is_finite() => {
-                bad(format!("coef0 must be finite, got {coef0}"))
-            }
-            _ => Ok(()),
         }
+        Ok(())
     }
 }
 

@@ -432,7 +432,7 @@ impl RunFiles {
                     && ka == kb
                 {
                     let (out, other) = if b.output { (b, a) } else { (a, b) };
-                    return Err(Error::InvalidParam(format!(
+                    return Err(Error::param(format!(
                         "the {} `{}` is the same file as the {} `{}`; refusing to overwrite it \
                          (choose another output path)",
                         out.role,

@@ -8,7 +8,7 @@
 //! squared row norms, so Q_ij can be evaluated exactly (f64) on the host at any time.
 
 use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{Error, ParamError, Result};
 use crate::kernel::Kernel;
 use std::sync::OnceLock;
 
@@ -20,6 +20,23 @@ pub struct DistinctRows {
     pub rows: Vec<usize>,
     /// For each row, its distinct row.
     pub rep: Vec<u32>,
+}
+
+/// `Ok` when every weight in `s` is a positive, finite number; else the first that is not.
+pub fn check_row_weights(name: &'static str, s: &[f64]) -> Result<()> {
+    match s
+        .iter()
+        .enumerate()
+        .find(|&(_, &w)| !(w > 0.0) || !w.is_finite())
+    {
+        Some((i, &value)) => Err(ParamError::RowWeight {
+            name,
+            row: i + 1,
+            value,
+        }
+        .into()),
+        None => Ok(()),
+    }
 }
 
 /// A binary L2-SVM problem over a dataset.
@@ -55,19 +72,23 @@ impl<'a> Problem<'a> {
     pub fn new(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
         kernel.check()?;
         if !(c > 0.0) || c.is_nan() {
-            return Err(Error::InvalidParam(format!(
-                "C must be a positive number, got {c}"
-            )));
+            // C = ∞ is allowed: the hard-margin form, and the C-SVM's backend form.
+            return Err(ParamError::NotPositive {
+                name: "C",
+                value: c,
+            }
+            .into());
         }
         if y.len() != data.len() {
-            return Err(Error::InvalidParam(format!(
-                "{} labels for {} rows",
-                y.len(),
-                data.len()
-            )));
+            return Err(ParamError::Length {
+                what: "labels",
+                got: y.len(),
+                rows: data.len(),
+            }
+            .into());
         }
         if y.iter().any(|&v| v != 1.0 && v != -1.0) {
-            return Err(Error::InvalidParam("binary labels must be ±1".into()));
+            return Err(Error::param("binary labels must be ±1".into()));
         }
         let norms = (0..data.len()).map(|i| data.row(i).sq_norm()).collect();
         Ok(Problem {
@@ -89,11 +110,7 @@ impl<'a> Problem<'a> {
     /// yᵀα = 0 (see [`crate::solver::simple_svm`]); C is kept in [`box_c`](Self::box_c) and
     /// weighted per row as the L2 form's C_i.
     pub fn c_svm(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
-        if !(c > 0.0) || !c.is_finite() {
-            return Err(Error::InvalidParam(format!(
-                "C must be a positive number, got {c}"
-            )));
-        }
+        ParamError::positive("C", c)?;
         let mut p = Problem::new(data, y, kernel, f64::INFINITY)?;
         p.box_c = Some(c);
         Ok(p)
@@ -104,9 +121,11 @@ impl<'a> Problem<'a> {
     pub fn with_class_weights(mut self, w_pos: f64, w_neg: f64) -> Result<Self> {
         for w in [w_pos, w_neg] {
             if !(w > 0.0) || w.is_nan() {
-                return Err(Error::InvalidParam(format!(
-                    "class weights must be positive numbers, got {w}"
-                )));
+                return Err(ParamError::NotPositive {
+                    name: "a class weight",
+                    value: w,
+                }
+                .into());
             }
         }
         self.weights = (w_pos, w_neg);
@@ -123,22 +142,14 @@ impl<'a> Problem<'a> {
     /// out of the data); the GPU backends take per-class costs only and refuse them.
     pub fn with_row_weights(mut self, s: Vec<f64>) -> Result<Self> {
         if s.len() != self.len() {
-            return Err(Error::InvalidParam(format!(
-                "{} row weights for {} rows",
-                s.len(),
-                self.len()
-            )));
+            return Err(ParamError::Length {
+                what: "row weights",
+                got: s.len(),
+                rows: self.len(),
+            }
+            .into());
         }
-        if let Some((i, w)) = s
-            .iter()
-            .enumerate()
-            .find(|&(_, &w)| !(w > 0.0) || !w.is_finite())
-        {
-            return Err(Error::InvalidParam(format!(
-                "row weights must be positive numbers, got {w} for row {}",
-                i + 1
-            )));
-        }
+        check_row_weights("row weights", &s)?;
         let inv_c = s
             .iter()
             .zip(&self.y)

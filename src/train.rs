@@ -4,7 +4,7 @@
 use crate::backend::Device;
 use crate::backend::cpu::CpuConfig;
 use crate::data::Dataset;
-use crate::error::{Error, Result};
+use crate::error::{Error, ParamError, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
 use crate::problem::Problem;
@@ -127,22 +127,12 @@ impl TrainParams {
             return Ok(None);
         };
         if w.len() != ds.len() {
-            return Err(Error::InvalidParam(format!(
-                "{} sample weights for {} rows",
-                w.len(),
-                ds.len()
-            )));
-        }
-        if let Some((i, v)) = w
-            .iter()
-            .enumerate()
-            .find(|&(_, &v)| !(v > 0.0) || !v.is_finite())
-        {
-            return Err(Error::InvalidParam(format!(
-                "sample weights must be positive numbers (leave rows of weight 0 out), got \
-                 {v} for row {}",
-                i + 1
-            )));
+            return Err(ParamError::Length {
+                what: "sample weights",
+                got: w.len(),
+                rows: ds.len(),
+            }
+            .into());
         }
         if !self.device.is_gpu() {
             return Ok(None);
@@ -153,7 +143,7 @@ impl TrainParams {
                 ..self.clone()
             }));
         }
-        Err(Error::InvalidParam(
+        Err(Error::param(
             "sample weights train on the CPU backend (the GPU's kernel columns take per-class \
              costs only): use the cpu or auto backend"
                 .into(),
@@ -191,6 +181,66 @@ impl TrainParams {
         };
         k.check()?;
         Ok(k)
+    }
+}
+
+/// Training settings that passed [`TrainParams::check`] (linfa's `ParamGuard` shape): the
+/// training steps below [`train`] take this, so each setting is checked once, up front.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked<'a>(&'a TrainParams);
+
+impl std::ops::Deref for Checked<'_> {
+    type Target = TrainParams;
+    fn deref(&self) -> &TrainParams {
+        self.0
+    }
+}
+
+/// The algorithms on the simplex that take every mode (sampled iterations, one-class).
+const SIMPLEX_WITH_MODES: &str = "fw, mfw, swap, swap2, partan and cvm";
+
+impl TrainParams {
+    /// Checks every setting that does not depend on the data: the solver's (ε, rel-eps), C,
+    /// a fixed γ, class and sample weights, and what the algorithm cannot do (sampled
+    /// iterations or one-class training for sparse FW and SimpleSVM, the MEB rule for
+    /// SimpleSVM). What depends on the data (the number of sample weights, two classes, γ
+    /// auto, the kernel one-class needs) is checked when training reaches it.
+    pub fn check(&self) -> Result<Checked<'_>> {
+        self.solver.check()?;
+        ParamError::positive("C", self.c)?;
+        if let Gamma::Value(g) = self.gamma {
+            ParamError::positive("gamma", g)?;
+        }
+        for &(label, value) in &self.class_weights {
+            if !(value > 0.0) || !value.is_finite() {
+                return Err(ParamError::ClassWeight { label, value }.into());
+            }
+        }
+        if let Some(w) = &self.sample_weights {
+            crate::problem::check_row_weights("sample weights", w)?;
+        }
+        let alg = self.solver.algorithm;
+        let unsupported = |option| ParamError::Unsupported {
+            option,
+            supported: SIMPLEX_WITH_MODES,
+            algorithm: alg.name(),
+        };
+        let limited = matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm);
+        if self.sample > 0 && limited {
+            return Err(unsupported("--sample").into());
+        }
+        if self.one_class && limited {
+            return Err(unsupported("one-class training (-s 2)").into());
+        }
+        if self.solver.stop == crate::solver::StopRule::Meb && !alg.is_l2svm() {
+            return Err(ParamError::Unsupported {
+                option: "--stop meb",
+                supported: "the L2-SVM's algorithms (simplesvm stops on its KKT violation)",
+                algorithm: alg.name(),
+            }
+            .into());
+        }
+        Ok(Checked(self))
     }
 }
 
@@ -233,21 +283,20 @@ pub fn train(
     params: &TrainParams,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
-    check_params(params)?;
+    let params = params.check()?;
     if let Some(on_cpu) = params.for_sample_weights(ds)? {
         return train(ds, &on_cpu, observers);
     }
     if params.one_class {
-        return train_one_class(ds, params, observers);
+        return one_class(ds, params, observers);
     }
     let labels = class_order(ds);
     if labels.len() < 2 {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "the training data have one class ({}); at least two are needed",
             labels.first().copied().unwrap_or(f64::NAN)
         )));
     }
-    check_classifier_params(params)?;
     let kernel = params.resolve_kernel(ds)?;
     let class_of: Vec<usize> = ds
         .labels
@@ -273,42 +322,6 @@ pub fn train(
         }
     }
     Ok((sv.into_model(ds, kernel, labels, rho), reports))
-}
-
-/// The settings every training checks first.
-fn check_params(params: &TrainParams) -> Result<()> {
-    params.solver.check()?;
-    if !(params.c > 0.0) || !params.c.is_finite() {
-        return Err(Error::InvalidParam(format!(
-            "C must be a positive number, got {}",
-            params.c
-        )));
-    }
-    Ok(())
-}
-
-/// The settings a classifier's training checks: what the algorithm cannot do, class weights.
-fn check_classifier_params(params: &TrainParams) -> Result<()> {
-    let alg = params.solver.algorithm;
-    if params.sample > 0 && matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm) {
-        return Err(Error::InvalidParam(format!(
-            "--sample is for fw, mfw, swap, swap2, partan and cvm, not {alg}"
-        )));
-    }
-    if params.solver.stop == crate::solver::StopRule::Meb && alg == Algorithm::SimpleSvm {
-        return Err(Error::InvalidParam(
-            "--stop meb is a rule of the L2-SVM's ball; simplesvm stops on its KKT violation"
-                .into(),
-        ));
-    }
-    for &(label, w) in &params.class_weights {
-        if !(w > 0.0) || !w.is_finite() {
-            return Err(Error::InvalidParam(format!(
-                "the weight of class {label} must be a positive number, got {w}"
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// One class pair of a one-versus-one training: classes `a` < `b` (indices into `labels`),
@@ -377,7 +390,7 @@ impl SvCoefficients {
 /// in `sv` and returns its report and bias ρ.
 fn train_pair(
     ds: &Dataset,
-    params: &TrainParams,
+    params: Checked<'_>,
     kernel: Kernel,
     pair: &ClassPair<'_>,
     sv: &mut SvCoefficients,
@@ -457,27 +470,35 @@ pub fn train_one_class(
     params: &TrainParams,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
-    let alg = params.solver.algorithm;
-    if matches!(alg, Algorithm::SimpleSvm | Algorithm::SparseFw) {
-        return Err(Error::InvalidParam(format!(
-            "one-class training (-s 2) is for fw, mfw, swap, swap2, partan and cvm, not {alg}"
-        )));
+    let params = TrainParams {
+        one_class: true,
+        ..params.clone()
+    };
+    let params = params.check()?;
+    if let Some(on_cpu) = params.for_sample_weights(ds)? {
+        return train_one_class(ds, &on_cpu, observers);
     }
-    check_params(params)?;
+    one_class(ds, params, observers)
+}
+
+/// [`train_one_class`] with checked settings and sample weights the device takes.
+fn one_class(
+    ds: &Dataset,
+    params: Checked<'_>,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<(Model, Vec<PairReport>)> {
     let kernel = params.resolve_kernel(ds)?;
     if !matches!(kernel, Kernel::Rbf { .. }) {
-        return Err(Error::InvalidParam(format!(
-            "one-class training (-s 2) needs the rbf kernel (its ball test needs k(x, x) \
-             constant), not {}",
-            kernel.libsvm_name()
-        )));
+        return Err(ParamError::Kernel {
+            option: "one-class training (-s 2)",
+            needs: "the rbf kernel (its ball test needs k(x, x) constant)",
+            kernel: kernel.libsvm_name(),
+        }
+        .into());
     }
     let m = ds.len();
     if m == 0 {
-        return Err(Error::InvalidParam("no training rows".into()));
-    }
-    if let Some(on_cpu) = params.for_sample_weights(ds)? {
-        return train_one_class(ds, &on_cpu, observers);
+        return Err(Error::param("no training rows".into()));
     }
     let mut prob = Problem::new(ds, vec![1.0; m], kernel, params.c)?;
     if let Some(w) = &params.sample_weights {
@@ -524,7 +545,7 @@ pub fn train_one_class(
 /// sampled iterations, SimpleSVM, or the FW loop.
 fn solve_one(
     prob: &Problem<'_>,
-    params: &TrainParams,
+    params: Checked<'_>,
     device: &Device,
     obs_refs: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
@@ -719,9 +740,10 @@ pub fn cross_validate(
     seed: u64,
     observers: &mut FoldObservers<'_>,
 ) -> Result<CvReport> {
+    params.check()?;
     let m = ds.len();
     if k < 2 || k > m {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {k}"
         )));
     }
@@ -750,7 +772,7 @@ pub fn cross_validate(
         let tr = ds.subset(&train_rows);
         let te = ds.subset(&test_rows);
         if class_order(&tr).len() < 2 {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "fold {} of {k} leaves a single class to train on; use fewer folds",
                 f + 1
             )));
@@ -799,5 +821,122 @@ mod cv_tests {
         }
         assert_eq!(f, stratified_folds(&labels, 4, 3));
         assert_ne!(f, stratified_folds(&labels, 4, 4));
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::{Gamma, TrainParams};
+    use crate::error::{Error, ParamError};
+    use crate::solver::{Algorithm, SolverParams, StopRule};
+
+    fn err(p: TrainParams) -> ParamError {
+        match p.check() {
+            Err(Error::InvalidParam(e)) => e,
+            other => panic!("expected a parameter error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_are_checked_once_into_typed_errors() {
+        let ok = TrainParams::default();
+        assert_eq!(ok.check().map(|c| c.c).ok(), Some(1.0));
+        let with_alg = |algorithm| TrainParams {
+            solver: SolverParams {
+                algorithm,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            err(TrainParams {
+                c: 0.0,
+                ..Default::default()
+            }),
+            ParamError::NotPositive {
+                name: "C",
+                value: 0.0
+            }
+        );
+        assert!(matches!(
+            err(TrainParams {
+                gamma: Gamma::Value(f64::NAN),
+                ..Default::default()
+            }),
+            ParamError::NotPositive { name: "gamma", .. }
+        ));
+        assert!(matches!(
+            err(TrainParams {
+                solver: SolverParams {
+                    eps: -1.0,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            ParamError::NotPositive { name: "eps", .. }
+        ));
+        assert_eq!(
+            err(TrainParams {
+                class_weights: vec![(1.0, 2.0), (-1.0, 0.0)],
+                ..Default::default()
+            }),
+            ParamError::ClassWeight {
+                label: -1.0,
+                value: 0.0
+            }
+        );
+        assert_eq!(
+            err(TrainParams {
+                sample_weights: Some(vec![1.0, f64::INFINITY].into()),
+                ..Default::default()
+            }),
+            ParamError::RowWeight {
+                name: "sample weights",
+                row: 2,
+                value: f64::INFINITY
+            }
+        );
+        for alg in [Algorithm::SparseFw, Algorithm::SimpleSvm] {
+            let e = err(TrainParams {
+                sample: 10,
+                ..with_alg(alg)
+            });
+            assert!(
+                matches!(e, ParamError::Unsupported { option: "--sample", algorithm, .. } if algorithm == alg.name()),
+                "{e}"
+            );
+            let e = err(TrainParams {
+                one_class: true,
+                ..with_alg(alg)
+            });
+            assert!(
+                matches!(
+                    e,
+                    ParamError::Unsupported {
+                        option: "one-class training (-s 2)",
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+        let mut meb = with_alg(Algorithm::SimpleSvm);
+        meb.solver.stop = StopRule::Meb;
+        assert!(matches!(
+            err(meb),
+            ParamError::Unsupported {
+                option: "--stop meb",
+                ..
+            }
+        ));
+        // The message users read stays what it was.
+        assert_eq!(
+            Error::from(ParamError::NotPositive {
+                name: "C",
+                value: -2.0
+            })
+            .to_string(),
+            "invalid parameter: C must be a positive number, got -2"
+        );
     }
 }

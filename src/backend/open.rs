@@ -112,7 +112,7 @@ impl DeviceRequest {
                     );
                     return Ok(Device::Cpu);
                 }
-                return Err(Error::InvalidParam(
+                return Err(Error::param(
                     "--backend gpu: no GPU adapter found (install a Vulkan driver, e.g. \
                      Debian's mesa-vulkan-drivers for the software one; `fwsvm info` lists \
                      adapters)"
@@ -153,7 +153,7 @@ impl DeviceRequest {
         #[cfg(not(feature = "gpu"))]
         {
             if arg == BackendChoice::Gpu {
-                return Err(Error::InvalidParam(
+                return Err(Error::param(
                     "--backend gpu: this fwsvm was built without the `gpu` feature".into(),
                 ));
             }

@@ -108,25 +108,25 @@ pub fn run(a: BenchArgs) -> Result<()> {
 fn kernels(a: KernelsArgs) -> Result<()> {
     set_threads(a.threads, false);
     if !(a.density > 0.0 && a.density <= 1.0) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--density must be in (0, 1], got {}",
             a.density
         )));
     }
     if !(a.min_time > 0.0 && a.min_time.is_finite()) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--min-time must be a positive number of seconds, got {}",
             a.min_time
         )));
     }
     // Two columns fit the smallest cache: below three rows every column would be a hit.
     if let Some(&bad) = a.rows.iter().find(|&&m| m < 3) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--rows: need at least 3 rows, got {bad}"
         )));
     }
     if let Some(&bad) = a.dims.iter().find(|&&d| d == 0) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--dims: need at least 1 feature, got {bad}"
         )));
     }

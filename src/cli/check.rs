@@ -167,7 +167,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let quiet = o.quiet();
     let gpu_device = o.open_device(BackendArg::Gpu)?;
     if matches!(gpu_device, Device::Cpu) {
-        return Err(Error::InvalidParam(
+        return Err(Error::param(
             "fwsvm check needs a GPU adapter (`fwsvm info` lists them)".into(),
         ));
     }
@@ -184,14 +184,14 @@ pub fn run(args: CheckArgs) -> Result<()> {
         Precision::F64 => 1e-12,
     });
     if !(args.min_agreement >= 0.0 && args.min_agreement <= 100.0) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--min-agreement must be a percentage, got {}",
             args.min_agreement
         )));
     }
     let cpu_params = o.params(Device::Cpu);
     if cpu_params.sample > 0 {
-        return Err(Error::InvalidParam(
+        return Err(Error::param(
             "fwsvm check compares the full-gradient backends; --sample is not supported by it yet"
                 .into(),
         ));

@@ -143,7 +143,7 @@ pub fn check_cache_mb(mb: usize) -> Result<()> {
     if let Some(total) = physical_memory()
         && bytes > total
     {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--cache-mb {mb}: more than this machine's {} MiB of memory; the kernel cache must \
              fit in RAM (the default is 1024)",
             total >> 20

@@ -36,10 +36,10 @@ pub fn run(c: GenCommand) -> Result<()> {
             out,
         } => {
             if rows == 0 {
-                return Err(Error::InvalidParam("--rows must be at least 1".into()));
+                return Err(Error::param("--rows must be at least 1".into()));
             }
             if !(1..=1 << 20).contains(&board) {
-                return Err(Error::InvalidParam(format!(
+                return Err(Error::param(format!(
                     "--board must be between 1 and 1048576, got {board}"
                 )));
             }

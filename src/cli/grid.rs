@@ -52,7 +52,7 @@ pub struct GridArgs {
 
 /// BEGIN,END,STEP → the grid values, END included when reached (as grid.py's range_f).
 pub fn parse_range(s: &str, what: &str) -> Result<Vec<f64>> {
-    let bad = |why: &str| Error::InvalidParam(format!("{what} `{s}`: {why}"));
+    let bad = |why: &str| Error::param(format!("{what} `{s}`: {why}"));
     let v: Vec<f64> = s
         .split(',')
         .map(|t| t.trim().parse::<f64>())
@@ -195,7 +195,7 @@ pub fn run(a: GridArgs) -> Result<()> {
         crate::output::resolve(&csv)?,
         crate::output::Target::Replace(_)
     ) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--out {}: the results CSV is appended to as each point finishes and read back by \
              --resume, so it must be a regular file (not standard output, a device or a FIFO)",
             csv.display()
@@ -205,7 +205,7 @@ pub fn run(a: GridArgs) -> Result<()> {
     let mut done_settings = None;
     if csv.exists() {
         if !a.resume {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "{} exists: pass --resume to continue that search, or another --out",
                 csv.display()
             )));
@@ -230,7 +230,7 @@ pub fn run(a: GridArgs) -> Result<()> {
             .collect()
     };
     if a.folds < 2 || a.folds > ds.len() {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--cv needs 2 ≤ K ≤ the number of rows ({}), got {}",
             ds.len(),
             a.folds
@@ -251,7 +251,7 @@ pub fn run(a: GridArgs) -> Result<()> {
     if let Some(old) = &done_settings
         && *old != settings
     {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "{} was made with other settings ({old}; now {settings}): use another --out",
             csv.display()
         )));

@@ -87,7 +87,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
         0
     };
     if a.probability && !model.has_probabilities() {
-        return Err(crate::error::Error::InvalidParam(format!(
+        return Err(crate::error::Error::param(format!(
             "-b 1: {} has no probability information (probA/probB); train it with -b 1",
             a.model.display()
         )));

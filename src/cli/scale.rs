@@ -34,7 +34,7 @@ pub struct ScaleArgs {
 /// Runs `fwsvm scale`.
 pub fn run(a: ScaleArgs) -> Result<()> {
     if !(a.lower < a.upper) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "lower ({}) must be below upper ({})",
             a.lower, a.upper
         )));

@@ -108,15 +108,15 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
                 .ok()
                 .filter(|v| *v >= 2.0 && v.fract() == 0.0 && *v <= 1e9)
                 .map(|v| v as usize)
-                .ok_or_else(|| Error::InvalidParam(format!("--rows: `{s}` is not a row count ≥ 2")))
+                .ok_or_else(|| Error::param(format!("--rows: `{s}` is not a row count ≥ 2")))
         })
         .collect::<Result<_>>()?;
     let alg = Algorithm::from_str(&a.algorithm)
-        .map_err(|_| Error::InvalidParam(format!("unknown algorithm `{}`", a.algorithm)))?;
+        .map_err(|_| Error::param(format!("unknown algorithm `{}`", a.algorithm)))?;
     if let Some(t) = a.time_limit
         && !(t > 0.0 && t.is_finite())
     {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "--time-limit must be a positive number of seconds, got {t}"
         )));
     }
@@ -196,7 +196,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
     for (k, &m) in rows.iter().enumerate() {
         let ds = checkerboard(m, a.board, a.seed);
         if crate::train::class_order(&ds).len() < 2 {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "{m} rows hold a single class; use more rows"
             )));
         }

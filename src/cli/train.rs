@@ -193,12 +193,12 @@ impl TrainOpts {
     /// options that only `train` applies are refused, naming the command.
     pub fn refuse_train_only(&self, command: &str) -> Result<()> {
         if self.svm_type == 2 {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "fwsvm {command} works on classifiers; -s 2 (one-class) does not apply"
             )));
         }
         if self.probability {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "fwsvm {command} reports labels and accuracies; -b 1 (probabilities) does not \
                  apply"
             )));
@@ -317,7 +317,7 @@ impl TrainOpts {
         let ds = self.data.read(train)?;
         let read_s = t0.elapsed().as_secs_f64();
         if self.sample > ds.len() {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "--sample {}: more than the {} rows of {}; draw at most that many (the paper \
                  uses 194), or 0 for the full gradient",
                 self.sample,
@@ -586,13 +586,13 @@ fn refuse_what_does_not_apply(args: &TrainArgs, params: &TrainParams) -> Result<
             (!a.class_weight.is_empty(), "-w (class weights)"),
         ];
         if let Some((_, what)) = clash.iter().find(|(on, _)| *on) {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "-s 2 (one-class) does not take {what}"
             )));
         }
     }
     if args.cv.is_some() && a.probability {
-        return Err(Error::InvalidParam(
+        return Err(Error::param(
             "-v reports the cross-validated accuracy; -b 1 (probabilities) does not apply to it"
                 .into(),
         ));

@@ -171,7 +171,7 @@ pub fn convert_kdd99(
     test_fraction: f64,
 ) -> Result<KddSummary> {
     if !(0.0..1.0).contains(&test_fraction) {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "test fraction {test_fraction} must be at least 0 and below 1"
         )));
     }

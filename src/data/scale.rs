@@ -67,7 +67,7 @@ impl ScaleParams {
     /// `lower < upper`, both finite.
     pub fn fit(ds: &Dataset, lower: f64, upper: f64) -> Result<Self> {
         if !(lower.is_finite() && upper.is_finite() && lower < upper) {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "scaling range [{lower}, {upper}] is invalid: lower must be below upper"
             )));
         }

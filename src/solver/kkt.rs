@@ -72,7 +72,7 @@ impl Block {
     pub fn push(&mut self, i: usize, row: &[f64], hii: f64) -> Result<()> {
         let n = self.idx.len();
         if !hii.is_finite() || row[..n].iter().any(|v| !v.is_finite()) {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "SimpleSVM: the kernel row of point {} holds a non-finite value (the kernel \
                  overflows: lower gamma, coef0 or the degree)",
                 i + 1

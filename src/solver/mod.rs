@@ -235,14 +235,9 @@ impl Default for SolverParams {
 impl SolverParams {
     /// Rejects unusable settings.
     pub fn check(&self) -> Result<()> {
-        if !(self.eps > 0.0) || !self.eps.is_finite() {
-            return Err(Error::InvalidParam(format!(
-                "eps must be a positive number, got {}",
-                self.eps
-            )));
-        }
+        crate::error::ParamError::positive("eps", self.eps)?;
         if !(self.rel_eps > 0.0) {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "rel-eps must be positive (or inf), got {}",
                 self.rel_eps
             )));
@@ -421,7 +416,7 @@ pub fn solve(
 fn check_solve(params: &SolverParams, be: &dyn Backend) -> Result<()> {
     params.check()?;
     if be.is_empty() {
-        return Err(Error::InvalidParam("empty problem".into()));
+        return Err(Error::param("empty problem".into()));
     }
     Ok(())
 }
@@ -458,10 +453,12 @@ pub fn solve_from(
 /// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).
 pub(crate) fn meb_kappa(prob: &Problem<'_>) -> Result<f64> {
     if !matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. }) {
-        return Err(Error::InvalidParam(format!(
-            "--stop meb needs a normalized kernel (k(x, x) constant: rbf), not {}",
-            prob.kernel.libsvm_name()
-        )));
+        return Err(crate::error::ParamError::Kernel {
+            option: "--stop meb",
+            needs: "a normalized kernel (k(x, x) constant: rbf)",
+            kernel: prob.kernel.libsvm_name(),
+        }
+        .into());
     }
     Ok(prob.q_diag(0))
 }

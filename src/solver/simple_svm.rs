@@ -269,7 +269,7 @@ impl SimpleSvm {
     /// with C = ∞, see the module doc), with the initial pair drawn by `params.seed`.
     pub fn start(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Result<Self> {
         let Some(c) = prob.box_c else {
-            return Err(Error::InvalidParam(
+            return Err(Error::param(
                 "SimpleSVM solves the C-SVM: its problem is built by Problem::c_svm".into(),
             ));
         };
@@ -278,7 +278,7 @@ impl SimpleSvm {
         let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
         let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
         if pos.is_empty() || neg.is_empty() {
-            return Err(Error::InvalidParam(
+            return Err(Error::param(
                 "SimpleSVM needs points of both classes".into(),
             ));
         }

@@ -174,7 +174,7 @@ impl FwStepper {
         alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
     ) -> Result<Self> {
         let Some(mut variant) = params.algorithm.variant(params) else {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "{} does not run on the simplex: solve it with solver::solve",
                 params.algorithm
             )));

@@ -183,7 +183,7 @@ impl GpuContext {
             DeviceSelector::Index(i) => match sums.get(*i) {
                 Some(s) => Some(s.index),
                 None => {
-                    return Err(Error::InvalidParam(format!(
+                    return Err(Error::param(format!(
                         "--device {i}: no such adapter (adapters: {})",
                         names()
                     )));
@@ -194,7 +194,7 @@ impl GpuContext {
                 match sums.iter().find(|s| s.name.to_lowercase().contains(&low)) {
                     Some(s) => Some(s.index),
                     None => {
-                        return Err(Error::InvalidParam(format!(
+                        return Err(Error::param(format!(
                             "no adapter named like {n:?} (adapters: {})",
                             names()
                         )));
@@ -302,7 +302,7 @@ impl GpuContext {
     /// The compiled pipelines for the gradient type (f32, or f64 when `wide`).
     pub fn pipelines(&self, wide: bool) -> Result<Arc<Pipelines>> {
         if wide && !self.f64 {
-            return Err(Error::InvalidParam(format!(
+            return Err(Error::param(format!(
                 "--precision f64 on the GPU needs SHADER_F64, which {} ({}) does not have; use --precision f32 or --backend cpu",
                 self.adapter.name, self.adapter.backend
             )));

@@ -153,7 +153,7 @@ fn parse_dataset(s: &str) -> Result<DatasetSpec> {
     let (files, c) = match s.rsplit_once('@') {
         Some((f, c)) => {
             let c: f64 = c.parse().map_err(|_| {
-                Error::InvalidParam(format!("--datasets `{s}`: `@{c}` is not a number (C)"))
+                Error::param(format!("--datasets `{s}`: `@{c}` is not a number (C)"))
             })?;
             (f, Some(c))
         }
@@ -164,9 +164,7 @@ fn parse_dataset(s: &str) -> Result<DatasetSpec> {
         None => (files, None),
     };
     if train.is_empty() {
-        return Err(Error::InvalidParam(format!(
-            "--datasets `{s}`: no training file"
-        )));
+        return Err(Error::param(format!("--datasets `{s}`: no training file")));
     }
     Ok(DatasetSpec {
         name: None,
@@ -182,14 +180,14 @@ fn parse_algorithms(v: &[String]) -> Result<Vec<Algorithm>> {
         .iter()
         .map(|a| {
             <Algorithm as FromStr>::from_str(a.trim()).map_err(|_| {
-                Error::InvalidParam(format!(
+                Error::param(format!(
                     "unknown algorithm `{a}` (fw, mfw, swap, swap2, partan, cvm, sparse-fw, simplesvm)"
                 ))
             })
         })
         .collect::<Result<_>>()?;
     if algs.is_empty() {
-        return Err(Error::InvalidParam("no algorithm given (-a)".into()));
+        return Err(Error::param("no algorithm given (-a)".into()));
     }
     Ok(algs)
 }
@@ -200,7 +198,7 @@ fn kernel_kind(k: &str) -> Result<KernelKind> {
         "poly" => Ok(KernelKind::Poly),
         "linear" => Ok(KernelKind::Linear),
         "sigmoid" => Ok(KernelKind::Sigmoid),
-        _ => Err(Error::InvalidParam(format!(
+        _ => Err(Error::param(format!(
             "kernel `{k}`: expected rbf, poly, linear or sigmoid"
         ))),
     }
@@ -340,22 +338,20 @@ pub fn run(a: MatrixArgs) -> Result<()> {
     if let Some(t) = plan.time_limit
         && !(t > 0.0 && t.is_finite())
     {
-        return Err(Error::InvalidParam(format!(
+        return Err(Error::param(format!(
             "the time limit must be a positive number of seconds, got {t}"
         )));
     }
     if plan.datasets.is_empty() {
-        return Err(Error::InvalidParam(
+        return Err(Error::param(
             "no datasets: give --datasets TRAIN[:TEST][@C],… or --config FILE (or a subcommand: `fwsvm bench kernels`)".into(),
         ));
     }
     if plan.repeats == 0 {
-        return Err(Error::InvalidParam("--repeats must be at least 1".into()));
+        return Err(Error::param("--repeats must be at least 1".into()));
     }
     if let Some(e) = plan.eps.iter().find(|e| !(**e > 0.0)) {
-        return Err(Error::InvalidParam(format!(
-            "-e: {e} is not a positive tolerance"
-        )));
+        return Err(Error::param(format!("-e: {e} is not a positive tolerance")));
     }
     let mut files = RunFiles::new();
     files.input_opt("configuration", a.config.as_deref());
