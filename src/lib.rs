@@ -32,6 +32,7 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod error;
+pub mod experiment;
 pub mod interrupt;
 pub mod kernel;
 pub mod model;
@@ -41,9 +42,7 @@ pub mod probability;
 pub mod problem;
 pub mod rng;
 pub mod solver;
-pub mod stats;
 pub mod stop;
-pub mod svg;
 pub mod train;
 pub mod util;
 

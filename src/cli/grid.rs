@@ -415,7 +415,7 @@ fn write_svg(
             .map(|n| n.to_string_lossy())
             .unwrap_or_default()
     );
-    let map = crate::svg::HeatMap {
+    let map = crate::experiment::charts::HeatMap {
         title: &title,
         x_name: "log2 C",
         y_name: "log2 γ",

@@ -4,13 +4,12 @@
 
 use super::common::{BackendArg, ProgressLine, open_device, set_threads};
 use crate::backend::cpu::{CpuConfig, Precision};
-use crate::data::synth::checkerboard;
 use crate::error::{Error, Result};
+use crate::experiment::scale::{ScaleHooks, ScalePlan, SizeRun, chart, csv, markdown, run_scale};
 use crate::output::{RunFiles, write_output};
 use crate::solver::{Algorithm, Observer, SolverParams};
-use crate::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
+use crate::train::{Gamma, KernelKind, TrainParams};
 use clap::Args;
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -76,23 +75,30 @@ pub struct ScaleBenchArgs {
     quiet: bool,
 }
 
-/// Least-squares slope and intercept of y on x.
-pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
-    if pts.len() < 2 {
-        return None;
+/// The CLI's side of the bench: a progress line per size, the CSV rewritten after each.
+struct CliHooks {
+    quiet: bool,
+    csv: PathBuf,
+}
+
+impl ScaleHooks for CliHooks {
+    fn observers(&mut self, label: &str) -> Vec<Box<dyn Observer>> {
+        ProgressLine::new(label.to_string(), self.quiet)
+            .map(|p| vec![Box::new(p) as Box<dyn Observer>])
+            .unwrap_or_default()
     }
-    let n = pts.len() as f64;
-    let (mx, my) = (
-        pts.iter().map(|p| p.0).sum::<f64>() / n,
-        pts.iter().map(|p| p.1).sum::<f64>() / n,
-    );
-    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-    if sxx == 0.0 {
-        return None;
+
+    fn finished(&mut self, runs: &[SizeRun]) -> Result<()> {
+        let r = &runs[runs.len() - 1];
+        write_output(&self.csv, |w| w.write_all(csv(runs).as_bytes()))?;
+        if !self.quiet {
+            eprintln!(
+                "fwsvm: m = {}: {:.2}s, {} iterations, {} SVs, {:.2} %",
+                r.m, r.seconds, r.iterations, r.svs, r.accuracy
+            );
+        }
+        Ok(())
     }
-    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let b = sxy / sxx;
-    Some((b, my - b * mx))
 }
 
 /// Runs `fwsvm bench scale`.
@@ -134,182 +140,52 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         a.cache_mb << 20,
         a.quiet,
     )?;
+    let csv_path = a.out.join("scale.csv");
     RunFiles::new()
-        .output("results CSV", &a.out.join("scale.csv"))
+        .output("results CSV", &csv_path)
         .output("plot", &a.out.join("scale.svg"))
         .output("table", &a.out.join("scale.md"))
         .check()?;
     std::fs::create_dir_all(&a.out).map_err(|e| Error::io(&a.out, e))?;
-    let test = checkerboard(a.test_rows.max(1), a.board, a.seed + 1);
-    let params = |seed| TrainParams {
-        kernel: KernelKind::Rbf,
-        gamma: Gamma::Value(a.gamma),
-        coef0: 0.0,
-        degree: 3,
-        c: a.cost,
-        class_weights: Vec::new(),
-        sample_weights: None,
-        one_class: false,
-        solver: SolverParams {
-            algorithm: alg,
-            eps: a.eps,
-            rel_eps: a.rel_eps,
-            certify: !a.no_certify,
-            time_limit: a.time_limit.map(Duration::from_secs_f64),
-            seed,
-            ..SolverParams::default()
+    let plan = ScalePlan {
+        rows,
+        board: a.board,
+        seed: a.seed,
+        test_rows: a.test_rows,
+        params: TrainParams {
+            kernel: KernelKind::Rbf,
+            gamma: Gamma::Value(a.gamma),
+            c: a.cost,
+            solver: SolverParams {
+                algorithm: alg,
+                eps: a.eps,
+                rel_eps: a.rel_eps,
+                certify: !a.no_certify,
+                time_limit: a.time_limit.map(Duration::from_secs_f64),
+                ..SolverParams::default()
+            },
+            cpu: CpuConfig {
+                cache_bytes: a.cache_mb << 20,
+                precision,
+            },
+            device,
+            sample: a.sample,
+            shrink: None,
+            ..TrainParams::default()
         },
-        cpu: CpuConfig {
-            cache_bytes: a.cache_mb << 20,
-            precision,
-        },
-        device: device.clone(),
-        sample: a.sample,
-        shrink: None,
     };
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# fwsvm bench scale\n\n{alg}, checkerboard {0}×{0}, RBF γ = {1}, C = {2}, ε = {3:e}, rel-eps {8}{4}, {5}; test: {6} rows (seed {7}). Seconds = solver time (initialisation + iterations).\n\n| m | seconds | iterations | SVs | {9} | test acc. % | stop |\n|---|---|---|---|---|---|---|",
-        a.board,
-        a.gamma,
-        a.cost,
-        a.eps,
-        if a.sample > 0 {
-            format!(", --sample {}", a.sample)
-        } else {
-            String::new()
-        },
-        device.describe(),
-        test.len(),
-        a.seed + 1,
-        a.rel_eps,
-        if a.no_certify {
-            "gap (solver's own, --no-certify)"
-        } else {
-            "certified gap"
-        }
-    );
-    let mut csv =
-        String::from("m,seconds,certify_seconds,iterations,svs,certified_gap,accuracy,stop\n");
-    let mut pts = Vec::new();
-    for (k, &m) in rows.iter().enumerate() {
-        let ds = checkerboard(m, a.board, a.seed);
-        if crate::train::class_order(&ds).len() < 2 {
-            return Err(Error::param(format!(
-                "{m} rows hold a single class; use more rows"
-            )));
-        }
-        let label = format!("[{}/{}] m = {m}", k + 1, rows.len());
-        let quiet = a.quiet;
-        let mut obs = move |_: &PairInfo| -> Vec<Box<dyn Observer>> {
-            ProgressLine::new(label.clone(), quiet)
-                .map(|p| vec![Box::new(p) as Box<dyn Observer>])
-                .unwrap_or_default()
-        };
-        let (model, reports) = train(&ds, &params(a.seed), &mut obs)?;
-        if crate::interrupt::requested() {
-            return Err(Error::Interrupted(format!(
-                "the scale bench stopped at {m} rows; the finished sizes are in {}",
-                a.out.join("scale.csv").display()
-            )));
-        }
-        let r = &reports[0].result;
-        let (pred, _) = crate::predict::on_device(
-            &device,
-            &model,
-            &test,
-            crate::backend::GPU_PREDICT_MIN_WORK,
-            None,
-        )?;
-        let acc = 100.0
-            * pred
-                .iter()
-                .zip(&test.labels)
-                .filter(|(p, y)| p == y)
-                .count() as f64
-            / test.len() as f64;
-        let converged = r.stop == crate::solver::StopReason::Converged;
-        if converged && r.seconds > 0.0 {
-            pts.push(((m as f64).log10(), r.seconds.log10()));
-        }
-        let _ = writeln!(
-            md,
-            "| {m} | {:.2} | {} | {} | {:.2e} | {:.2} | {} |",
-            r.seconds,
-            r.iterations,
-            r.alpha.len(),
-            r.certified_gap.unwrap_or(r.gap),
-            acc,
-            if converged {
-                "converged".to_string()
-            } else {
-                r.stop.to_string()
-            }
-        );
-        let _ = writeln!(
-            csv,
-            "{m},{:.4},{:.4},{},{},{:.4e},{:.4},\"{}\"",
-            r.seconds,
-            r.certify_seconds,
-            r.iterations,
-            r.alpha.len(),
-            r.certified_gap.unwrap_or(r.gap),
-            acc,
-            r.stop
-        );
-        write_output(&a.out.join("scale.csv"), |w| w.write_all(csv.as_bytes()))?;
-        if !a.quiet {
-            eprintln!(
-                "fwsvm: m = {m}: {:.2}s, {} iterations, {} SVs, {:.2} %",
-                r.seconds,
-                r.iterations,
-                r.alpha.len(),
-                acc
-            );
-        }
-    }
-    match fit_line(&pts) {
-        Some((b, _)) => {
-            let _ = writeln!(
-                md,
-                "\nLeast-squares fit over the {} converged runs: seconds ∝ m^{b:.2}.",
-                pts.len()
-            );
-        }
-        None => {
-            let _ = writeln!(md, "\n(Fewer than two converged runs: no exponent fitted.)");
-        }
-    }
-    let svg = crate::svg::LineChart {
-        title: &format!("{alg} on the checkerboard: training seconds vs rows"),
-        x_name: "rows m",
-        y_name: "seconds",
-        series: vec![(
-            alg.to_string(),
-            pts.iter()
-                .map(|&(x, y)| (10f64.powf(x), 10f64.powf(y)))
-                .collect(),
-        )],
-        log_x: true,
-    }
-    .render();
+    let mut hooks = CliHooks {
+        quiet: a.quiet,
+        csv: csv_path.clone(),
+    };
+    let runs = run_scale(&plan, &mut hooks).map_err(|e| match e {
+        Error::Interrupted(msg) => Error::Interrupted(format!("{msg} in {}", csv_path.display())),
+        e => e,
+    })?;
+    let md = markdown(&plan, &runs);
+    let svg = chart(&plan, &runs);
     write_output(&a.out.join("scale.svg"), |w| w.write_all(svg.as_bytes()))?;
     write_output(&a.out.join("scale.md"), |w| w.write_all(md.as_bytes()))?;
     print!("{md}");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn fit_line_recovers_a_power_law() {
-        let pts: Vec<(f64, f64)> = [1e4f64, 1e5, 1e6]
-            .iter()
-            .map(|m| (m.log10(), (3e-7 * m.powf(1.3)).log10()))
-            .collect();
-        let (b, c) = super::fit_line(&pts).unwrap();
-        assert!((b - 1.3).abs() < 1e-12 && (c - 3e-7f64.log10()).abs() < 1e-12);
-        assert!(super::fit_line(&pts[..1]).is_none());
-    }
 }

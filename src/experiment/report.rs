@@ -1,16 +1,17 @@
 //! What `fwsvm bench` writes once the matrix has run: the results CSV, the Markdown table in
 //! paper 004's layout with paper 000's statistical tests, and the SVG plots.
 
-use super::{Plan, Run, dataset_name};
+use super::matrix::{Plan, Run, dataset_name};
+use super::stats::{friedman, wilcoxon};
 use crate::error::Result;
 use crate::output::write_output;
 use crate::solver::Algorithm;
-use crate::stats::{friedman, wilcoxon};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-pub(super) fn write_csv(path: &Path, runs: &[Run]) -> Result<()> {
+/// Writes the runs as the results CSV (one line per run).
+pub fn write_csv(path: &Path, runs: &[Run]) -> Result<()> {
     write_output(path, |w| {
         writeln!(
             w,
@@ -67,7 +68,9 @@ fn cell(
         .collect()
 }
 
-pub(super) fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
+/// The Markdown report: paper 004's table per backend and ε, and paper 000's tests with three
+/// datasets or more.
+pub fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
     let mut s = String::new();
     let names: Vec<String> = plan.datasets.iter().map(dataset_name).collect();
     let _ = writeln!(
@@ -252,7 +255,9 @@ fn stats_section(s: &mut String, plan: &Plan, runs: &[Run], names: &[String], b:
     }
 }
 
-pub(super) fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()> {
+/// Writes the plots into `out`: duality gap against seconds per dataset, and each variant's
+/// speed-up over fw.
+pub fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()> {
     let names: Vec<String> = plan.datasets.iter().map(dataset_name).collect();
     for &b in backends {
         for &eps in &plan.eps {
@@ -273,7 +278,7 @@ pub(super) fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) ->
                     })
                     .collect();
                 let title = format!("{ds}: duality gap vs seconds ({b}, ε = {eps:e})");
-                let svg = crate::svg::LineChart {
+                let svg = super::charts::LineChart {
                     title: &title,
                     x_name: "seconds",
                     y_name: "duality gap",
@@ -302,7 +307,7 @@ pub(super) fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) ->
                     })
                     .collect();
                 let title = format!("speed-up over fw ({b}, ε = {eps:e})");
-                let svg = crate::svg::BarChart {
+                let svg = super::charts::BarChart {
                     title: &title,
                     y_name: "fw seconds / variant seconds",
                     groups: names.clone(),
