@@ -766,7 +766,8 @@ fn grid_search_and_resume() {
         "{full}"
     );
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg") && text.contains("stroke=\"red\""));
+    // The heat map, its best cell outlined in red (plotters writes colours as #RRGGBB).
+    assert!(text.starts_with("<svg") && text.contains("stroke=\"#FF0000\""));
     grid(&[])
         .assert()
         .code(2)

@@ -419,6 +419,7 @@ fn write_svg(
         title: &title,
         x_name: "log2 C",
         y_name: "log2 γ",
+        value_name: "accuracy %",
         x_labels: log2c.iter().map(|v| v.to_string()).collect(),
         y_labels: log2g
             .iter()
@@ -427,7 +428,7 @@ fn write_svg(
         values,
         best: bpos,
     };
-    let text = map.render();
+    let text = map.render()?;
     write_output(path, |w| w.write_all(text.as_bytes()))
 }
 

@@ -183,7 +183,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         e => e,
     })?;
     let md = markdown(&plan, &runs);
-    let svg = chart(&plan, &runs);
+    let svg = chart(&plan, &runs)?;
     write_output(&a.out.join("scale.svg"), |w| w.write_all(svg.as_bytes()))?;
     write_output(&a.out.join("scale.md"), |w| w.write_all(md.as_bytes()))?;
     print!("{md}");

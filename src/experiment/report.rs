@@ -284,8 +284,9 @@ pub fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result
                     y_name: "duality gap",
                     series,
                     log_x: false,
+                    fit: None,
                 }
-                .render();
+                .render()?;
                 let file = out.join(format!("gap_{ds}_{b}_{eps:e}.svg"));
                 write_output(&file, |w| w.write_all(svg.as_bytes()))?;
             }
@@ -314,7 +315,7 @@ pub fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result
                     series,
                     reference: Some(1.0),
                 }
-                .render();
+                .render()?;
                 let file = out.join(format!("speedup_{b}_{eps:e}.svg"));
                 write_output(&file, |w| w.write_all(svg.as_bytes()))?;
             }

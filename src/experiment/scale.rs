@@ -211,8 +211,8 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
     md
 }
 
-/// The log-log chart of seconds against rows (SVG).
-pub fn chart(plan: &ScalePlan, runs: &[SizeRun]) -> String {
+/// The log-log chart of seconds against rows (SVG), with the fitted power law.
+pub fn chart(plan: &ScalePlan, runs: &[SizeRun]) -> Result<String> {
     let alg = plan.params.solver.algorithm;
     let pts = log_points(runs);
     super::charts::LineChart {
@@ -226,6 +226,7 @@ pub fn chart(plan: &ScalePlan, runs: &[SizeRun]) -> String {
                 .collect(),
         )],
         log_x: true,
+        fit: fit_line(&pts),
     }
     .render()
 }

@@ -535,11 +535,7 @@ impl BlockEngine for GpuBlocks<'_> {
         let mut k = 0;
         for job in jobs.iter_mut() {
             for o in job.out.iter_mut() {
-                *o = if self.wide {
-                    f64::from_le_bytes(self.readback[8 * k..8 * k + 8].try_into().unwrap())
-                } else {
-                    f32::from_le_bytes(self.readback[4 * k..4 * k + 4].try_into().unwrap()) as f64
-                };
+                *o = super::passes::read_gt(&self.readback, k, self.wide);
                 k += 1;
             }
         }

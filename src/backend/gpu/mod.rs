@@ -502,7 +502,7 @@ impl Backend for GpuBackend<'_> {
         self.submit_and_read(vbytes + 8)?;
         let idx = |k: usize| {
             let o = vbytes as usize + 4 * k;
-            u32::from_le_bytes(self.readback[o..o + 4].try_into().unwrap())
+            passes::read_u32(&self.readback, o)
         };
         let (s, v) = (idx(0), idx(1));
         let (s, g_s) = if s == NONE {
@@ -701,7 +701,7 @@ impl Backend for GpuBackend<'_> {
         self.submit_and_read(ioff as u64 + 12)?;
         let idx = |k: usize| {
             let o = ioff + 4 * k;
-            match u32::from_le_bytes(self.readback[o..o + 4].try_into().unwrap()) {
+            match passes::read_u32(&self.readback, o) {
                 NONE => usize::MAX,
                 i => i as usize,
             }

@@ -302,11 +302,7 @@ impl<'a> GpuBackend<'a> {
     /// Entry k of the last readback, read as a GT value.
     pub(super) fn read_gt(&self, k: usize) -> f64 {
         let b = &self.readback;
-        if self.wide {
-            f64::from_le_bytes(b[8 * k..8 * k + 8].try_into().unwrap())
-        } else {
-            f32::from_le_bytes(b[4 * k..4 * k + 4].try_into().unwrap()) as f64
-        }
+        read_gt(b, k, self.wide)
     }
 
     pub(super) fn gather_from(
@@ -423,4 +419,24 @@ pub(super) fn read_back(
     }
     staging.unmap();
     Ok(())
+}
+
+/// Entry k of a read-back buffer of GT values (f64 when `wide`, else f32), little-endian.
+pub(super) fn read_gt(b: &[u8], k: usize, wide: bool) -> f64 {
+    if wide {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8 * k..8 * k + 8]);
+        f64::from_le_bytes(w)
+    } else {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&b[4 * k..4 * k + 4]);
+        f32::from_le_bytes(w) as f64
+    }
+}
+
+/// The u32 at byte offset `o` of a read-back buffer, little-endian.
+pub(super) fn read_u32(b: &[u8], o: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[o..o + 4]);
+    u32::from_le_bytes(w)
 }
