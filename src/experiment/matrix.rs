@@ -308,18 +308,7 @@ pub fn run_matrix(
                                 runs.len()
                             )));
                         }
-                        let (pred, _) = crate::predict::on_device(
-                            device,
-                            &model,
-                            &test_ds,
-                            crate::backend::GPU_PREDICT_MIN_WORK,
-                            None,
-                        )?;
-                        let correct = pred
-                            .iter()
-                            .zip(&test_ds.labels)
-                            .filter(|(p, y)| p == y)
-                            .count();
+                        let accuracy = super::test_accuracy(device, &model, &test_ds)?;
                         let stop = reports
                             .iter()
                             .map(|r| r.result.stop)
@@ -344,7 +333,7 @@ pub fn run_matrix(
                                 .iter()
                                 .map(|r| r.result.certified_f.unwrap_or(r.result.f))
                                 .sum(),
-                            accuracy: 100.0 * correct as f64 / test_ds.len().max(1) as f64,
+                            accuracy,
                             stop: stop.to_string(),
                             trace: trace.borrow().clone(),
                         });

@@ -8,3 +8,25 @@ pub mod matrix;
 pub mod report;
 pub mod scale;
 pub mod stats;
+
+/// The percentage of `test`'s rows whose label `model` predicts on `device` (the GPU where the
+/// work pays for it, as `fwsvm predict`).
+pub fn test_accuracy(
+    device: &crate::backend::Device,
+    model: &crate::model::Model,
+    test: &crate::data::Dataset,
+) -> crate::error::Result<f64> {
+    let (pred, _) = crate::predict::on_device(
+        device,
+        model,
+        test,
+        crate::backend::GPU_PREDICT_MIN_WORK,
+        None,
+    )?;
+    let correct = pred
+        .iter()
+        .zip(&test.labels)
+        .filter(|(p, y)| p == y)
+        .count();
+    Ok(100.0 * correct as f64 / test.len().max(1) as f64)
+}

@@ -79,18 +79,7 @@ pub fn run_scale(plan: &ScalePlan, hooks: &mut dyn ScaleHooks) -> Result<Vec<Siz
             )));
         }
         let r = &reports[0].result;
-        let (pred, _) = crate::predict::on_device(
-            &params.device,
-            &model,
-            &test,
-            crate::backend::GPU_PREDICT_MIN_WORK,
-            None,
-        )?;
-        let correct = pred
-            .iter()
-            .zip(&test.labels)
-            .filter(|(p, y)| p == y)
-            .count();
+        let accuracy = super::test_accuracy(&params.device, &model, &test)?;
         runs.push(SizeRun {
             m,
             seconds: r.seconds,
@@ -98,7 +87,7 @@ pub fn run_scale(plan: &ScalePlan, hooks: &mut dyn ScaleHooks) -> Result<Vec<Siz
             iterations: r.iterations,
             svs: r.alpha.len(),
             gap: r.certified_gap.unwrap_or(r.gap),
-            accuracy: 100.0 * correct as f64 / test.len() as f64,
+            accuracy,
             stop: r.stop,
         });
         hooks.finished(&runs)?;
