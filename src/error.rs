@@ -64,6 +64,17 @@ pub enum Error {
     /// `fwsvm check` found two backends disagreeing beyond its tolerances.
     #[error("check failed: {0}")]
     Mismatch(String),
+    /// Another rank of a distributed run failed (see [`crate::dist`]): its message, so that
+    /// every rank ends with it.
+    #[error("{msg} (on rank {rank})")]
+    OnRank {
+        /// The rank that failed first.
+        rank: usize,
+        /// True when that rank's error came from the input or parameters (exit code 2).
+        user: bool,
+        /// Its message.
+        msg: String,
+    },
     /// A run of several fits stopped on request ([`crate::interrupt`]); says what was kept.
     #[error("interrupted: {0}")]
     Interrupted(String),
@@ -186,6 +197,7 @@ impl Error {
             | Error::InvalidData { .. }
             | Error::InvalidParam(_)
             | Error::Model { .. } => true,
+            Error::OnRank { user, .. } => *user,
             Error::Backend(_) | Error::Mismatch(_) | Error::Interrupted(_) => false,
         }
     }

@@ -31,6 +31,7 @@ pub mod backend;
 pub mod bench;
 pub mod cli;
 pub mod data;
+pub mod dist;
 pub mod error;
 pub mod experiment;
 pub mod interrupt;

@@ -27,41 +27,112 @@ use std::path::Path;
 /// holds no data rows.
 pub fn read_libsvm(path: &Path) -> Result<Dataset> {
     let (mut reader, format) = open_with_format(path)?;
-    let mut b = Builder::default();
-    let mut line = 0usize;
-    for_each_line_chunk(&mut *reader, path, format, |chunk| {
-        let mut p = 0;
-        if line == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
-            p = 3; // UTF-8 byte-order mark
-        }
-        while p < chunk.len() {
-            line += 1;
-            match parse_line(chunk, p, &mut b) {
-                Ok(next) => p = next,
-                Err(msg) => {
-                    return Err(Error::Parse {
-                        path: path.to_path_buf(),
-                        line,
-                        msg,
-                    });
-                }
-            }
-        }
-        Ok(())
-    })?;
-    if b.labels.is_empty() {
+    let parts = parse_lines(&mut *reader, path, format, 0..usize::MAX, true)?;
+    if parts.labels.is_empty() {
         return Err(Error::InvalidData {
             path: path.to_path_buf(),
             msg: "no data rows".into(),
         });
     }
-    Ok(Dataset::from_csr(
-        b.max_index,
-        b.indptr,
-        b.indices,
-        b.values,
-        b.labels,
-    ))
+    Ok(parts.into_dataset(None))
+}
+
+/// The rows of a LIBSVM text read so far, in CSR parts.
+#[derive(Debug)]
+pub(crate) struct Parts {
+    indptr: Vec<usize>,
+    indices: Vec<u32>,
+    values: Vec<f32>,
+    /// Labels, one per row.
+    pub labels: Vec<f64>,
+    /// The largest feature index seen.
+    pub max_index: usize,
+    /// Lines read (parsed or skipped) before the reading stopped.
+    pub lines: usize,
+}
+
+impl Parts {
+    /// The dataset, with `n_features` features (at least the largest index seen).
+    pub fn into_dataset(self, n_features: Option<usize>) -> Dataset {
+        Dataset::from_csr(
+            n_features.unwrap_or(self.max_index).max(self.max_index),
+            self.indptr,
+            self.indices,
+            self.values,
+            self.labels,
+        )
+    }
+}
+
+/// How the line walk ended early.
+enum Flow {
+    /// Past the last wanted line.
+    Done,
+    /// A malformed line or a read error.
+    Fail(Error),
+}
+
+impl From<Error> for Flow {
+    fn from(e: Error) -> Self {
+        Flow::Fail(e)
+    }
+}
+
+/// Parses the lines of `reader` whose 0-based index lies in `wanted` (the others are only
+/// counted) and stops after the last; errors name the 1-based line counted from the reader's
+/// start. `at_file_start`: the reader begins at the file's first byte (a byte-order mark may
+/// open it).
+pub(crate) fn parse_lines(
+    reader: &mut dyn std::io::BufRead,
+    path: &Path,
+    format: super::compress::Compression,
+    wanted: std::ops::Range<usize>,
+    at_file_start: bool,
+) -> Result<Parts> {
+    let mut b = Builder::default();
+    let mut line = 0usize;
+    let walk = for_each_line_chunk(&mut *reader, path, format, |chunk| {
+        let mut p = 0;
+        if at_file_start && line == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
+            p = 3; // UTF-8 byte-order mark
+        }
+        while p < chunk.len() {
+            if line >= wanted.end {
+                return Err(Flow::Done);
+            }
+            line += 1;
+            if line <= wanted.start {
+                p = chunk[p..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(chunk.len(), |k| p + k + 1);
+                continue;
+            }
+            match parse_line(chunk, p, &mut b) {
+                Ok(next) => p = next,
+                Err(msg) => {
+                    return Err(Flow::Fail(Error::Parse {
+                        path: path.to_path_buf(),
+                        line,
+                        msg,
+                    }));
+                }
+            }
+        }
+        Ok(())
+    });
+    match walk {
+        Ok(()) | Err(Flow::Done) => {}
+        Err(Flow::Fail(e)) => return Err(e),
+    }
+    Ok(Parts {
+        indptr: b.indptr,
+        indices: b.indices,
+        values: b.values,
+        labels: b.labels,
+        max_index: b.max_index,
+        lines: line,
+    })
 }
 
 /// Writes `ds` in LIBSVM format: labels with `{}` of f64 (so `1.0` prints `1`), values

@@ -4,10 +4,10 @@
 //! (nnz / (m·d) ≥ [`DENSE_THRESHOLD`]), CSR otherwise. Labels keep their original
 //! values (as f64, the way LIBSVM reads them).
 
-mod compress;
+pub(crate) mod compress;
 mod csv;
 pub mod kdd;
-mod libsvm;
+pub(crate) mod libsvm;
 pub mod scale;
 pub mod synth;
 

@@ -1,0 +1,32 @@
+//! Training across processes: row-partitioned, one local backend per rank (issue 17).
+//!
+//! The plan, and what is here so far. A job of P ranks (`mpirun -np P fwsvm train …`) splits
+//! the m training rows into P contiguous slices, rank r owning the global rows
+//! `[first_r, first_r + n_r)` ([`slice`]: each rank reads only its byte range of a plain file,
+//! with errors naming the global line). Every rank runs the same solver on the same combined
+//! scalars, so every rank makes the same calls in the same order, and the collectives of
+//! [`comm`] can sit inside [`Backend`](crate::backend::Backend) methods:
+//!
+//! * `reduce`: the argmin over all rows is one `min_loc` (lowest global index on ties, as the
+//!   single-process scan); the gradient entries of the active set are gathered exactly — a
+//!   `sum` over a vector where each owner fills its entries and the others hold 0, which adds
+//!   nothing in floating point — so every rank forms αᵀg and the argmax over A in the same
+//!   order as one process would, bit for bit;
+//! * `update`: each column's feature row travels once, from its owner to all (`broadcast`),
+//!   the first time that point becomes a vertex; each rank then updates its own gradient
+//!   entries with its local backend;
+//! * `gather`, `column_entries`: the same exact gather;
+//! * the exact certification: each rank's partial αᵀg and min g, combined.
+//!
+//! What each rank sends is counted ([`comm::Traffic`]) so the tool reports messages and bytes
+//! per iteration. [`comm::ThreadComm`] runs P ranks as threads of one process (tests, and
+//! machines without MPI); `mpi::MpiComm` (`--features mpi`) runs them under `mpirun`.
+//!
+//! Still to come (see the issue's note): the local backend computing columns of rows it does
+//! not own (guest rows), the distributed backend itself, the solver's initial sample and
+//! certification through the backend, the model gathered on rank 0, and the CLI under mpirun.
+
+pub mod comm;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod slice;

@@ -1,0 +1,144 @@
+//! The MPI layer across real processes (`cargo test --features mpi --test mpi`; needs `mpirun`
+//! on the PATH): the collectives and each rank's slice of a LIBSVM file, under `mpirun
+//! --oversubscribe -np 2` and `-np 4`, against what one process computes; a malformed line in
+//! one rank's slice ends every rank with exit code 2 and the file's line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `target/<profile>/examples/mpi_check`, built by `cargo test --features mpi`.
+fn check_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples")
+        .join("mpi_check")
+}
+
+fn mpirun(np: usize, file: &Path) -> Option<Output> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the MPI tests: install Open MPI"
+        );
+        common::skip("mpirun not found");
+        return None;
+    }
+    Some(
+        Command::new("mpirun")
+            .args(["--oversubscribe", "-np", &np.to_string()])
+            .arg(check_bin())
+            .arg(file)
+            // Containers and CI run as root; Open MPI refuses that unless told.
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap(),
+    )
+}
+
+/// What one process reads: rows, features and the checksum `mpi_check` prints.
+fn one_process(file: &Path) -> (usize, usize, f64) {
+    let ds = fwsvm::data::read_libsvm(file).unwrap();
+    let mut sum = 0.0;
+    let mut dense = vec![0.0; ds.n_features()];
+    for i in 0..ds.len() {
+        sum += ds.labels[i] * (i + 1) as f64;
+        dense.iter_mut().for_each(|x| *x = 0.0);
+        ds.row(i).scatter_f64(&mut dense);
+        sum += dense.iter().sum::<f64>();
+    }
+    (ds.len(), ds.n_features(), sum)
+}
+
+fn field<'a>(line: &'a str, name: &str) -> &'a str {
+    let i = line
+        .find(&format!(" {name} "))
+        .unwrap_or_else(|| panic!("{name} in {line}"));
+    line[i + name.len() + 2..].split(' ').next().unwrap()
+}
+
+fn check(np: usize, file: &Path) {
+    let Some(out) = mpirun(np, file) else { return };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{np} ranks: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (rows, features, checksum) = one_process(file);
+    let mut lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
+    lines.sort_by_key(|l| l[5..].split(' ').next().unwrap().parse::<usize>().unwrap());
+    assert_eq!(lines.len(), np, "{stdout}");
+    let mut next = 0;
+    for (r, l) in lines.iter().enumerate() {
+        assert!(l.starts_with(&format!("rank {r} of {np}:")), "{l}");
+        let p = np as f64;
+        assert!(
+            l.contains(&format!("sum {} {} ", p * (p - 1.0) / 2.0, p)),
+            "{l}"
+        );
+        assert_eq!(field(l, "min"), "2@10", "{l}");
+        assert_eq!(field(l, "max"), format!("5@{}", 10 - (np - 1)), "{l}");
+        assert_eq!(field(l, "bcast"), "row", "{l}");
+        let gather: Vec<String> = (0..np).map(|k| (10 * k).to_string()).collect();
+        assert!(
+            l.contains(&format!("gather [{}]", gather.join(", "))),
+            "{l}"
+        );
+        let part = field(l, "rows");
+        let (first, n) = part.split_once('+').unwrap();
+        assert_eq!(first.parse::<usize>().unwrap(), next, "{l}");
+        next += n.parse::<usize>().unwrap();
+        assert!(
+            l.contains(&format!(" of {rows} features {features} ")),
+            "{l}"
+        );
+        let c: f64 = field(l, "checksum").parse().unwrap();
+        assert!(
+            (c - checksum).abs() <= 1e-9 * checksum.abs().max(1.0),
+            "{c} vs {checksum}"
+        );
+    }
+    assert_eq!(next, rows);
+}
+
+#[test]
+fn collectives_and_slices_across_processes() {
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let dir = common::tempdir();
+    let plain = dir.path().join("heart.txt");
+    let ds = fwsvm::data::read_libsvm(&heart).unwrap();
+    let mut f = std::fs::File::create(&plain).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
+    drop(f);
+    for np in [2, 4] {
+        check(np, &heart);
+        check(np, &plain);
+    }
+}
+
+#[test]
+fn a_bad_line_ends_every_rank() {
+    let dir = common::tempdir();
+    let bad = dir.path().join("bad.txt");
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!("{} 1:{}\n", if i % 2 == 0 { 1 } else { -1 }, i));
+    }
+    text.push_str("1 2:oops\n");
+    std::fs::write(&bad, text).unwrap();
+    let Some(out) = mpirun(4, &bad) else { return };
+    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for r in 0..4 {
+        assert!(
+            stderr.contains(&format!("rank {r}: ")) && stderr.contains("bad.txt:41:"),
+            "{stderr}"
+        );
+    }
+}
