@@ -107,6 +107,20 @@ pub struct CpuBackend<'a, T: Elem> {
     groups: Option<Groups>,
     /// The original columns of the update in flight (for the deduplicated pass).
     up_j: [usize; 2],
+    /// Points whose columns this backend computes without holding their rows (a distributed
+    /// run's vertices owned by other ranks): column index m + k is guest k.
+    guests: Vec<Guest>,
+    /// ‖x‖² and y of the rows, then of the guests (empty until the first guest).
+    norms_ext: Vec<f64>,
+    y_ext: Vec<f64>,
+}
+
+/// A point held for its columns only ([`Backend::add_guest`]).
+struct Guest {
+    row: crate::data::OwnedRow,
+    norm: f64,
+    y: f64,
+    inv_c: f64,
 }
 
 /// Read access to g and g⁻ whichever way they are kept.
@@ -193,6 +207,25 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             stats: BackendStats::default(),
             fresh: usize::MAX,
             marks: Vec::new(),
+            guests: Vec::new(),
+            norms_ext: Vec::new(),
+            y_ext: Vec::new(),
+        }
+    }
+
+    /// Point i's row, ‖x_i‖², y_i and 1/C_i: a row of the problem, or guest i − m.
+    fn point(&self, i: usize) -> (crate::data::Row<'_>, f64, f64, f64) {
+        let m = self.prob.len();
+        if i < m {
+            (
+                self.prob.data.row(i),
+                self.prob.norms[i],
+                self.prob.y[i],
+                self.prob.inv_c(i),
+            )
+        } else {
+            let g = &self.guests[i - m];
+            (g.row.as_row(), g.norm, g.y, g.inv_c)
         }
     }
 
@@ -259,8 +292,13 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     }
 
     fn load_query(&mut self, k: usize, j: usize) {
+        let m = self.prob.len();
         let q = &mut self.qbuf[k];
-        let row = self.prob.data.row(j);
+        let row = if j < m {
+            self.prob.data.row(j)
+        } else {
+            self.guests[j - m].row.as_row()
+        };
         if let crate::data::Row::Sparse(..) = row {
             q.iter_mut().for_each(|o| *o = 0.0);
         }
@@ -279,8 +317,16 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         let args = ColumnArgs {
             layout: &self.layout,
             kernel: self.prob.kernel,
-            norms: &self.prob.norms,
-            y: &self.prob.y,
+            norms: if self.guests.is_empty() {
+                &self.prob.norms
+            } else {
+                &self.norms_ext
+            },
+            y: if self.guests.is_empty() {
+                &self.prob.y
+            } else {
+                &self.y_ext
+            },
         };
         // (slot pointer, column j, query buffer k)
         assert!(compute.len() <= BATCH);
@@ -576,11 +622,44 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn q_diag(&self, i: usize) -> f64 {
-        self.prob.q_diag(i)
+        if i < self.prob.len() {
+            return self.prob.q_diag(i);
+        }
+        let (_, n, _, inv_c) = self.point(i);
+        self.prob.kernel.from_dot(n, n, n) + 1.0 + inv_c
     }
 
     fn q(&self, i: usize, j: usize) -> f64 {
-        self.prob.q(i, j)
+        let m = self.prob.len();
+        if i < m && j < m {
+            return self.prob.q(i, j);
+        }
+        // The arithmetic of Problem::q, with a guest's row.
+        let ((ri, ni, yi, ci), (rj, nj, yj, _)) = (self.point(i), self.point(j));
+        let v = yi * yj * (self.prob.kernel.from_dot(ri.dot(&rj), ni, nj) + 1.0);
+        if i == j { v + ci } else { v }
+    }
+
+    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        if self.distinct.is_some() {
+            return Err(crate::error::Error::Backend(
+                "columns of rows held elsewhere are not computed over deduplicated rows yet".into(),
+            ));
+        }
+        if self.guests.is_empty() {
+            self.norms_ext = self.prob.norms.clone();
+            self.y_ext = self.prob.y.clone();
+        }
+        let norm = row.sq_norm();
+        self.norms_ext.push(norm);
+        self.y_ext.push(y);
+        self.guests.push(Guest {
+            row: crate::data::OwnedRow::from(row),
+            norm,
+            y,
+            inv_c,
+        });
+        Ok(self.prob.len() + self.guests.len() - 1)
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {

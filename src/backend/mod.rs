@@ -296,6 +296,34 @@ pub trait Backend {
     /// Diagnostics.
     fn stats(&self) -> BackendStats;
 
+    /// Makes the points `idx` available to [`q`](Self::q) and [`q_diag`](Self::q_diag): a
+    /// distributed backend fetches the rows other ranks own (every rank must call it alike);
+    /// the others hold every row already (the default does nothing).
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        let _ = idx;
+        Ok(())
+    }
+
+    /// The certified (f, gap) of α when this backend computes it itself (a distributed one:
+    /// over every rank's rows); None: the solver certifies on the problem (the default).
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        let _ = alpha;
+        Ok(None)
+    }
+
+    /// Holds point `row` (label `y`, diagonal term `inv_c` = 1/C of its own problem) for its
+    /// columns only: it gets no gradient entry, but columns of it can be computed over this
+    /// backend's rows (`update`, `column_entries`, `q`), under the index returned (m, m + 1,
+    /// …). A distributed run gives each rank's backend the vertices other ranks own. The
+    /// default refuses.
+    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        let _ = (row, y, inv_c);
+        Err(crate::error::Error::Backend(format!(
+            "{} cannot compute columns of rows it does not hold",
+            self.name()
+        )))
+    }
+
     /// g ← scale·g + Σ_k c_k·Q[:, j_k] for any number of columns (CVM's flush of an inner
     /// solve, SimpleSVM's change of α over its free set). The default applies them two at a
     /// time through [`update`](Self::update).

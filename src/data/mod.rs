@@ -53,6 +53,87 @@ pub enum Row<'a> {
     Sparse(&'a [u32], &'a [f32]),
 }
 
+/// A row that owns its values (a copy of a [`Row`], e.g. one received from another process).
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedRow {
+    /// Dense values.
+    Dense(Vec<f32>),
+    /// Sparse (ascending indices, values).
+    Sparse(Vec<u32>, Vec<f32>),
+}
+
+impl OwnedRow {
+    /// The row as a [`Row`] view (the same layout it was copied from, so dot products give
+    /// the same numbers).
+    pub fn as_row(&self) -> Row<'_> {
+        match self {
+            OwnedRow::Dense(v) => Row::Dense(v),
+            OwnedRow::Sparse(i, v) => Row::Sparse(i, v),
+        }
+    }
+
+    /// Little-endian bytes: a tag (0 dense, 1 sparse), the length, then indices and values.
+    pub fn to_bytes(&self, out: &mut Vec<u8>) {
+        match self {
+            OwnedRow::Dense(v) => {
+                out.push(0);
+                out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+                v.iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            }
+            OwnedRow::Sparse(ix, v) => {
+                out.push(1);
+                out.extend_from_slice(&(v.len() as u64).to_le_bytes());
+                ix.iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                v.iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+            }
+        }
+    }
+
+    /// Reads what [`to_bytes`](Self::to_bytes) wrote at the start of `b`; returns the row and
+    /// the bytes it took (None when `b` is too short or the tag is unknown).
+    pub fn from_bytes(b: &[u8]) -> Option<(OwnedRow, usize)> {
+        let tag = *b.first()?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b.get(1..9)?);
+        let n = u64::from_le_bytes(w) as usize;
+        let word = |k: usize| -> Option<[u8; 4]> {
+            let mut v = [0u8; 4];
+            v.copy_from_slice(b.get(k..k + 4)?);
+            Some(v)
+        };
+        match tag {
+            0 => {
+                let v = (0..n)
+                    .map(|k| word(9 + 4 * k).map(f32::from_le_bytes))
+                    .collect::<Option<Vec<f32>>>()?;
+                Some((OwnedRow::Dense(v), 9 + 4 * n))
+            }
+            1 => {
+                let ix = (0..n)
+                    .map(|k| word(9 + 4 * k).map(u32::from_le_bytes))
+                    .collect::<Option<Vec<u32>>>()?;
+                let v = (0..n)
+                    .map(|k| word(9 + 4 * (n + k)).map(f32::from_le_bytes))
+                    .collect::<Option<Vec<f32>>>()?;
+                Some((OwnedRow::Sparse(ix, v), 9 + 8 * n))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl From<Row<'_>> for OwnedRow {
+    fn from(r: Row<'_>) -> Self {
+        match r {
+            Row::Dense(v) => OwnedRow::Dense(v.to_vec()),
+            Row::Sparse(i, v) => OwnedRow::Sparse(i.to_vec(), v.to_vec()),
+        }
+    }
+}
+
 impl Row<'_> {
     /// Squared Euclidean norm, accumulated in f64.
     pub fn sq_norm(&self) -> f64 {

@@ -4,29 +4,54 @@
 
 use super::steps;
 use crate::active::ActiveSet;
+use crate::backend::Backend;
+use crate::error::Result;
 use crate::problem::Problem;
 use crate::rng::SplitMix64;
 
 /// The starting α: the optimum (to gap ≤ ε/100) of the problem restricted to `p` random points.
 pub fn initial_alpha(prob: &Problem<'_>, p: usize, seed: u64, eps: f64) -> ActiveSet {
-    let m = prob.len();
-    let mut rng = SplitMix64::new(seed);
-    let idx = rng.sample_distinct(m, p.clamp(1, m));
+    initial_alpha_by(prob.len(), p, seed, eps, &|i, j| prob.q(i, j))
+}
+
+/// [`initial_alpha`] through a backend (the same points and numbers: a backend's `q` is the
+/// problem's): a distributed backend first fetches the sampled rows from their ranks.
+pub fn initial_alpha_on(be: &mut dyn Backend, p: usize, seed: u64, eps: f64) -> Result<ActiveSet> {
+    let m = be.len();
+    be.fetch_rows(&sample(m, p, seed))?;
+    let be = &*be;
+    Ok(initial_alpha_by(m, p, seed, eps, &|i, j| be.q(i, j)))
+}
+
+/// The `p` points (at least one) the start is solved on.
+fn sample(m: usize, p: usize, seed: u64) -> Vec<usize> {
+    SplitMix64::new(seed).sample_distinct(m, p.clamp(1, m))
+}
+
+/// The starting α of [`initial_alpha`] with Q_ij given by `q`.
+fn initial_alpha_by(
+    m: usize,
+    p: usize,
+    seed: u64,
+    eps: f64,
+    q: &dyn Fn(usize, usize) -> f64,
+) -> ActiveSet {
+    let idx = sample(m, p, seed);
     let n = idx.len();
     let mut alpha = ActiveSet::new(m);
     if n == 1 {
         alpha.set(idx[0], 1.0);
         return alpha;
     }
-    let mut q = vec![0.0; n * n];
+    let mut qm = vec![0.0; n * n];
     for a in 0..n {
         for b in a..n {
-            let v = prob.q(idx[a], idx[b]);
-            q[a * n + b] = v;
-            q[b * n + a] = v;
+            let v = q(idx[a], idx[b]);
+            qm[a * n + b] = v;
+            qm[b * n + a] = v;
         }
     }
-    let w = solve_small(&q, n, (eps * 1e-2).max(1e-14), 100_000);
+    let w = solve_small(&qm, n, (eps * 1e-2).max(1e-14), 100_000);
     for (k, &i) in idx.iter().enumerate() {
         if w[k] > 0.0 {
             alpha.set(i, w[k]);

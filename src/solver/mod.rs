@@ -450,17 +450,25 @@ pub fn solve_from(
     })
 }
 
-/// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF).
-pub(crate) fn meb_kappa(prob: &Problem<'_>) -> Result<f64> {
-    if !matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. }) {
-        return Err(crate::error::ParamError::Kernel {
-            option: "--stop meb",
-            needs: "a normalized kernel (k(x, x) constant: rbf)",
-            kernel: prob.kernel.libsvm_name(),
-        }
-        .into());
+/// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF); read at
+/// point 0 through the backend (a distributed one fetches it from its rank).
+pub(crate) fn meb_kappa(prob: &Problem<'_>, be: &mut dyn Backend) -> Result<f64> {
+    check_meb_kernel(prob)?;
+    be.fetch_rows(&[0])?;
+    Ok(be.q_diag(0))
+}
+
+/// The MEB rule needs a normalized kernel (k(x, x) constant: RBF).
+pub(crate) fn check_meb_kernel(prob: &Problem<'_>) -> Result<()> {
+    if matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. }) {
+        return Ok(());
     }
-    Ok(prob.q_diag(0))
+    Err(crate::error::ParamError::Kernel {
+        option: "--stop meb",
+        needs: "a normalized kernel (k(x, x) constant: rbf)",
+        kernel: prob.kernel.libsvm_name(),
+    }
+    .into())
 }
 
 /// Applies a toward step of size λ to α: α ← (1−λ)α + λe_s.

@@ -150,7 +150,10 @@ pub fn solve(
     let m = prob.len();
     let kappa = match params.stop {
         StopRule::Gap => 0.0,
-        StopRule::Meb => super::meb_kappa(prob)?,
+        StopRule::Meb => {
+            super::check_meb_kernel(prob)?;
+            prob.q_diag(0)
+        }
     };
     let mut alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
     let mut g = vec![0.0; m];

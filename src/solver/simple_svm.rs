@@ -626,8 +626,8 @@ impl Stepper for SimpleSvm {
         }))
     }
 
-    fn certify(&self, prob: &Problem<'_>) -> (f64, f64) {
-        certify(prob, &self.active_set(), self.b, &self.cost)
+    fn certify(&self, prob: &Problem<'_>, _be: &mut dyn Backend) -> Result<(f64, f64)> {
+        Ok(certify(prob, &self.active_set(), self.b, &self.cost))
     }
 
     fn finish(self) -> (ActiveSet, Option<f64>) {

@@ -51,7 +51,7 @@ pub trait Stepper {
     }
 
     /// The exact objective and optimality measure of the iterate (f64, from scratch).
-    fn certify(&self, prob: &Problem<'_>) -> (f64, f64);
+    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)>;
 
     /// The final α, and LIBSVM's rho when the solver has a bias of its own.
     fn finish(self) -> (ActiveSet, Option<f64>);
@@ -120,7 +120,7 @@ pub fn run<S: Stepper>(
     let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
     if params.certify {
         let t = Instant::now();
-        let (f, g) = stepper.certify(prob);
+        let (f, g) = stepper.certify(prob, be)?;
         certified_f = Some(f);
         certified_gap = Some(g);
         certify_seconds = t.elapsed().as_secs_f64();
@@ -182,7 +182,7 @@ impl FwStepper {
         variant.prepare(be);
         let kappa = match params.stop {
             StopRule::Gap => 0.0,
-            StopRule::Meb => meb_kappa(prob)?,
+            StopRule::Meb => meb_kappa(prob, be)?,
         };
         let alpha = match alpha0 {
             Some((a, Some(g))) => {
@@ -194,7 +194,7 @@ impl FwStepper {
                 a
             }
             None => {
-                let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+                let a = init::initial_alpha_on(be, params.init_size, params.seed, params.eps)?;
                 be.set_alpha(&a)?;
                 a
             }
@@ -267,12 +267,17 @@ impl Stepper for FwStepper {
         (check.check)(&self.state, &self.red, be)
     }
 
-    fn certify(&self, prob: &Problem<'_>) -> (f64, f64) {
+    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)> {
         let (f, g, _) = match self.variant.certify_over() {
-            None => crate::backend::exact::certify(prob, &self.state.alpha),
+            None => {
+                if let Some(fg) = be.certify_exact(&self.state.alpha)? {
+                    return Ok(fg);
+                }
+                crate::backend::exact::certify(prob, &self.state.alpha)
+            }
             Some(rows) => crate::backend::exact::certify_rows(prob, &self.state.alpha, &rows),
         };
-        (f, g)
+        Ok((f, g))
     }
 
     fn finish(self) -> (ActiveSet, Option<f64>) {

@@ -1,0 +1,431 @@
+//! The [`Backend`] of a distributed run: this rank's rows on a local backend, the other ranks'
+//! through collectives (see the module doc of [`crate::dist`] for the plan).
+//!
+//! Indices are global (0..m over all ranks). The local backend holds rows
+//! `[first, first + n)` as its 0..n and, as guests ([`Backend::add_guest`]), every point of
+//! another rank that has been a vertex, an initial point or a line-search partner: such a row
+//! is broadcast once by its owner, at a moment every rank reaches in the same state (all ranks
+//! run the same solver on the same combined numbers), and is known everywhere afterwards.
+//!
+//! Exactness: a gradient entry is computed by its owner with the same column arithmetic as one
+//! process; the argmin over all rows is a `min_loc` (lowest index on ties); the entries of the
+//! active set are gathered exactly (a `sum` where the owner contributes the value and the
+//! others 0) so αᵀg and the argmax over A are formed in the same order as one process forms
+//! them. The starting gradient is the exact f64 one of [`crate::backend::exact`], over this
+//! rank's rows and the active guests.
+
+use super::comm::{Comm, Loc};
+use super::slice::RowSlice;
+use crate::active::ActiveSet;
+use crate::backend::{Backend, BackendStats, Reduction, Update};
+use crate::data::{Dataset, Features, OwnedRow};
+use crate::error::{Error, Result};
+use crate::problem::Problem;
+use std::collections::HashMap;
+
+/// A local backend over this rank's rows, joined to the other ranks' by `comm`.
+pub struct DistBackend<'a> {
+    comm: &'a dyn Comm,
+    local: Box<dyn Backend + 'a>,
+    /// This rank's problem (its rows, labels, costs).
+    prob: &'a Problem<'a>,
+    slice: RowSlice,
+    /// g⁻ is kept (PARTAN): reductions report αᵀg⁻.
+    prev: bool,
+    /// First global row of every rank, and m at the end.
+    starts: Vec<usize>,
+    /// Local index (own row or guest) of every point this rank can compute columns of
+    /// besides its own rows; the same keys on every rank.
+    guests: HashMap<usize, usize>,
+    /// The rows received (global index → row, y, 1/C), for the exact starting gradient.
+    rows: HashMap<usize, (OwnedRow, f64, f64)>,
+    // Scratch.
+    buf: Vec<u8>,
+    vals: Vec<f64>,
+    own: Vec<usize>,
+    pos: Vec<usize>,
+    part: Vec<f64>,
+}
+
+impl<'a> DistBackend<'a> {
+    /// Joins `local` (a backend over `prob`, this rank's rows `slice`) to the other ranks;
+    /// every rank must call it.
+    pub fn new(
+        comm: &'a dyn Comm,
+        prob: &'a Problem<'a>,
+        local: Box<dyn Backend + 'a>,
+        slice: RowSlice,
+    ) -> Result<Self> {
+        let firsts = comm.gather_all(slice.first as u64)?;
+        let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+        starts.push(slice.total);
+        Ok(DistBackend {
+            comm,
+            local,
+            prob,
+            slice,
+            prev: false,
+            starts,
+            guests: HashMap::new(),
+            rows: HashMap::new(),
+            buf: Vec::new(),
+            vals: Vec::new(),
+            own: Vec::new(),
+            pos: Vec::new(),
+            part: Vec::new(),
+        })
+    }
+
+    /// The rank that owns global row j.
+    fn owner(&self, j: usize) -> usize {
+        // starts is ascending; empty ranks repeat their successor's start.
+        self.starts.partition_point(|&s| s <= j) - 1
+    }
+
+    /// True when global row j is this rank's.
+    fn is_own(&self, j: usize) -> bool {
+        self.slice.range().contains(&j)
+    }
+
+    /// Local index of global point j (own row or guest); j must be known.
+    fn local_index(&self, j: usize) -> usize {
+        if self.is_own(j) {
+            j - self.slice.first
+        } else {
+            self.guests[&j]
+        }
+    }
+
+    /// Makes the rows of `js` known on every rank: each one not yet known is broadcast by its
+    /// owner and given to the other ranks' local backends as a guest. Collective.
+    pub fn fetch(&mut self, js: &[usize]) -> Result<()> {
+        for &j in js {
+            if j >= self.slice.total {
+                return Err(Error::Backend(format!(
+                    "point {j} beyond the {} rows",
+                    self.slice.total
+                )));
+            }
+            if self.rows.contains_key(&j) {
+                continue;
+            }
+            let root = self.owner(j);
+            self.buf.clear();
+            if root == self.comm.rank() {
+                let i = j - self.slice.first;
+                let (y, inv_c) = (self.prob.y[i], self.prob.inv_c(i));
+                self.buf.extend_from_slice(&y.to_le_bytes());
+                self.buf.extend_from_slice(&inv_c.to_le_bytes());
+                OwnedRow::from(self.prob.data.row(i)).to_bytes(&mut self.buf);
+            }
+            self.comm.broadcast(root, &mut self.buf)?;
+            let bad = || Error::Backend(format!("row {j} arrived damaged"));
+            let word = |k: usize| -> Result<f64> {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(self.buf.get(k..k + 8).ok_or_else(bad)?);
+                Ok(f64::from_le_bytes(w))
+            };
+            let (y, inv_c) = (word(0)?, word(8)?);
+            let (row, _) = OwnedRow::from_bytes(&self.buf[16..]).ok_or_else(bad)?;
+            if root != self.comm.rank() {
+                let k = self.local.add_guest(row.as_row(), y, inv_c)?;
+                self.guests.insert(j, k);
+            }
+            self.rows.insert(j, (row, y, inv_c));
+        }
+        Ok(())
+    }
+
+    /// `out[k]` ← `value(idx[k])` for every k, each computed by the owner of `idx[k]` with
+    /// `local` on its local index (the others contribute 0): an exact gather. Collective.
+    fn gather_with(
+        &mut self,
+        idx: &[usize],
+        out: &mut [f64],
+        local: impl FnOnce(&mut dyn Backend, &[usize], &mut [f64]) -> Result<()>,
+    ) -> Result<()> {
+        self.own.clear();
+        self.pos.clear();
+        for (k, &i) in idx.iter().enumerate() {
+            if self.is_own(i) {
+                self.own.push(i - self.slice.first);
+                self.pos.push(k);
+            }
+        }
+        self.part.resize(self.own.len(), 0.0);
+        local(self.local.as_mut(), &self.own, &mut self.part)?;
+        out.iter_mut().for_each(|o| *o = 0.0);
+        for (&k, &v) in self.pos.iter().zip(&self.part) {
+            out[k] = v;
+        }
+        self.comm.sum(out)
+    }
+
+    /// The exact f64 gradient of this rank's rows at α (every rank must call it alike): the
+    /// full pass of [`crate::backend::exact`] over this rank's rows with α's points of other
+    /// ranks appended.
+    fn exact_gradient(&mut self, alpha: &ActiveSet) -> Result<Vec<f64>> {
+        self.fetch(alpha.indices())?;
+        let n = self.slice.rows;
+        let foreign: Vec<usize> = alpha
+            .indices()
+            .iter()
+            .copied()
+            .filter(|&j| !self.is_own(j))
+            .collect();
+        let extra: Vec<&OwnedRow> = foreign.iter().map(|j| &self.rows[j].0).collect();
+        let ys: Vec<f64> = foreign.iter().map(|j| self.rows[j].1).collect();
+        let ds = with_rows(self.prob.data, &extra, &ys);
+        let mut y = self.prob.y.clone();
+        y.extend_from_slice(&ys);
+        let mut p = Problem::new(&ds, y, self.prob.kernel, self.prob.c)?
+            .with_class_weights(self.prob.weights.0, self.prob.weights.1)?;
+        if self.prob.has_row_weights() {
+            let own: Vec<usize> = (0..n).collect();
+            let mut s = self.prob.row_weights_of(&own).unwrap_or_default();
+            // A foreign row's weight does not enter this rank's entries (no diagonal term).
+            s.extend(std::iter::repeat_n(1.0, foreign.len()));
+            p = p.with_row_weights(s)?;
+        }
+        let slot: HashMap<usize, usize> = foreign
+            .iter()
+            .enumerate()
+            .map(|(k, &j)| (j, n + k))
+            .collect();
+        let mut a = ActiveSet::new(n + foreign.len());
+        for (j, w) in alpha.iter() {
+            let k = if self.is_own(j) {
+                j - self.slice.first
+            } else {
+                slot[&j]
+            };
+            a.set(k, w);
+        }
+        let mut g = vec![0.0; n + foreign.len()];
+        crate::backend::exact::full_gradient(&p, &a, &mut g);
+        g.truncate(n);
+        Ok(g)
+    }
+
+    /// What this rank has sent so far.
+    pub fn traffic(&self) -> super::comm::Traffic {
+        self.comm.traffic()
+    }
+}
+
+/// `ds` with `extra` rows appended (the same layout: extra rows were copied from datasets read
+/// the same way).
+fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
+    let mut out = ds.clone();
+    match &mut out.features {
+        Features::Dense { n_features, values } => {
+            for r in extra {
+                let start = values.len();
+                values.resize(start + *n_features, 0.0);
+                r.as_row().scatter_into(&mut values[start..]);
+            }
+        }
+        Features::Sparse {
+            indptr,
+            indices,
+            values,
+            ..
+        } => {
+            for r in extra {
+                match r {
+                    OwnedRow::Sparse(ix, v) => {
+                        indices.extend_from_slice(ix);
+                        values.extend_from_slice(v);
+                    }
+                    OwnedRow::Dense(v) => {
+                        for (k, &x) in v.iter().enumerate() {
+                            if x != 0.0 {
+                                indices.push(k as u32);
+                                values.push(x);
+                            }
+                        }
+                    }
+                }
+                indptr.push(indices.len());
+            }
+        }
+    }
+    out.labels.extend_from_slice(labels);
+    out
+}
+
+impl Backend for DistBackend<'_> {
+    fn len(&self) -> usize {
+        self.slice.total
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{} ranks, rank {}: {}",
+            self.comm.size(),
+            self.comm.rank(),
+            self.local.name()
+        )
+    }
+
+    fn q_diag(&self, i: usize) -> f64 {
+        self.local.q_diag(self.local_index(i))
+    }
+
+    fn q(&self, i: usize, j: usize) -> f64 {
+        self.local.q(self.local_index(i), self.local_index(j))
+    }
+
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        self.fetch(idx)
+    }
+
+    fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        let g = self.exact_gradient(alpha)?;
+        let mut own = ActiveSet::new(self.slice.rows);
+        for (j, w) in alpha.iter().filter(|&(j, _)| self.is_own(j)) {
+            own.set(j - self.slice.first, w);
+        }
+        self.local.set_alpha_with(&own, &g)
+    }
+
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        let g = self.exact_gradient(alpha)?;
+        let mut low = [Loc::NONE_MIN];
+        for (i, &v) in g.iter().enumerate() {
+            if v < low[0].value {
+                low[0] = Loc {
+                    value: v,
+                    index: (self.slice.first + i) as u64,
+                };
+            }
+        }
+        self.comm.min_loc(&mut low)?;
+        // g on A in α's order, gathered exactly, then 2f as one process sums it.
+        let mut ga: Vec<f64> = alpha
+            .indices()
+            .iter()
+            .map(|&j| {
+                if self.is_own(j) {
+                    g[j - self.slice.first]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        self.comm.sum(&mut ga)?;
+        let f = 0.5
+            * alpha
+                .iter()
+                .zip(&ga)
+                .map(|((_, a), gi)| a * gi)
+                .sum::<f64>();
+        Ok(Some((f, 2.0 * f - low[0].value)))
+    }
+
+    fn enable_prev(&mut self) {
+        self.prev = true;
+        self.local.enable_prev();
+    }
+
+    fn update(&mut self, u: &Update) -> Result<()> {
+        let js: Vec<usize> = u.cols.iter().flatten().map(|&(j, _)| j).collect();
+        self.fetch(&js)?;
+        let mut lu = *u;
+        for c in lu.cols.iter_mut().flatten() {
+            c.0 = self.local_index(c.0);
+        }
+        self.local.update(&lu)
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        let js: Vec<usize> = cols.iter().map(|&(j, _)| j).collect();
+        self.fetch(&js)?;
+        let lc: Vec<(usize, f64)> = cols
+            .iter()
+            .map(|&(j, c)| (self.local_index(j), c))
+            .collect();
+        self.local.update_many(scale, &lc)
+    }
+
+    fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
+        // The argmin over this rank's rows, then over all ranks.
+        let lr = self.local.reduce(&ActiveSet::new(self.slice.rows))?;
+        let mut s = [if self.slice.rows == 0 || lr.s == usize::MAX {
+            Loc::NONE_MIN
+        } else {
+            Loc {
+                value: lr.g_s,
+                index: (lr.s + self.slice.first) as u64,
+            }
+        }];
+        self.comm.min_loc(&mut s)?;
+        // The active entries of g (and g⁻), gathered exactly, then the single-process loop.
+        let idx = alpha.indices().to_vec();
+        let mut g = std::mem::take(&mut self.vals);
+        g.resize(idx.len(), 0.0);
+        self.gather(&idx, &mut g)?;
+        let prev = self.prev;
+        let mut gp = vec![0.0; if prev { idx.len() } else { 0 }];
+        if prev {
+            self.gather_prev(&idx, &mut gp)?;
+        }
+        let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
+        let (mut ag, mut agp) = (0.0, 0.0);
+        for (k, (i, a)) in alpha.iter().enumerate() {
+            let gi = g[k];
+            if gi > g_v || (gi == g_v && i < v) {
+                g_v = gi;
+                v = i;
+            }
+            ag += a * gi;
+            if prev {
+                agp += a * gp[k];
+            }
+        }
+        self.vals = g;
+        let s_idx = if s[0].index == u64::MAX {
+            0
+        } else {
+            s[0].index as usize
+        };
+        // The vertices the step will evaluate Q at.
+        let mut need = vec![s_idx];
+        if v != usize::MAX {
+            need.push(v);
+        }
+        self.fetch(&need)?;
+        Ok(Reduction {
+            s: s_idx,
+            g_s: s[0].value,
+            v,
+            g_v,
+            alpha_g: ag,
+            alpha_g_prev: agp,
+        })
+    }
+
+    fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.gather_with(idx, out, |be, i, o| be.gather(i, o))
+    }
+
+    fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.gather_with(idx, out, |be, i, o| be.gather_prev(i, o))
+    }
+
+    fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.fetch(&[j])?;
+        let lj = self.local_index(j);
+        self.gather_with(idx, out, |be, i, o| be.column_entries(lj, i, o))
+    }
+
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        self.fetch(js)?;
+        let lj: Vec<usize> = js.iter().map(|&j| self.local_index(j)).collect();
+        self.local.prefetch_columns(&lj)
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.local.stats()
+    }
+}
