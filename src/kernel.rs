@@ -109,15 +109,34 @@ pub fn gamma_heuristic(ds: &Dataset, pairs: usize, seed: u64) -> f64 {
     if m < 2 {
         return 1.0 / d as f64;
     }
+    let idx = heuristic_pairs(m, pairs, seed);
+    gamma_from_pairs(idx.iter().map(|&(i, j)| (ds.row(i), ds.row(j))), pairs, d)
+}
+
+/// The `pairs` random pairs of distinct rows (of m ≥ 2) [`gamma_heuristic`] averages over.
+pub fn heuristic_pairs(m: usize, pairs: usize, seed: u64) -> Vec<(usize, usize)> {
     let mut rng = SplitMix64::new(seed ^ 0x6A09_E667_F3BC_C909);
+    (0..pairs)
+        .map(|_| {
+            let i = rng.below(m);
+            let mut j = rng.below(m - 1);
+            if j >= i {
+                j += 1;
+            }
+            (i, j)
+        })
+        .collect()
+}
+
+/// 1 / the mean squared distance of the row pairs (`pairs` of them), or 1/d when that is not a
+/// positive number.
+pub fn gamma_from_pairs<'a>(
+    rows: impl Iterator<Item = (crate::data::Row<'a>, crate::data::Row<'a>)>,
+    pairs: usize,
+    d: usize,
+) -> f64 {
     let mut sum = 0.0;
-    for _ in 0..pairs {
-        let i = rng.below(m);
-        let mut j = rng.below(m - 1);
-        if j >= i {
-            j += 1;
-        }
-        let (a, b) = (ds.row(i), ds.row(j));
+    for (a, b) in rows {
         sum += (a.sq_norm() + b.sq_norm() - 2.0 * a.dot(&b)).max(0.0);
     }
     let mean = sum / pairs as f64;

@@ -154,3 +154,50 @@ fn empty_slices_and_ranks_without_support_vectors() {
         same(&format!("rank {r} of 4 (sizes {sizes:?})"), &one, many);
     }
 }
+
+/// The model of a binary training on P ranks (γ auto, both classes weighted) is the file one
+/// process writes, byte for byte (f64 columns).
+#[test]
+fn the_distributed_model_is_the_single_process_model() {
+    use fwsvm::train::{TrainParams, train};
+    let dir = common::tempdir();
+    for (sparse, alg) in [(false, Algorithm::Partan), (true, Algorithm::Swap)] {
+        let mut ds = random_dataset(200, 6, sparse, 31);
+        // Labels 3 and 7 rather than ±1: the class order and the model's labels carry over.
+        ds.labels
+            .iter_mut()
+            .for_each(|l| *l = if *l > 0.0 { 7.0 } else { 3.0 });
+        let params = TrainParams {
+            c: 4.0,
+            class_weights: vec![(3.0, 1.5)],
+            cpu: F64,
+            solver: SolverParams {
+                algorithm: alg,
+                eps: 1e-5,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (one, _) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+        let one_path = dir.path().join("one.model");
+        one.save(&one_path).unwrap();
+        let expected = std::fs::read(&one_path).unwrap();
+        for ranks in [2, 3] {
+            let models = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, None);
+                fwsvm::dist::train::train_binary(comm, &local, slice, &params, &mut [])
+                    .unwrap()
+                    .0
+            });
+            for (r, m) in models.iter().enumerate() {
+                let p = dir.path().join(format!("r{r}.model"));
+                m.save(&p).unwrap();
+                assert_eq!(
+                    std::fs::read(&p).unwrap(),
+                    expected,
+                    "{alg}, sparse {sparse}, rank {r} of {ranks}"
+                );
+            }
+        }
+    }
+}

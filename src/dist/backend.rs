@@ -19,7 +19,7 @@ use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, Reduction, Update};
 use crate::data::{Dataset, Features, OwnedRow};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::problem::Problem;
 use std::collections::HashMap;
 
@@ -40,7 +40,6 @@ pub struct DistBackend<'a> {
     /// The rows received (global index → row, y, 1/C), for the exact starting gradient.
     rows: HashMap<usize, (OwnedRow, f64, f64)>,
     // Scratch.
-    buf: Vec<u8>,
     vals: Vec<f64>,
     own: Vec<usize>,
     pos: Vec<usize>,
@@ -68,18 +67,11 @@ impl<'a> DistBackend<'a> {
             starts,
             guests: HashMap::new(),
             rows: HashMap::new(),
-            buf: Vec::new(),
             vals: Vec::new(),
             own: Vec::new(),
             pos: Vec::new(),
             part: Vec::new(),
         })
-    }
-
-    /// The rank that owns global row j.
-    fn owner(&self, j: usize) -> usize {
-        // starts is ascending; empty ranks repeat their successor's start.
-        self.starts.partition_point(|&s| s <= j) - 1
     }
 
     /// True when global row j is this rank's.
@@ -96,38 +88,30 @@ impl<'a> DistBackend<'a> {
         }
     }
 
-    /// Makes the rows of `js` known on every rank: each one not yet known is broadcast by its
-    /// owner and given to the other ranks' local backends as a guest. Collective.
+    /// Makes the rows of `js` known on every rank: the ones not known yet come from their
+    /// owners (one broadcast per owning rank) and join the other ranks' local backends as
+    /// guests. Collective.
     pub fn fetch(&mut self, js: &[usize]) -> Result<()> {
+        let mut want: Vec<usize> = Vec::new();
         for &j in js {
-            if j >= self.slice.total {
-                return Err(Error::Backend(format!(
-                    "point {j} beyond the {} rows",
-                    self.slice.total
-                )));
+            if !self.rows.contains_key(&j) && !want.contains(&j) {
+                want.push(j);
             }
-            if self.rows.contains_key(&j) {
-                continue;
-            }
-            let root = self.owner(j);
-            self.buf.clear();
-            if root == self.comm.rank() {
-                let i = j - self.slice.first;
-                let (y, inv_c) = (self.prob.y[i], self.prob.inv_c(i));
-                self.buf.extend_from_slice(&y.to_le_bytes());
-                self.buf.extend_from_slice(&inv_c.to_le_bytes());
-                OwnedRow::from(self.prob.data.row(i)).to_bytes(&mut self.buf);
-            }
-            self.comm.broadcast(root, &mut self.buf)?;
-            let bad = || Error::Backend(format!("row {j} arrived damaged"));
-            let word = |k: usize| -> Result<f64> {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(self.buf.get(k..k + 8).ok_or_else(bad)?);
-                Ok(f64::from_le_bytes(w))
-            };
-            let (y, inv_c) = (word(0)?, word(8)?);
-            let (row, _) = OwnedRow::from_bytes(&self.buf[16..]).ok_or_else(bad)?;
-            if root != self.comm.rank() {
+        }
+        if want.is_empty() {
+            return Ok(());
+        }
+        let prob = self.prob;
+        let got = super::exchange::exchange_rows(
+            self.comm,
+            prob.data,
+            self.slice.first,
+            &self.starts,
+            &want,
+            &|i| [prob.y[i], prob.inv_c(i)],
+        )?;
+        for (&j, (row, [y, inv_c])) in want.iter().zip(got) {
+            if !self.is_own(j) {
                 let k = self.local.add_guest(row.as_row(), y, inv_c)?;
                 self.guests.insert(j, k);
             }
@@ -215,7 +199,7 @@ impl<'a> DistBackend<'a> {
 
 /// `ds` with `extra` rows appended (the same layout: extra rows were copied from datasets read
 /// the same way).
-fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
+pub(super) fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
     let mut out = ds.clone();
     match &mut out.features {
         Features::Dense { n_features, values } => {

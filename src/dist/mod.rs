@@ -35,6 +35,8 @@
 
 pub mod backend;
 pub mod comm;
+pub mod exchange;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod slice;
+pub mod train;
