@@ -135,10 +135,106 @@ fn a_bad_line_ends_every_rank() {
     assert!(!out.status.success());
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Every rank reports the file and line (the ranks' lines may interleave on the pipe).
+    assert_eq!(stderr.matches("bad.txt:41:").count(), 4, "{stderr}");
     for r in 0..4 {
-        assert!(
-            stderr.contains(&format!("rank {r}: ")) && stderr.contains("bad.txt:41:"),
-            "{stderr}"
-        );
+        assert!(stderr.contains(&format!("rank {r}")), "{stderr}");
     }
+}
+
+fn fwsvm_under_mpirun(np: usize, args: &[&std::ffi::OsStr]) -> Option<Output> {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs the MPI tests: install Open MPI"
+        );
+        common::skip("mpirun not found");
+        return None;
+    }
+    Some(
+        Command::new("mpirun")
+            .args(["--oversubscribe", "-np", &np.to_string()])
+            .arg(env!("CARGO_BIN_EXE_fwsvm"))
+            .args(args)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap(),
+    )
+}
+
+/// `mpirun -np P fwsvm train --precision f64` writes the model `fwsvm train` writes in one
+/// process, byte for byte, for a compressed and a plain file (γ auto).
+#[test]
+fn train_under_mpirun_writes_the_single_process_model() {
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let plain = dir.path().join("heart.txt");
+    let ds = fwsvm::data::read_libsvm(&heart).unwrap();
+    let mut f = std::fs::File::create(&plain).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
+    drop(f);
+    for data in [&heart, &plain] {
+        for alg in ["partan", "swap", "cvm"] {
+            let one = dir.path().join(format!("one-{alg}.model"));
+            let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+                .args(["train", "-q", "--precision", "f64", "-a", alg])
+                .arg(data)
+                .arg(&one)
+                .status()
+                .unwrap();
+            assert!(st.success());
+            for np in [2, 4] {
+                let many = dir.path().join(format!("{np}-{alg}.model"));
+                let args: Vec<&std::ffi::OsStr> = vec![
+                    "train".as_ref(),
+                    "-q".as_ref(),
+                    "--precision".as_ref(),
+                    "f64".as_ref(),
+                    "-a".as_ref(),
+                    alg.as_ref(),
+                    data.as_os_str(),
+                    many.as_os_str(),
+                ];
+                let Some(out) = fwsvm_under_mpirun(np, &args) else {
+                    return;
+                };
+                assert!(out.status.success(), "{out:?}");
+                assert_eq!(
+                    std::fs::read(&many).unwrap(),
+                    std::fs::read(&one).unwrap(),
+                    "{alg} on {np} ranks, {}",
+                    data.display()
+                );
+            }
+        }
+    }
+}
+
+/// A malformed line in one rank's slice ends the whole job: exit 2, the file and line on every
+/// rank, no model written.
+#[test]
+fn train_under_mpirun_stops_on_a_bad_line() {
+    let dir = common::tempdir();
+    let bad = dir.path().join("bad.txt");
+    let mut text = String::new();
+    for i in 0..60 {
+        text.push_str(&format!(
+            "{} 1:{} 2:{}\n",
+            if i % 2 == 0 { 1 } else { -1 },
+            i,
+            60 - i
+        ));
+    }
+    text.push_str("+1 1:0.5 2:x\n");
+    std::fs::write(&bad, text).unwrap();
+    let model = dir.path().join("bad.model");
+    let args: Vec<&std::ffi::OsStr> = vec!["train".as_ref(), bad.as_os_str(), model.as_os_str()];
+    let Some(out) = fwsvm_under_mpirun(2, &args) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("bad.txt:61:").count(), 2, "{stderr}");
+    assert!(!model.exists());
 }

@@ -497,6 +497,10 @@ fn cross_validation(
 
 /// Runs `fwsvm train`.
 pub fn run(args: TrainArgs) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if launched_by_mpirun() {
+        return run_distributed(args);
+    }
     let a = &args.opts;
     let model_path = args
         .model
@@ -562,6 +566,113 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     if let (Some(test), Some(path)) = (&test, &args.test) {
         score_test(&params, &model, test, path, a.quiet)?;
+    }
+    Ok(())
+}
+
+/// True when this process is one of several an MPI launcher started (`mpirun -np P` with
+/// P > 1: Open MPI's or MPICH's environment says so).
+#[cfg(feature = "mpi")]
+fn launched_by_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].iter().any(|v| {
+        std::env::var(v)
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .is_some_and(|n| n > 1)
+    })
+}
+
+/// `mpirun -np P fwsvm train …`: each rank reads its slice of the training file, the solver
+/// runs on every rank over the distributed backend (see `fwsvm::dist`), rank 0 checks the
+/// output paths, writes the model and reports (with the messages and bytes each iteration
+/// sent); an error on any rank ends every rank with its message.
+#[cfg(feature = "mpi")]
+fn run_distributed(args: TrainArgs) -> Result<()> {
+    use crate::dist::comm::{Comm, agree};
+    let comm = crate::dist::mpi::MpiComm::init()?;
+    let a = &args.opts;
+    let root = comm.rank() == 0;
+    let model_path = args
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model_path(&args.train));
+    let refused = [
+        (args.cv.is_some(), "-v (cross-validation)"),
+        (a.probability, "-b 1 (probabilities)"),
+        (args.trace.is_some(), "--trace"),
+        (
+            args.test.is_some(),
+            "--test (predict with the model afterwards)",
+        ),
+        (
+            a.data.format != crate::data::Format::Libsvm,
+            "--format other than libsvm",
+        ),
+        (args.backend == BackendArg::Gpu, "--backend gpu"),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+        return Err(Error::param(format!(
+            "{what} is not distributed over ranks yet: run it in one process"
+        )));
+    }
+    let files = if root {
+        RunFiles::new()
+            .input("training data", &args.train)
+            .output("model file", &model_path)
+            .check()
+    } else {
+        Ok(())
+    };
+    agree(&comm, files)?;
+    set_threads(a.threads, a.quiet || !root);
+    let t0 = Instant::now();
+    let (local, slice) = crate::dist::slice::read_libsvm_slice(&args.train, &comm)?;
+    let quiet = a.quiet || !root;
+    if !quiet {
+        eprintln!(
+            "fwsvm: {} ranks; {} rows ({} on rank 0), read in {:.2}s; {} on each rank's CPU",
+            comm.size(),
+            slice.total,
+            slice.rows,
+            t0.elapsed().as_secs_f64(),
+            a.algorithm()
+        );
+    }
+    let params = a.params(crate::backend::Device::Cpu);
+    let before = comm.traffic();
+    let mut progress = ProgressLine::new("rank 0".into(), quiet);
+    let mut obs: Vec<&mut dyn Observer> = Vec::new();
+    if let Some(p) = progress.as_mut() {
+        obs.push(p);
+    }
+    let trained = crate::dist::train::train_binary(&comm, &local, slice, &params, &mut obs);
+    let (model, result) = agree(&comm, trained)?;
+    let sent = comm.traffic().since(&before);
+    let saved = if root {
+        model.save(&model_path)
+    } else {
+        Ok(())
+    };
+    agree(&comm, saved)?;
+    if !quiet {
+        let it = result.iterations.max(1) as f64;
+        eprintln!(
+            "fwsvm: {}: iterations {}, SVs {}, certified gap {:.3e}, {:.2}s (+{:.2}s certify), \
+             stop: {}; rank 0 sent {} messages, {} bytes ({:.1} messages, {:.0} bytes per \
+             iteration)",
+            a.algorithm(),
+            result.iterations,
+            model.total_sv(),
+            result.certified_gap.unwrap_or(result.gap),
+            result.seconds,
+            result.certify_seconds,
+            result.stop,
+            sent.messages,
+            sent.bytes,
+            sent.messages as f64 / it,
+            sent.bytes as f64 / it
+        );
+        eprintln!("fwsvm: model written to {}", model_path.display());
     }
     Ok(())
 }
