@@ -982,6 +982,31 @@ fn bench_scale() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("`1.5`"));
+    // Over ranks (threads of the process): the same iterates, the traffic counted.
+    let out = fwsvm()
+        .args(["bench", "scale", "-q", "--backend", "cpu", "--rows", "2000"])
+        .args(["--ranks", "1,2", "--test-rows", "300", "--out"])
+        .arg(dir.path().join("ranks"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let md = String::from_utf8_lossy(&out);
+    let row = |r: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| 2000 | {r} |")))
+            .unwrap_or_else(|| panic!("{md}"))
+            .split('|')
+            .map(str::trim)
+            .collect::<Vec<_>>()
+    };
+    let (one, two) = (row("1"), row("2"));
+    // iterations, SVs, gap and accuracy agree; rank 0 of two sent messages.
+    assert_eq!(one[4..8], two[4..8], "{md}");
+    assert!(two[9].parse::<f64>().unwrap() > 0.0, "{md}");
+    let csv = std::fs::read_to_string(dir.path().join("ranks/scale.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
 }
 
 // ---------------------------------------------------------------------------------------------

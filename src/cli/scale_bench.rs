@@ -21,6 +21,10 @@ pub struct ScaleBenchArgs {
     /// Training rows m, comma-separated (1e5 style accepted).
     #[arg(long, value_delimiter = ',', default_value = "1e4,3e4,1e5,3e5,1e6")]
     rows: Vec<String>,
+    /// Rank counts, comma-separated: each size is also trained over P ranks played by threads
+    /// of this process (the distributed run's overhead, traffic and per-rank memory; CPU).
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = super::common::parse_count::<usize>)]
+    ranks: Vec<usize>,
     /// Algorithm.
     #[arg(short = 'a', long, default_value = "partan")]
     algorithm: String,
@@ -173,6 +177,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             shrink: None,
             ..TrainParams::default()
         },
+        ranks: a.ranks.clone(),
     };
     let mut hooks = CliHooks {
         quiet: a.quiet,

@@ -21,6 +21,10 @@ pub struct ScalePlan {
     pub test_rows: usize,
     /// Training settings (the solver's seed is `seed`).
     pub params: TrainParams,
+    /// Rank counts: 1 trains in this process as `fwsvm train` does; P > 1 trains over P
+    /// ranks played by threads of this process (`fwsvm::dist`, CPU backend), which shows the
+    /// distributed run's overhead, traffic and per-rank memory on this machine.
+    pub ranks: Vec<usize>,
 }
 
 /// One size's outcome.
@@ -42,6 +46,15 @@ pub struct SizeRun {
     pub accuracy: f64,
     /// Why it stopped.
     pub stop: StopReason,
+    /// Ranks it ran on.
+    pub ranks: usize,
+    /// Messages rank 0 sent per iteration (0 on one rank).
+    pub messages_per_iteration: f64,
+    /// Bytes rank 0 sent per iteration.
+    pub bytes_per_iteration: f64,
+    /// Feature and gradient bytes held by the largest rank (its rows' values and indices, g
+    /// and g⁻: what grows with m/P).
+    pub bytes_per_rank: u64,
 }
 
 /// What the caller of [`run_scale`] supplies: progress and what happens after each size.
@@ -62,44 +75,132 @@ pub fn run_scale(plan: &ScalePlan, hooks: &mut dyn ScaleHooks) -> Result<Vec<Siz
     let test = checkerboard(plan.test_rows.max(1), plan.board, plan.seed + 1);
     let mut params = plan.params.clone();
     params.solver.seed = plan.seed;
-    let mut runs = Vec::with_capacity(plan.rows.len());
-    for (k, &m) in plan.rows.iter().enumerate() {
+    let ranks: Vec<usize> = if plan.ranks.is_empty() {
+        vec![1]
+    } else {
+        plan.ranks.clone()
+    };
+    if ranks.iter().any(|&r| r > 1) && !matches!(params.device, crate::backend::Device::Cpu) {
+        return Err(Error::param(
+            "--ranks above 1 run on the CPU backend: use --backend cpu".into(),
+        ));
+    }
+    let total = plan.rows.len() * ranks.len();
+    let mut runs = Vec::with_capacity(total);
+    for &m in &plan.rows {
         let ds = checkerboard(m, plan.board, plan.seed);
         if crate::train::class_order(&ds).len() < 2 {
             return Err(Error::param(format!(
                 "{m} rows hold a single class; use more rows"
             )));
         }
-        let label = format!("[{}/{}] m = {m}", k + 1, plan.rows.len());
-        let mut obs = |_: &PairInfo| hooks.observers(&label);
-        let (model, reports) = train(&ds, &params, &mut obs)?;
-        if crate::interrupt::requested() {
-            return Err(Error::Interrupted(format!(
-                "the scale bench stopped at {m} rows; the finished sizes are kept"
-            )));
+        for &r in &ranks {
+            let label = format!("[{}/{total}] m = {m}, {r} rank(s)", runs.len() + 1);
+            let run = if r <= 1 {
+                let mut obs = |_: &PairInfo| hooks.observers(&label);
+                one_process(&ds, &params, &test, &mut obs)?
+            } else {
+                over_ranks(&ds, &params, &test, r)?
+            };
+            if crate::interrupt::requested() {
+                return Err(Error::Interrupted(format!(
+                    "the scale bench stopped at {m} rows; the finished sizes are kept"
+                )));
+            }
+            runs.push(run);
+            hooks.finished(&runs)?;
         }
-        let r = &reports[0].result;
-        let accuracy = super::test_accuracy(&params.device, &model, &test)?;
-        runs.push(SizeRun {
-            m,
-            seconds: r.seconds,
-            certify_seconds: r.certify_seconds,
-            iterations: r.iterations,
-            svs: r.alpha.len(),
-            gap: r.certified_gap.unwrap_or(r.gap),
-            accuracy,
-            stop: r.stop,
-        });
-        hooks.finished(&runs)?;
     }
     Ok(runs)
 }
 
-/// (log₁₀ m, log₁₀ seconds) of the runs that converged in a positive time: what the exponent
-/// is fitted to.
+/// Feature and gradient bytes of `rows` rows of `ds` (values and CSR indices, g and g⁻).
+fn held_bytes(ds: &crate::data::Dataset, rows: usize) -> u64 {
+    let per_row = if ds.is_dense() {
+        4 * ds.n_features()
+    } else {
+        8 * ds.nnz() / ds.len().max(1) + 8
+    };
+    (rows * (per_row + 16)) as u64
+}
+
+/// One size trained in this process.
+fn one_process(
+    ds: &crate::data::Dataset,
+    params: &TrainParams,
+    test: &crate::data::Dataset,
+    obs: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<SizeRun> {
+    let (model, reports) = train(ds, params, obs)?;
+    let r = &reports[0].result;
+    Ok(SizeRun {
+        m: ds.len(),
+        seconds: r.seconds,
+        certify_seconds: r.certify_seconds,
+        iterations: r.iterations,
+        svs: r.alpha.len(),
+        gap: r.certified_gap.unwrap_or(r.gap),
+        accuracy: super::test_accuracy(&params.device, &model, test)?,
+        stop: r.stop,
+        ranks: 1,
+        messages_per_iteration: 0.0,
+        bytes_per_iteration: 0.0,
+        bytes_per_rank: held_bytes(ds, ds.len()),
+    })
+}
+
+/// One size trained over `ranks` ranks played by threads ([`crate::dist::train::train_binary`]).
+fn over_ranks(
+    ds: &crate::data::Dataset,
+    params: &TrainParams,
+    test: &crate::data::Dataset,
+    ranks: usize,
+) -> Result<SizeRun> {
+    use crate::dist::comm::{Comm, on_threads};
+    let m = ds.len();
+    let out = on_threads(ranks, |comm| {
+        let (a, b) = crate::dist::slice::share(m as u64, comm.rank(), comm.size());
+        let rows: Vec<usize> = (a as usize..b as usize).collect();
+        let local = ds.subset(&rows);
+        let slice = crate::dist::slice::RowSlice {
+            first: a as usize,
+            rows: rows.len(),
+            total: m,
+        };
+        crate::dist::train::train_binary(comm, &local, slice, params, &mut [])
+            .map(|(model, r)| (model, r, comm.traffic(), held_bytes(ds, rows.len())))
+    });
+    let mut out = out.into_iter();
+    let (model, r, traffic, bytes) = out
+        .next()
+        .ok_or_else(|| Error::Backend("no rank ran".into()))??;
+    let mut largest = bytes;
+    for o in out {
+        largest = largest.max(o?.3);
+    }
+    let it = r.iterations.max(1) as f64;
+    Ok(SizeRun {
+        m,
+        seconds: r.seconds,
+        certify_seconds: r.certify_seconds,
+        iterations: r.iterations,
+        svs: r.alpha.len(),
+        gap: r.certified_gap.unwrap_or(r.gap),
+        accuracy: super::test_accuracy(&crate::backend::Device::Cpu, &model, test)?,
+        stop: r.stop,
+        ranks,
+        messages_per_iteration: traffic.messages as f64 / it,
+        bytes_per_iteration: traffic.bytes as f64 / it,
+        bytes_per_rank: largest,
+    })
+}
+
+/// (log₁₀ m, log₁₀ seconds) of the runs on the first rank count that converged in a positive
+/// time: what the exponent is fitted to.
 pub fn log_points(runs: &[SizeRun]) -> Vec<(f64, f64)> {
+    let first = runs.first().map_or(1, |r| r.ranks);
     runs.iter()
-        .filter(|r| r.stop == StopReason::Converged && r.seconds > 0.0)
+        .filter(|r| r.ranks == first && r.stop == StopReason::Converged && r.seconds > 0.0)
         .map(|r| ((r.m as f64).log10(), r.seconds.log10()))
         .collect()
 }
@@ -125,13 +226,26 @@ pub fn fit_line(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
 
 /// The runs as CSV.
 pub fn csv(runs: &[SizeRun]) -> String {
-    let mut csv =
-        String::from("m,seconds,certify_seconds,iterations,svs,certified_gap,accuracy,stop\n");
+    let mut csv = String::from(
+        "m,seconds,certify_seconds,iterations,svs,certified_gap,accuracy,stop,ranks,\
+         messages_per_iteration,bytes_per_iteration,bytes_per_rank\n",
+    );
     for r in runs {
         let _ = writeln!(
             csv,
-            "{},{:.4},{:.4},{},{},{:.4e},{:.4},\"{}\"",
-            r.m, r.seconds, r.certify_seconds, r.iterations, r.svs, r.gap, r.accuracy, r.stop
+            "{},{:.4},{:.4},{},{},{:.4e},{:.4},\"{}\",{},{:.2},{:.0},{}",
+            r.m,
+            r.seconds,
+            r.certify_seconds,
+            r.iterations,
+            r.svs,
+            r.gap,
+            r.accuracy,
+            r.stop,
+            r.ranks,
+            r.messages_per_iteration,
+            r.bytes_per_iteration,
+            r.bytes_per_rank
         );
     }
     csv
@@ -140,6 +254,7 @@ pub fn csv(runs: &[SizeRun]) -> String {
 /// The Markdown report: the settings, one row per size, the fitted exponent.
 pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
     let p = &plan.params;
+    let distributed = plan.ranks.iter().any(|&r| r > 1);
     let gamma = match p.gamma {
         Gamma::Value(g) => g.to_string(),
         Gamma::Auto => "auto".into(),
@@ -147,7 +262,7 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "# fwsvm bench scale\n\n{alg}, checkerboard {board}×{board}, RBF γ = {gamma}, C = {c}, ε = {eps:e}, rel-eps {rel}{sample}, {device}; test: {test} rows (seed {tseed}). Seconds = solver time (initialisation + iterations).\n\n| m | seconds | iterations | SVs | {gap} | test acc. % | stop |\n|---|---|---|---|---|---|---|",
+        "# fwsvm bench scale\n\n{alg}, checkerboard {board}×{board}, RBF γ = {gamma}, C = {c}, ε = {eps:e}, rel-eps {rel}{sample}, {device}; test: {test} rows (seed {tseed}). Seconds = solver time (initialisation + iterations).{ranks_note}\n\n| m |{ranks_head} seconds | iterations | SVs | {gap} | test acc. % | stop |{traffic_head}\n|---|{ranks_rule}---|---|---|---|---|---|{traffic_rule}",
         alg = p.solver.algorithm,
         board = plan.board,
         c = p.c,
@@ -165,12 +280,39 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
             "certified gap"
         } else {
             "gap (solver's own, --no-certify)"
-        }
+        },
+        ranks_note = if distributed {
+            " Ranks above 1 are threads of this process training over `fwsvm::dist` (the \
+             figures show the distributed run's overhead, traffic and per-rank memory on these \
+             cores, not a speed-up); messages and bytes are rank 0's per iteration, bytes per \
+             rank the largest rank's feature and gradient bytes."
+        } else {
+            ""
+        },
+        ranks_head = if distributed { " ranks |" } else { "" },
+        ranks_rule = if distributed { "---|" } else { "" },
+        traffic_head = if distributed {
+            " messages/it | bytes/it | bytes/rank |"
+        } else {
+            ""
+        },
+        traffic_rule = if distributed { "---|---|---|" } else { "" },
     );
     for r in runs {
+        let (ranks, traffic) = if distributed {
+            (
+                format!(" {} |", r.ranks),
+                format!(
+                    " {:.1} | {:.0} | {} |",
+                    r.messages_per_iteration, r.bytes_per_iteration, r.bytes_per_rank
+                ),
+            )
+        } else {
+            (String::new(), String::new())
+        };
         let _ = writeln!(
             md,
-            "| {} | {:.2} | {} | {} | {:.2e} | {:.2} | {} |",
+            "| {} |{ranks} {:.2} | {} | {} | {:.2e} | {:.2} | {} |{traffic}",
             r.m,
             r.seconds,
             r.iterations,
@@ -189,8 +331,13 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
         Some((b, _)) => {
             let _ = writeln!(
                 md,
-                "\nLeast-squares fit over the {} converged runs: seconds ∝ m^{b:.2}.",
-                pts.len()
+                "\nLeast-squares fit over the {} converged runs{}: seconds ∝ m^{b:.2}.",
+                pts.len(),
+                if distributed {
+                    format!(" on {} rank(s)", runs.first().map_or(1, |r| r.ranks))
+                } else {
+                    String::new()
+                }
             );
         }
         None => {
