@@ -185,7 +185,7 @@ fn the_distributed_model_is_the_single_process_model() {
         for ranks in [2, 3] {
             let models = on_threads(ranks, |comm| {
                 let (local, slice) = slice_of(&ds, comm, None);
-                fwsvm::dist::train::train_binary(comm, &local, slice, &params, &mut [])
+                fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
                     .unwrap()
                     .0
             });
@@ -198,6 +198,56 @@ fn the_distributed_model_is_the_single_process_model() {
                     "{alg}, sparse {sparse}, rank {r} of {ranks}"
                 );
             }
+        }
+    }
+}
+
+/// One-versus-one over ranks: each class pair trained over all ranks on its rows; the model
+/// file equals one process's (three classes, one of them weighted).
+#[test]
+fn one_versus_one_over_ranks_is_the_single_process_model() {
+    use fwsvm::train::{TrainParams, train};
+    let dir = common::tempdir();
+    let mut ds = random_dataset(210, 4, false, 41);
+    // Three classes by the first feature's third, interleaved along the rows.
+    for i in 0..ds.len() {
+        let mut x = vec![0.0; ds.n_features()];
+        ds.row(i).scatter_f64(&mut x);
+        ds.labels[i] = if x[0] < -0.3 {
+            2.0
+        } else if x[0] < 0.3 {
+            5.0
+        } else {
+            9.0
+        };
+    }
+    let params = TrainParams {
+        c: 2.0,
+        class_weights: vec![(5.0, 2.0)],
+        cpu: F64,
+        solver: SolverParams {
+            algorithm: Algorithm::Partan,
+            eps: 1e-5,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (one, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    assert_eq!(reports.len(), 3, "three class pairs");
+    let one_path = dir.path().join("one.model");
+    one.save(&one_path).unwrap();
+    let expected = std::fs::read(&one_path).unwrap();
+    for ranks in [2, 3] {
+        let models = on_threads(ranks, |comm| {
+            let (local, slice) = slice_of(&ds, comm, None);
+            fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+                .unwrap()
+                .0
+        });
+        for (r, m) in models.iter().enumerate() {
+            let p = dir.path().join(format!("r{r}.model"));
+            m.save(&p).unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), expected, "rank {r} of {ranks}");
         }
     }
 }

@@ -645,8 +645,8 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     if let Some(p) = progress.as_mut() {
         obs.push(p);
     }
-    let trained = crate::dist::train::train_binary(&comm, &local, slice, &params, &mut obs);
-    let (model, result) = agree(&comm, trained)?;
+    let trained = crate::dist::train::train_model(&comm, &local, slice, &params, &mut obs);
+    let (model, results) = agree(&comm, trained)?;
     let sent = comm.traffic().since(&before);
     let saved = if root {
         model.save(&model_path)
@@ -655,18 +655,29 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     };
     agree(&comm, saved)?;
     if !quiet {
-        let it = result.iterations.max(1) as f64;
+        let iterations: u64 = results.iter().map(|r| r.iterations).sum();
+        let it = iterations.max(1) as f64;
+        let gap = results
+            .iter()
+            .map(|r| r.certified_gap.unwrap_or(r.gap))
+            .fold(0.0, f64::max);
+        let stop = results
+            .iter()
+            .map(|r| r.stop)
+            .find(|s| *s != crate::solver::StopReason::Converged)
+            .unwrap_or(crate::solver::StopReason::Converged);
         eprintln!(
-            "fwsvm: {}: iterations {}, SVs {}, certified gap {:.3e}, {:.2}s (+{:.2}s certify), \
-             stop: {}; rank 0 sent {} messages, {} bytes ({:.1} messages, {:.0} bytes per \
-             iteration)",
+            "fwsvm: {}: {} class pair(s), iterations {}, SVs {}, largest certified gap {:.3e}, \
+             {:.2}s (+{:.2}s certify), stop: {}; rank 0 sent {} messages, {} bytes ({:.1} \
+             messages, {:.0} bytes per iteration)",
             a.algorithm(),
-            result.iterations,
+            results.len(),
+            iterations,
             model.total_sv(),
-            result.certified_gap.unwrap_or(result.gap),
-            result.seconds,
-            result.certify_seconds,
-            result.stop,
+            gap,
+            results.iter().map(|r| r.seconds).sum::<f64>(),
+            results.iter().map(|r| r.certify_seconds).sum::<f64>(),
+            stop,
             sent.messages,
             sent.bytes,
             sent.messages as f64 / it,

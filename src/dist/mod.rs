@@ -29,9 +29,13 @@
 //! iterate, the final α and the certified figures against one process, bit for bit (f64
 //! columns), an empty slice and a rank without support vectors included.
 //!
-//! Still to come (see the note): the model gathered on rank 0 and the CLI under
-//! mpirun; sparse FW and SimpleSVM (marked reductions), deduplicated rows and the GPU as local
-//! backends; cross-validation, grid and one-versus-one over ranks; `bench scale --ranks`.
+//! [`train::train_model`] trains the model (binary, or one-versus-one with each pair over all
+//! ranks) and gathers its support vectors; `mpirun -np P fwsvm train` runs it (feature `mpi`),
+//! `fwsvm bench scale --ranks` on threads.
+//!
+//! Still to come (see the note): sparse FW and SimpleSVM (marked reductions), sampled
+//! iterations, shrinking, deduplicated rows and the GPU as local backends; cross-validation
+//! and the grid over ranks.
 
 pub mod backend;
 pub mod comm;

@@ -74,17 +74,20 @@ pub fn gamma_heuristic(
     ))
 }
 
-/// Trains the binary model of the rows every rank holds a slice of (`local`, global rows
-/// `slice`) with `params` on this rank's CPU; every rank must call it, and every rank returns
-/// the same model and result. FW variants and the CVM; one-versus-one, sampled iterations,
-/// sample weights, working-set shrinking and GPUs per rank are not distributed yet (refused).
-pub fn train_binary(
+/// Trains the model of the rows every rank holds a slice of (`local`, global rows `slice`)
+/// with `params` on this rank's CPU: the binary problem, or one-versus-one with each class pair
+/// trained over all ranks on the pair's rows (a pair's rows stay where they are, so no data
+/// moves and every rank works on every pair); every rank must call it, and every rank returns
+/// the same model and the pairs' results. FW variants and the CVM; sampled iterations, sample
+/// weights, one-class training, working-set shrinking and GPUs per rank are not distributed
+/// yet (refused).
+pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
     slice: RowSlice,
     params: &TrainParams,
     observers: &mut [&mut dyn Observer],
-) -> Result<(Model, SolveResult)> {
+) -> Result<(Model, Vec<SolveResult>)> {
     let params = params.check()?;
     let alg = params.solver.algorithm;
     let refuse = |what: &str| {
@@ -108,15 +111,11 @@ pub fn train_binary(
         return refuse("a GPU per rank");
     }
     let labels = class_order(comm, local)?;
-    match labels.len() {
-        2 => {}
-        n if n < 2 => {
-            return Err(Error::param(format!(
-                "the training data have one class ({}); at least two are needed",
-                labels.first().copied().unwrap_or(f64::NAN)
-            )));
-        }
-        n => return refuse(&format!("one-versus-one training ({n} classes)")),
+    if labels.len() < 2 {
+        return Err(Error::param(format!(
+            "the training data have one class ({}); at least two are needed",
+            labels.first().copied().unwrap_or(f64::NAN)
+        )));
     }
     let firsts = comm.gather_all(slice.first as u64)?;
     let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
@@ -130,57 +129,99 @@ pub fn train_binary(
                 .resolve_kernel(local)?
         }
     };
-    let y: Vec<f64> = local
-        .labels
-        .iter()
-        .map(|&l| if l == labels[0] { 1.0 } else { -1.0 })
-        .collect();
-    let prob = crate::problem::Problem::new(local, y, kernel, params.c)?.with_class_weights(
-        params.class_weight_of(labels[0]),
-        params.class_weight_of(labels[1]),
-    )?;
-    let be = crate::backend::cpu::cpu_backend(&prob, params.cpu);
-    let mut dist = DistBackend::new(comm, &prob, be, slice)?;
-    let result = solve(&prob, &mut dist, &params.solver, observers)?;
-    // The model as train's binary pair builds it: ρ = −Σ α_i y_i in α's order, the support
-    // vectors by class and then by row.
-    let sv: Vec<usize> = result.alpha.indices().to_vec();
-    let got = exchange_rows(comm, local, slice.first, &starts, &sv, &|i| {
-        [prob.y[i], 0.0]
-    })?;
-    let y_of = |j: usize| got[sv.iter().position(|&s| s == j).unwrap_or(0)].1[0];
-    let mut rho = 0.0;
-    for (j, a) in result.alpha.iter() {
-        rho -= a * y_of(j);
+    let k = labels.len();
+    let class_of = |l: f64| labels.iter().position(|&c| c == l).unwrap_or(0);
+    // Per class, its support vectors by global row: (row, coefficients against the others).
+    let mut coef: Vec<std::collections::BTreeMap<usize, (crate::data::OwnedRow, Vec<f64>)>> =
+        vec![Default::default(); k];
+    let (mut rho, mut results) = (Vec::new(), Vec::new());
+    for a in 0..k {
+        for b in a + 1..k {
+            // The pair's rows on this rank, and where they stand among the pair's rows of all
+            // ranks (the numbering one process gives the pair's sub-problem).
+            let rows: Vec<usize> = (0..local.len())
+                .filter(|&i| matches!(class_of(local.labels[i]), c if c == a || c == b))
+                .collect();
+            let (sub, pair_slice) = if k == 2 {
+                (None, slice)
+            } else {
+                let counts = comm.gather_all(rows.len() as u64)?;
+                let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
+                let total: usize = counts.iter().map(|&c| c as usize).sum();
+                let slice = RowSlice {
+                    first,
+                    rows: rows.len(),
+                    total,
+                };
+                (Some(local.subset(&rows)), slice)
+            };
+            let data = sub.as_ref().unwrap_or(local);
+            let y: Vec<f64> = data
+                .labels
+                .iter()
+                .map(|&l| if class_of(l) == a { 1.0 } else { -1.0 })
+                .collect();
+            let prob = crate::problem::Problem::new(data, y, kernel, params.c)?
+                .with_class_weights(
+                    params.class_weight_of(labels[a]),
+                    params.class_weight_of(labels[b]),
+                )?;
+            let be = crate::backend::cpu::cpu_backend(&prob, params.cpu);
+            let mut dist = DistBackend::new(comm, &prob, be, pair_slice)?;
+            let result = solve(&prob, &mut dist, &params.solver, observers)?;
+            drop(dist);
+            // The support vectors' rows, labels and global rows, from their ranks.
+            let pair_firsts = comm.gather_all(pair_slice.first as u64)?;
+            let mut pair_starts: Vec<usize> = pair_firsts.iter().map(|&f| f as usize).collect();
+            pair_starts.push(pair_slice.total);
+            let sv: Vec<usize> = result.alpha.indices().to_vec();
+            let global = |i: usize| (slice.first + if k == 2 { i } else { rows[i] }) as f64;
+            let got = exchange_rows(comm, data, pair_slice.first, &pair_starts, &sv, &|i| {
+                [prob.y[i], global(i)]
+            })?;
+            let mut r = 0.0;
+            for (t, (j, al)) in result.alpha.iter().enumerate() {
+                debug_assert_eq!(sv[t], j);
+                let (row, [yi, gi]) = &got[t];
+                r -= al * yi;
+                let c = if *yi > 0.0 { a } else { b };
+                let other = if c == a { b } else { a };
+                let slot = if other > c { other - 1 } else { other };
+                let entry = coef[c]
+                    .entry(*gi as usize)
+                    .or_insert_with(|| (row.clone(), vec![0.0; k - 1]));
+                entry.1[slot] = al * yi;
+            }
+            rho.push(result.rho.unwrap_or(r));
+            results.push(result);
+        }
     }
-    let rho = result.rho.unwrap_or(rho);
-    let mut order: Vec<(usize, usize)> = sv
-        .iter()
-        .enumerate()
-        .map(|(k, &j)| (if got[k].1[0] > 0.0 { 0 } else { 1 }, j))
-        .collect();
-    order.sort_unstable();
-    let mut nr_sv = vec![0; 2];
-    let (mut rows, mut sv_labels, mut coef, mut sv_rows) = (vec![], vec![], vec![], vec![]);
-    for &(c, j) in &order {
-        let k = sv.iter().position(|&s| s == j).unwrap_or(0);
-        nr_sv[c] += 1;
-        rows.push(&got[k].0);
-        sv_labels.push(labels[c]);
-        coef.push(result.alpha.get(j) * got[k].1[0]);
-        sv_rows.push(j);
+    // The model as train::train builds it: SVs by class in label order, each class's by row.
+    let mut nr_sv = vec![0; k];
+    let mut sv_coef = vec![Vec::new(); k - 1];
+    let (mut sv_rows_data, mut sv_labels, mut sv_rows) = (Vec::new(), Vec::new(), Vec::new());
+    for (c, rows) in coef.iter().enumerate() {
+        for (&gi, (row, cs)) in rows {
+            sv_rows.push(gi);
+            sv_rows_data.push(row);
+            sv_labels.push(labels[c]);
+            for (t, v) in cs.iter().enumerate() {
+                sv_coef[t].push(*v);
+            }
+            nr_sv[c] += 1;
+        }
     }
     let model = Model {
         kernel,
         labels,
         nr_sv,
-        sv: super::backend::with_rows(&local.subset(&[]), &rows, &sv_labels),
-        sv_coef: vec![coef],
-        rho: vec![rho],
+        sv: super::backend::with_rows(&local.subset(&[]), &sv_rows_data, &sv_labels),
+        sv_coef,
+        rho,
         prob_a: Vec::new(),
         prob_b: Vec::new(),
         one_class: false,
         sv_rows,
     };
-    Ok((model, result))
+    Ok((model, results))
 }

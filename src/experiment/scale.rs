@@ -149,7 +149,7 @@ fn one_process(
     })
 }
 
-/// One size trained over `ranks` ranks played by threads ([`crate::dist::train::train_binary`]).
+/// One size trained over `ranks` ranks played by threads ([`crate::dist::train::train_model`]).
 fn over_ranks(
     ds: &crate::data::Dataset,
     params: &TrainParams,
@@ -167,8 +167,14 @@ fn over_ranks(
             rows: rows.len(),
             total: m,
         };
-        crate::dist::train::train_binary(comm, &local, slice, params, &mut [])
-            .map(|(model, r)| (model, r, comm.traffic(), held_bytes(ds, rows.len())))
+        crate::dist::train::train_model(comm, &local, slice, params, &mut []).and_then(
+            |(model, mut rs)| {
+                let r = rs
+                    .pop()
+                    .ok_or_else(|| Error::Backend("no class pair was trained".into()))?;
+                Ok((model, r, comm.traffic(), held_bytes(ds, rows.len())))
+            },
+        )
     });
     let mut out = out.into_iter();
     let (model, r, traffic, bytes) = out
