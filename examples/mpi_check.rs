@@ -25,7 +25,10 @@ fn main() {
             0
         }
         Err(e) => {
-            eprintln!("rank {}: {e}", comm.rank());
+            // One write: the ranks share stderr and must not interleave within a line.
+            use std::io::Write as _;
+            let line = format!("rank {}: {e}\n", comm.rank());
+            let _ = std::io::stderr().write_all(line.as_bytes());
             if e.is_user_error() { 2 } else { 1 }
         }
     };

@@ -71,8 +71,11 @@ fn main() -> ExitCode {
     let code = match fwsvm::cli::run(cli) {
         Ok(()) => 0,
         Err(e) => {
-            // Every message already names the file, line and cause.
-            eprintln!("fwsvm: error: {e}");
+            // Every message already names the file, line and cause. One write, so that the
+            // ranks of an MPI job sharing the terminal do not interleave their lines.
+            use std::io::Write as _;
+            let line = format!("fwsvm: error: {e}\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
             if e.is_user_error() { 2 } else { 1 }
         }
     };

@@ -41,6 +41,9 @@ pub struct DistBackend<'a> {
     rows: HashMap<usize, (OwnedRow, f64, f64)>,
     // Scratch.
     vals: Vec<f64>,
+    vals_prev: Vec<f64>,
+    /// An empty α over this rank's rows: the local argmin's reduction.
+    empty: ActiveSet,
     own: Vec<usize>,
     pos: Vec<usize>,
     part: Vec<f64>,
@@ -68,6 +71,8 @@ impl<'a> DistBackend<'a> {
             guests: HashMap::new(),
             rows: HashMap::new(),
             vals: Vec::new(),
+            vals_prev: Vec::new(),
+            empty: ActiveSet::new(slice.rows),
             own: Vec::new(),
             pos: Vec::new(),
             part: Vec::new(),
@@ -313,8 +318,13 @@ impl Backend for DistBackend<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let js: Vec<usize> = u.cols.iter().flatten().map(|&(j, _)| j).collect();
-        self.fetch(&js)?;
+        let mut js = [0usize; 2];
+        let mut n = 0;
+        for &(j, _) in u.cols.iter().flatten() {
+            js[n] = j;
+            n += 1;
+        }
+        self.fetch(&js[..n])?;
         let mut lu = *u;
         for c in lu.cols.iter_mut().flatten() {
             c.0 = self.local_index(c.0);
@@ -334,7 +344,7 @@ impl Backend for DistBackend<'_> {
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
         // The argmin over this rank's rows, then over all ranks.
-        let lr = self.local.reduce(&ActiveSet::new(self.slice.rows))?;
+        let lr = self.local.reduce(&self.empty)?;
         let mut s = [if self.slice.rows == 0 || lr.s == usize::MAX {
             Loc::NONE_MIN
         } else {
@@ -345,14 +355,17 @@ impl Backend for DistBackend<'_> {
         }];
         self.comm.min_loc(&mut s)?;
         // The active entries of g (and g⁻), gathered exactly, then the single-process loop.
-        let idx = alpha.indices().to_vec();
-        let mut g = std::mem::take(&mut self.vals);
-        g.resize(idx.len(), 0.0);
-        self.gather(&idx, &mut g)?;
+        let n = alpha.len();
+        let (mut g, mut gp) = (
+            std::mem::take(&mut self.vals),
+            std::mem::take(&mut self.vals_prev),
+        );
+        g.resize(n, 0.0);
+        self.gather(alpha.indices(), &mut g)?;
         let prev = self.prev;
-        let mut gp = vec![0.0; if prev { idx.len() } else { 0 }];
         if prev {
-            self.gather_prev(&idx, &mut gp)?;
+            gp.resize(n, 0.0);
+            self.gather_prev(alpha.indices(), &mut gp)?;
         }
         let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
         let (mut ag, mut agp) = (0.0, 0.0);
@@ -368,17 +381,15 @@ impl Backend for DistBackend<'_> {
             }
         }
         self.vals = g;
+        self.vals_prev = gp;
         let s_idx = if s[0].index == u64::MAX {
             0
         } else {
             s[0].index as usize
         };
         // The vertices the step will evaluate Q at.
-        let mut need = vec![s_idx];
-        if v != usize::MAX {
-            need.push(v);
-        }
-        self.fetch(&need)?;
+        let need = [s_idx, v];
+        self.fetch(&need[..if v == usize::MAX { 1 } else { 2 }])?;
         Ok(Reduction {
             s: s_idx,
             g_s: s[0].value,
