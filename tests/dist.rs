@@ -251,3 +251,39 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
         }
     }
 }
+
+/// Cross-validation over ranks: the same folds, the same held-out counts and the same number
+/// of right predictions per fold as one process (γ auto, f64 columns).
+#[test]
+fn cross_validation_over_ranks_is_the_single_process_one() {
+    use fwsvm::train::{TrainParams, cross_validate};
+    let ds = random_dataset(180, 4, false, 53);
+    let params = TrainParams {
+        c: 3.0,
+        cpu: F64,
+        solver: SolverParams {
+            algorithm: Algorithm::Swap,
+            eps: 1e-5,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let one = cross_validate(&ds, &params, 5, 7, &mut |_, _| Vec::new()).unwrap();
+    let expected: Vec<(usize, usize)> = one.folds.iter().map(|(n, c, _)| (*n, *c)).collect();
+    for ranks in [2, 3] {
+        let got = on_threads(ranks, |comm| {
+            let (local, slice) = slice_of(&ds, comm, None);
+            fwsvm::dist::train::cross_validate(comm, &local, slice, &params, 5, 7).unwrap()
+        });
+        for (r, folds) in got.iter().enumerate() {
+            let f: Vec<(usize, usize)> = folds.iter().map(|(n, c, _)| (*n, *c)).collect();
+            assert_eq!(f, expected, "rank {r} of {ranks}");
+            for (k, (_, _, rs)) in folds.iter().enumerate() {
+                let its: Vec<u64> = rs.iter().map(|x| x.iterations).collect();
+                let one_its: Vec<u64> =
+                    one.folds[k].2.iter().map(|p| p.result.iterations).collect();
+                assert_eq!(its, one_its, "fold {k}, rank {r} of {ranks}");
+            }
+        }
+    }
+}

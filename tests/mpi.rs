@@ -238,3 +238,36 @@ fn train_under_mpirun_stops_on_a_bad_line() {
     assert_eq!(stderr.matches("bad.txt:61:").count(), 2, "{stderr}");
     assert!(!model.exists());
 }
+
+/// `mpirun -np P fwsvm train -v 5` prints the cross-validation accuracy one process prints.
+#[test]
+fn cross_validation_under_mpirun() {
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(["train", "-q", "-v", "5", "--precision", "f64"])
+        .arg(&heart)
+        .output()
+        .unwrap();
+    assert!(one.status.success());
+    let expected = String::from_utf8_lossy(&one.stdout).to_string();
+    assert!(
+        expected.starts_with("Cross Validation Accuracy = "),
+        "{expected}"
+    );
+    for np in [2, 4] {
+        let args: Vec<&std::ffi::OsStr> = vec![
+            "train".as_ref(),
+            "-q".as_ref(),
+            "-v".as_ref(),
+            "5".as_ref(),
+            "--precision".as_ref(),
+            "f64".as_ref(),
+            heart.as_os_str(),
+        ];
+        let Some(out) = fwsvm_under_mpirun(np, &args) else {
+            return;
+        };
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{np} ranks");
+    }
+}

@@ -597,7 +597,6 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| default_model_path(&args.train));
     let refused = [
-        (args.cv.is_some(), "-v (cross-validation)"),
         (a.probability, "-b 1 (probabilities)"),
         (args.trace.is_some(), "--trace"),
         (
@@ -616,10 +615,12 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         )));
     }
     let files = if root {
-        RunFiles::new()
-            .input("training data", &args.train)
-            .output("model file", &model_path)
-            .check()
+        let mut f = RunFiles::new();
+        f.input("training data", &args.train);
+        if args.cv.is_none() {
+            f.output("model file", &model_path);
+        }
+        f.check()
     } else {
         Ok(())
     };
@@ -639,6 +640,30 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         );
     }
     let params = a.params(crate::backend::Device::Cpu);
+    if let Some(k) = args.cv {
+        let folds = crate::dist::train::cross_validate(&comm, &local, slice, &params, k, a.seed);
+        let folds = agree(&comm, folds)?;
+        let (held, right) = folds
+            .iter()
+            .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
+        if !quiet {
+            for (f, (n, c, rs)) in folds.iter().enumerate() {
+                let iters: u64 = rs.iter().map(|r| r.iterations).sum();
+                eprintln!(
+                    "fwsvm: fold {}/{k}: {n} held out, {:.2} % correct; iterations {iters}",
+                    f + 1,
+                    100.0 * *c as f64 / (*n).max(1) as f64
+                );
+            }
+        }
+        if root {
+            println!(
+                "Cross Validation Accuracy = {}%",
+                crate::util::fmt_g(100.0 * right as f64 / held.max(1) as f64, 6)
+            );
+        }
+        return Ok(());
+    }
     let before = comm.traffic();
     let mut progress = ProgressLine::new("rank 0".into(), quiet);
     let mut obs: Vec<&mut dyn Observer> = Vec::new();

@@ -30,12 +30,13 @@
 //! columns), an empty slice and a rank without support vectors included.
 //!
 //! [`train::train_model`] trains the model (binary, or one-versus-one with each pair over all
-//! ranks) and gathers its support vectors; `mpirun -np P fwsvm train` runs it (feature `mpi`),
-//! `fwsvm bench scale --ranks` on threads.
+//! ranks) and gathers its support vectors, [`train::cross_validate`] runs `-v K` with every
+//! fold over all ranks; `mpirun -np P fwsvm train` runs them (feature `mpi`), `fwsvm bench
+//! scale --ranks` on threads.
 //!
 //! Still to come (see the note): sparse FW and SimpleSVM (marked reductions), sampled
-//! iterations, shrinking, deduplicated rows and the GPU as local backends; cross-validation
-//! and the grid over ranks.
+//! iterations, shrinking, deduplicated rows and the GPU as local backends; the grid over
+//! ranks; folds or pairs assigned to ranks instead of split over them when they fit one.
 
 pub mod backend;
 pub mod comm;

@@ -225,3 +225,117 @@ pub fn train_model(
     };
     Ok((model, results))
 }
+
+/// Every rank's labels, in row order (one broadcast per rank).
+fn all_labels(comm: &dyn Comm, local: &Dataset) -> Result<Vec<f64>> {
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            local
+                .labels
+                .iter()
+                .for_each(|l| buf.extend_from_slice(&l.to_le_bytes()));
+        }
+        comm.broadcast(root, &mut buf)?;
+        all.extend(buf.chunks_exact(8).map(|c| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            f64::from_le_bytes(w)
+        }));
+    }
+    Ok(all)
+}
+
+/// One fold of a distributed cross-validation: rows held out, how many of them were predicted
+/// right, and the fold's class pairs' results.
+pub type FoldResult = (usize, usize, Vec<SolveResult>);
+
+/// Stratified `k`-fold cross-validation over the ranks, as [`crate::train::cross_validate`]
+/// does it in one process: the same folds (drawn from every rank's labels), γ resolved once on
+/// all rows, each fold's model trained over all ranks on their rows outside the fold
+/// ([`train_model`]), and each rank predicting its own held-out rows. Returns the folds in
+/// order; every rank must call it and gets the same numbers.
+pub fn cross_validate(
+    comm: &dyn Comm,
+    local: &Dataset,
+    slice: RowSlice,
+    params: &TrainParams,
+    k: usize,
+    seed: u64,
+) -> Result<Vec<FoldResult>> {
+    params.check()?;
+    let m = slice.total;
+    if k < 2 || k > m {
+        return Err(Error::param(format!(
+            "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {k}"
+        )));
+    }
+    let labels = all_labels(comm, local)?;
+    let params = match params.gamma {
+        Gamma::Value(_) => params.clone(),
+        Gamma::Auto => {
+            let firsts = comm.gather_all(slice.first as u64)?;
+            let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+            starts.push(m);
+            let g = gamma_heuristic(comm, local, &slice, &starts, params.solver.seed)?;
+            params.with_gamma_of(&Kernel::Rbf { gamma: g })
+        }
+    };
+    let fold = crate::train::stratified_folds(&labels, k, seed);
+    let mut out = Vec::with_capacity(k);
+    for f in 0..k {
+        if crate::interrupt::requested() {
+            return Err(Error::Interrupted(format!(
+                "cross-validation stopped after {f} of {k} folds; no accuracy reported"
+            )));
+        }
+        let train_labels: Vec<f64> = (0..m)
+            .filter(|&i| fold[i] != f)
+            .map(|i| labels[i])
+            .collect();
+        let mut classes: Vec<f64> = Vec::new();
+        for l in train_labels {
+            if !classes.contains(&l) {
+                classes.push(l);
+            }
+        }
+        if classes.len() < 2 {
+            return Err(Error::param(format!(
+                "fold {} of {k} leaves a single class to train on; use fewer folds",
+                f + 1
+            )));
+        }
+        let own = |held: bool| -> Vec<usize> {
+            (0..local.len())
+                .filter(|&i| (fold[slice.first + i] == f) == held)
+                .collect()
+        };
+        let (train_rows, test_rows) = (own(false), own(true));
+        let tr = local.subset(&train_rows);
+        let counts = comm.gather_all(train_rows.len() as u64)?;
+        let fold_slice = RowSlice {
+            first: counts[..comm.rank()].iter().map(|&c| c as usize).sum(),
+            rows: train_rows.len(),
+            total: counts.iter().map(|&c| c as usize).sum(),
+        };
+        let (model, results) = train_model(comm, &tr, fold_slice, &params, &mut [])?;
+        let te = local.subset(&test_rows);
+        let mut right = [0.0];
+        if !te.is_empty() {
+            let (pred, _) = crate::predict::on_device(
+                &Device::Cpu,
+                &model,
+                &te,
+                crate::backend::GPU_PREDICT_MIN_WORK,
+                None,
+            )?;
+            right[0] = pred.iter().zip(&te.labels).filter(|(p, y)| p == y).count() as f64;
+        }
+        comm.sum(&mut right)?;
+        let held = fold.iter().filter(|&&g| g == f).count();
+        out.push((held, right[0] as usize, results));
+    }
+    Ok(out)
+}
