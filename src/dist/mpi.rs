@@ -15,6 +15,8 @@ use std::cell::Cell;
 pub struct MpiComm {
     world: SimpleCommunicator,
     traffic: Cell<Traffic>,
+    /// The send side of the sums (kept: a sum runs every iteration).
+    send: std::cell::RefCell<Vec<f64>>,
     // Dropped last: finalizes MPI.
     _universe: mpi::environment::Universe,
 }
@@ -28,6 +30,7 @@ impl MpiComm {
         Ok(MpiComm {
             world: universe.world(),
             traffic: Cell::new(Traffic::default()),
+            send: std::cell::RefCell::new(Vec::new()),
             _universe: universe,
         })
     }
@@ -76,7 +79,9 @@ impl Comm for MpiComm {
         self.world.size() as usize
     }
     fn sum(&self, v: &mut [f64]) -> Result<()> {
-        let send = v.to_vec();
+        let mut send = self.send.borrow_mut();
+        send.clear();
+        send.extend_from_slice(v);
         self.count(8 * v.len());
         self.world
             .all_reduce_into(&send[..], v, SystemOperation::sum());
