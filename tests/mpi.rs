@@ -18,13 +18,21 @@ fn check_bin() -> PathBuf {
         .join("mpi_check")
 }
 
+/// True when `mpirun` runs; without it the tests skip loudly, except under CI, which must have it.
+fn have_mpirun() -> bool {
+    if Command::new("mpirun").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI runs the MPI tests: install Open MPI"
+    );
+    common::skip("mpirun not found");
+    false
+}
+
 fn mpirun(np: usize, file: &Path, logs: &Path) -> Option<Output> {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the MPI tests: install Open MPI"
-        );
-        common::skip("mpirun not found");
+    if !have_mpirun() {
         return None;
     }
     Some(
@@ -162,12 +170,7 @@ fn a_bad_line_ends_every_rank() {
     }
     text.push_str("1 2:oops\n");
     std::fs::write(&bad, text).unwrap();
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the MPI tests: install Open MPI"
-        );
-        common::skip("mpirun not found");
+    if !have_mpirun() {
         return;
     }
     let logs = dir.path().join("logs");
@@ -201,12 +204,7 @@ fn fwsvm_under_mpirun_logged(
     args: &[&std::ffi::OsStr],
     logs: Option<&Path>,
 ) -> Option<Output> {
-    if Command::new("mpirun").arg("--version").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI runs the MPI tests: install Open MPI"
-        );
-        common::skip("mpirun not found");
+    if !have_mpirun() {
         return None;
     }
     Some(

@@ -42,6 +42,7 @@ pub struct DistBackend<'a> {
     // Scratch.
     vals: Vec<f64>,
     vals_prev: Vec<f64>,
+    local_cols: Vec<(usize, f64)>,
     /// An empty α over this rank's rows: the local argmin's reduction.
     empty: ActiveSet,
     own: Vec<usize>,
@@ -72,6 +73,7 @@ impl<'a> DistBackend<'a> {
             rows: HashMap::new(),
             vals: Vec::new(),
             vals_prev: Vec::new(),
+            local_cols: Vec::new(),
             empty: ActiveSet::new(slice.rows),
             own: Vec::new(),
             pos: Vec::new(),
@@ -333,13 +335,18 @@ impl Backend for DistBackend<'_> {
     }
 
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        let js: Vec<usize> = cols.iter().map(|&(j, _)| j).collect();
-        self.fetch(&js)?;
-        let lc: Vec<(usize, f64)> = cols
-            .iter()
-            .map(|&(j, c)| (self.local_index(j), c))
-            .collect();
-        self.local.update_many(scale, &lc)
+        let mut idx = std::mem::take(&mut self.own);
+        idx.clear();
+        idx.extend(cols.iter().map(|&(j, _)| j));
+        let fetched = self.fetch(&idx);
+        self.own = idx;
+        fetched?;
+        let mut lc = std::mem::take(&mut self.local_cols);
+        lc.clear();
+        lc.extend(cols.iter().map(|&(j, c)| (self.local_index(j), c)));
+        let r = self.local.update_many(scale, &lc);
+        self.local_cols = lc;
+        r
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {

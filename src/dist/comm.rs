@@ -242,6 +242,20 @@ fn bytes_to_locs(b: &[u8]) -> impl Iterator<Item = Loc> + '_ {
     })
 }
 
+impl ThreadComm {
+    /// `v[k]` ← the best over ranks by `pick`, starting from `none`.
+    fn combine_locs(&self, v: &mut [Loc], none: Loc, pick: fn(Loc, Loc) -> Loc) -> Result<()> {
+        let all = self.exchange(locs_to_bytes(v))?;
+        v.iter_mut().for_each(|l| *l = none);
+        for b in &all {
+            for (x, y) in v.iter_mut().zip(bytes_to_locs(b)) {
+                *x = pick(*x, y);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Comm for ThreadComm {
     fn rank(&self) -> usize {
         self.rank
@@ -261,24 +275,10 @@ impl Comm for ThreadComm {
         Ok(())
     }
     fn min_loc(&self, v: &mut [Loc]) -> Result<()> {
-        let all = self.exchange(locs_to_bytes(v))?;
-        v.iter_mut().for_each(|l| *l = Loc::NONE_MIN);
-        for b in &all {
-            for (x, y) in v.iter_mut().zip(bytes_to_locs(b)) {
-                *x = x.min(y);
-            }
-        }
-        Ok(())
+        self.combine_locs(v, Loc::NONE_MIN, Loc::min)
     }
     fn max_loc(&self, v: &mut [Loc]) -> Result<()> {
-        let all = self.exchange(locs_to_bytes(v))?;
-        v.iter_mut().for_each(|l| *l = Loc::NONE_MAX);
-        for b in &all {
-            for (x, y) in v.iter_mut().zip(bytes_to_locs(b)) {
-                *x = x.max(y);
-            }
-        }
-        Ok(())
+        self.combine_locs(v, Loc::NONE_MAX, Loc::max)
     }
     fn broadcast(&self, root: usize, buf: &mut Vec<u8>) -> Result<()> {
         let mine = if self.rank == root {
