@@ -99,6 +99,19 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// The sampled iterations' settings (`--sample`; the paper's safeguard of two extra
+    /// draws).
+    pub fn sampled_config(&self) -> crate::backend::sampled::SampledConfig {
+        crate::backend::sampled::SampledConfig {
+            sample: self.sample,
+            seed: self.solver.seed,
+            eps: self.solver.eps,
+            rel_eps: self.solver.rel_eps,
+            extra_draws: 2,
+            stop: self.solver.stop,
+        }
+    }
+
     /// These settings with γ fixed to `kernel`'s (as resolved once on the whole data), so that
     /// trainings on parts of it (folds, pairs) keep the same kernel.
     pub fn with_gamma_of(&self, kernel: &Kernel) -> TrainParams {
@@ -566,15 +579,7 @@ fn solve_one(
     }
     let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
         Box::new(crate::backend::sampled::Sampled::with_engine(
-            prob,
-            crate::backend::sampled::SampledConfig {
-                sample: params.sample,
-                seed: params.solver.seed,
-                eps: params.solver.eps,
-                rel_eps: params.solver.rel_eps,
-                extra_draws: 2,
-                stop: params.solver.stop,
-            },
+            params.sampled_config(),
             // Sampled blocks hold their own rows: the whole device, not the pair's view.
             params.device.blocks(prob)?,
         ))

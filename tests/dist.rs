@@ -148,13 +148,71 @@ fn empty_slices_and_ranks_without_support_vectors() {
     }
 }
 
-/// The model of a binary training on P ranks (γ auto, both classes weighted) is the file one
-/// process writes, byte for byte (f64 columns).
+/// Sampled iterations over ranks: the same draws on every rank, each block's rows computed by
+/// their owners — every variant and the CVM take the single-process steps, to the bit, on
+/// dense and sparse data, with an empty slice (both block methods: |S|·|A| below and above
+/// the panel's threshold).
+#[test]
+fn sampled_iterations_take_the_single_process_steps_on_p_ranks() {
+    use fwsvm::backend::sampled::{Sampled, SampledConfig};
+    use fwsvm::dist::blocks::DistBlocks;
+    for (name, sparse, kernel) in [
+        ("dense rbf", false, Kernel::Rbf { gamma: 0.7 }),
+        ("sparse rbf", true, Kernel::Rbf { gamma: 0.3 }),
+    ] {
+        let ds = random_dataset(400, 6, sparse, 41);
+        let full = Problem::new(&ds, ds.labels.clone(), kernel, 5.0).unwrap();
+        for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+            let params = SolverParams {
+                algorithm: alg,
+                eps: 1e-4,
+                max_iter: 600,
+                ..Default::default()
+            };
+            let cfg = SampledConfig {
+                sample: 90,
+                seed: 5,
+                eps: params.eps,
+                rel_eps: params.rel_eps,
+                extra_draws: 2,
+                stop: params.stop,
+            };
+            let one = run_one(&full, &mut Sampled::new(&full, cfg), &params);
+            assert!(
+                one.1.alpha.len() * 90 >= 4096,
+                "{name}, {alg}: the panel is used"
+            );
+            for (ranks, sizes) in [(2, None), (3, Some(&[150usize, 0, 250][..]))] {
+                let runs = on_threads(ranks, |comm| {
+                    let (local, slice) = slice_of(&ds, comm, sizes);
+                    let prob = Problem::new(&local, local.labels.clone(), kernel, 5.0).unwrap();
+                    let blocks = DistBlocks::new(comm, &prob, slice).unwrap();
+                    let mut be = Sampled::with_engine(cfg, Box::new(blocks));
+                    run_one(&prob, &mut be, &params)
+                });
+                for (r, many) in runs.iter().enumerate() {
+                    same(
+                        &format!("{name}, {alg}, sampled, rank {r} of {ranks}"),
+                        &one,
+                        many,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The model of a binary training on P ranks (γ auto, both classes weighted; full gradients
+/// and sampled iterations) is the file one process writes, byte for byte (f64 columns).
 #[test]
 fn the_distributed_model_is_the_single_process_model() {
     use fwsvm::train::{TrainParams, train};
     let dir = common::tempdir();
-    for (sparse, alg) in [(false, Algorithm::Partan), (true, Algorithm::Swap)] {
+    for (sparse, alg, sample) in [
+        (false, Algorithm::Partan, 0),
+        (true, Algorithm::Swap, 0),
+        (false, Algorithm::Mfw, 60),
+    ] {
         let mut ds = random_dataset(200, 6, sparse, 31);
         // Labels 3 and 7 rather than ±1: the class order and the model's labels carry over.
         ds.labels
@@ -164,6 +222,7 @@ fn the_distributed_model_is_the_single_process_model() {
             c: 4.0,
             class_weights: vec![(3.0, 1.5)],
             cpu: F64,
+            sample,
             solver: SolverParams {
                 algorithm: alg,
                 eps: 1e-5,
@@ -188,7 +247,7 @@ fn the_distributed_model_is_the_single_process_model() {
                 assert_eq!(
                     std::fs::read(&p).unwrap(),
                     expected,
-                    "{alg}, sparse {sparse}, rank {r} of {ranks}"
+                    "{alg}, sparse {sparse}, |S| {sample}, rank {r} of {ranks}"
                 );
             }
         }

@@ -824,7 +824,7 @@ fn sampled_iterations_match_the_cpu() {
             let mut c = Recorder::new(Box::new(Sampled::new(&prob, cfg)));
             solve(&prob, &mut c, &short, &mut []).unwrap();
             let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(true)).unwrap();
-            let mut g = Recorder::new(Box::new(Sampled::with_engine(&prob, cfg, Box::new(engine))));
+            let mut g = Recorder::new(Box::new(Sampled::with_engine(cfg, Box::new(engine))));
             solve(&prob, &mut g, &short, &mut []).unwrap();
             assert!(c.log.len() >= 50, "{alg}: {} steps", c.log.len());
             assert_eq!(c.log, g.log, "{alg}: vertex choices (f64 blocks)");
@@ -838,7 +838,7 @@ fn sampled_iterations_match_the_cpu() {
         let rc = solve(&prob, &mut Sampled::new(&prob, cfg), &long, &mut []).unwrap();
         for wide in [true, false] {
             let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(wide)).unwrap();
-            let mut be = Sampled::with_engine(&prob, cfg, Box::new(engine));
+            let mut be = Sampled::with_engine(cfg, Box::new(engine));
             assert!(be.name().starts_with("gpu: "), "{}", be.name());
             let rg = solve(&prob, &mut be, &long, &mut []).unwrap();
             let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());

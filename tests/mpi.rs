@@ -225,7 +225,8 @@ fn fwsvm_under_mpirun_logged(
 }
 
 /// `mpirun -np P fwsvm train --precision f64` writes the model `fwsvm train` writes in one
-/// process, byte for byte, for a compressed and a plain file (γ auto).
+/// process, byte for byte, for a compressed and a plain file (γ auto), with full gradients and
+/// with sampled iterations.
 #[test]
 fn train_under_mpirun_writes_the_single_process_model() {
     let dir = common::tempdir();
@@ -236,27 +237,32 @@ fn train_under_mpirun_writes_the_single_process_model() {
     fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
     drop(f);
     for data in [&heart, &plain] {
-        for alg in ["partan", "swap", "cvm"] {
-            let one = dir.path().join(format!("one-{alg}.model"));
+        for run in [
+            &["-a", "partan"][..],
+            &["-a", "swap"][..],
+            &["-a", "cvm"][..],
+            &["-a", "swap2", "--sample", "60"][..],
+        ] {
+            let tag: String = run.concat();
+            let one = dir.path().join(format!("one{tag}.model"));
             let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
-                .args(["train", "-q", "--precision", "f64", "-a", alg])
+                .args(["train", "-q", "--precision", "f64"])
+                .args(run)
                 .arg(data)
                 .arg(&one)
                 .status()
                 .unwrap();
             assert!(st.success());
             for np in [2, 4] {
-                let many = dir.path().join(format!("{np}-{alg}.model"));
-                let args: Vec<&std::ffi::OsStr> = vec![
+                let many = dir.path().join(format!("{np}{tag}.model"));
+                let mut args: Vec<&std::ffi::OsStr> = vec![
                     "train".as_ref(),
                     "-q".as_ref(),
                     "--precision".as_ref(),
                     "f64".as_ref(),
-                    "-a".as_ref(),
-                    alg.as_ref(),
-                    data.as_os_str(),
-                    many.as_os_str(),
                 ];
+                args.extend(run.iter().map(std::ffi::OsStr::new));
+                args.extend([data.as_os_str(), many.as_os_str()]);
                 let Some(out) = fwsvm_under_mpirun(np, &args) else {
                     return;
                 };
@@ -264,7 +270,7 @@ fn train_under_mpirun_writes_the_single_process_model() {
                 assert_eq!(
                     std::fs::read(&many).unwrap(),
                     std::fs::read(&one).unwrap(),
-                    "{alg} on {np} ranks, {}",
+                    "{tag} on {np} ranks, {}",
                     data.display()
                 );
             }

@@ -342,6 +342,19 @@ pub fn certify_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize]) -> (f
 /// out\[k\] = g_{rows\[k\]} = Σ_{j∈A} α_j Q_{rows\[k\], j}, exactly (f64), for a few rows: the
 /// |rows|×|A| kernel block of the sampled iterations (ALGORITHMS.md §3). Rows in parallel.
 pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
+    gradient_rows_of_block(prob, alpha, rows, out, rows.len());
+}
+
+/// [`gradient_rows`] for `rows`, part of a block of `block_rows` rows: the method (panel,
+/// GEMM or row by row) is the one the whole block takes, and each row's value is computed on
+/// its own, so a block split over ranks gives every row the bits one process gives it.
+pub fn gradient_rows_of_block(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    rows: &[usize],
+    out: &mut [f64],
+    block_rows: usize,
+) {
     assert_eq!(rows.len(), out.len());
     let act = alpha.indices();
     if act.is_empty() {
@@ -351,7 +364,7 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let d = prob.data.n_features();
-    if rows.len() * act.len() >= 4096
+    if block_rows * act.len() >= 4096
         && let Some(panel) = Panel::new(prob.kernel, prob.data, act, &coef, &nj)
     {
         panel.row_sums(prob.data, &prob.norms, Some(rows), out);
@@ -361,7 +374,7 @@ pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out:
         return;
     }
     // Enough dot products for a GEMM to pay for densifying the rows involved.
-    if d <= MAX_DENSE_D && rows.len() * act.len() >= 4096 {
+    if d <= MAX_DENSE_D && block_rows * act.len() >= 4096 {
         let mut xa = Array2::<f64>::zeros((act.len(), d));
         for (r, &j) in act.iter().enumerate() {
             prob.data

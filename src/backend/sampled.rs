@@ -72,12 +72,36 @@ pub struct BlockJob<'j> {
     pub out: &'j mut [f64],
 }
 
-/// Computes kernel blocks of a problem; all jobs of one call form one round trip.
+/// Computes kernel blocks of a problem; all jobs of one call form one round trip. It also
+/// answers single entries of Q on the host: the sampled backend knows the points only through
+/// its engine (a distributed engine holds this rank's rows and the ones it fetched).
 pub trait BlockEngine {
     /// For messages ("cpu", `"gpu: <adapter>"`).
     fn name(&self) -> String;
     /// Runs every job.
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()>;
+    /// Number of points m.
+    fn len(&self) -> usize;
+    /// True when m = 0.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Q_ij, exact f64 (both points known: see [`fetch`](Self::fetch)).
+    fn q(&self, i: usize, j: usize) -> f64;
+    /// Q_ii.
+    fn q_diag(&self, i: usize) -> f64;
+    /// Makes the points `idx` known to [`q`](Self::q) (a distributed engine fetches them from
+    /// their ranks; every rank calls it alike). The default: all are known.
+    fn fetch(&mut self, idx: &[usize]) -> Result<()> {
+        let _ = idx;
+        Ok(())
+    }
+    /// The certified (f, gap) of α when the engine computes it itself (over every rank's
+    /// rows); None: the solver certifies on its problem (the default).
+    fn certify(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        let _ = alpha;
+        Ok(None)
+    }
 }
 
 /// Kernel blocks on the CPU, in f64 (the draws' blocks by GEMM, rayon over rows; a step's few
@@ -96,6 +120,18 @@ impl<'a> CpuBlocks<'a> {
 impl BlockEngine for CpuBlocks<'_> {
     fn name(&self) -> String {
         "cpu".into()
+    }
+
+    fn len(&self) -> usize {
+        self.prob.len()
+    }
+
+    fn q(&self, i: usize, j: usize) -> f64 {
+        self.prob.q(i, j)
+    }
+
+    fn q_diag(&self, i: usize) -> f64 {
+        self.prob.q_diag(i)
     }
 
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()> {
@@ -156,7 +192,6 @@ struct Pending {
 
 /// The sampled backend.
 pub struct Sampled<'a> {
-    prob: &'a Problem<'a>,
     cfg: SampledConfig,
     engine: Box<dyn BlockEngine + 'a>,
     rng: SplitMix64,
@@ -188,18 +223,13 @@ pub struct Sampled<'a> {
 impl<'a> Sampled<'a> {
     /// A sampled backend on `prob` with kernel blocks on the CPU.
     pub fn new(prob: &'a Problem<'a>, cfg: SampledConfig) -> Self {
-        Self::with_engine(prob, cfg, Box::new(CpuBlocks::new(prob)))
+        Self::with_engine(cfg, Box::new(CpuBlocks::new(prob)))
     }
 
-    /// A sampled backend on `prob` whose kernel blocks `engine` computes.
-    pub fn with_engine(
-        prob: &'a Problem<'a>,
-        cfg: SampledConfig,
-        engine: Box<dyn BlockEngine + 'a>,
-    ) -> Self {
-        let m = prob.len();
+    /// A sampled backend on the problem whose kernel blocks `engine` computes.
+    pub fn with_engine(cfg: SampledConfig, engine: Box<dyn BlockEngine + 'a>) -> Self {
+        let m = engine.len();
         Sampled {
-            prob,
             cfg: SampledConfig {
                 sample: cfg.sample.clamp(1, m.max(1)),
                 ..cfg
@@ -438,7 +468,7 @@ impl<'a> Sampled<'a> {
 
 impl Backend for Sampled<'_> {
     fn len(&self) -> usize {
-        self.prob.len()
+        self.engine.len()
     }
 
     fn name(&self) -> String {
@@ -450,11 +480,19 @@ impl Backend for Sampled<'_> {
     }
 
     fn q_diag(&self, i: usize) -> f64 {
-        self.prob.q_diag(i)
+        self.engine.q_diag(i)
     }
 
     fn q(&self, i: usize, j: usize) -> f64 {
-        self.prob.q(i, j)
+        self.engine.q(i, j)
+    }
+
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        self.engine.fetch(idx)
+    }
+
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        self.engine.certify(alpha)
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
@@ -544,10 +582,10 @@ impl Backend for Sampled<'_> {
                 }
             }
             let gap = ag - g_s;
-            let kappa = if self.prob.is_empty() {
+            let kappa = if self.engine.is_empty() {
                 0.0
             } else {
-                self.prob.q_diag(0)
+                self.engine.q_diag(0)
             };
             let would_stop = crate::stop::stop_rule_met(
                 self.cfg.stop,
@@ -564,6 +602,10 @@ impl Backend for Sampled<'_> {
             from = self.draw_indices();
             self.fill_draw(alpha, from)?;
         }
+        // The vertices the step will evaluate Q at (a distributed engine fetches their rows).
+        let need = [s, v];
+        self.engine
+            .fetch(&need[..if v == usize::MAX { 1 } else { 2 }])?;
         Ok(Reduction {
             s,
             g_s,
@@ -594,8 +636,10 @@ impl Backend for Sampled<'_> {
     }
 
     fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        self.engine.fetch(&[j])?;
+        self.engine.fetch(idx)?;
         for (o, &i) in out.iter_mut().zip(idx) {
-            *o = self.prob.q(i, j);
+            *o = self.engine.q(i, j);
         }
         Ok(())
     }

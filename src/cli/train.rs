@@ -628,6 +628,15 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     set_threads(a.threads, a.quiet || !root);
     let t0 = Instant::now();
     let (local, slice) = crate::dist::slice::read_libsvm_slice(&args.train, &comm)?;
+    if a.sample > slice.total {
+        return Err(Error::param(format!(
+            "--sample {}: more than the {} rows of {}; draw at most that many (the paper uses \
+             194), or 0 for the full gradient",
+            a.sample,
+            slice.total,
+            args.train.display()
+        )));
+    }
     let quiet = a.quiet || !root;
     if !quiet {
         eprintln!(

@@ -23,22 +23,261 @@ use crate::error::Result;
 use crate::problem::Problem;
 use std::collections::HashMap;
 
+/// The points of a distributed problem this rank knows: its own rows (through its problem)
+/// and the rows of other ranks it has fetched; every rank fetches the same rows at the same
+/// moment, so every rank knows the same points.
+pub(super) struct Known<'a> {
+    comm: &'a dyn Comm,
+    /// This rank's problem (its rows, labels, costs).
+    prob: &'a Problem<'a>,
+    slice: RowSlice,
+    /// First global row of every rank, and m at the end.
+    starts: Vec<usize>,
+    /// The rows fetched (global index → row, y, 1/C, ‖x‖²), own ones included.
+    rows: HashMap<usize, (OwnedRow, f64, f64, f64)>,
+}
+
+impl<'a> Known<'a> {
+    /// This rank's rows `slice` of the problem, `prob` holding them; every rank must call it.
+    pub(super) fn new(comm: &'a dyn Comm, prob: &'a Problem<'a>, slice: RowSlice) -> Result<Self> {
+        let firsts = comm.gather_all(slice.first as u64)?;
+        let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+        starts.push(slice.total);
+        Ok(Known {
+            comm,
+            prob,
+            slice,
+            starts,
+            rows: HashMap::new(),
+        })
+    }
+
+    /// True when global row j is this rank's.
+    pub(super) fn is_own(&self, j: usize) -> bool {
+        self.slice.range().contains(&j)
+    }
+
+    /// Makes the rows of `js` known on every rank: the ones not known yet come from their
+    /// owners (one broadcast per owning rank). Collective.
+    pub(super) fn fetch(&mut self, js: &[usize]) -> Result<()> {
+        let mut want: Vec<usize> = Vec::new();
+        for &j in js {
+            if !self.rows.contains_key(&j) && !want.contains(&j) {
+                want.push(j);
+            }
+        }
+        if want.is_empty() {
+            return Ok(());
+        }
+        let prob = self.prob;
+        let got = super::exchange::exchange_rows(
+            self.comm,
+            prob.data,
+            self.slice.first,
+            &self.starts,
+            &want,
+            &|i| [prob.y[i], prob.inv_c(i)],
+        )?;
+        for (&j, (row, [y, inv_c])) in want.iter().zip(got) {
+            let norm = row.as_row().sq_norm();
+            self.rows.insert(j, (row, y, inv_c, norm));
+        }
+        Ok(())
+    }
+
+    /// A fetched row of another rank (row, y, 1/C, ‖x‖²).
+    pub(super) fn foreign(&self, j: usize) -> &(OwnedRow, f64, f64, f64) {
+        &self.rows[&j]
+    }
+
+    /// Point j's row, ‖x‖², y and 1/C: an own row or a fetched one.
+    fn point(&self, j: usize) -> (crate::data::Row<'_>, f64, f64, f64) {
+        if self.is_own(j) {
+            let i = j - self.slice.first;
+            (
+                self.prob.data.row(i),
+                self.prob.norms[i],
+                self.prob.y[i],
+                self.prob.inv_c(i),
+            )
+        } else {
+            let (r, y, c, n) = &self.rows[&j];
+            (r.as_row(), *n, *y, *c)
+        }
+    }
+
+    /// Q_ij with the arithmetic of [`Problem::q`] (both points known).
+    pub(super) fn q(&self, i: usize, j: usize) -> f64 {
+        let ((ri, ni, yi, ci), (rj, nj, yj, _)) = (self.point(i), self.point(j));
+        let v = yi * yj * (self.prob.kernel.from_dot(ri.dot(&rj), ni, nj) + 1.0);
+        if i == j { v + ci } else { v }
+    }
+
+    /// Q_ii, as [`Problem::q_diag`].
+    pub(super) fn q_diag(&self, i: usize) -> f64 {
+        let (_, n, _, c) = self.point(i);
+        self.prob.kernel.from_dot(n, n, n) + 1.0 + c
+    }
+
+    /// A problem over this rank's rows `own` (local indices, ascending) followed by the
+    /// fetched points `foreign` (global), with this rank's kernel, C and class weights, for
+    /// computing the exact gradient of those rows; row weights stay on the own rows (a foreign
+    /// row's does not enter this rank's entries).
+    fn problem_of(
+        &self,
+        own: Option<&[usize]>,
+        foreign: &[usize],
+    ) -> (Dataset, Vec<f64>, Option<Vec<f64>>) {
+        let extra: Vec<&OwnedRow> = foreign.iter().map(|j| &self.rows[j].0).collect();
+        let ys: Vec<f64> = foreign.iter().map(|j| self.rows[j].1).collect();
+        let (base, mut y, own_n) = match own {
+            None => (self.prob.data.clone(), self.prob.y.clone(), self.slice.rows),
+            Some(o) => (
+                self.prob.data.subset(o),
+                o.iter().map(|&i| self.prob.y[i]).collect(),
+                o.len(),
+            ),
+        };
+        let ds = with_rows(&base, &extra, &ys);
+        y.extend_from_slice(&ys);
+        let weights = if self.prob.has_row_weights() {
+            let own_rows: Vec<usize> = match own {
+                None => (0..own_n).collect(),
+                Some(o) => o.to_vec(),
+            };
+            let mut s = self.prob.row_weights_of(&own_rows).unwrap_or_default();
+            s.extend(std::iter::repeat_n(1.0, foreign.len()));
+            Some(s)
+        } else {
+            None
+        };
+        (ds, y, weights)
+    }
+
+    /// The exact f64 gradient at α of this rank's rows `rows` (local indices, ascending; all
+    /// of them when None), computed as one process computes them: [`crate::backend::exact`]
+    /// over those rows with α's points of other ranks appended — the full pass, or the rows
+    /// of a block of `block_rows` ([`crate::backend::exact::gradient_rows_of_block`]). Every
+    /// rank must call it alike (α's rows are fetched).
+    pub(super) fn exact_gradient(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: Option<(&[usize], usize)>,
+    ) -> Result<Vec<f64>> {
+        self.fetch(alpha.indices())?;
+        let own_sub: Option<Vec<usize>> = rows.map(|(r, _)| {
+            // The block's rows and α's own points (their α_i·1/C term needs them present).
+            let mut o: Vec<usize> = r.to_vec();
+            o.extend(
+                alpha
+                    .indices()
+                    .iter()
+                    .filter(|&&j| self.is_own(j))
+                    .map(|&j| j - self.slice.first),
+            );
+            o.sort_unstable();
+            o.dedup();
+            o
+        });
+        let n = own_sub.as_ref().map_or(self.slice.rows, |o| o.len());
+        let foreign: Vec<usize> = alpha
+            .indices()
+            .iter()
+            .copied()
+            .filter(|&j| !self.is_own(j))
+            .collect();
+        let (ds, y, weights) = self.problem_of(own_sub.as_deref(), &foreign);
+        let mut p = Problem::new(&ds, y, self.prob.kernel, self.prob.c)?
+            .with_class_weights(self.prob.weights.0, self.prob.weights.1)?;
+        if let Some(s) = weights {
+            p = p.with_row_weights(s)?;
+        }
+        // Global point → index in p.
+        let at = |j: usize| -> usize {
+            if self.is_own(j) {
+                let i = j - self.slice.first;
+                match &own_sub {
+                    None => i,
+                    Some(o) => o
+                        .binary_search(&i)
+                        .expect("α's own points are in the block"),
+                }
+            } else {
+                n + foreign.iter().position(|&f| f == j).expect("fetched")
+            }
+        };
+        let mut a = ActiveSet::new(n + foreign.len());
+        for (j, w) in alpha.iter() {
+            a.set(at(j), w);
+        }
+        match rows {
+            None => {
+                let mut g = vec![0.0; n + foreign.len()];
+                crate::backend::exact::full_gradient(&p, &a, &mut g);
+                g.truncate(n);
+                Ok(g)
+            }
+            Some((r, block_rows)) => {
+                let o = own_sub.as_ref().expect("rows given");
+                let idx: Vec<usize> = r
+                    .iter()
+                    .map(|i| o.binary_search(i).expect("the block's rows are in it"))
+                    .collect();
+                let mut g = vec![0.0; idx.len()];
+                crate::backend::exact::gradient_rows_of_block(&p, &a, &idx, &mut g, block_rows);
+                Ok(g)
+            }
+        }
+    }
+
+    /// The certified (f, gap) of α over every rank's rows, as one process computes them.
+    /// Collective.
+    pub(super) fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)> {
+        let g = self.exact_gradient(alpha, None)?;
+        let mut low = [Loc::NONE_MIN];
+        for (i, &v) in g.iter().enumerate() {
+            if v < low[0].value {
+                low[0] = Loc {
+                    value: v,
+                    index: (self.slice.first + i) as u64,
+                };
+            }
+        }
+        self.comm.min_loc(&mut low)?;
+        // g on A in α's order, gathered exactly, then 2f as one process sums it.
+        let mut ga: Vec<f64> = alpha
+            .indices()
+            .iter()
+            .map(|&j| {
+                if self.is_own(j) {
+                    g[j - self.slice.first]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        self.comm.sum(&mut ga)?;
+        let f = 0.5
+            * alpha
+                .iter()
+                .zip(&ga)
+                .map(|((_, a), gi)| a * gi)
+                .sum::<f64>();
+        Ok((f, 2.0 * f - low[0].value))
+    }
+}
+
 /// A local backend over this rank's rows, joined to the other ranks' by `comm`.
 pub struct DistBackend<'a> {
     comm: &'a dyn Comm,
     local: Box<dyn Backend + 'a>,
-    /// This rank's problem (its rows, labels, costs).
-    prob: &'a Problem<'a>,
+    known: Known<'a>,
     slice: RowSlice,
     /// g⁻ is kept (PARTAN): reductions report αᵀg⁻.
     prev: bool,
-    /// First global row of every rank, and m at the end.
-    starts: Vec<usize>,
-    /// Local index (own row or guest) of every point this rank can compute columns of
-    /// besides its own rows; the same keys on every rank.
+    /// Local index of every point this rank can compute columns of besides its own rows;
+    /// the same keys on every rank.
     guests: HashMap<usize, usize>,
-    /// The rows received (global index → row, y, 1/C), for the exact starting gradient.
-    rows: HashMap<usize, (OwnedRow, f64, f64)>,
     // Scratch.
     vals: Vec<f64>,
     vals_prev: Vec<f64>,
@@ -59,18 +298,13 @@ impl<'a> DistBackend<'a> {
         local: Box<dyn Backend + 'a>,
         slice: RowSlice,
     ) -> Result<Self> {
-        let firsts = comm.gather_all(slice.first as u64)?;
-        let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
-        starts.push(slice.total);
         Ok(DistBackend {
             comm,
             local,
-            prob,
+            known: Known::new(comm, prob, slice)?,
             slice,
             prev: false,
-            starts,
             guests: HashMap::new(),
-            rows: HashMap::new(),
             vals: Vec::new(),
             vals_prev: Vec::new(),
             local_cols: Vec::new(),
@@ -95,34 +329,17 @@ impl<'a> DistBackend<'a> {
         }
     }
 
-    /// Makes the rows of `js` known on every rank: the ones not known yet come from their
-    /// owners (one broadcast per owning rank) and join the other ranks' local backends as
-    /// guests. Collective.
+    /// Makes the rows of `js` known on every rank ([`Known::fetch`]); the other ranks' join
+    /// the local backend as guests. Collective.
     pub fn fetch(&mut self, js: &[usize]) -> Result<()> {
-        let mut want: Vec<usize> = Vec::new();
+        self.known.fetch(js)?;
+        // Rows known already (fetched by a certification, say) join on first use.
         for &j in js {
-            if !self.rows.contains_key(&j) && !want.contains(&j) {
-                want.push(j);
-            }
-        }
-        if want.is_empty() {
-            return Ok(());
-        }
-        let prob = self.prob;
-        let got = super::exchange::exchange_rows(
-            self.comm,
-            prob.data,
-            self.slice.first,
-            &self.starts,
-            &want,
-            &|i| [prob.y[i], prob.inv_c(i)],
-        )?;
-        for (&j, (row, [y, inv_c])) in want.iter().zip(got) {
-            if !self.is_own(j) {
-                let k = self.local.add_guest(row.as_row(), y, inv_c)?;
+            if !self.is_own(j) && !self.guests.contains_key(&j) {
+                let (row, y, inv_c, _) = self.known.foreign(j);
+                let k = self.local.add_guest(row.as_row(), *y, *inv_c)?;
                 self.guests.insert(j, k);
             }
-            self.rows.insert(j, (row, y, inv_c));
         }
         Ok(())
     }
@@ -150,52 +367,6 @@ impl<'a> DistBackend<'a> {
             out[k] = v;
         }
         self.comm.sum(out)
-    }
-
-    /// The exact f64 gradient of this rank's rows at α (every rank must call it alike): the
-    /// full pass of [`crate::backend::exact`] over this rank's rows with α's points of other
-    /// ranks appended.
-    fn exact_gradient(&mut self, alpha: &ActiveSet) -> Result<Vec<f64>> {
-        self.fetch(alpha.indices())?;
-        let n = self.slice.rows;
-        let foreign: Vec<usize> = alpha
-            .indices()
-            .iter()
-            .copied()
-            .filter(|&j| !self.is_own(j))
-            .collect();
-        let extra: Vec<&OwnedRow> = foreign.iter().map(|j| &self.rows[j].0).collect();
-        let ys: Vec<f64> = foreign.iter().map(|j| self.rows[j].1).collect();
-        let ds = with_rows(self.prob.data, &extra, &ys);
-        let mut y = self.prob.y.clone();
-        y.extend_from_slice(&ys);
-        let mut p = Problem::new(&ds, y, self.prob.kernel, self.prob.c)?
-            .with_class_weights(self.prob.weights.0, self.prob.weights.1)?;
-        if self.prob.has_row_weights() {
-            let own: Vec<usize> = (0..n).collect();
-            let mut s = self.prob.row_weights_of(&own).unwrap_or_default();
-            // A foreign row's weight does not enter this rank's entries (no diagonal term).
-            s.extend(std::iter::repeat_n(1.0, foreign.len()));
-            p = p.with_row_weights(s)?;
-        }
-        let slot: HashMap<usize, usize> = foreign
-            .iter()
-            .enumerate()
-            .map(|(k, &j)| (j, n + k))
-            .collect();
-        let mut a = ActiveSet::new(n + foreign.len());
-        for (j, w) in alpha.iter() {
-            let k = if self.is_own(j) {
-                j - self.slice.first
-            } else {
-                slot[&j]
-            };
-            a.set(k, w);
-        }
-        let mut g = vec![0.0; n + foreign.len()];
-        crate::backend::exact::full_gradient(&p, &a, &mut g);
-        g.truncate(n);
-        Ok(g)
     }
 
     /// What this rank has sent so far.
@@ -272,7 +443,8 @@ impl Backend for DistBackend<'_> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
-        let g = self.exact_gradient(alpha)?;
+        self.fetch(alpha.indices())?;
+        let g = self.known.exact_gradient(alpha, None)?;
         let mut own = ActiveSet::new(self.slice.rows);
         for (j, w) in alpha.iter().filter(|&(j, _)| self.is_own(j)) {
             own.set(j - self.slice.first, w);
@@ -281,37 +453,7 @@ impl Backend for DistBackend<'_> {
     }
 
     fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        let g = self.exact_gradient(alpha)?;
-        let mut low = [Loc::NONE_MIN];
-        for (i, &v) in g.iter().enumerate() {
-            if v < low[0].value {
-                low[0] = Loc {
-                    value: v,
-                    index: (self.slice.first + i) as u64,
-                };
-            }
-        }
-        self.comm.min_loc(&mut low)?;
-        // g on A in α's order, gathered exactly, then 2f as one process sums it.
-        let mut ga: Vec<f64> = alpha
-            .indices()
-            .iter()
-            .map(|&j| {
-                if self.is_own(j) {
-                    g[j - self.slice.first]
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        self.comm.sum(&mut ga)?;
-        let f = 0.5
-            * alpha
-                .iter()
-                .zip(&ga)
-                .map(|((_, a), gi)| a * gi)
-                .sum::<f64>();
-        Ok(Some((f, 2.0 * f - low[0].value)))
+        self.known.certify(alpha).map(Some)
     }
 
     fn enable_prev(&mut self) {

@@ -34,11 +34,16 @@
 //! fold over all ranks; `mpirun -np P fwsvm train` runs them (feature `mpi`), `fwsvm bench
 //! scale --ranks` on threads.
 //!
-//! Still to come (see the note): sparse FW and SimpleSVM (marked reductions), sampled
-//! iterations, shrinking, deduplicated rows and the GPU as local backends; the grid over
-//! ranks; folds or pairs assigned to ranks instead of split over them when they fit one.
+//! Sampled iterations (`--sample`) run the same [`Sampled`](crate::backend::sampled::Sampled)
+//! backend on every rank over a [`blocks::DistBlocks`] engine: the draws are replicated, each
+//! kernel block is computed by the owners of its rows, one `sum` per engine call.
+//!
+//! Still to come (see the note): sparse FW and SimpleSVM (marked reductions),
+//! shrinking, deduplicated rows and the GPU as local backends; the grid over ranks; folds or
+//! pairs assigned to ranks instead of split over them when they fit one.
 
 pub mod backend;
+pub mod blocks;
 pub mod comm;
 pub mod exchange;
 #[cfg(feature = "mpi")]

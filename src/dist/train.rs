@@ -8,6 +8,7 @@ use super::comm::Comm;
 use super::exchange::exchange_rows;
 use super::slice::RowSlice;
 use crate::backend::Device;
+use crate::backend::sampled::Sampled;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -78,9 +79,9 @@ pub fn gamma_heuristic(
 /// with `params` on this rank's CPU: the binary problem, or one-versus-one with each class pair
 /// trained over all ranks on the pair's rows (a pair's rows stay where they are, so no data
 /// moves and every rank works on every pair); every rank must call it, and every rank returns
-/// the same model and the pairs' results. FW variants and the CVM; sampled iterations, sample
-/// weights, one-class training, working-set shrinking and GPUs per rank are not distributed
-/// yet (refused).
+/// the same model and the pairs' results. FW variants and the CVM, with full gradients or
+/// sampled iterations ([`super::blocks`]); sample weights, one-class training, working-set
+/// shrinking and GPUs per rank are not distributed yet (refused).
 pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
@@ -97,9 +98,6 @@ pub fn train_model(
     };
     if matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm) {
         return refuse(&format!("-a {alg}"));
-    }
-    if params.sample > 0 {
-        return refuse("--sample");
     }
     if params.one_class {
         return refuse("one-class training (-s 2)");
@@ -166,10 +164,15 @@ pub fn train_model(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?;
-            let be = crate::backend::cpu::cpu_backend(&prob, params.cpu);
-            let mut dist = DistBackend::new(comm, &prob, be, pair_slice)?;
-            let result = solve(&prob, &mut dist, &params.solver, observers)?;
-            drop(dist);
+            let result = if params.sample > 0 {
+                let blocks = super::blocks::DistBlocks::new(comm, &prob, pair_slice)?;
+                let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
+                solve(&prob, &mut be, &params.solver, observers)?
+            } else {
+                let be = crate::backend::cpu::cpu_backend(&prob, params.cpu);
+                let mut dist = DistBackend::new(comm, &prob, be, pair_slice)?;
+                solve(&prob, &mut dist, &params.solver, observers)?
+            };
             // The support vectors' rows, labels and global rows, from their ranks.
             let pair_firsts = comm.gather_all(pair_slice.first as u64)?;
             let mut pair_starts: Vec<usize> = pair_firsts.iter().map(|&f| f as usize).collect();

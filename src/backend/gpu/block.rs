@@ -380,6 +380,18 @@ impl<'a> GpuBlocks<'a> {
 }
 
 impl BlockEngine for GpuBlocks<'_> {
+    fn len(&self) -> usize {
+        self.prob.len()
+    }
+
+    fn q(&self, i: usize, j: usize) -> f64 {
+        self.prob.q(i, j)
+    }
+
+    fn q_diag(&self, i: usize) -> f64 {
+        self.prob.q_diag(i)
+    }
+
     fn name(&self) -> String {
         format!(
             "gpu: {} ({}, {} blocks)",
