@@ -62,6 +62,23 @@ impl Parts {
             self.labels,
         )
     }
+
+    /// Non-zeros parsed.
+    pub fn nnz(&self) -> usize {
+        self.values.len()
+    }
+
+    /// [`into_dataset`](Self::into_dataset) with `n_features` features and the layout given.
+    pub fn into_dataset_as(self, n_features: usize, dense: bool) -> Dataset {
+        Dataset::from_csr_as(
+            n_features.max(self.max_index),
+            self.indptr,
+            self.indices,
+            self.values,
+            self.labels,
+            dense,
+        )
+    }
 }
 
 /// How the line walk ended early.

@@ -21,6 +21,12 @@ use std::path::Path;
 /// Fraction of non-zeros above which a dataset is stored dense.
 pub const DENSE_THRESHOLD: f64 = 0.5;
 
+/// True when `nnz` non-zeros over `rows` × `n_features` cells are stored dense.
+pub fn dense_enough(nnz: usize, rows: usize, n_features: usize) -> bool {
+    let cells = rows as f64 * n_features as f64;
+    cells > 0.0 && nnz as f64 >= DENSE_THRESHOLD * cells
+}
+
 /// Feature storage.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Features {
@@ -270,7 +276,8 @@ impl Dataset {
         }
     }
 
-    /// Builds a dataset from CSR parts, choosing dense storage when the data are dense enough.
+    /// Builds a dataset from CSR parts, choosing dense storage when the data are dense enough
+    /// ([`dense_enough`]).
     pub fn from_csr(
         n_features: usize,
         indptr: Vec<usize>,
@@ -278,9 +285,22 @@ impl Dataset {
         values: Vec<f32>,
         labels: Vec<f64>,
     ) -> Self {
+        let dense = dense_enough(values.len(), labels.len(), n_features);
+        Self::from_csr_as(n_features, indptr, indices, values, labels, dense)
+    }
+
+    /// [`from_csr`](Self::from_csr) with the layout chosen by the caller (a slice of a file
+    /// takes the layout the whole file would get).
+    pub fn from_csr_as(
+        n_features: usize,
+        indptr: Vec<usize>,
+        indices: Vec<u32>,
+        values: Vec<f32>,
+        labels: Vec<f64>,
+        dense: bool,
+    ) -> Self {
         let m = labels.len();
-        let cells = m as f64 * n_features as f64;
-        let features = if cells > 0.0 && values.len() as f64 >= DENSE_THRESHOLD * cells {
+        let features = if dense {
             let mut dense = vec![0f32; m * n_features];
             for i in 0..m {
                 let row = &mut dense[i * n_features..(i + 1) * n_features];

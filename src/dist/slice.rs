@@ -111,6 +111,7 @@ pub fn read_libsvm_slice(path: &Path, comm: &dyn Comm) -> Result<(Dataset, RowSl
     let (parts, _) = agree(comm, mine)?;
     let rows = comm.gather_all(parts.labels.len() as u64)?;
     let features = comm.gather_all(parts.max_index as u64)?;
+    let nnz = comm.gather_all(parts.nnz() as u64)?;
     let first: usize = rows[..comm.rank()].iter().map(|&r| r as usize).sum();
     let total: usize = rows.iter().map(|&r| r as usize).sum();
     if total == 0 {
@@ -125,7 +126,9 @@ pub fn read_libsvm_slice(path: &Path, comm: &dyn Comm) -> Result<(Dataset, RowSl
         rows: parts.labels.len(),
         total,
     };
-    Ok((parts.into_dataset(Some(d)), slice))
+    // The layout the whole file gets in one process, on every rank.
+    let dense = crate::data::dense_enough(nnz.iter().sum::<u64>() as usize, total, d);
+    Ok((parts.into_dataset_as(d, dense), slice))
 }
 
 #[cfg(test)]
@@ -171,6 +174,7 @@ mod tests {
             assert_eq!(s.total, whole.len());
             assert_eq!(ds.len(), s.rows);
             assert_eq!(ds.n_features(), whole.n_features());
+            assert_eq!(ds.is_dense(), whole.is_dense(), "the whole file's layout");
             for i in 0..s.rows {
                 assert_eq!(ds.labels[i], whole.labels[s.first + i]);
                 let d = whole.n_features();
@@ -190,6 +194,22 @@ mod tests {
         let plain = file(dir.path(), "d.txt", &text(101));
         for size in [1, 2, 3, 4, 7] {
             check_slices(&plain, size);
+        }
+        // Dense rows first, then rows with one feature: dense as a whole, not in its second
+        // half — each slice takes the layout of the whole file.
+        let skew: String = (0..40)
+            .map(|i| {
+                if i < 20 {
+                    format!("1 1:1 2:2 3:3 4:4 5:5 6:{i}\n")
+                } else {
+                    format!("-1 {}:1\n", 1 + i % 6)
+                }
+            })
+            .collect();
+        let skew = file(dir.path(), "s.txt", &skew);
+        assert!(read_libsvm(&skew).unwrap().is_dense());
+        for size in [2, 3] {
+            check_slices(&skew, size);
         }
         // More ranks than lines: some slices are empty.
         let tiny = file(dir.path(), "t.txt", &text(2));
