@@ -745,6 +745,20 @@ pub fn cross_validate(
     seed: u64,
     observers: &mut FoldObservers<'_>,
 ) -> Result<CvReport> {
+    cross_validate_folds(ds, params, k, seed, observers, &|_| true)
+}
+
+/// [`cross_validate`] training only the folds `run` picks (the same folds, γ and settings as
+/// the whole run; a distributed run gives each rank its own folds): a fold left out counts
+/// its held-out rows with none correct and no training reports.
+pub fn cross_validate_folds(
+    ds: &Dataset,
+    params: &TrainParams,
+    k: usize,
+    seed: u64,
+    observers: &mut FoldObservers<'_>,
+    run: &dyn Fn(usize) -> bool,
+) -> Result<CvReport> {
     params.check()?;
     let m = ds.len();
     if k < 2 || k > m {
@@ -774,6 +788,10 @@ pub fn cross_validate(
         }
         let train_rows: Vec<usize> = (0..m).filter(|&i| fold[i] != f).collect();
         let test_rows: Vec<usize> = (0..m).filter(|&i| fold[i] == f).collect();
+        if !run(f) {
+            report.folds.push((test_rows.len(), 0, Vec::new()));
+            continue;
+        }
         let tr = ds.subset(&train_rows);
         let te = ds.subset(&test_rows);
         if class_order(&tr).len() < 2 {

@@ -339,3 +339,109 @@ fn cross_validation_over_ranks_is_the_single_process_one() {
         }
     }
 }
+
+/// Folds dealt to ranks whole: every rank gets all rows back in one process's layout, and
+/// each fold's held-out, right and iteration counts are one process's; a fold with one class
+/// on any rank fails every rank.
+#[test]
+fn folds_dealt_to_ranks_are_the_single_process_folds() {
+    use fwsvm::dist::plan::gather_dataset;
+    use fwsvm::train::{TrainParams, cross_validate};
+    let ds = random_dataset(150, 5, true, 61);
+    let points: Vec<TrainParams> = [(1.0, Algorithm::Partan), (8.0, Algorithm::Mfw)]
+        .iter()
+        .map(|&(c, alg)| TrainParams {
+            c,
+            cpu: F64,
+            solver: SolverParams {
+                algorithm: alg,
+                eps: 1e-5,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .collect();
+    let expected: Vec<Vec<(usize, usize, u64)>> = points
+        .iter()
+        .map(|p| {
+            cross_validate(&ds, p, 4, 9, &mut |_, _| Vec::new())
+                .unwrap()
+                .folds
+                .iter()
+                .map(|(n, c, rs)| (*n, *c, rs.iter().map(|r| r.result.iterations).sum()))
+                .collect()
+        })
+        .collect();
+    for sizes in [&[100, 50][..], &[100, 0, 50][..]] {
+        let ranks = sizes.len();
+        let got = on_threads(ranks, |comm| {
+            let (local, slice) = slice_of(&ds, comm, Some(sizes));
+            let all = gather_dataset(comm, &local, &slice).unwrap();
+            assert_eq!(all.is_dense(), ds.is_dense());
+            assert_eq!(all.labels, ds.labels);
+            for i in 0..ds.len() {
+                let (mut a, mut b) = (vec![0.0; 5], vec![0.0; 5]);
+                all.row(i).scatter_f64(&mut a);
+                ds.row(i).scatter_f64(&mut b);
+                assert_eq!(a, b, "row {i}");
+            }
+            fwsvm::dist::train::cross_validate_tasks(comm, &all, &points, 4, 9).unwrap()
+        });
+        for (r, g) in got.iter().enumerate() {
+            assert_eq!(g, &expected, "rank {r} of {ranks}");
+        }
+    }
+    // One row of class +1: the fold that holds it out trains on one class.
+    let mut one_class = ds.clone();
+    for (i, l) in one_class.labels.iter_mut().enumerate() {
+        *l = if i == 0 { 1.0 } else { -1.0 };
+    }
+    let errs = on_threads(2, |comm| {
+        let (local, slice) = slice_of(&one_class, comm, None);
+        let all = gather_dataset(comm, &local, &slice).unwrap();
+        fwsvm::dist::train::cross_validate_tasks(comm, &all, &points[..1], 4, 9)
+            .err()
+            .map(|e| e.to_string())
+    });
+    for e in &errs {
+        assert!(
+            e.as_deref().is_some_and(|m| m.contains("single class")),
+            "{errs:?}"
+        );
+    }
+}
+
+/// The plan: tasks when the data fit and the tasks keep every rank busy, rows when there are
+/// fewer tasks than ranks; --distribute overrides.
+#[test]
+fn rows_or_tasks() {
+    use fwsvm::dist::plan::{Distribute, choose};
+    let ds = random_dataset(60, 3, false, 3);
+    let got = on_threads(3, |comm| {
+        let (local, _) = slice_of(&ds, comm, None);
+        [
+            choose(comm, &local, 5, "folds", Distribute::Auto).unwrap(),
+            choose(comm, &local, 2, "folds", Distribute::Auto).unwrap(),
+            choose(comm, &local, 5, "folds", Distribute::Rows).unwrap(),
+            choose(comm, &local, 2, "folds", Distribute::Tasks).unwrap(),
+        ]
+    });
+    for c in &got {
+        let plans: Vec<Distribute> = c.iter().map(|x| x.plan).collect();
+        assert_eq!(
+            plans,
+            [
+                Distribute::Tasks,
+                Distribute::Rows,
+                Distribute::Rows,
+                Distribute::Tasks
+            ],
+            "{c:?}"
+        );
+        assert!(
+            c[1].why.contains("cannot keep 3 ranks busy"),
+            "{}",
+            c[1].why
+        );
+    }
+}

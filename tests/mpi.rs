@@ -324,7 +324,8 @@ fn cross_validation_under_mpirun() {
         expected.starts_with("Cross Validation Accuracy = "),
         "{expected}"
     );
-    for np in [2, 4] {
+    // auto: the folds go to the ranks whole (heart fits, 5 folds ≥ the ranks).
+    for (np, how) in [(2, "auto"), (2, "rows"), (4, "auto"), (4, "rows")] {
         let args: Vec<&std::ffi::OsStr> = vec![
             "train".as_ref(),
             "-q".as_ref(),
@@ -332,12 +333,85 @@ fn cross_validation_under_mpirun() {
             "5".as_ref(),
             "--precision".as_ref(),
             "f64".as_ref(),
+            "--distribute".as_ref(),
+            how.as_ref(),
             heart.as_os_str(),
         ];
         let Some(out) = fwsvm_under_mpirun(np, &args) else {
             return;
         };
         assert!(out.status.success(), "{out:?}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{np} ranks");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "{np} ranks, --distribute {how}"
+        );
     }
+}
+
+/// `mpirun -np 2 fwsvm grid` (points × folds dealt to the ranks, and split by rows) writes
+/// the accuracies one process writes; a resumed search under mpirun finishes the same file.
+#[test]
+fn grid_under_mpirun() {
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let grid = |out: &Path| -> Vec<String> {
+        vec![
+            "grid".into(),
+            "-q".into(),
+            "-v".into(),
+            "3".into(),
+            "--precision".into(),
+            "f64".into(),
+            "--log2c".into(),
+            "0,2,2".into(),
+            "--log2g".into(),
+            "-2,-1,1".into(),
+            "--out".into(),
+            out.display().to_string(),
+            "--svg".into(),
+            out.with_extension("svg").display().to_string(),
+            heart.display().to_string(),
+        ]
+    };
+    // Everything but the seconds.
+    let points = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(',').map_or(l, |(a, _)| a).to_string())
+            .collect()
+    };
+    let one = dir.path().join("one.csv");
+    let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(grid(&one))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let expected = points(&one);
+    assert_eq!(expected.len(), 2 + 4, "{expected:?}");
+    for how in ["auto", "rows"] {
+        let out = dir.path().join(format!("{how}.csv"));
+        let mut args = grid(&out);
+        args.extend(["--distribute".to_string(), how.to_string()]);
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+        let Some(run) = fwsvm_under_mpirun(2, &args) else {
+            return;
+        };
+        assert!(run.status.success(), "{run:?}");
+        assert_eq!(points(&out), expected, "--distribute {how}");
+    }
+    // Two points done, two left: --resume under mpirun.
+    let part = dir.path().join("part.csv");
+    let text = std::fs::read_to_string(&one).unwrap();
+    let head: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(&part, head.join("\n") + "\n").unwrap();
+    let mut args = grid(&part);
+    args.push("--resume".into());
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let Some(run) = fwsvm_under_mpirun(2, &args) else {
+        return;
+    };
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(points(&part), expected, "resumed");
 }

@@ -48,6 +48,11 @@ pub struct GridArgs {
     /// Compute backend (as for train).
     #[arg(long, value_enum, default_value = "auto", help_heading = super::train::BACKEND)]
     backend: BackendArg,
+    /// Under mpirun, how the grid uses the ranks: tasks = whole folds of whole points dealt
+    /// to the ranks (every rank holds all rows), rows = each fold split over all ranks by
+    /// rows; auto = tasks when the data fit every rank's share of memory.
+    #[arg(long, value_enum, default_value = "auto", help_heading = super::train::BACKEND)]
+    distribute: crate::dist::plan::Distribute,
 }
 
 /// BEGIN,END,STEP → the grid values, END included when reached (as grid.py's range_f).
@@ -173,45 +178,247 @@ fn default_path(train: &Path, ext: &str) -> PathBuf {
     PathBuf::from(format!("{name}.{ext}"))
 }
 
-/// Runs `fwsvm grid`.
-pub fn run(a: GridArgs) -> Result<()> {
-    let o = &a.opts;
-    o.refuse_train_only("grid")?;
-    let log2c = parse_range(&a.log2c, "--log2c")?;
-    let csv = a
-        .out
-        .clone()
-        .unwrap_or_else(|| default_path(&a.train, "grid.csv"));
-    let svg = a
-        .svg
-        .clone()
-        .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
-    RunFiles::new()
-        .input("training data", &a.train)
-        .output("results CSV", &csv)
-        .output("heat map", &svg)
-        .check()?;
-    if !matches!(
-        crate::output::resolve(&csv)?,
-        crate::output::Target::Replace(_)
-    ) {
-        return Err(Error::param(format!(
-            "--out {}: the results CSV is appended to as each point finishes and read back by \
-             --resume, so it must be a regular file (not standard output, a device or a FIFO)",
-            csv.display()
-        )));
-    }
-    let mut done = Vec::new();
-    let mut done_settings = None;
-    if csv.exists() {
-        if !a.resume {
+/// A search's files and finished points; the points are evaluated by the caller, in batches.
+struct Search {
+    log2c: Vec<f64>,
+    log2g: Vec<Option<f64>>,
+    csv: PathBuf,
+    svg: PathBuf,
+    done: Vec<Point>,
+    done_settings: Option<String>,
+    /// The CSV, open for appending (None on the ranks of a distributed search but the first).
+    file: Option<std::fs::File>,
+    t0: Instant,
+}
+
+/// A grid point to evaluate: its number (1-based, over the whole grid), log2 C, log2 γ.
+type Pending = (usize, f64, Option<f64>);
+
+impl Search {
+    /// Checks the output paths and reads the finished points of `--resume`.
+    fn open(a: &GridArgs) -> Result<Search> {
+        let log2c = parse_range(&a.log2c, "--log2c")?;
+        let csv = a
+            .out
+            .clone()
+            .unwrap_or_else(|| default_path(&a.train, "grid.csv"));
+        let svg = a
+            .svg
+            .clone()
+            .unwrap_or_else(|| default_path(&a.train, "grid.svg"));
+        RunFiles::new()
+            .input("training data", &a.train)
+            .output("results CSV", &csv)
+            .output("heat map", &svg)
+            .check()?;
+        if !matches!(
+            crate::output::resolve(&csv)?,
+            crate::output::Target::Replace(_)
+        ) {
             return Err(Error::param(format!(
-                "{} exists: pass --resume to continue that search, or another --out",
+                "--out {}: the results CSV is appended to as each point finishes and read back \
+                 by --resume, so it must be a regular file (not standard output, a device or a \
+                 FIFO)",
                 csv.display()
             )));
         }
-        (done_settings, done) = read_results(&csv)?;
+        let mut done = Vec::new();
+        let mut done_settings = None;
+        if csv.exists() {
+            if !a.resume {
+                return Err(Error::param(format!(
+                    "{} exists: pass --resume to continue that search, or another --out",
+                    csv.display()
+                )));
+            }
+            (done_settings, done) = read_results(&csv)?;
+        }
+        Ok(Search {
+            log2c,
+            log2g: Vec::new(),
+            csv,
+            svg,
+            done,
+            done_settings,
+            file: None,
+            t0: Instant::now(),
+        })
     }
+
+    /// Sets the γ grid (none for the linear kernel), checks the folds against the `m` rows and
+    /// the settings against a resumed file's, and (with `write`) rewrites the CSV with its
+    /// complete lines, open for appending.
+    fn start(
+        &mut self,
+        a: &GridArgs,
+        base: &TrainParams,
+        linear: bool,
+        m: usize,
+        write: bool,
+    ) -> Result<()> {
+        self.log2g = if linear {
+            vec![None]
+        } else {
+            parse_range(&a.log2g, "--log2g")?
+                .into_iter()
+                .map(Some)
+                .collect()
+        };
+        if a.folds < 2 || a.folds > m {
+            return Err(Error::param(format!(
+                "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {}",
+                a.folds
+            )));
+        }
+        let o = &a.opts;
+        let settings = format!(
+            "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} \
+             seed={}",
+            base.solver.algorithm,
+            base.kernel,
+            base.degree,
+            base.coef0,
+            base.solver.eps,
+            base.solver.rel_eps,
+            base.sample,
+            a.folds,
+            o.seed()
+        );
+        if let Some(old) = &self.done_settings
+            && *old != settings
+        {
+            return Err(Error::param(format!(
+                "{} was made with other settings ({old}; now {settings}): use another --out",
+                self.csv.display()
+            )));
+        }
+        if !write {
+            return Ok(());
+        }
+        // Rewrite the file with its complete lines (drops a torn last line), then append.
+        write_output(&self.csv, |w| {
+            writeln!(w, "{HEADER}")?;
+            writeln!(w, "{SETTINGS}{settings}")?;
+            for p in &self.done {
+                write_point(w, p)?;
+            }
+            Ok(())
+        })?;
+        self.file = Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&self.csv)
+                .map_err(|e| Error::io(&self.csv, e))?,
+        );
+        self.t0 = Instant::now();
+        Ok(())
+    }
+
+    /// Points in the grid.
+    fn total(&self) -> usize {
+        self.log2c.len() * self.log2g.len()
+    }
+
+    /// The points not finished yet, in grid order.
+    fn pending(&self) -> Vec<Pending> {
+        let mut out = Vec::new();
+        let mut k = 0;
+        for &lc in &self.log2c {
+            for &lg in &self.log2g {
+                k += 1;
+                if !self.done.iter().any(|p| same_point(p, lc, lg)) {
+                    out.push((k, lc, lg));
+                }
+            }
+        }
+        out
+    }
+
+    /// Records a finished point: appended to the CSV (where this process writes it) and
+    /// printed with the best so far.
+    fn record(&mut self, (k, lc, lg): Pending, accuracy: f64, seconds: f64) -> Result<()> {
+        let p = Point {
+            log2c: lc,
+            log2g: lg,
+            accuracy,
+            seconds,
+        };
+        self.done.push(p);
+        let Some(file) = self.file.as_mut() else {
+            return Ok(());
+        };
+        write_point(file, &p).map_err(|e| Error::io(&self.csv, e))?;
+        file.flush().map_err(|e| Error::io(&self.csv, e))?;
+        let best =
+            best_point(&in_grid(&self.done, &self.log2c, &self.log2g)).expect("one point at least");
+        println!(
+            "[{k}/{}] {}: {}% ({:.1}s)   best: {} {}%",
+            self.total(),
+            describe(&p),
+            crate::util::fmt_g(p.accuracy, 6),
+            p.seconds,
+            describe(&best),
+            crate::util::fmt_g(best.accuracy, 6)
+        );
+        Ok(())
+    }
+
+    /// Writes the heat map and prints the best point (where this process writes).
+    fn finish(&self, a: &GridArgs) -> Result<()> {
+        if self.file.is_none() {
+            return Ok(());
+        }
+        let best = best_point(&in_grid(&self.done, &self.log2c, &self.log2g))
+            .expect("the grid is not empty");
+        write_svg(
+            &self.svg,
+            &a.train,
+            &self.log2c,
+            &self.log2g,
+            &self.done,
+            &best,
+            a.folds,
+        )?;
+        println!(
+            "Best: C = {}, {}cross-validation accuracy = {}% ({} points, {:.1}s; results in {}, \
+             heat map in {})",
+            crate::util::fmt_g(best.log2c.exp2(), 6),
+            match best.log2g {
+                Some(g) => format!("gamma = {}, ", crate::util::fmt_g(g.exp2(), 6)),
+                None => String::new(),
+            },
+            crate::util::fmt_g(best.accuracy, 6),
+            self.done.len(),
+            self.t0.elapsed().as_secs_f64(),
+            self.csv.display(),
+            self.svg.display()
+        );
+        Ok(())
+    }
+}
+
+/// The settings of grid point (log2 C, log2 γ) over `base`.
+fn point_params(base: &TrainParams, lc: f64, lg: Option<f64>) -> TrainParams {
+    TrainParams {
+        c: lc.exp2(),
+        gamma: match lg {
+            Some(g) => Gamma::Value(g.exp2()),
+            None => base.gamma,
+        },
+        ..base.clone()
+    }
+}
+
+/// Runs `fwsvm grid`.
+pub fn run(a: GridArgs) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if super::train::launched_by_mpirun() {
+        return run_distributed(a);
+    }
+    super::train::refuse_mpirun_without_mpi("grid")?;
+    let o = &a.opts;
+    o.refuse_train_only("grid")?;
+    let mut search = Search::open(&a)?;
     let (ds, _, _) = o.read(&a.train, None)?;
     super::train::require_two_classes(&ds, &a.train)?;
     let mut base = o.params(o.open_device(a.backend)?);
@@ -221,129 +428,182 @@ pub fn run(a: GridArgs) -> Result<()> {
         base.device = base.device.share(&ds)?;
     }
     let linear = matches!(base.resolve_kernel(&ds)?, Kernel::Linear);
-    let log2g: Vec<Option<f64>> = if linear {
-        vec![None]
-    } else {
-        parse_range(&a.log2g, "--log2g")?
-            .into_iter()
-            .map(Some)
-            .collect()
-    };
-    if a.folds < 2 || a.folds > ds.len() {
-        return Err(Error::param(format!(
-            "--cv needs 2 ≤ K ≤ the number of rows ({}), got {}",
-            ds.len(),
-            a.folds
-        )));
-    }
-    let settings = format!(
-        "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} seed={}",
-        base.solver.algorithm,
-        base.kernel,
-        base.degree,
-        base.coef0,
-        base.solver.eps,
-        base.solver.rel_eps,
-        base.sample,
-        a.folds,
-        o.seed()
-    );
-    if let Some(old) = &done_settings
-        && *old != settings
-    {
-        return Err(Error::param(format!(
-            "{} was made with other settings ({old}; now {settings}): use another --out",
-            csv.display()
-        )));
-    }
-    // Rewrite the file with its complete lines (drops a torn last line), then append.
-    write_output(&csv, |w| {
-        writeln!(w, "{HEADER}")?;
-        writeln!(w, "{SETTINGS}{settings}")?;
-        for p in &done {
-            write_point(w, p)?;
-        }
-        Ok(())
-    })?;
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&csv)
-        .map_err(|e| Error::io(&csv, e))?;
+    search.start(&a, &base, linear, ds.len(), true)?;
     let quiet = o.quiet();
-    let total = log2c.len() * log2g.len();
-    let t0 = Instant::now();
-    let mut k = 0;
-    for &lc in &log2c {
-        for &lg in &log2g {
-            k += 1;
-            if done.iter().any(|p| same_point(p, lc, lg)) {
-                continue;
-            }
-            let params = TrainParams {
-                c: lc.exp2(),
-                gamma: match lg {
-                    Some(g) => Gamma::Value(g.exp2()),
-                    None => base.gamma,
-                },
-                ..base.clone()
-            };
-            let t = Instant::now();
-            let label = match lg {
-                Some(g) => format!("log2c {lc} log2g {g}"),
-                None => format!("log2c {lc}"),
-            };
-            let mut obs = |fold: usize, info: &PairInfo| -> Vec<Box<dyn Observer>> {
-                let prefix = format!(
-                    "[{k}/{total}] {label}, fold {}/{}{}",
-                    fold + 1,
-                    a.folds,
-                    if info.count > 1 {
-                        format!(", pair {}/{}", info.index + 1, info.count)
-                    } else {
-                        String::new()
-                    }
-                );
-                match ProgressLine::new(prefix, quiet) {
-                    Some(p) => vec![Box::new(p) as Box<dyn Observer>],
-                    None => Vec::new(),
+    let total = search.total();
+    for (k, lc, lg) in search.pending() {
+        let params = point_params(&base, lc, lg);
+        let t = Instant::now();
+        let label = describe(&Point {
+            log2c: lc,
+            log2g: lg,
+            accuracy: 0.0,
+            seconds: 0.0,
+        });
+        let mut obs = |fold: usize, info: &PairInfo| -> Vec<Box<dyn Observer>> {
+            let prefix = format!(
+                "[{k}/{total}] {label}, fold {}/{}{}",
+                fold + 1,
+                a.folds,
+                if info.count > 1 {
+                    format!(", pair {}/{}", info.index + 1, info.count)
+                } else {
+                    String::new()
                 }
-            };
-            let r = cross_validate(&ds, &params, a.folds, o.seed(), &mut obs)?;
-            let p = Point {
-                log2c: lc,
-                log2g: lg,
-                accuracy: r.accuracy(),
-                seconds: t.elapsed().as_secs_f64(),
-            };
-            write_point(&mut file, &p).map_err(|e| Error::io(&csv, e))?;
-            file.flush().map_err(|e| Error::io(&csv, e))?;
-            done.push(p);
-            let best = best_point(&in_grid(&done, &log2c, &log2g)).expect("one point at least");
-            println!(
-                "[{k}/{total}] {label}: {}% ({:.1}s)   best: {} {}%",
-                crate::util::fmt_g(p.accuracy, 6),
-                p.seconds,
-                describe(&best),
-                crate::util::fmt_g(best.accuracy, 6)
             );
+            match ProgressLine::new(prefix, quiet) {
+                Some(p) => vec![Box::new(p) as Box<dyn Observer>],
+                None => Vec::new(),
+            }
+        };
+        let r = cross_validate(&ds, &params, a.folds, o.seed(), &mut obs)?;
+        search.record((k, lc, lg), r.accuracy(), t.elapsed().as_secs_f64())?;
+    }
+    search.finish(&a)
+}
+
+/// `mpirun -np P fwsvm grid …`: rank 0 checks the files, reads a resumed search and writes
+/// the results; every rank reads its slice of the rows. With the whole data fitting every
+/// rank (see [`crate::dist::plan`]), the grid's points × folds are dealt to the ranks whole,
+/// P points at a time (every rank gets all rows once); otherwise each fold of each point is
+/// trained over all ranks by rows. Points are recorded in grid order as their batch finishes;
+/// a point's seconds are its batch's wall time shared among the batch's points.
+#[cfg(feature = "mpi")]
+fn run_distributed(a: GridArgs) -> Result<()> {
+    use crate::dist::comm::{Comm, agree};
+    use crate::dist::plan::{Distribute, choose, gather_dataset};
+    let comm = crate::dist::mpi::MpiComm::init()?;
+    let o = &a.opts;
+    let root = comm.rank() == 0;
+    o.refuse_train_only("grid")?;
+    if a.backend == BackendArg::Gpu {
+        return Err(Error::param(
+            "--backend gpu is not distributed over ranks yet: run it in one process".into(),
+        ));
+    }
+    // Rank 0's files and finished points; the others learn the points from it.
+    let opened = if root {
+        Search::open(&a).map(Some)
+    } else {
+        Ok(None)
+    };
+    let opened = agree(&comm, opened)?;
+    let mut buf = Vec::new();
+    if let Some(s) = &opened {
+        for p in &s.done {
+            for v in [p.log2c, p.log2g.unwrap_or(f64::NAN), p.accuracy, p.seconds] {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
         }
     }
-    let best = best_point(&in_grid(&done, &log2c, &log2g)).expect("the grid is not empty");
-    write_svg(&svg, &a.train, &log2c, &log2g, &done, &best, a.folds)?;
-    println!(
-        "Best: C = {}, {}cross-validation accuracy = {}% ({} points, {:.1}s; results in {}, heat map in {})",
-        crate::util::fmt_g(best.log2c.exp2(), 6),
-        match best.log2g {
-            Some(g) => format!("gamma = {}, ", crate::util::fmt_g(g.exp2(), 6)),
-            None => String::new(),
-        },
-        crate::util::fmt_g(best.accuracy, 6),
-        done.len(),
-        t0.elapsed().as_secs_f64(),
-        csv.display(),
-        svg.display()
-    );
-    Ok(())
+    comm.broadcast(0, &mut buf)?;
+    let mut search = match opened {
+        Some(s) => s,
+        None => {
+            let mut s = Search {
+                log2c: parse_range(&a.log2c, "--log2c")?,
+                log2g: Vec::new(),
+                csv: PathBuf::new(),
+                svg: PathBuf::new(),
+                done: Vec::new(),
+                done_settings: None,
+                file: None,
+                t0: Instant::now(),
+            };
+            let v: Vec<f64> = buf
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect();
+            s.done = v
+                .chunks_exact(4)
+                .map(|p| Point {
+                    log2c: p[0],
+                    log2g: (!p[1].is_nan()).then_some(p[1]),
+                    accuracy: p[2],
+                    seconds: p[3],
+                })
+                .collect();
+            s
+        }
+    };
+    o.apply_threads(o.quiet() || !root);
+    let (local, slice) = crate::dist::slice::read_libsvm_slice(&a.train, &comm)?;
+    let classes = crate::dist::train::class_order(&comm, &local)?;
+    if classes.len() < 2 {
+        return Err(Error::param(format!(
+            "{}: the training data have one class ({}); at least two are needed",
+            a.train.display(),
+            classes.first().copied().unwrap_or(f64::NAN)
+        )));
+    }
+    let base = o.params(crate::backend::Device::Cpu);
+    let linear = matches!(base.kernel, crate::train::KernelKind::Linear);
+    let started = search.start(&a, &base, linear, slice.total, root);
+    agree(&comm, started)?;
+    let pending = search.pending();
+    let quiet = o.quiet() || !root;
+    let plan = choose(
+        &comm,
+        &local,
+        pending.len() * a.folds,
+        "grid points × folds",
+        a.distribute,
+    )?;
+    if !quiet {
+        eprintln!(
+            "fwsvm: {} ranks; {} rows; {} points to evaluate; {}",
+            comm.size(),
+            slice.total,
+            pending.len(),
+            plan.why
+        );
+    }
+    if plan.plan == Distribute::Tasks {
+        let all = gather_dataset(&comm, &local, &slice)?;
+        drop(local);
+        for batch in pending.chunks(comm.size()) {
+            let t = Instant::now();
+            let points: Vec<TrainParams> = batch
+                .iter()
+                .map(|&(_, lc, lg)| point_params(&base, lc, lg))
+                .collect();
+            let counts =
+                crate::dist::train::cross_validate_tasks(&comm, &all, &points, a.folds, o.seed())?;
+            let each = t.elapsed().as_secs_f64() / batch.len() as f64;
+            for (&p, folds) in batch.iter().zip(&counts) {
+                let (held, right) = folds
+                    .iter()
+                    .fold((0, 0), |(h, r), &(n, c, _)| (h + n, r + c));
+                let rec = search.record(p, 100.0 * right as f64 / held.max(1) as f64, each);
+                agree(&comm, rec)?;
+            }
+        }
+    } else {
+        for p @ (_, lc, lg) in pending {
+            let t = Instant::now();
+            let params = point_params(&base, lc, lg);
+            let folds = crate::dist::train::cross_validate(
+                &comm,
+                &local,
+                slice,
+                &params,
+                a.folds,
+                o.seed(),
+            );
+            let folds = agree(&comm, folds)?;
+            let (held, right) = folds
+                .iter()
+                .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
+            let rec = search.record(
+                p,
+                100.0 * right as f64 / held.max(1) as f64,
+                t.elapsed().as_secs_f64(),
+            );
+            agree(&comm, rec)?;
+        }
+    }
+    let finished = search.finish(&a);
+    agree(&comm, finished)
 }
 
 /// The points of `done` on the current grid (a resumed file may hold others).

@@ -56,6 +56,11 @@ pub struct TrainArgs {
     /// svm-train -v does and writes no model.
     #[arg(help_heading = OUTPUT, short = 'v', long = "cv", value_name = "K", conflicts_with_all = ["model", "test", "trace"])]
     cv: Option<usize>,
+    /// Under mpirun, how -v K uses the ranks: tasks = each fold trained whole on one rank
+    /// (every rank holds all rows), rows = each fold split over all ranks by rows; auto =
+    /// tasks when the data fit every rank's share of memory and K ≥ the ranks.
+    #[arg(help_heading = BACKEND, long, value_enum, default_value = "auto")]
+    pub distribute: crate::dist::plan::Distribute,
     /// Test data: predict after training and print the accuracy.
     #[arg(help_heading = OUTPUT, long)]
     test: Option<PathBuf>,
@@ -332,6 +337,12 @@ impl TrainOpts {
         Ok((ds, test, read_s))
     }
 
+    /// Sets the worker threads (`-j`); `quiet` silences the note about them.
+    #[cfg(feature = "mpi")]
+    pub fn apply_threads(&self, quiet: bool) {
+        set_threads(self.threads, quiet);
+    }
+
     /// `--seed`.
     pub fn seed(&self) -> u64 {
         self.seed
@@ -501,6 +512,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     if launched_by_mpirun() {
         return run_distributed(args);
     }
+    refuse_mpirun_without_mpi("train")?;
     let a = &args.opts;
     let model_path = args
         .model
@@ -572,8 +584,19 @@ pub fn run(args: TrainArgs) -> Result<()> {
 
 /// True when this process is one of several an MPI launcher started (`mpirun -np P` with
 /// P > 1: Open MPI's or MPICH's environment says so).
-#[cfg(feature = "mpi")]
-fn launched_by_mpirun() -> bool {
+/// An error for a build without MPI started by `mpirun -np P` (P > 1): otherwise each of the
+/// P processes would run the whole job on its own and write the same files.
+pub(super) fn refuse_mpirun_without_mpi(command: &str) -> Result<()> {
+    if cfg!(feature = "mpi") || !launched_by_mpirun() {
+        return Ok(());
+    }
+    Err(Error::param(format!(
+        "started by mpirun with several ranks, but this fwsvm was built without MPI: build it \
+         with `cargo build --release --features mpi` to run `fwsvm {command}` across ranks"
+    )))
+}
+
+pub(super) fn launched_by_mpirun() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].iter().any(|v| {
         std::env::var(v)
             .ok()
@@ -650,14 +673,29 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     }
     let params = a.params(crate::backend::Device::Cpu);
     if let Some(k) = args.cv {
-        let folds = crate::dist::train::cross_validate(&comm, &local, slice, &params, k, a.seed);
-        let folds = agree(&comm, folds)?;
+        use crate::dist::plan::{Distribute, choose, gather_dataset};
+        let plan = choose(&comm, &local, k, "folds", args.distribute)?;
+        if !quiet {
+            eprintln!("fwsvm: {}", plan.why);
+        }
+        let folds: Vec<crate::dist::train::FoldCount> = if plan.plan == Distribute::Tasks {
+            let all = gather_dataset(&comm, &local, &slice)?;
+            drop(local);
+            crate::dist::train::cross_validate_tasks(&comm, &all, &[params], k, a.seed)?
+                .swap_remove(0)
+        } else {
+            let folds =
+                crate::dist::train::cross_validate(&comm, &local, slice, &params, k, a.seed);
+            agree(&comm, folds)?
+                .into_iter()
+                .map(|(n, c, rs)| (n, c, rs.iter().map(|r| r.iterations).sum()))
+                .collect()
+        };
         let (held, right) = folds
             .iter()
             .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
         if !quiet {
-            for (f, (n, c, rs)) in folds.iter().enumerate() {
-                let iters: u64 = rs.iter().map(|r| r.iterations).sum();
+            for (f, (n, c, iters)) in folds.iter().enumerate() {
                 eprintln!(
                     "fwsvm: fold {}/{k}: {n} held out, {:.2} % correct; iterations {iters}",
                     f + 1,

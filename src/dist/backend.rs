@@ -379,7 +379,17 @@ impl<'a> DistBackend<'a> {
 /// the same way).
 pub(super) fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
     let mut out = ds.clone();
-    match &mut out.features {
+    append_rows(&mut out, extra.iter().copied(), labels);
+    out
+}
+
+/// Appends `extra` rows (labels `labels`) to `ds`, in its layout.
+pub(super) fn append_rows<'r>(
+    ds: &mut Dataset,
+    extra: impl Iterator<Item = &'r OwnedRow>,
+    labels: &[f64],
+) {
+    match &mut ds.features {
         Features::Dense { n_features, values } => {
             for r in extra {
                 let start = values.len();
@@ -412,8 +422,7 @@ pub(super) fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Da
             }
         }
     }
-    out.labels.extend_from_slice(labels);
-    out
+    ds.labels.extend_from_slice(labels);
 }
 
 impl Backend for DistBackend<'_> {

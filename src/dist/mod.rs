@@ -38,9 +38,15 @@
 //! backend on every rank over a [`blocks::DistBlocks`] engine: the draws are replicated, each
 //! kernel block is computed by the owners of its rows, one `sum` per engine call.
 //!
+//! A cross-validation (`-v K`) or a grid search (`fwsvm grid`) under `mpirun` either splits
+//! every training by rows or deals whole folds (and grid points) to the ranks, every rank then
+//! holding all rows ([`plan`]: tasks when the data fit every rank's share of memory and keep
+//! every rank busy; `--distribute` overrides); [`train::cross_validate_tasks`] runs the dealt
+//! folds as one process runs them.
+//!
 //! Still to come (see the note): sparse FW and SimpleSVM (marked reductions),
-//! shrinking, deduplicated rows and the GPU as local backends; the grid over ranks; folds or
-//! pairs assigned to ranks instead of split over them when they fit one.
+//! shrinking, deduplicated rows and the GPU as local backends; one-versus-one pairs dealt to
+//! ranks.
 
 pub mod backend;
 pub mod blocks;
@@ -48,5 +54,6 @@ pub mod comm;
 pub mod exchange;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod plan;
 pub mod slice;
 pub mod train;

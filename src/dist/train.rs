@@ -342,3 +342,59 @@ pub fn cross_validate(
     }
     Ok(out)
 }
+
+/// One fold of a cross-validation: rows held out, how many were predicted right, iterations
+/// of its trainings.
+pub type FoldCount = (usize, usize, u64);
+
+/// The `k`-fold cross-validations of `points` (one set of settings each) with their folds
+/// dealt to the ranks whole — task t = point·k + fold goes to rank t mod P — on `all`, every
+/// row on every rank ([`super::plan::gather_dataset`]): each task is the single-process fold
+/// ([`crate::train::cross_validate_folds`]: the same folds, γ and arithmetic), and one `sum`
+/// hands every rank every fold's counts. Collective; an error on any rank ends every rank.
+pub fn cross_validate_tasks(
+    comm: &dyn Comm,
+    all: &Dataset,
+    points: &[TrainParams],
+    k: usize,
+    seed: u64,
+) -> Result<Vec<Vec<FoldCount>>> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let mine = |q: usize, f: usize| (q * k + f) % size == rank;
+    let mut counts = vec![0.0; points.len() * k * 3];
+    let ran: Result<()> = (|| {
+        for (q, params) in points.iter().enumerate() {
+            if !(0..k).any(|f| mine(q, f)) {
+                continue;
+            }
+            let r = crate::train::cross_validate_folds(
+                all,
+                params,
+                k,
+                seed,
+                &mut |_, _| Vec::new(),
+                &|f| mine(q, f),
+            )?;
+            for (f, (held, right, reports)) in r.folds.iter().enumerate() {
+                if mine(q, f) {
+                    let at = (q * k + f) * 3;
+                    counts[at] = *held as f64;
+                    counts[at + 1] = *right as f64;
+                    counts[at + 2] =
+                        reports.iter().map(|p| p.result.iterations).sum::<u64>() as f64;
+                }
+            }
+        }
+        Ok(())
+    })();
+    super::comm::agree(comm, ran)?;
+    comm.sum(&mut counts)?;
+    Ok(counts
+        .chunks(k * 3)
+        .map(|p| {
+            p.chunks(3)
+                .map(|c| (c[0] as usize, c[1] as usize, c[2] as u64))
+                .collect()
+        })
+        .collect())
+}
