@@ -445,3 +445,76 @@ fn rows_or_tasks() {
         );
     }
 }
+
+/// Working-set shrinking over ranks: the same rounds (shrinks, rebuilds, sizes), iterates and
+/// certified result as one process, for FW variants and the CVM, with an empty slice.
+#[test]
+fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
+    use fwsvm::backend::Device;
+    use fwsvm::solver::shrink::{ShrinkParams, solve as shrink_solve};
+    let ds = random_dataset(700, 4, false, 71);
+    let kernel = Kernel::Rbf { gamma: 2.0 };
+    let full = Problem::new(&ds, ds.labels.clone(), kernel, 8.0).unwrap();
+    // A narrow margin: W shrinks (filled up to min_size with the lowest g) and is rebuilt.
+    let sp = ShrinkParams {
+        margin: 0.02,
+        min_size: 400,
+        min_points: 0,
+    };
+    let mut shrank = 0;
+    for alg in [
+        Algorithm::Fw,
+        Algorithm::Partan,
+        Algorithm::Swap,
+        Algorithm::Cvm,
+    ] {
+        let params = SolverParams {
+            algorithm: alg,
+            eps: 1e-6,
+            max_iter: 20_000,
+            ..Default::default()
+        };
+        let run = |f: &mut dyn FnMut(&mut [&mut dyn fwsvm::solver::Observer]) -> SolveResult| {
+            let mut seen = Vec::new();
+            let mut obs = |p: &Progress| seen.push((p.iter, p.f, p.gap));
+            let r = f(&mut [&mut obs]);
+            (seen, r)
+        };
+        let one = run(&mut |o| shrink_solve(&full, &Device::Cpu, F64, &params, &sp, o).unwrap());
+        let st = one.1.shrink.expect("rounds");
+        shrank += st.shrinks;
+        for sizes in [None, Some(&[300usize, 0, 400][..])] {
+            let ranks = sizes.map_or(2, |s| s.len());
+            let runs = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, sizes);
+                let prob = Problem::new(&local, local.labels.clone(), kernel, 8.0).unwrap();
+                run(&mut |o| {
+                    fwsvm::dist::shrink::solve(comm, &prob, slice, F64, &params, &sp, o).unwrap()
+                })
+            });
+            for (r, many) in runs.iter().enumerate() {
+                let tag = format!("{alg}, shrinking, rank {r} of {ranks}");
+                same(&tag, &one, many);
+                let ms = many.1.shrink.expect("rounds");
+                assert_eq!(
+                    (
+                        st.rounds,
+                        st.shrinks,
+                        st.rebuilds,
+                        st.smallest,
+                        st.last_size
+                    ),
+                    (
+                        ms.rounds,
+                        ms.shrinks,
+                        ms.rebuilds,
+                        ms.smallest,
+                        ms.last_size
+                    ),
+                    "{tag}"
+                );
+            }
+        }
+    }
+    assert!(shrank > 0, "the working set shrank in some run");
+}

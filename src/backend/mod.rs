@@ -296,6 +296,16 @@ pub trait Backend {
     /// Diagnostics.
     fn stats(&self) -> BackendStats;
 
+    /// The gradient entries this process holds, into `out` (resized), and the points they
+    /// belong to: all m by default; a distributed backend's own rows, without a collective.
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let m = self.len();
+        let all: Vec<usize> = (0..m).collect();
+        out.resize(m, 0.0);
+        self.gather(&all, out)?;
+        Ok(0..m)
+    }
+
     /// Makes the points `idx` available to [`q`](Self::q) and [`q_diag`](Self::q_diag): a
     /// distributed backend fetches the rows other ranks own (every rank must call it alike);
     /// the others hold every row already (the default does nothing).

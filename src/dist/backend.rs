@@ -461,8 +461,37 @@ impl Backend for DistBackend<'_> {
         self.local.set_alpha_with(&own, &g)
     }
 
+    fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        // g: all m entries, or this rank's (the working-set rounds keep only their own).
+        let own_g = if g.len() == self.slice.total {
+            &g[self.slice.range()]
+        } else {
+            g
+        };
+        if own_g.len() != self.slice.rows {
+            return Err(crate::error::Error::Backend(format!(
+                "a starting gradient of {} entries for {} rows",
+                g.len(),
+                self.slice.rows
+            )));
+        }
+        self.fetch(alpha.indices())?;
+        let mut own = ActiveSet::new(self.slice.rows);
+        for (j, w) in alpha.iter().filter(|&(j, _)| self.is_own(j)) {
+            own.set(j - self.slice.first, w);
+        }
+        self.local.set_alpha_with(&own, own_g)
+    }
+
     fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
         self.known.certify(alpha).map(Some)
+    }
+
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let own: Vec<usize> = (0..self.slice.rows).collect();
+        out.resize(own.len(), 0.0);
+        self.local.gather(&own, out)?;
+        Ok(self.slice.range())
     }
 
     fn enable_prev(&mut self) {

@@ -44,8 +44,11 @@
 //! every rank busy; `--distribute` overrides); [`train::cross_validate_tasks`] runs the dealt
 //! folds as one process runs them.
 //!
+//! Working-set shrinking runs its rounds over the ranks ([`shrink`]), each rank holding its
+//! own rows' part of every m-vector.
+//!
 //! Still to come (see the note): sparse FW and SimpleSVM (marked reductions),
-//! shrinking, deduplicated rows and the GPU as local backends; one-versus-one pairs dealt to
+//! deduplicated rows and the GPU as local backends; one-versus-one pairs dealt to
 //! ranks.
 
 pub mod backend;
@@ -55,5 +58,6 @@ pub mod exchange;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod plan;
+pub mod shrink;
 pub mod slice;
 pub mod train;

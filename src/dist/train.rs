@@ -80,8 +80,9 @@ pub fn gamma_heuristic(
 /// trained over all ranks on the pair's rows (a pair's rows stay where they are, so no data
 /// moves and every rank works on every pair); every rank must call it, and every rank returns
 /// the same model and the pairs' results. FW variants and the CVM, with full gradients or
-/// sampled iterations ([`super::blocks`]); sample weights, one-class training, working-set
-/// shrinking and GPUs per rank are not distributed yet (refused).
+/// sampled iterations ([`super::blocks`]), with working-set shrinking where one process would
+/// shrink ([`super::shrink`]); sample weights, one-class training and GPUs per rank are not
+/// distributed yet (refused).
 pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
@@ -164,7 +165,23 @@ pub fn train_model(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?;
-            let result = if params.sample > 0 {
+            let shrinking = params.sample == 0
+                && crate::solver::shrink::applies_to(alg)
+                && params
+                    .shrink
+                    .is_some_and(|sp| pair_slice.total >= sp.min_points);
+            let result = if shrinking {
+                let sp = params.shrink.unwrap_or_default();
+                super::shrink::solve(
+                    comm,
+                    &prob,
+                    pair_slice,
+                    params.cpu,
+                    &params.solver,
+                    &sp,
+                    observers,
+                )?
+            } else if params.sample > 0 {
                 let blocks = super::blocks::DistBlocks::new(comm, &prob, pair_slice)?;
                 let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
                 solve(&prob, &mut be, &params.solver, observers)?

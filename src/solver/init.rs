@@ -24,12 +24,12 @@ pub fn initial_alpha_on(be: &mut dyn Backend, p: usize, seed: u64, eps: f64) -> 
 }
 
 /// The `p` points (at least one) the start is solved on.
-fn sample(m: usize, p: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn sample(m: usize, p: usize, seed: u64) -> Vec<usize> {
     SplitMix64::new(seed).sample_distinct(m, p.clamp(1, m))
 }
 
 /// The starting α of [`initial_alpha`] with Q_ij given by `q`.
-fn initial_alpha_by(
+pub(crate) fn initial_alpha_by(
     m: usize,
     p: usize,
     seed: u64,

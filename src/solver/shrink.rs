@@ -116,10 +116,10 @@ fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> u
 
 /// Passes each observer the progress with the iterations and seconds of earlier rounds
 /// added, so a run reads as one.
-struct Offset<'o, 'b> {
-    inner: &'o mut [&'b mut dyn Observer],
-    iter: u64,
-    seconds: f64,
+pub(crate) struct Offset<'o, 'b> {
+    pub(crate) inner: &'o mut [&'b mut dyn Observer],
+    pub(crate) iter: u64,
+    pub(crate) seconds: f64,
 }
 
 impl Observer for Offset<'_, '_> {
@@ -348,11 +348,11 @@ pub fn solve(
 }
 
 /// The working set shrinks only while the gap is within this factor of the stop rule's.
-const CLOSE: f64 = 10.0;
+pub(crate) const CLOSE: f64 = 10.0;
 /// Iterations between the checks for a smaller working set.
-const CHECK_EVERY: u64 = 100;
+pub(crate) const CHECK_EVERY: u64 = 100;
 /// A smaller working set is taken when it keeps at most this fraction of the current one.
-const SHRINK_WHEN: f64 = 0.8;
+pub(crate) const SHRINK_WHEN: f64 = 0.8;
 
 /// True for the algorithms the rounds apply to: the five FW variants and CVM (sparse FW
 /// and SimpleSVM keep sets of their own).

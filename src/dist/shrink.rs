@@ -1,0 +1,374 @@
+//! Working-set shrinking over ranks: [`crate::solver::shrink`] with every m-vector split by
+//! owner.
+//!
+//! Each rank keeps the exact gradient, the working-set flags and the pinned flags of its own
+//! rows only. What one process computes over all points becomes a collective: 2f = αᵀg from
+//! the exactly gathered entries of A (in α's order), the size of W as a sum of counts, and the
+//! lowest gradients outside W (the fill up to `min_size`) as a selection over every rank's own
+//! lowest candidates under the same total order (value, then index) — the same set one process
+//! selects. A round is a distributed run ([`DistBackend`]) over the ranks' rows in W, numbered
+//! as one process numbers W (rank order, ascending), warm-started from α and its gradient; the
+//! check for a smaller W reads each rank's own gradient entries ([`Backend::gather_own`]). The
+//! rebuild and the certification are the exact passes of [`Known`]. So the rounds, the
+//! iterates and the result are the single-process ones, to the bit with f64 columns.
+
+use super::backend::{DistBackend, Known};
+use super::comm::Comm;
+use super::slice::RowSlice;
+use crate::active::ActiveSet;
+use crate::backend::{Backend, BackendStats, CpuConfig};
+use crate::error::Result;
+use crate::problem::Problem;
+use crate::solver::shrink::{CHECK_EVERY, CLOSE, Offset, SHRINK_WHEN, ShrinkParams, ShrinkStats};
+use crate::solver::{
+    Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
+    stop_rule_met,
+};
+use std::time::Instant;
+
+/// The exact g of α's points, in α's order (each from its owner). Collective.
+fn gather_active(
+    comm: &dyn Comm,
+    alpha: &ActiveSet,
+    slice: &RowSlice,
+    g: &[f64],
+) -> Result<Vec<f64>> {
+    let mut ga: Vec<f64> = alpha
+        .indices()
+        .iter()
+        .map(|&j| {
+            if slice.range().contains(&j) {
+                g[j - slice.first]
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    comm.sum(&mut ga)?;
+    Ok(ga)
+}
+
+/// The `k` lowest (value, global index) over every rank's candidates `mine` (this rank's
+/// entries outside the set, global indices), under value-then-index order: the same `k` one
+/// process selects from all of them. Returns the chosen global indices that are this rank's.
+/// Collective.
+fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<usize>> {
+    let order = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    // Only this rank's k lowest can be among the k lowest of all.
+    if mine.len() > k && k > 0 {
+        mine.select_nth_unstable_by(k - 1, order);
+        mine.truncate(k);
+    }
+    let own: std::collections::HashSet<usize> = mine.iter().map(|c| c.1).collect();
+    let mut all: Vec<(f64, usize)> = Vec::new();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            for &(v, i) in &mine {
+                buf.extend_from_slice(&v.to_le_bytes());
+                buf.extend_from_slice(&(i as u64).to_le_bytes());
+            }
+        }
+        comm.broadcast(root, &mut buf)?;
+        for c in buf.chunks_exact(16) {
+            let v = f64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
+            let i = u64::from_le_bytes(c[8..].try_into().expect("8 bytes")) as usize;
+            all.push((v, i));
+        }
+    }
+    let k = k.min(all.len());
+    if k == 0 {
+        return Ok(Vec::new());
+    }
+    all.select_nth_unstable_by(k - 1, order);
+    Ok(all[..k]
+        .iter()
+        .filter(|c| own.contains(&c.1))
+        .map(|c| c.1)
+        .collect())
+}
+
+/// [`crate::solver::shrink`]'s `grow` over ranks: adds to this rank's part of W its points of
+/// supp α, its points with g_i < (1 + ρ)·2f and its share of the lowest remaining g while W is
+/// smaller than `min_size`. Returns how many joined over all ranks. Collective.
+fn grow(
+    comm: &dyn Comm,
+    slice: &RowSlice,
+    in_w: &mut [bool],
+    g: &[f64],
+    alpha: &ActiveSet,
+    sp: &ShrinkParams,
+) -> Result<usize> {
+    let ga = gather_active(comm, alpha, slice, g)?;
+    let two_f: f64 = alpha.iter().zip(&ga).map(|((_, a), gi)| a * gi).sum();
+    let threshold = (1.0 + sp.margin) * two_f;
+    let mut added = 0;
+    for &j in alpha.indices() {
+        if slice.range().contains(&j) && !in_w[j - slice.first] {
+            in_w[j - slice.first] = true;
+            added += 1;
+        }
+    }
+    for (i, &gi) in g.iter().enumerate() {
+        if !in_w[i] && gi < threshold {
+            in_w[i] = true;
+            added += 1;
+        }
+    }
+    let mut counts = [added as f64, in_w.iter().filter(|&&w| w).count() as f64];
+    comm.sum(&mut counts)?;
+    let (mut added, size) = (counts[0] as usize, counts[1] as usize);
+    let want = sp.min_size.min(slice.total);
+    if size < want {
+        let k = want - size;
+        let rest: Vec<(f64, usize)> = (0..g.len())
+            .filter(|&i| !in_w[i])
+            .map(|i| (g[i], slice.first + i))
+            .collect();
+        for j in lowest(comm, rest, k)? {
+            in_w[j - slice.first] = true;
+        }
+        added += k;
+    }
+    Ok(added)
+}
+
+/// For every point of α, a number its owner knows (`value(local index)`), on every rank, in
+/// α's order. Collective.
+fn from_owners(
+    comm: &dyn Comm,
+    alpha: &ActiveSet,
+    slice: &RowSlice,
+    value: impl Fn(usize) -> usize,
+) -> Result<Vec<usize>> {
+    let mut v: Vec<f64> = alpha
+        .indices()
+        .iter()
+        .map(|&j| {
+            if slice.range().contains(&j) {
+                value(j - slice.first) as f64
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    comm.sum(&mut v)?;
+    Ok(v.into_iter().map(|x| x as usize).collect())
+}
+
+/// Runs `params.algorithm` (an FW variant or the CVM) by working-set rounds over the ranks:
+/// this rank holds rows `slice` of the problem in `prob`; every rank must call it and gets
+/// the single-process result of [`crate::solver::shrink::solve`].
+pub fn solve(
+    comm: &dyn Comm,
+    prob: &Problem<'_>,
+    slice: RowSlice,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: &ShrinkParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    params.check()?;
+    let start = Instant::now();
+    let (m, n_own) = (slice.total, slice.rows);
+    let mut known = Known::new(comm, prob, slice)?;
+    let kappa = match params.stop {
+        StopRule::Gap => 0.0,
+        StopRule::Meb => {
+            crate::solver::check_meb_kernel(prob)?;
+            known.fetch(&[0])?;
+            known.q_diag(0)
+        }
+    };
+    known.fetch(&init::sample(m, params.init_size, params.seed))?;
+    let mut alpha =
+        init::initial_alpha_by(m, params.init_size, params.seed, params.eps, &|i, j| {
+            known.q(i, j)
+        });
+    let mut g = known.exact_gradient(&alpha, None)?;
+    let mut in_w = vec![false; n_own];
+    grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
+    let mut pinned = vec![false; n_own];
+    let mut stats = ShrinkStats {
+        m,
+        ..Default::default()
+    };
+    let mut backend_stats = BackendStats::default();
+    let mut iterations = 0u64;
+    let mut idle_rounds = 0;
+    loop {
+        // This rank's rows in W, and where they stand among W's rows of all ranks.
+        let rows: Vec<usize> = (0..n_own).filter(|&i| in_w[i]).collect();
+        let counts = comm.gather_all(rows.len() as u64)?;
+        let round = RowSlice {
+            first: counts[..comm.rank()].iter().map(|&c| c as usize).sum(),
+            rows: rows.len(),
+            total: counts.iter().map(|&c| c as usize).sum(),
+        };
+        let n = round.total;
+        stats.rounds += 1;
+        if stats.rounds == 1 {
+            stats.first_size = n;
+            stats.smallest = n;
+        }
+        stats.smallest = stats.smallest.min(n);
+        stats.last_size = n;
+        let sub;
+        let sub_prob;
+        let round_prob = if rows.len() == n_own {
+            prob
+        } else {
+            sub = prob.data.subset(&rows);
+            let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
+            let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
+                .with_class_weights(prob.weights.0, prob.weights.1)?;
+            if let Some(w) = prob.row_weights_of(&rows) {
+                p = p.with_row_weights(w)?;
+            }
+            sub_prob = p;
+            &sub_prob
+        };
+        // α in the round's numbering (each point's owner knows its place in W).
+        let mut pos = vec![usize::MAX; n_own];
+        for (k, &i) in rows.iter().enumerate() {
+            pos[i] = round.first + k;
+        }
+        let at = from_owners(comm, &alpha, &slice, |i| pos[i])?;
+        let mut start_w = ActiveSet::new(n);
+        for ((_, a), &k) in alpha.iter().zip(&at) {
+            start_w.set(k, a);
+        }
+        let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
+        let elapsed = start.elapsed();
+        let round_params = SolverParams {
+            certify: false,
+            max_iter: params.max_iter.saturating_sub(iterations),
+            time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
+            ..params.clone()
+        };
+        let mut gw: Vec<f64> = Vec::new();
+        let mut smaller: Option<Vec<bool>> = None;
+        let mut check = |state: &crate::solver::State,
+                         red: &crate::backend::Reduction,
+                         be: &mut dyn Backend|
+         -> Result<bool> {
+            if n <= sp.min_size {
+                return Ok(false);
+            }
+            let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
+            if red.alpha_g - red.g_s > CLOSE * target {
+                return Ok(false);
+            }
+            be.gather_own(&mut gw)?;
+            let threshold = (1.0 + sp.margin) * red.alpha_g;
+            let keep = |k: usize| {
+                gw[k] < threshold || state.alpha.contains(round.first + k) || pinned[rows[k]]
+            };
+            let mut kept = [(0..rows.len()).filter(|&k| keep(k)).count() as f64];
+            comm.sum(&mut kept)?;
+            let kept = kept[0] as usize;
+            if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
+                return Ok(false);
+            }
+            let mut mask = vec![false; n_own];
+            for k in 0..rows.len() {
+                if keep(k) {
+                    mask[rows[k]] = true;
+                }
+            }
+            let missing = sp.min_size.saturating_sub(kept);
+            if missing > 0 {
+                let rest: Vec<(f64, usize)> = (0..rows.len())
+                    .filter(|&k| !keep(k))
+                    .map(|k| (gw[k], round.first + k))
+                    .collect();
+                for j in lowest(comm, rest, missing)? {
+                    mask[rows[j - round.first]] = true;
+                }
+            }
+            smaller = Some(mask);
+            Ok(true)
+        };
+        let r = {
+            let local = crate::backend::cpu::cpu_backend(round_prob, cpu);
+            let mut be = DistBackend::new(comm, round_prob, local, round)?;
+            let mut off = Offset {
+                inner: &mut *observers,
+                iter: iterations,
+                seconds: elapsed.as_secs_f64(),
+            };
+            let mut obs: [&mut dyn Observer; 1] = [&mut off];
+            solve_from(
+                round_prob,
+                &mut be,
+                &round_params,
+                &mut obs,
+                Some((start_w, Some(start_g))),
+                Some(YieldCheck {
+                    every: CHECK_EVERY,
+                    check: &mut check,
+                }),
+            )?
+        };
+        iterations += r.iterations;
+        backend_stats.add(&r.stats);
+        // Back to global numbering: each round point's owner knows its row.
+        let global = from_owners(comm, &r.alpha, &round, |k| slice.first + rows[k])?;
+        alpha = ActiveSet::new(m);
+        for ((_, a), &j) in r.alpha.iter().zip(&global) {
+            alpha.set(j, a);
+        }
+        if r.stop == StopReason::Yielded {
+            for (k, &i) in rows.iter().enumerate() {
+                g[i] = gw[k];
+            }
+            in_w = smaller.take().expect("a yield carries the smaller set");
+            stats.shrinks += 1;
+            continue;
+        }
+        let t = Instant::now();
+        let (f, gap) = known.certify(&alpha)?;
+        let two_f = 2.0 * f;
+        let mut pass = t.elapsed();
+        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
+        if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
+            let stop = if r.stop == StopReason::Converged && !met {
+                StopReason::Stalled
+            } else {
+                r.stop
+            };
+            let result = SolveResult {
+                alpha,
+                iterations,
+                f: r.f,
+                gap: r.gap,
+                certified_f: params.certify.then_some(0.5 * two_f),
+                certified_gap: params.certify.then_some(gap),
+                stop,
+                seconds: start.elapsed().saturating_sub(pass).as_secs_f64(),
+                certify_seconds: pass.as_secs_f64(),
+                stats: backend_stats,
+                shrink: Some(stats),
+                rho: None,
+            };
+            for o in observers.iter_mut() {
+                o.finish(&result);
+            }
+            return Ok(result);
+        }
+        let t = Instant::now();
+        g = known.exact_gradient(&alpha, None)?;
+        pass += t.elapsed();
+        stats.rebuilds += 1;
+        stats.rebuild_seconds += pass.as_secs_f64();
+        let before = in_w.clone();
+        let added = grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
+        for i in 0..n_own {
+            if in_w[i] && !before[i] {
+                pinned[i] = true;
+            }
+        }
+        idle_rounds = if added == 0 { idle_rounds + 1 } else { 0 };
+    }
+}
