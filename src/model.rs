@@ -534,6 +534,16 @@ impl Model {
                 let i: usize = i.parse().ok().filter(|&i| i > last).ok_or_else(|| {
                     bad(ln, format!("bad or non-ascending feature index in `{t}`"))
                 })?;
+                // The data reader's limit: indices are kept as u32.
+                if i > u32::MAX as usize {
+                    return Err(bad(
+                        ln,
+                        format!(
+                            "feature index too large in `{t}`: at most {} is supported",
+                            u32::MAX
+                        ),
+                    ));
+                }
                 let v: f32 = v
                     .parse()
                     .ok()
@@ -641,6 +651,16 @@ mod tests {
         std::fs::write(&path, text.replace("probA -1.5 ", "probA ")).unwrap();
         let err = Model::load(&path).unwrap_err().to_string();
         assert!(err.contains("`probA` has 2 values, expected 3"), "{err}");
+        // A feature index past u32 (the data reader's limit) is refused with its line, not
+        // wrapped (it used to be truncated, and its size allocated by prediction).
+        let huge = text.replacen(" 2:-1 ", " 14294967296:-1 ", 1);
+        assert_ne!(huge, text);
+        std::fs::write(&path, huge).unwrap();
+        let err = Model::load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("feature index too large in `14294967296:-1`"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

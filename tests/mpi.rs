@@ -225,8 +225,8 @@ fn fwsvm_under_mpirun_logged(
 }
 
 /// `mpirun -np P fwsvm train --precision f64` writes the model `fwsvm train` writes in one
-/// process, byte for byte, for a compressed and a plain file (γ auto), with full gradients and
-/// with sampled iterations.
+/// process, byte for byte, for a compressed and a plain dense file and a sparse one (γ auto),
+/// with full gradients and with sampled iterations.
 #[test]
 fn train_under_mpirun_writes_the_single_process_model() {
     let dir = common::tempdir();
@@ -236,7 +236,17 @@ fn train_under_mpirun_writes_the_single_process_model() {
     let mut f = std::fs::File::create(&plain).unwrap();
     fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
     drop(f);
-    for data in [&heart, &plain] {
+    // Sparse data: a9a's first 1,200 rows (123 features, about 14 non-zero).
+    let a9a = fwsvm::data::read_libsvm(&Path::new(env!("CARGO_MANIFEST_DIR")).join("data/a9a.xz"))
+        .unwrap();
+    let rows: Vec<usize> = (0..1200).collect();
+    let sparse = a9a.subset(&rows);
+    assert!(!sparse.is_dense());
+    let sparse_path = dir.path().join("a9a-1200.txt");
+    let mut f = std::fs::File::create(&sparse_path).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &sparse).unwrap();
+    drop(f);
+    for data in [&heart, &plain, &sparse_path] {
         for run in [
             &["-a", "partan"][..],
             &["-a", "swap"][..],
@@ -385,9 +395,9 @@ fn grid_under_mpirun() {
     let one = dir.path().join("one.csv");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(grid(&one))
-        .status()
+        .output()
         .unwrap();
-    assert!(st.success());
+    assert!(st.status.success(), "{st:?}");
     let expected = points(&one);
     assert_eq!(expected.len(), 2 + 4, "{expected:?}");
     for how in ["auto", "rows"] {
