@@ -489,7 +489,17 @@ fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
                 let (local, slice) = slice_of(&ds, comm, sizes);
                 let prob = Problem::new(&local, local.labels.clone(), kernel, 8.0).unwrap();
                 run(&mut |o| {
-                    fwsvm::dist::shrink::solve(comm, &prob, slice, F64, &params, &sp, o).unwrap()
+                    fwsvm::dist::shrink::solve(
+                        comm,
+                        &prob,
+                        slice,
+                        &Device::Cpu,
+                        F64,
+                        &params,
+                        &sp,
+                        o,
+                    )
+                    .unwrap()
                 })
             });
             for (r, many) in runs.iter().enumerate() {

@@ -425,3 +425,85 @@ fn grid_under_mpirun() {
     assert!(run.status.success(), "{run:?}");
     assert_eq!(points(&part), expected, "resumed");
 }
+
+/// `mpirun -np 2 fwsvm train --backend gpu`: each rank opens its own adapter (`local rank`
+/// unless `--device` names one; here adapter 0 on both, the software one in CI), computes its
+/// rows' columns there and the columns of the other rank's vertices as guests; the model
+/// predicts the training rows as well as the single-process GPU model, within a row.
+#[cfg(feature = "gpu")]
+#[test]
+fn a_gpu_per_rank_under_mpirun() {
+    let info = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .arg("info")
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout).to_string();
+    if !info.contains("] ") {
+        assert!(
+            std::env::var("CI").is_err(),
+            "no GPU adapter in CI:\n{info}"
+        );
+        common::skip("GPU under mpirun: no GPU adapter");
+        return;
+    }
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let ds = fwsvm::data::read_libsvm(&heart).unwrap();
+    let rows: Vec<usize> = (0..90).collect();
+    let small = dir.path().join("heart-90.txt");
+    let mut f = std::fs::File::create(&small).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &ds.subset(&rows)).unwrap();
+    drop(f);
+    let accuracy = |model: &Path| -> usize {
+        let m = fwsvm::model::Model::load(model).unwrap();
+        let part = ds.subset(&rows);
+        m.predict(&part)
+            .iter()
+            .zip(&part.labels)
+            .filter(|(p, y)| p == y)
+            .count()
+    };
+    let one = dir.path().join("one.model");
+    let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args([
+            "train",
+            "-q",
+            "--backend",
+            "gpu",
+            "--device",
+            "0",
+            "-e",
+            "0.01",
+        ])
+        .arg(&small)
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    let many = dir.path().join("two.model");
+    let logs = dir.path().join("logs");
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "train".as_ref(),
+        "--backend".as_ref(),
+        "gpu".as_ref(),
+        "--device".as_ref(),
+        "0".as_ref(),
+        "-e".as_ref(),
+        "0.01".as_ref(),
+        small.as_os_str(),
+        many.as_os_str(),
+    ];
+    let Some(out) = fwsvm_under_mpirun_logged(2, &args, Some(&logs)) else {
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+    for r in 0..2 {
+        let err = rank_stderr(&logs, r);
+        assert!(
+            err.contains(&format!("fwsvm: rank {r}: gpu: ")),
+            "rank {r}: {err}"
+        );
+    }
+    let (a, b) = (accuracy(&one), accuracy(&many));
+    assert!(a.abs_diff(b) <= 1, "{a} vs {b} of 90 right");
+}

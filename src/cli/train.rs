@@ -630,7 +630,6 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             a.data.format != crate::data::Format::Libsvm,
             "--format other than libsvm",
         ),
-        (args.backend == BackendArg::Gpu, "--backend gpu"),
     ];
     if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
         return Err(Error::param(format!(
@@ -663,7 +662,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     let quiet = a.quiet || !root;
     if !quiet {
         eprintln!(
-            "fwsvm: {} ranks; {} rows ({} on rank 0), read in {:.2}s; {} on each rank's CPU",
+            "fwsvm: {} ranks; {} rows ({} on rank 0), read in {:.2}s; {}",
             comm.size(),
             slice.total,
             slice.rows,
@@ -671,7 +670,34 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             a.algorithm()
         );
     }
-    let params = a.params(crate::backend::Device::Cpu);
+    // Each rank's own device: adapter `local rank` unless --device names one.
+    let device = match args.backend {
+        BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
+        backend => {
+            let name = a
+                .device
+                .clone()
+                .or_else(|| crate::dist::local_rank().map(|r| r.to_string()));
+            let rank = comm.rank();
+            super::common::device_request(
+                backend,
+                name.as_deref(),
+                a.precision(),
+                a.precision.is_some(),
+                a.cache_bytes(),
+            )
+            .open_for(&local, &mut |s| {
+                if !a.quiet {
+                    rank_line(rank, s);
+                }
+            })
+        }
+    };
+    let device = agree(&comm, device)?;
+    if !a.quiet && device.is_gpu() {
+        rank_line(comm.rank(), &device.describe());
+    }
+    let params = a.params(device);
     if let Some(k) = args.cv {
         use crate::dist::plan::{Distribute, choose, gather_dataset};
         let plan = choose(&comm, &local, k, "folds", args.distribute)?;
@@ -758,6 +784,15 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         eprintln!("fwsvm: model written to {}", model_path.display());
     }
     Ok(())
+}
+
+/// "fwsvm: rank R: …" on standard error in one write (ranks sharing a terminal do not
+/// interleave it).
+#[cfg(feature = "mpi")]
+fn rank_line(rank: usize, s: &str) {
+    use std::io::Write as _;
+    let line = format!("fwsvm: rank {rank}: {s}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// svm-train's default model name: the training file's name + ".model", in the current

@@ -61,3 +61,16 @@ pub mod plan;
 pub mod shrink;
 pub mod slice;
 pub mod train;
+
+/// This process's rank among the ranks on its machine, as the MPI launcher says (Open MPI,
+/// MPICH/Hydra, MVAPICH, Slurm); None outside a launcher. A rank's default GPU adapter.
+pub fn local_rank() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "MV2_COMM_WORLD_LOCAL_RANK",
+        "SLURM_LOCALID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}

@@ -16,7 +16,7 @@ use super::backend::{DistBackend, Known};
 use super::comm::Comm;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, CpuConfig};
+use crate::backend::{Backend, BackendStats, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
 use crate::solver::shrink::{CHECK_EVERY, CLOSE, Offset, SHRINK_WHEN, ShrinkParams, ShrinkStats};
@@ -158,12 +158,15 @@ fn from_owners(
 }
 
 /// Runs `params.algorithm` (an FW variant or the CVM) by working-set rounds over the ranks:
-/// this rank holds rows `slice` of the problem in `prob`; every rank must call it and gets
-/// the single-process result of [`crate::solver::shrink::solve`].
+/// this rank holds rows `slice` of the problem in `prob` and runs each round's local backend
+/// on `device`; every rank must call it and gets the single-process result of
+/// [`crate::solver::shrink::solve`] (to the bit on the CPU with f64 columns).
+#[allow(clippy::too_many_arguments)]
 pub fn solve(
     comm: &dyn Comm,
     prob: &Problem<'_>,
     slice: RowSlice,
+    device: &Device,
     cpu: CpuConfig,
     params: &SolverParams,
     sp: &ShrinkParams,
@@ -291,7 +294,7 @@ pub fn solve(
             Ok(true)
         };
         let r = {
-            let local = crate::backend::cpu::cpu_backend(round_prob, cpu);
+            let local = device.backend(round_prob, cpu)?;
             let mut be = DistBackend::new(comm, round_prob, local, round)?;
             let mut off = Offset {
                 inner: &mut *observers,

@@ -80,9 +80,10 @@ pub fn gamma_heuristic(
 /// trained over all ranks on the pair's rows (a pair's rows stay where they are, so no data
 /// moves and every rank works on every pair); every rank must call it, and every rank returns
 /// the same model and the pairs' results. FW variants and the CVM, with full gradients or
-/// sampled iterations ([`super::blocks`]), with working-set shrinking where one process would
-/// shrink ([`super::shrink`]); sample weights, one-class training and GPUs per rank are not
-/// distributed yet (refused).
+/// sampled iterations ([`super::blocks`]: their kernel blocks on each rank's CPU), with
+/// working-set shrinking where one process would shrink ([`super::shrink`]); each rank's
+/// columns on `params.device` (its CPU or its own GPU). Sample weights and one-class training
+/// are not distributed yet (refused).
 pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
@@ -105,9 +106,6 @@ pub fn train_model(
     }
     if params.sample_weights.is_some() {
         return refuse("training with sample weights");
-    }
-    if !matches!(params.device, Device::Cpu) {
-        return refuse("a GPU per rank");
     }
     let labels = class_order(comm, local)?;
     if labels.len() < 2 {
@@ -176,6 +174,7 @@ pub fn train_model(
                     comm,
                     &prob,
                     pair_slice,
+                    &params.device,
                     params.cpu,
                     &params.solver,
                     &sp,
@@ -186,7 +185,7 @@ pub fn train_model(
                 let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
                 solve(&prob, &mut be, &params.solver, observers)?
             } else {
-                let be = crate::backend::cpu::cpu_backend(&prob, params.cpu);
+                let be = params.device.backend(&prob, params.cpu)?;
                 let mut dist = DistBackend::new(comm, &prob, be, pair_slice)?;
                 solve(&prob, &mut dist, &params.solver, observers)?
             };

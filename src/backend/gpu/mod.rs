@@ -161,6 +161,17 @@ pub struct GpuBackend<'a> {
     fresh: usize,
     stats: BackendStats,
     plan: MemoryPlan,
+    /// Points held for their columns only ([`Backend::add_guest`]: a distributed run's
+    /// vertices of other ranks): column m + k is guest k's.
+    guests: Vec<Guest>,
+}
+
+/// A point held for its columns only: its row, y, ‖x‖² and 1/C.
+pub(super) struct Guest {
+    pub(super) row: crate::data::OwnedRow,
+    pub(super) y: f64,
+    pub(super) norm: f64,
+    pub(super) inv_c: f64,
 }
 
 /// Writes row z into a query slot `q` (zeros elsewhere; features beyond the data's `d` are
@@ -187,6 +198,17 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 }
 
 impl<'a> GpuBackend<'a> {
+    /// Point j's row, y and ‖x‖²: a row of the problem, or guest j − m.
+    fn point(&self, j: usize) -> (Row<'_>, f64, f64) {
+        let m = self.prob.len();
+        if j < m {
+            (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j])
+        } else {
+            let g = &self.guests[j - m];
+            (g.row.as_row(), g.y, g.norm)
+        }
+    }
+
     /// Checks the memory plan against the adapter's limits and uploads the problem.
     pub fn new(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig) -> Result<Self> {
         Self::with_data(prob, ctx, cfg, None)
@@ -337,6 +359,7 @@ impl<'a> GpuBackend<'a> {
             map_state: Arc::new(AtomicU8::new(0)),
             prev: false,
             min_valid: false,
+            guests: Vec::new(),
             fresh: usize::MAX,
             stats: BackendStats::default(),
             plan,
@@ -374,11 +397,42 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn q_diag(&self, i: usize) -> f64 {
-        self.prob.q_diag(i)
+        if i < self.prob.len() {
+            return self.prob.q_diag(i);
+        }
+        let g = &self.guests[i - self.prob.len()];
+        self.prob.kernel.from_dot(g.norm, g.norm, g.norm) + 1.0 + g.inv_c
     }
 
     fn q(&self, i: usize, j: usize) -> f64 {
-        self.prob.q(i, j)
+        let m = self.prob.len();
+        if i < m && j < m {
+            return self.prob.q(i, j);
+        }
+        // The arithmetic of Problem::q, with a guest's row.
+        let ((ri, yi, ni), (rj, yj, nj)) = (self.point(i), self.point(j));
+        let v = yi * yj * (self.prob.kernel.from_dot(ri.dot(&rj), ni, nj) + 1.0);
+        if i == j {
+            v + self.guests[i - m].inv_c
+        } else {
+            v
+        }
+    }
+
+    fn add_guest(&mut self, row: Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        let m = self.prob.len();
+        if m + self.guests.len() >= NONE as usize {
+            return Err(Error::Backend(
+                "too many points for 32-bit column numbers".into(),
+            ));
+        }
+        self.guests.push(Guest {
+            row: crate::data::OwnedRow::from(row),
+            y,
+            norm: row.sq_norm(),
+            inv_c,
+        });
+        Ok(m + self.guests.len() - 1)
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {

@@ -87,8 +87,16 @@ impl<'a> GpuBackend<'a> {
 
     /// Records the computation of column j into cache slot `slot`.
     pub(super) fn record_column(&mut self, j: usize, slot: usize) {
-        let (row, y, norm) = (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j]);
-        self.record_query(row, j as u32, y, norm, slot);
+        let (prob, m) = (self.prob, self.prob.len());
+        if j < m {
+            self.record_query(prob.data.row(j), j as u32, prob.y[j], prob.norms[j], slot);
+        } else {
+            // The guest's row is lent out of self for the recording.
+            let guests = std::mem::take(&mut self.guests);
+            let g = &guests[j - m];
+            self.record_query(g.row.as_row(), j as u32, g.y, g.norm, slot);
+            self.guests = guests;
+        }
         self.stats.columns_computed += 1;
     }
 
@@ -103,19 +111,17 @@ impl<'a> GpuBackend<'a> {
         let (d, dpad) = (self.d, self.dpad);
         let base = QUERY_SLOTS * dpad;
         for (c, &(j, _)) in cols.iter().enumerate() {
-            fill_query(
-                self.prob.data.row(j),
-                d,
-                &mut self.query_host[c * dpad..(c + 1) * dpad],
-            );
-            let norm = split(self.prob.norms[j]);
+            let m = self.prob.len();
+            let (row, y, norm) = if j < m {
+                (self.prob.data.row(j), self.prob.y[j], self.prob.norms[j])
+            } else {
+                let g = &self.guests[j - m];
+                (g.row.as_row(), g.y, g.norm)
+            };
+            fill_query(row, d, &mut self.query_host[c * dpad..(c + 1) * dpad]);
+            let norm = split(norm);
             let meta = &mut self.query_host[base + 4 * c..base + 4 * c + 4];
-            meta.copy_from_slice(&[
-                f32::from_bits(j as u32),
-                self.prob.y[j] as f32,
-                norm[0],
-                norm[1],
-            ]);
+            meta.copy_from_slice(&[f32::from_bits(j as u32), y as f32, norm[0], norm[1]]);
         }
         self.n_queries = cols.len();
         self.meta_dirty = true;
