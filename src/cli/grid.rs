@@ -476,11 +476,6 @@ fn run_distributed(a: GridArgs) -> Result<()> {
     let o = &a.opts;
     let root = comm.rank() == 0;
     o.refuse_train_only("grid")?;
-    if a.backend == BackendArg::Gpu {
-        return Err(Error::param(
-            "--backend gpu is not distributed over ranks yet: run it in one process".into(),
-        ));
-    }
     // Rank 0's files and finished points; the others learn the points from it.
     let opened = if root {
         Search::open(&a).map(Some)
@@ -536,7 +531,7 @@ fn run_distributed(a: GridArgs) -> Result<()> {
             classes.first().copied().unwrap_or(f64::NAN)
         )));
     }
-    let base = o.params(crate::backend::Device::Cpu);
+    let mut base = o.params(o.open_rank_device(a.backend, &comm, &local)?);
     let linear = matches!(base.kernel, crate::train::KernelKind::Linear);
     let started = search.start(&a, &base, linear, slice.total, root);
     agree(&comm, started)?;
@@ -561,6 +556,11 @@ fn run_distributed(a: GridArgs) -> Result<()> {
     if plan.plan == Distribute::Tasks {
         let all = gather_dataset(&comm, &local, &slice)?;
         drop(local);
+        // On a GPU the whole data go up once for every task of this rank.
+        if base.sample == 0 {
+            let shared = base.device.share(&all);
+            base.device = agree(&comm, shared)?;
+        }
         for batch in pending.chunks(comm.size()) {
             let t = Instant::now();
             let points: Vec<TrainParams> = batch

@@ -337,6 +337,45 @@ impl TrainOpts {
         Ok((ds, test, read_s))
     }
 
+    /// This rank's device in an MPI job: the CPU for `--backend cpu`, else adapter `local
+    /// rank` unless `--device` names one (`--backend auto`: a GPU only where the rank's rows
+    /// pay for it); an error on any rank ends every rank. Each rank says which adapter it took.
+    #[cfg(feature = "mpi")]
+    pub fn open_rank_device(
+        &self,
+        backend: BackendArg,
+        comm: &dyn crate::dist::comm::Comm,
+        local: &Dataset,
+    ) -> Result<crate::backend::Device> {
+        let rank = comm.rank();
+        let device = match backend {
+            BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
+            backend => {
+                let name = self
+                    .device
+                    .clone()
+                    .or_else(|| crate::dist::local_rank().map(|r| r.to_string()));
+                super::common::device_request(
+                    backend,
+                    name.as_deref(),
+                    self.precision(),
+                    self.precision.is_some(),
+                    self.cache_bytes(),
+                )
+                .open_for(local, &mut |s| {
+                    if !self.quiet {
+                        rank_line(rank, s);
+                    }
+                })
+            }
+        };
+        let device = crate::dist::comm::agree(comm, device)?;
+        if !self.quiet && device.is_gpu() {
+            rank_line(rank, &device.describe());
+        }
+        Ok(device)
+    }
+
     /// Sets the worker threads (`-j`); `quiet` silences the note about them.
     #[cfg(feature = "mpi")]
     pub fn apply_threads(&self, quiet: bool) {
@@ -670,33 +709,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             a.algorithm()
         );
     }
-    // Each rank's own device: adapter `local rank` unless --device names one.
-    let device = match args.backend {
-        BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
-        backend => {
-            let name = a
-                .device
-                .clone()
-                .or_else(|| crate::dist::local_rank().map(|r| r.to_string()));
-            let rank = comm.rank();
-            super::common::device_request(
-                backend,
-                name.as_deref(),
-                a.precision(),
-                a.precision.is_some(),
-                a.cache_bytes(),
-            )
-            .open_for(&local, &mut |s| {
-                if !a.quiet {
-                    rank_line(rank, s);
-                }
-            })
-        }
-    };
-    let device = agree(&comm, device)?;
-    if !a.quiet && device.is_gpu() {
-        rank_line(comm.rank(), &device.describe());
-    }
+    let device = a.open_rank_device(args.backend, &comm, &local)?;
     let params = a.params(device);
     if let Some(k) = args.cv {
         use crate::dist::plan::{Distribute, choose, gather_dataset};
