@@ -1,7 +1,7 @@
 //! Row-partitioned training on P ranks (threads of this process, `ThreadComm`) against one
 //! process: with f64 columns the same iterates to the bit — every objective and gap along the
-//! way, the iteration count, the final α and the certified figures — for every FW variant and
-//! the CVM, on dense and sparse data, with one rank that owns no support vector and one whose
+//! way, the iteration count, the final α and the certified figures — for every FW variant, the
+//! CVM and sparse FW, on dense and sparse data, with one rank that owns no support vector and one whose
 //! slice is empty.
 
 mod common;
@@ -104,7 +104,10 @@ fn every_variant_takes_the_single_process_steps_on_p_ranks() {
     ] {
         let ds = random_dataset(240, 5, sparse, 17);
         let full = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
-        for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+        for alg in Algorithm::FW
+            .into_iter()
+            .chain([Algorithm::Cvm, Algorithm::SparseFw])
+        {
             // Plain FW needs many iterations for a tight gap; the cap keeps each run short (the
             // iterates are compared at every step whatever stops the run).
             let params = SolverParams {
@@ -129,22 +132,28 @@ fn empty_slices_and_ranks_without_support_vectors() {
     let ds = random_dataset(180, 4, false, 23);
     let kernel = Kernel::Rbf { gamma: 1.0 };
     let full = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();
-    let params = SolverParams {
-        algorithm: Algorithm::Partan,
-        eps: 1e-5,
-        max_iter: 2000,
-        ..Default::default()
-    };
-    let one = run_one(&full, cpu_backend(&full, F64).as_mut(), &params);
-    // Rank 1 owns nothing; rank 2 owns three rows that hold no support vector.
-    let sv = one.1.alpha.indices();
-    let a = (1..ds.len() - 3)
-        .find(|&a| !sv.iter().any(|&i| (a..a + 3).contains(&i)))
-        .expect("three rows in a row without a support vector");
-    let sizes = [a, 0, 3, ds.len() - a - 3];
-    let runs = run_ranks(&ds, kernel, 2.0, &params, 4, Some(&sizes));
-    for (r, many) in runs.iter().enumerate() {
-        same(&format!("rank {r} of 4 (sizes {sizes:?})"), &one, many);
+    for alg in [Algorithm::Partan, Algorithm::SparseFw] {
+        let params = SolverParams {
+            algorithm: alg,
+            eps: 1e-5,
+            max_iter: 2000,
+            ..Default::default()
+        };
+        let one = run_one(&full, cpu_backend(&full, F64).as_mut(), &params);
+        // Rank 1 owns nothing; rank 2 owns three rows that hold no support vector.
+        let sv = one.1.alpha.indices();
+        let a = (1..ds.len() - 3)
+            .find(|&a| !sv.iter().any(|&i| (a..a + 3).contains(&i)))
+            .expect("three rows in a row without a support vector");
+        let sizes = [a, 0, 3, ds.len() - a - 3];
+        let runs = run_ranks(&ds, kernel, 2.0, &params, 4, Some(&sizes));
+        for (r, many) in runs.iter().enumerate() {
+            same(
+                &format!("{alg}, rank {r} of 4 (sizes {sizes:?})"),
+                &one,
+                many,
+            );
+        }
     }
 }
 

@@ -251,6 +251,7 @@ fn train_under_mpirun_writes_the_single_process_model() {
             &["-a", "partan"][..],
             &["-a", "swap"][..],
             &["-a", "cvm"][..],
+            &["-a", "sparse-fw"][..],
             &["-a", "swap2", "--sample", "60"][..],
         ] {
             let tag: String = run.concat();

@@ -321,6 +321,18 @@ pub trait Backend {
         Ok(None)
     }
 
+    /// [`certify_exact`](Self::certify_exact) over the points `rows` ⊇ supp(α) only (sparse
+    /// FW's sub-problem: [`crate::backend::exact::certify_rows`]); None: the solver certifies
+    /// on the problem (the default).
+    fn certify_exact_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+    ) -> Result<Option<(f64, f64)>> {
+        let _ = (alpha, rows);
+        Ok(None)
+    }
+
     /// Holds point `row` (label `y`, diagonal term `inv_c` = 1/C of its own problem) for its
     /// columns only: it gets no gradient entry, but columns of it can be computed over this
     /// backend's rows (`update`, `column_entries`, `q`), under the index returned (m, m + 1,

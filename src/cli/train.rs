@@ -337,9 +337,10 @@ impl TrainOpts {
         Ok((ds, test, read_s))
     }
 
-    /// This rank's device in an MPI job: the CPU for `--backend cpu`, else adapter `local
-    /// rank` unless `--device` names one (`--backend auto`: a GPU only where the rank's rows
-    /// pay for it); an error on any rank ends every rank. Each rank says which adapter it took.
+    /// This rank's device in an MPI job: the CPU for `--backend cpu`; for `--backend gpu`
+    /// adapter `local rank` unless `--device` names one; `--backend auto` as in one process
+    /// (a hardware GPU where the rank's rows pay for it). An error on any rank ends every rank;
+    /// each rank says which adapter it took.
     #[cfg(feature = "mpi")]
     pub fn open_rank_device(
         &self,
@@ -351,10 +352,15 @@ impl TrainOpts {
         let device = match backend {
             BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
             backend => {
-                let name = self
-                    .device
-                    .clone()
-                    .or_else(|| crate::dist::local_rank().map(|r| r.to_string()));
+                // --backend gpu: adapter `local rank` by default. --backend auto keeps its own
+                // choice (a hardware GPU where the rows pay for one, never a software adapter),
+                // which an index into all adapters could miss.
+                let name = self.device.clone().or_else(|| {
+                    (backend == BackendArg::Gpu)
+                        .then(crate::dist::local_rank)
+                        .flatten()
+                        .map(|r| r.to_string())
+                });
                 super::common::device_request(
                     backend,
                     name.as_deref(),

@@ -17,7 +17,7 @@
 use super::comm::{Comm, Loc};
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, Reduction, Update};
+use crate::backend::{Backend, BackendStats, MarkedReduction, Reduction, Update};
 use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
 use crate::problem::Problem;
@@ -228,6 +228,50 @@ impl<'a> Known<'a> {
                 Ok(g)
             }
         }
+    }
+
+    /// The certified (f, gap) of α over the points `rows` ⊇ supp(α) (global), as
+    /// [`crate::backend::exact::certify_rows`] computes them in one process: each owner
+    /// computes its entries of the same block, gathered exactly. Collective.
+    pub(super) fn certify_rows(&mut self, alpha: &ActiveSet, rows: &[usize]) -> Result<(f64, f64)> {
+        let mut all: Vec<usize> = rows.to_vec();
+        let listed: std::collections::HashSet<usize> = rows.iter().copied().collect();
+        all.extend(
+            alpha
+                .indices()
+                .iter()
+                .copied()
+                .filter(|i| !listed.contains(i)),
+        );
+        self.fetch(alpha.indices())?;
+        let (pos, local): (Vec<usize>, Vec<usize>) = all
+            .iter()
+            .enumerate()
+            .filter(|&(_, &i)| self.is_own(i))
+            .map(|(k, &i)| (k, i - self.slice.first))
+            .unzip();
+        let mut g = vec![0.0; all.len()];
+        if !local.is_empty() {
+            let own = self.exact_gradient(alpha, Some((&local, all.len())))?;
+            for (&k, v) in pos.iter().zip(own) {
+                g[k] = v;
+            }
+        }
+        self.comm.sum(&mut g)?;
+        let f = 0.5
+            * all
+                .iter()
+                .zip(&g)
+                .map(|(&i, gi)| alpha.get(i) * gi)
+                .sum::<f64>();
+        let (mut s, mut gs) = (all.first().copied().unwrap_or(0), f64::INFINITY);
+        for (k, &i) in all.iter().enumerate() {
+            if g[k] < gs || (g[k] == gs && i < s) {
+                gs = g[k];
+                s = i;
+            }
+        }
+        Ok((f, 2.0 * f - gs))
     }
 
     /// The certified (f, gap) of α over every rank's rows, as one process computes them.
@@ -485,6 +529,67 @@ impl Backend for DistBackend<'_> {
 
     fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
         self.known.certify(alpha).map(Some)
+    }
+
+    fn certify_exact_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+    ) -> Result<Option<(f64, f64)>> {
+        self.known.certify_rows(alpha, rows).map(Some)
+    }
+
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.local.fill_marks(mk)
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        let own: Vec<(usize, u8)> = marks
+            .iter()
+            .filter(|&&(i, _)| self.is_own(i))
+            .map(|&(i, mk)| (i - self.slice.first, mk))
+            .collect();
+        self.local.set_marks(&own)
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        // Each rank's marked minima and maximum, then over all ranks (lowest index on ties).
+        let lr = self.local.reduce_marked(shift)?;
+        let first = self.slice.first;
+        let loc = |(i, v): (usize, f64), none: Loc| {
+            if i == usize::MAX {
+                none
+            } else {
+                Loc {
+                    value: v,
+                    index: (i + first) as u64,
+                }
+            }
+        };
+        let mut lows = [loc(lr.low, Loc::NONE_MIN), loc(lr.mid, Loc::NONE_MIN)];
+        self.comm.min_loc(&mut lows)?;
+        let mut high = [loc(lr.high, Loc::NONE_MAX)];
+        self.comm.max_loc(&mut high)?;
+        let back = |l: Loc, empty: (usize, f64)| {
+            if l.index == u64::MAX {
+                empty
+            } else {
+                (l.index as usize, l.value)
+            }
+        };
+        let e = MarkedReduction::EMPTY;
+        let r = MarkedReduction {
+            low: back(lows[0], e.low),
+            mid: back(lows[1], e.mid),
+            high: back(high[0], e.high),
+        };
+        // The points a step may evaluate Q at.
+        let need: Vec<usize> = [r.low.0, r.mid.0, r.high.0]
+            .into_iter()
+            .filter(|&i| i != usize::MAX)
+            .collect();
+        self.fetch(&need)?;
+        Ok(r)
     }
 
     fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {

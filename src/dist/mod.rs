@@ -47,9 +47,12 @@
 //! Working-set shrinking runs its rounds over the ranks ([`shrink`]), each rank holding its
 //! own rows' part of every m-vector.
 //!
-//! Still to come (see the note): sparse FW and SimpleSVM (marked reductions),
-//! deduplicated rows and the GPU as local backends; one-versus-one pairs dealt to
-//! ranks.
+//! Sparse FW's marked reductions are two location reductions
+//! ([`backend::DistBackend`]'s `reduce_marked`); a GPU per rank is a local GPU backend with
+//! guests like the CPU's.
+//!
+//! Still to come (see the note): SimpleSVM (global labels and costs), one-class and
+//! sample weights, deduplicated rows as a local backend; one-versus-one pairs dealt to ranks.
 
 pub mod backend;
 pub mod blocks;

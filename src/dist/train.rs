@@ -98,7 +98,7 @@ pub fn train_model(
             "{what} is not distributed over ranks yet: run it in one process"
         )))
     };
-    if matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm) {
+    if alg == Algorithm::SimpleSvm {
         return refuse(&format!("-a {alg}"));
     }
     if params.one_class {

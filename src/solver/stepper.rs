@@ -275,7 +275,12 @@ impl Stepper for FwStepper {
                 }
                 crate::backend::exact::certify(prob, &self.state.alpha)
             }
-            Some(rows) => crate::backend::exact::certify_rows(prob, &self.state.alpha, &rows),
+            Some(rows) => {
+                if let Some(fg) = be.certify_exact_rows(&self.state.alpha, &rows)? {
+                    return Ok(fg);
+                }
+                crate::backend::exact::certify_rows(prob, &self.state.alpha, &rows)
+            }
         };
         Ok((f, g))
     }
