@@ -369,7 +369,8 @@ impl TrainOpts {
                     self.cache_bytes(),
                 )
                 .open_for(local, &mut |s| {
-                    if !self.quiet {
+                    // The choice's note once (rank 0's); every rank names a GPU it took below.
+                    if !self.quiet && rank == 0 {
                         rank_line(rank, s);
                     }
                 })
