@@ -337,6 +337,105 @@ pub fn train(
     Ok((sv.into_model(ds, kernel, labels, rho), reports))
 }
 
+/// One class pair trained for [`train_dealt`]: its index, ρ, its support vectors as (training
+/// row of `ds`, α_i y_i) by row, and its report.
+#[derive(Debug, Clone)]
+pub struct PairOutcome {
+    /// Index of the pair (LIBSVM's order: (0,1), (0,2), …).
+    pub index: usize,
+    /// The pair's bias ρ.
+    pub rho: f64,
+    /// (row of the training data, α_i y_i) of each support vector.
+    pub svs: Vec<(usize, f64)>,
+    /// The pair's report.
+    pub report: PairReport,
+}
+
+/// [`train`] of a model with several class pairs, trained only where `mine(pair index)` says
+/// so; `share` is given this process's pairs and returns every pair (a distributed run
+/// exchanges them between the processes that share the pairs out). The model is the one
+/// [`train`] builds once every pair is in. Binary and one-class problems, and sample weights,
+/// go to [`train`].
+pub fn train_dealt(
+    ds: &Dataset,
+    params: &TrainParams,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+    mine: &dyn Fn(usize) -> bool,
+    share: &mut dyn FnMut(Result<Vec<PairOutcome>>) -> Result<Vec<PairOutcome>>,
+) -> Result<(Model, Vec<PairReport>)> {
+    let checked = params.check()?;
+    if checked.one_class || checked.sample_weights.is_some() || class_order(ds).len() < 3 {
+        return train(ds, params, observers);
+    }
+    let labels = class_order(ds);
+    let kernel = checked.resolve_kernel(ds)?;
+    let class_of: Vec<usize> = ds
+        .labels
+        .iter()
+        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
+        .collect();
+    let k = labels.len();
+    let pairs = k * (k - 1) / 2;
+    // This process's pairs; an error is handed to `share` too (the others wait there).
+    let own = (|| -> Result<Vec<PairOutcome>> {
+        let mut own = Vec::new();
+        let mut index = 0;
+        for a in 0..k {
+            for b in a + 1..k {
+                if mine(index) {
+                    let pair = ClassPair {
+                        a,
+                        b,
+                        index,
+                        labels: &labels,
+                        class_of: &class_of,
+                    };
+                    // The pair's coefficients, read back from a table of its own.
+                    let mut one = SvCoefficients::new(k);
+                    let (report, rho) =
+                        train_pair(ds, checked, kernel, &pair, &mut one, observers)?;
+                    let mut svs = Vec::new();
+                    for (c, rows) in one.coef.iter().enumerate() {
+                        let other = if c == a { b } else { a };
+                        let slot = if other > c { other - 1 } else { other };
+                        svs.extend(rows.iter().map(|(&gi, cs)| (gi, cs[slot])));
+                    }
+                    own.push(PairOutcome {
+                        index,
+                        rho,
+                        svs,
+                        report,
+                    });
+                }
+                index += 1;
+            }
+        }
+        Ok(own)
+    })();
+    let mut all = share(own)?;
+    all.sort_by_key(|p| p.index);
+    if all.len() != pairs || all.iter().enumerate().any(|(t, p)| p.index != t) {
+        return Err(Error::Backend(format!(
+            "{} of the {pairs} class pairs came back",
+            all.len()
+        )));
+    }
+    let mut sv = SvCoefficients::new(k);
+    let mut pair = 0;
+    for a in 0..k {
+        for b in a + 1..k {
+            for &(gi, v) in &all[pair].svs {
+                let c = class_of[gi];
+                sv.set(c, if c == a { b } else { a }, gi, v);
+            }
+            pair += 1;
+        }
+    }
+    let rho = all.iter().map(|p| p.rho).collect();
+    let reports = all.into_iter().map(|p| p.report).collect();
+    Ok((sv.into_model(ds, kernel, labels, rho), reports))
+}
+
 /// One class pair of a one-versus-one training: classes `a` < `b` (indices into `labels`),
 /// the pair's index, and every row's class.
 struct ClassPair<'a> {

@@ -263,8 +263,9 @@ fn the_distributed_model_is_the_single_process_model() {
     }
 }
 
-/// One-versus-one over ranks: each class pair trained over all ranks on its rows; the model
-/// file equals one process's (three classes, one of them weighted).
+/// One-versus-one over ranks: each class pair trained over all ranks on its rows, or the pairs
+/// dealt to ranks whole; the model file equals one process's (three classes, one of them
+/// weighted).
 #[test]
 fn one_versus_one_over_ranks_is_the_single_process_model() {
     use fwsvm::train::{TrainParams, train};
@@ -309,6 +310,32 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
             let p = dir.path().join(format!("r{r}.model"));
             m.save(&p).unwrap();
             assert_eq!(std::fs::read(&p).unwrap(), expected, "rank {r} of {ranks}");
+        }
+    }
+    // The pairs dealt to ranks whole (every rank holding all rows): the same file, and each
+    // pair's report (iterations, certified gap, α) as one process's.
+    for ranks in [2, 4] {
+        let got = on_threads(ranks, |comm| {
+            let (local, slice) = slice_of(&ds, comm, None);
+            let all = fwsvm::dist::plan::gather_dataset(comm, &local, &slice).unwrap();
+            fwsvm::dist::train::train_pairs_dealt(comm, &all, &params).unwrap()
+        });
+        for (r, (m, reps)) in got.iter().enumerate() {
+            let p = dir.path().join(format!("dealt{r}.model"));
+            m.save(&p).unwrap();
+            assert_eq!(
+                std::fs::read(&p).unwrap(),
+                expected,
+                "dealt, rank {r} of {ranks}"
+            );
+            for (a, b) in reports.iter().zip(reps) {
+                assert_eq!(a.classes, b.classes);
+                assert_eq!(a.result.iterations, b.result.iterations);
+                assert_eq!(a.result.certified_gap, b.result.certified_gap);
+                assert_eq!(a.result.stop, b.result.stop);
+                assert_eq!(a.result.alpha.indices(), b.result.alpha.indices());
+                assert_eq!(a.result.alpha.weights(), b.result.alpha.weights());
+            }
         }
     }
 }

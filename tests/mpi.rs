@@ -514,3 +514,60 @@ fn a_gpu_per_rank_under_mpirun() {
     let (a, b) = (accuracy(&one), accuracy(&many));
     assert!(a.abs_diff(b) <= 1, "{a} vs {b} of 90 right");
 }
+
+/// One-versus-one under mpirun: three classes, the pairs dealt to the ranks (auto: three pairs
+/// for two ranks) or split by rows; both write the single-process model file.
+#[test]
+fn one_versus_one_under_mpirun() {
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let mut ds = fwsvm::data::read_libsvm(&heart).unwrap();
+    // Three classes by the first feature's thirds.
+    for i in 0..ds.len() {
+        let mut x = vec![0.0; ds.n_features()];
+        ds.row(i).scatter_f64(&mut x);
+        ds.labels[i] = if x[0] < -0.3 {
+            1.0
+        } else if x[0] < 0.3 {
+            2.0
+        } else {
+            3.0
+        };
+    }
+    let three = dir.path().join("three.txt");
+    let mut f = std::fs::File::create(&three).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
+    drop(f);
+    let one = dir.path().join("one.model");
+    let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(["train", "-q", "--precision", "f64"])
+        .arg(&three)
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    for how in ["auto", "rows"] {
+        let many = dir.path().join(format!("{how}.model"));
+        let args: Vec<&std::ffi::OsStr> = vec![
+            "train".as_ref(),
+            "--precision".as_ref(),
+            "f64".as_ref(),
+            "--distribute".as_ref(),
+            how.as_ref(),
+            three.as_os_str(),
+            many.as_os_str(),
+        ];
+        let Some(out) = fwsvm_under_mpirun(2, &args) else {
+            return;
+        };
+        assert!(out.status.success(), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let dealt = err.contains("the 3 class pairs go to the ranks whole");
+        assert_eq!(dealt, how == "auto", "{err}");
+        assert_eq!(
+            std::fs::read(&many).unwrap(),
+            std::fs::read(&one).unwrap(),
+            "--distribute {how}"
+        );
+    }
+}

@@ -56,9 +56,10 @@ pub struct TrainArgs {
     /// svm-train -v does and writes no model.
     #[arg(help_heading = OUTPUT, short = 'v', long = "cv", value_name = "K", conflicts_with_all = ["model", "test", "trace"])]
     cv: Option<usize>,
-    /// Under mpirun, how -v K uses the ranks: tasks = each fold trained whole on one rank
-    /// (every rank holds all rows), rows = each fold split over all ranks by rows; auto =
-    /// tasks when the data fit every rank's share of memory and K ≥ the ranks.
+    /// Under mpirun, how -v K (its folds) and one-versus-one (its class pairs) use the ranks:
+    /// tasks = each fold or pair trained whole on one rank (every rank holds all rows), rows =
+    /// each split over all ranks by rows; auto = tasks when the data fit every rank's share of
+    /// memory and there are at least as many folds or pairs as ranks.
     #[arg(help_heading = BACKEND, long, value_enum, default_value = "auto")]
     pub distribute: crate::dist::plan::Distribute,
     /// Test data: predict after training and print the accuracy.
@@ -763,8 +764,33 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     if let Some(p) = progress.as_mut() {
         obs.push(p);
     }
-    let trained = crate::dist::train::train_model(&comm, &local, slice, &params, &mut obs);
-    let (model, results) = agree(&comm, trained)?;
+    // One-versus-one: the class pairs dealt to ranks whole when that is cheaper.
+    let classes = crate::dist::train::class_order(&comm, &local)?.len();
+    let pairs = classes * classes.saturating_sub(1) / 2;
+    let plan = if classes >= 3 && !params.one_class {
+        let plan = crate::dist::plan::choose(&comm, &local, pairs, "class pairs", args.distribute)?;
+        if !quiet {
+            eprintln!("fwsvm: {}", plan.why);
+        }
+        plan.plan
+    } else {
+        crate::dist::plan::Distribute::Rows
+    };
+    let (model, results) = if plan == crate::dist::plan::Distribute::Tasks {
+        let all = crate::dist::plan::gather_dataset(&comm, &local, &slice)?;
+        drop(local);
+        let mut params = params;
+        if params.sample == 0 {
+            let shared = params.device.share(&all);
+            params.device = agree(&comm, shared)?;
+        }
+        let (model, reports) = crate::dist::train::train_pairs_dealt(&comm, &all, &params)?;
+        (model, reports.into_iter().map(|r| r.result).collect())
+    } else {
+        let trained = crate::dist::train::train_model(&comm, &local, slice, &params, &mut obs);
+        agree(&comm, trained)?
+    };
+    let results: Vec<crate::solver::SolveResult> = results;
     let sent = comm.traffic().since(&before);
     let saved = if root {
         model.save(&model_path)

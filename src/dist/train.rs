@@ -414,3 +414,168 @@ pub fn cross_validate_tasks(
         })
         .collect())
 }
+
+/// A one-versus-one model with its class pairs dealt to the ranks whole — pair p to rank
+/// p mod P — on `all`, every row on every rank ([`super::plan::gather_dataset`]): each pair is
+/// the single-process pair ([`crate::train::train_dealt`]), and the pairs' support vectors,
+/// biases and reports travel to every rank (one broadcast per rank), so every rank builds the
+/// model one process builds. The reports' backend counters and working-set statistics stay
+/// on the rank that trained the pair. Collective; an error on any rank ends every rank.
+pub fn train_pairs_dealt(
+    comm: &dyn Comm,
+    all: &Dataset,
+    params: &TrainParams,
+) -> Result<(Model, Vec<crate::train::PairReport>)> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let share =
+        |own: Result<Vec<crate::train::PairOutcome>>| -> Result<Vec<crate::train::PairOutcome>> {
+            let own = super::comm::agree(comm, own)?;
+            let mut out = Vec::new();
+            let mut buf = Vec::new();
+            for root in 0..size {
+                buf.clear();
+                if root == rank {
+                    for p in &own {
+                        write_outcome(p, &mut buf);
+                    }
+                }
+                comm.broadcast(root, &mut buf)?;
+                let mut at = 0;
+                while at < buf.len() {
+                    out.push(read_outcome(&buf, &mut at).ok_or_else(|| {
+                        Error::Backend(format!("the class pairs of rank {root} arrived damaged"))
+                    })?);
+                }
+            }
+            Ok(out)
+        };
+    // Every rank reaches the exchange (an error in its own pairs included), so after it the
+    // ranks agree; what can fail later (the model's assembly) fails alike everywhere.
+    crate::train::train_dealt(
+        all,
+        params,
+        &mut |_| Vec::new(),
+        &|p| p % size == rank,
+        &mut { share },
+    )
+}
+
+fn put(buf: &mut Vec<u8>, v: f64) {
+    buf.extend_from_slice(&v.to_le_bytes());
+}
+
+fn take(buf: &[u8], at: &mut usize) -> Option<f64> {
+    let v = f64::from_le_bytes(buf.get(*at..*at + 8)?.try_into().ok()?);
+    *at += 8;
+    Some(v)
+}
+
+fn stop_code(s: crate::solver::StopReason) -> f64 {
+    use crate::solver::StopReason::*;
+    match s {
+        Converged => 0.0,
+        MaxIter => 1.0,
+        TimeLimit => 2.0,
+        Stalled => 3.0,
+        Interrupted => 4.0,
+        Yielded => 5.0,
+    }
+}
+
+fn stop_of(c: f64) -> Option<crate::solver::StopReason> {
+    use crate::solver::StopReason::*;
+    [Converged, MaxIter, TimeLimit, Stalled, Interrupted, Yielded]
+        .get(c as usize)
+        .copied()
+}
+
+/// A pair's outcome as numbers: index, ρ, SVs, then its report (classes, m, α, and the
+/// solver's figures; None as NaN).
+fn write_outcome(p: &crate::train::PairOutcome, buf: &mut Vec<u8>) {
+    let r = &p.report.result;
+    let opt = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    for v in [p.index as f64, p.rho, p.svs.len() as f64] {
+        put(buf, v);
+    }
+    for &(gi, c) in &p.svs {
+        put(buf, gi as f64);
+        put(buf, c);
+    }
+    for v in [
+        p.report.classes.0,
+        p.report.classes.1,
+        p.report.m as f64,
+        r.alpha.len() as f64,
+    ] {
+        put(buf, v);
+    }
+    for (i, a) in r.alpha.iter() {
+        put(buf, i as f64);
+        put(buf, a);
+    }
+    for v in [
+        r.iterations as f64,
+        r.f,
+        r.gap,
+        opt(r.certified_f),
+        opt(r.certified_gap),
+        stop_code(r.stop),
+        r.seconds,
+        r.certify_seconds,
+        opt(r.rho),
+    ] {
+        put(buf, v);
+    }
+}
+
+fn read_outcome(buf: &[u8], at: &mut usize) -> Option<crate::train::PairOutcome> {
+    let some = |v: f64| (!v.is_nan()).then_some(v);
+    let index = take(buf, at)? as usize;
+    let rho = take(buf, at)?;
+    let n = take(buf, at)? as usize;
+    let mut svs = Vec::with_capacity(n.min(buf.len() / 16));
+    for _ in 0..n {
+        svs.push((take(buf, at)? as usize, take(buf, at)?));
+    }
+    let classes = (take(buf, at)?, take(buf, at)?);
+    let m = take(buf, at)? as usize;
+    let na = take(buf, at)? as usize;
+    let mut alpha = crate::active::ActiveSet::new(m);
+    for _ in 0..na {
+        let i = take(buf, at)? as usize;
+        let a = take(buf, at)?;
+        if i >= m {
+            return None;
+        }
+        alpha.set(i, a);
+    }
+    let iterations = take(buf, at)? as u64;
+    let (f, gap) = (take(buf, at)?, take(buf, at)?);
+    let (certified_f, certified_gap) = (some(take(buf, at)?), some(take(buf, at)?));
+    let stop = stop_of(take(buf, at)?)?;
+    let (seconds, certify_seconds) = (take(buf, at)?, take(buf, at)?);
+    let r = some(take(buf, at)?);
+    Some(crate::train::PairOutcome {
+        index,
+        rho,
+        svs,
+        report: crate::train::PairReport {
+            classes,
+            m,
+            result: SolveResult {
+                alpha,
+                iterations,
+                f,
+                gap,
+                certified_f,
+                certified_gap,
+                stop,
+                seconds,
+                certify_seconds,
+                stats: Default::default(),
+                shrink: None,
+                rho: r,
+            },
+        },
+    })
+}
