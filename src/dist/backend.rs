@@ -373,8 +373,8 @@ impl<'a> DistBackend<'a> {
         }
     }
 
-    /// Makes the rows of `js` known on every rank ([`Known::fetch`]); the other ranks' join
-    /// the local backend as guests. Collective.
+    /// Makes the rows of `js` known on every rank (fetched from their owners); the other ranks'
+    /// join the local backend as guests. Collective.
     pub fn fetch(&mut self, js: &[usize]) -> Result<()> {
         self.known.fetch(js)?;
         // Rows known already (fetched by a certification, say) join on first use.

@@ -2,7 +2,7 @@
 //!
 //! The plan, and what is here so far. A job of P ranks (`mpirun -np P fwsvm train …`) splits
 //! the m training rows into P contiguous slices, rank r owning the global rows
-//! `[first_r, first_r + n_r)` ([`slice`]: each rank reads only its byte range of a plain file,
+//! `[first_r, first_r + n_r)` ([`slice`](mod@slice): each rank reads only its byte range of a plain file,
 //! with errors naming the global line). Every rank runs the same solver on the same combined
 //! scalars, so every rank makes the same calls in the same order, and the collectives of
 //! [`comm`] can sit inside [`Backend`](crate::backend::Backend) methods:
@@ -38,8 +38,9 @@
 //! backend on every rank over a [`blocks::DistBlocks`] engine: the draws are replicated, each
 //! kernel block is computed by the owners of its rows, one `sum` per engine call.
 //!
-//! A cross-validation (`-v K`) or a grid search (`fwsvm grid`) under `mpirun` either splits
-//! every training by rows or deals whole folds (and grid points) to the ranks, every rank then
+//! A cross-validation (`-v K`), a grid search (`fwsvm grid`) or a one-versus-one model under
+//! `mpirun` either splits every training by rows or deals whole folds (grid points, class
+//! pairs: [`train::train_pairs_dealt`]) to the ranks, every rank then
 //! holding all rows ([`plan`]: tasks when the data fit every rank's share of memory and keep
 //! every rank busy; `--distribute` overrides); [`train::cross_validate_tasks`] runs the dealt
 //! folds as one process runs them.
@@ -52,7 +53,7 @@
 //! guests like the CPU's.
 //!
 //! Still to come (see the note): SimpleSVM (global labels and costs), one-class and
-//! sample weights, deduplicated rows as a local backend; one-versus-one pairs dealt to ranks.
+//! sample weights, deduplicated rows as a local backend.
 
 pub mod backend;
 pub mod blocks;

@@ -9,7 +9,7 @@
 //! selects. A round is a distributed run ([`DistBackend`]) over the ranks' rows in W, numbered
 //! as one process numbers W (rank order, ascending), warm-started from α and its gradient; the
 //! check for a smaller W reads each rank's own gradient entries ([`Backend::gather_own`]). The
-//! rebuild and the certification are the exact passes of [`Known`]. So the rounds, the
+//! rebuild and the certification are the exact passes of the distributed backend. So the rounds, the
 //! iterates and the result are the single-process ones, to the bit with f64 columns.
 
 use super::backend::{DistBackend, Known};

@@ -219,7 +219,7 @@ fn partner(
 /// Points re-examined per iteration in queue mode before a full pass.
 const QUEUE_BATCH: usize = 64;
 
-/// SimpleSVM as a [`Stepper`](super::stepper::Stepper): each step adds the violator the last
+/// SimpleSVM as a [`Stepper`]: each step adds the violator the last
 /// opening chose (the initial pair first) and solves the KKT system on W; each opening runs
 /// the violator reduction, the dual objective and the choice of the next violator.
 pub struct SimpleSvm {
