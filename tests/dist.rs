@@ -564,3 +564,57 @@ fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
     }
     assert!(shrank > 0, "the working set shrank in some run");
 }
+
+/// One-class training over ranks (γ auto): the single-process model file, on 2 and 3 ranks
+/// (an empty slice included), with full gradients and with working-set rounds.
+#[test]
+fn one_class_over_ranks_is_the_single_process_model() {
+    use fwsvm::train::{TrainParams, train};
+    let dir = common::tempdir();
+    let ds = random_dataset(240, 5, true, 97);
+    for shrink in [
+        None,
+        Some(fwsvm::solver::shrink::ShrinkParams {
+            margin: 0.5,
+            min_size: 50,
+            min_points: 0,
+        }),
+    ] {
+        let params = TrainParams {
+            c: 0.5,
+            one_class: true,
+            cpu: F64,
+            shrink,
+            solver: SolverParams {
+                algorithm: Algorithm::Swap,
+                eps: 1e-6,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (one, _) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+        assert!(one.one_class);
+        let one_path = dir.path().join("one.model");
+        one.save(&one_path).unwrap();
+        let expected = std::fs::read(&one_path).unwrap();
+        for sizes in [None, Some(&[100usize, 0, 140][..])] {
+            let ranks = sizes.map_or(2, |s| s.len());
+            let models = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, sizes);
+                fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+                    .unwrap()
+                    .0
+            });
+            for (r, m) in models.iter().enumerate() {
+                let p = dir.path().join(format!("oc{r}.model"));
+                m.save(&p).unwrap();
+                assert_eq!(
+                    std::fs::read(&p).unwrap(),
+                    expected,
+                    "shrinking {}, rank {r} of {ranks}",
+                    shrink.is_some()
+                );
+            }
+        }
+    }
+}

@@ -258,6 +258,7 @@ fn train_under_mpirun_writes_the_single_process_model() {
             &["-a", "swap"][..],
             &["-a", "cvm"][..],
             &["-a", "sparse-fw"][..],
+            &["-s", "2"][..],
             &["-a", "swap2", "--sample", "60"][..],
         ] {
             let tag: String = run.concat();

@@ -82,8 +82,8 @@ pub fn gamma_heuristic(
 /// the same model and the pairs' results. FW variants and the CVM, with full gradients or
 /// sampled iterations ([`super::blocks`]: their kernel blocks on each rank's CPU), with
 /// working-set shrinking where one process would shrink ([`super::shrink`]); each rank's
-/// columns on `params.device` (its CPU or its own GPU). Sample weights and one-class training
-/// are not distributed yet (refused).
+/// columns on `params.device` (its CPU or its own GPU); one-class training (`params.one_class`)
+/// as [`crate::train::train`] does it. Sample weights are not distributed yet (refused).
 pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
@@ -101,11 +101,11 @@ pub fn train_model(
     if alg == Algorithm::SimpleSvm {
         return refuse(&format!("-a {alg}"));
     }
-    if params.one_class {
-        return refuse("one-class training (-s 2)");
-    }
     if params.sample_weights.is_some() {
         return refuse("training with sample weights");
+    }
+    if params.one_class {
+        return one_class(comm, local, slice, &params, observers);
     }
     let labels = class_order(comm, local)?;
     if labels.len() < 2 {
@@ -114,18 +114,7 @@ pub fn train_model(
             labels.first().copied().unwrap_or(f64::NAN)
         )));
     }
-    let firsts = comm.gather_all(slice.first as u64)?;
-    let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
-    starts.push(slice.total);
-    let kernel = match params.gamma {
-        Gamma::Value(_) => params.resolve_kernel(local)?,
-        Gamma::Auto => {
-            let g = gamma_heuristic(comm, local, &slice, &starts, params.solver.seed)?;
-            params
-                .with_gamma_of(&Kernel::Rbf { gamma: g })
-                .resolve_kernel(local)?
-        }
-    };
+    let kernel = kernel_over_ranks(comm, local, &slice, &params)?;
     let k = labels.len();
     let class_of = |l: f64| labels.iter().position(|&c| c == l).unwrap_or(0);
     // Per class, its support vectors by global row: (row, coefficients against the others).
@@ -163,32 +152,7 @@ pub fn train_model(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?;
-            let shrinking = params.sample == 0
-                && crate::solver::shrink::applies_to(alg)
-                && params
-                    .shrink
-                    .is_some_and(|sp| pair_slice.total >= sp.min_points);
-            let result = if shrinking {
-                let sp = params.shrink.unwrap_or_default();
-                super::shrink::solve(
-                    comm,
-                    &prob,
-                    pair_slice,
-                    &params.device,
-                    params.cpu,
-                    &params.solver,
-                    &sp,
-                    observers,
-                )?
-            } else if params.sample > 0 {
-                let blocks = super::blocks::DistBlocks::new(comm, &prob, pair_slice)?;
-                let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
-                solve(&prob, &mut be, &params.solver, observers)?
-            } else {
-                let be = params.device.backend(&prob, params.cpu)?;
-                let mut dist = DistBackend::new(comm, &prob, be, pair_slice)?;
-                solve(&prob, &mut dist, &params.solver, observers)?
-            };
+            let result = solve_over_ranks(comm, &prob, pair_slice, &params, observers)?;
             // The support vectors' rows, labels and global rows, from their ranks.
             let pair_firsts = comm.gather_all(pair_slice.first as u64)?;
             let mut pair_starts: Vec<usize> = pair_firsts.iter().map(|&f| f as usize).collect();
@@ -243,6 +207,110 @@ pub fn train_model(
         sv_rows,
     };
     Ok((model, results))
+}
+
+/// The kernel of `params` with γ auto resolved over every rank's rows (as one process resolves
+/// it on all of them). Collective.
+fn kernel_over_ranks(
+    comm: &dyn Comm,
+    local: &Dataset,
+    slice: &RowSlice,
+    params: &TrainParams,
+) -> Result<Kernel> {
+    match params.gamma {
+        Gamma::Value(_) => params.resolve_kernel(local),
+        Gamma::Auto => {
+            let firsts = comm.gather_all(slice.first as u64)?;
+            let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+            starts.push(slice.total);
+            let g = gamma_heuristic(comm, local, slice, &starts, params.solver.seed)?;
+            params
+                .with_gamma_of(&Kernel::Rbf { gamma: g })
+                .resolve_kernel(local)
+        }
+    }
+}
+
+/// Solves `prob` (this rank's rows `slice` of it) over the ranks as one process solves it
+/// ([`crate::train`]'s choice): working-set rounds where one process would shrink, sampled
+/// iterations with `--sample`, else the full-gradient loop, each rank's columns on
+/// `params.device`. Collective.
+fn solve_over_ranks(
+    comm: &dyn Comm,
+    prob: &crate::problem::Problem<'_>,
+    slice: RowSlice,
+    params: &TrainParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    let shrinking = params.sample == 0
+        && crate::solver::shrink::applies_to(params.solver.algorithm)
+        && params.shrink.is_some_and(|sp| slice.total >= sp.min_points);
+    if shrinking {
+        let sp = params.shrink.unwrap_or_default();
+        return super::shrink::solve(
+            comm,
+            prob,
+            slice,
+            &params.device,
+            params.cpu,
+            &params.solver,
+            &sp,
+            observers,
+        );
+    }
+    if params.sample > 0 {
+        let blocks = super::blocks::DistBlocks::new(comm, prob, slice)?;
+        let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
+        return solve(prob, &mut be, &params.solver, observers);
+    }
+    let be = params.device.backend(prob, params.cpu)?;
+    let mut dist = DistBackend::new(comm, prob, be, slice)?;
+    solve(prob, &mut dist, &params.solver, observers)
+}
+
+/// One-class training over the ranks (LIBSVM's `-s 2`, [`crate::train::train_one_class`]'s
+/// model): every label +1, the ball solved over all ranks, the support vectors gathered by
+/// row, ρ = 2f − 1 from the certified f. Collective.
+fn one_class(
+    comm: &dyn Comm,
+    local: &Dataset,
+    slice: RowSlice,
+    params: &TrainParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<(Model, Vec<SolveResult>)> {
+    let kernel = kernel_over_ranks(comm, local, &slice, params)?;
+    if !matches!(kernel, Kernel::Rbf { .. }) {
+        return Err(crate::error::ParamError::Kernel {
+            option: "one-class training (-s 2)",
+            needs: "the rbf kernel (its ball test needs k(x, x) constant)",
+            kernel: kernel.libsvm_name(),
+        }
+        .into());
+    }
+    let prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?;
+    let result = solve_over_ranks(comm, &prob, slice, params, observers)?;
+    let f = result.certified_f.unwrap_or(result.f);
+    let mut sv: Vec<(usize, f64)> = result.alpha.iter().collect();
+    sv.sort_unstable_by_key(|&(i, _)| i);
+    let rows: Vec<usize> = sv.iter().map(|&(i, _)| i).collect();
+    let firsts = comm.gather_all(slice.first as u64)?;
+    let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+    starts.push(slice.total);
+    let got = exchange_rows(comm, local, slice.first, &starts, &rows, &|_| [0.0; 2])?;
+    let sv_rows: Vec<&crate::data::OwnedRow> = got.iter().map(|(r, _)| r).collect();
+    let model = Model {
+        kernel,
+        labels: vec![1.0, -1.0],
+        nr_sv: vec![rows.len(), 0],
+        sv: super::backend::with_rows(&local.subset(&[]), &sv_rows, &vec![1.0; rows.len()]),
+        sv_coef: vec![sv.iter().map(|&(_, a)| a).collect()],
+        rho: vec![2.0 * f - 1.0],
+        prob_a: Vec::new(),
+        prob_b: Vec::new(),
+        one_class: true,
+        sv_rows: rows,
+    };
+    Ok((model, vec![result]))
 }
 
 /// Every rank's labels, in row order (one broadcast per rank).
