@@ -354,8 +354,8 @@ pub struct PairOutcome {
 /// [`train`] of a model with several class pairs, trained only where `mine(pair index)` says
 /// so; `share` is given this process's pairs and returns every pair (a distributed run
 /// exchanges them between the processes that share the pairs out). The model is the one
-/// [`train`] builds once every pair is in. Binary and one-class problems, and sample weights,
-/// go to [`train`].
+/// [`train`] builds once every pair is in. Binary and one-class problems (and sample weights
+/// on a GPU device) go to [`train`] whole.
 pub fn train_dealt(
     ds: &Dataset,
     params: &TrainParams,
@@ -364,8 +364,20 @@ pub fn train_dealt(
     share: &mut dyn FnMut(Result<Vec<PairOutcome>>) -> Result<Vec<PairOutcome>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let checked = params.check()?;
-    if checked.one_class || checked.sample_weights.is_some() || class_order(ds).len() < 3 {
+    // What `train` treats apart (including sample weights on a GPU device) goes there.
+    let weights_on_gpu = checked.sample_weights.is_some() && checked.device.is_gpu();
+    if checked.one_class || weights_on_gpu || class_order(ds).len() < 3 {
         return train(ds, params, observers);
+    }
+    if let Some(w) = &checked.sample_weights
+        && w.len() != ds.len()
+    {
+        return Err(ParamError::Length {
+            what: "sample weights",
+            got: w.len(),
+            rows: ds.len(),
+        }
+        .into());
     }
     let labels = class_order(ds);
     let kernel = checked.resolve_kernel(ds)?;

@@ -618,3 +618,86 @@ fn one_class_over_ranks_is_the_single_process_model() {
         }
     }
 }
+
+/// Sample weights over ranks (one per row, global order; each rank keeps its own): the
+/// single-process model file for two and three classes, and the single-process
+/// cross-validation counts.
+#[test]
+fn sample_weights_over_ranks() {
+    use fwsvm::train::{TrainParams, cross_validate, train};
+    let dir = common::tempdir();
+    let mut ds = random_dataset(180, 4, false, 101);
+    let w: Vec<f64> = (0..ds.len()).map(|i| 0.25 + (i % 7) as f64 * 0.5).collect();
+    for classes in [2, 3] {
+        if classes == 3 {
+            for i in 0..ds.len() {
+                if i % 5 == 0 {
+                    ds.labels[i] = 4.0;
+                }
+            }
+        }
+        let params = TrainParams {
+            c: 2.0,
+            cpu: F64,
+            sample_weights: Some(w.clone().into()),
+            solver: SolverParams {
+                algorithm: Algorithm::Partan,
+                eps: 1e-5,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (one, _) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+        let one_path = dir.path().join("one.model");
+        one.save(&one_path).unwrap();
+        let expected = std::fs::read(&one_path).unwrap();
+        let cv = cross_validate(&ds, &params, 3, 5, &mut |_, _| Vec::new()).unwrap();
+        let cv: Vec<(usize, usize)> = cv.folds.iter().map(|(n, c, _)| (*n, *c)).collect();
+        let got = on_threads(2, |comm| {
+            let (local, slice) = slice_of(&ds, comm, None);
+            let m = fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+                .unwrap()
+                .0;
+            let f = fwsvm::dist::train::cross_validate(comm, &local, slice, &params, 3, 5).unwrap();
+            (m, f.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>())
+        });
+        for (r, (m, f)) in got.iter().enumerate() {
+            let p = dir.path().join(format!("w{r}.model"));
+            m.save(&p).unwrap();
+            assert_eq!(
+                std::fs::read(&p).unwrap(),
+                expected,
+                "{classes} classes, rank {r}"
+            );
+            assert_eq!(f, &cv, "{classes} classes, rank {r}: folds");
+        }
+        // Pairs and folds dealt whole.
+        let dealt = on_threads(2, |comm| {
+            let (local, slice) = slice_of(&ds, comm, None);
+            let all = fwsvm::dist::plan::gather_dataset(comm, &local, &slice).unwrap();
+            let m = fwsvm::dist::train::train_pairs_dealt(comm, &all, &params)
+                .unwrap()
+                .0;
+            let f = fwsvm::dist::train::cross_validate_tasks(
+                comm,
+                &all,
+                std::slice::from_ref(&params),
+                3,
+                5,
+            )
+            .unwrap()
+            .swap_remove(0);
+            (m, f.iter().map(|&(n, c, _)| (n, c)).collect::<Vec<_>>())
+        });
+        for (r, (m, f)) in dealt.iter().enumerate() {
+            let p = dir.path().join(format!("wd{r}.model"));
+            m.save(&p).unwrap();
+            assert_eq!(
+                std::fs::read(&p).unwrap(),
+                expected,
+                "{classes} classes, dealt, rank {r}"
+            );
+            assert_eq!(f, &cv, "{classes} classes, dealt, rank {r}: folds");
+        }
+    }
+}

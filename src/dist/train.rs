@@ -83,7 +83,8 @@ pub fn gamma_heuristic(
 /// sampled iterations ([`super::blocks`]: their kernel blocks on each rank's CPU), with
 /// working-set shrinking where one process would shrink ([`super::shrink`]); each rank's
 /// columns on `params.device` (its CPU or its own GPU); one-class training (`params.one_class`)
-/// as [`crate::train::train`] does it. Sample weights are not distributed yet (refused).
+/// as [`crate::train::train`] does it; sample weights (`params.sample_weights`, one per row
+/// of all ranks in global order) on the CPU.
 pub fn train_model(
     comm: &dyn Comm,
     local: &Dataset,
@@ -101,11 +102,29 @@ pub fn train_model(
     if alg == Algorithm::SimpleSvm {
         return refuse(&format!("-a {alg}"));
     }
-    if params.sample_weights.is_some() {
-        return refuse("training with sample weights");
-    }
+    // Sample weights: one per row of every rank (global order); this rank keeps its own.
+    let own_weights: Option<Vec<f64>> = match &params.sample_weights {
+        None => None,
+        Some(w) if w.len() != slice.total => {
+            return Err(crate::error::ParamError::Length {
+                what: "sample weights",
+                got: w.len(),
+                rows: slice.total,
+            }
+            .into());
+        }
+        Some(w) if params.device.is_gpu() => {
+            let _ = w;
+            return Err(Error::param(
+                "sample weights train on the CPU backend (the GPU's kernel columns take \
+                 per-class costs only): use the cpu or auto backend"
+                    .into(),
+            ));
+        }
+        Some(w) => Some(w[slice.range()].to_vec()),
+    };
     if params.one_class {
-        return one_class(comm, local, slice, &params, observers);
+        return one_class(comm, local, slice, &params, own_weights, observers);
     }
     let labels = class_order(comm, local)?;
     if labels.len() < 2 {
@@ -147,11 +166,18 @@ pub fn train_model(
                 .iter()
                 .map(|&l| if class_of(l) == a { 1.0 } else { -1.0 })
                 .collect();
-            let prob = crate::problem::Problem::new(data, y, kernel, params.c)?
+            let mut prob = crate::problem::Problem::new(data, y, kernel, params.c)?
                 .with_class_weights(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?;
+            if let Some(w) = &own_weights {
+                prob = prob.with_row_weights(if k == 2 {
+                    w.clone()
+                } else {
+                    rows.iter().map(|&i| w[i]).collect()
+                })?;
+            }
             let result = solve_over_ranks(comm, &prob, pair_slice, &params, observers)?;
             // The support vectors' rows, labels and global rows, from their ranks.
             let pair_firsts = comm.gather_all(pair_slice.first as u64)?;
@@ -276,6 +302,7 @@ fn one_class(
     local: &Dataset,
     slice: RowSlice,
     params: &TrainParams,
+    weights: Option<Vec<f64>>,
     observers: &mut [&mut dyn Observer],
 ) -> Result<(Model, Vec<SolveResult>)> {
     let kernel = kernel_over_ranks(comm, local, &slice, params)?;
@@ -287,7 +314,10 @@ fn one_class(
         }
         .into());
     }
-    let prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?;
+    let mut prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?;
+    if let Some(w) = weights {
+        prob = prob.with_row_weights(w)?;
+    }
     let result = solve_over_ranks(comm, &prob, slice, params, observers)?;
     let f = result.certified_f.unwrap_or(result.f);
     let mut sv: Vec<(usize, f64)> = result.alpha.iter().collect();
@@ -407,7 +437,15 @@ pub fn cross_validate(
             rows: train_rows.len(),
             total: counts.iter().map(|&c| c as usize).sum(),
         };
-        let (model, results) = train_model(comm, &tr, fold_slice, &params, &mut [])?;
+        // Sample weights of the fold's training rows, in global order.
+        let fold_params = match &params.sample_weights {
+            None => params.clone(),
+            Some(_) => {
+                let rows: Vec<usize> = (0..m).filter(|&i| fold[i] != f).collect();
+                params.for_rows(&rows)
+            }
+        };
+        let (model, results) = train_model(comm, &tr, fold_slice, &fold_params, &mut [])?;
         let te = local.subset(&test_rows);
         let mut right = [0.0];
         if !te.is_empty() {
