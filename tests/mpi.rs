@@ -572,3 +572,37 @@ fn one_versus_one_under_mpirun() {
         );
     }
 }
+
+/// `mpirun -np 2 fwsvm train --test FILE`: rank 0 predicts the test file with the model and
+/// prints the accuracy line one process prints.
+#[test]
+fn test_file_under_mpirun() {
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(["train", "-q", "--precision", "f64", "--test"])
+        .arg(&heart)
+        .arg(&heart)
+        .arg(dir.path().join("one.model"))
+        .output()
+        .unwrap();
+    assert!(one.status.success(), "{one:?}");
+    let expected = String::from_utf8_lossy(&one.stdout).to_string();
+    assert!(expected.starts_with("Accuracy = "), "{expected}");
+    let many = dir.path().join("two.model");
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "train".as_ref(),
+        "-q".as_ref(),
+        "--precision".as_ref(),
+        "f64".as_ref(),
+        "--test".as_ref(),
+        heart.as_os_str(),
+        heart.as_os_str(),
+        many.as_os_str(),
+    ];
+    let Some(out) = fwsvm_under_mpirun(2, &args) else {
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

@@ -629,8 +629,6 @@ pub fn run(args: TrainArgs) -> Result<()> {
     Ok(())
 }
 
-/// True when this process is one of several an MPI launcher started (`mpirun -np P` with
-/// P > 1: Open MPI's or MPICH's environment says so).
 /// An error for a build without MPI started by `mpirun -np P` (P > 1): otherwise each of the
 /// P processes would run the whole job on its own and write the same files.
 pub(super) fn refuse_mpirun_without_mpi(command: &str) -> Result<()> {
@@ -643,6 +641,8 @@ pub(super) fn refuse_mpirun_without_mpi(command: &str) -> Result<()> {
     )))
 }
 
+/// True when this process is one of several an MPI launcher started (`mpirun -np P` with
+/// P > 1: Open MPI's or MPICH's environment says so).
 pub(super) fn launched_by_mpirun() -> bool {
     ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].iter().any(|v| {
         std::env::var(v)
@@ -670,10 +670,6 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         (a.probability, "-b 1 (probabilities)"),
         (args.trace.is_some(), "--trace"),
         (
-            args.test.is_some(),
-            "--test (predict with the model afterwards)",
-        ),
-        (
             a.data.format != crate::data::Format::Libsvm,
             "--format other than libsvm",
         ),
@@ -685,7 +681,8 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     }
     let files = if root {
         let mut f = RunFiles::new();
-        f.input("training data", &args.train);
+        f.input("training data", &args.train)
+            .input_opt("test data", args.test.as_deref());
         if args.cv.is_none() {
             f.output("model file", &model_path);
         }
@@ -779,7 +776,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     let (model, results) = if plan == crate::dist::plan::Distribute::Tasks {
         let all = crate::dist::plan::gather_dataset(&comm, &local, &slice)?;
         drop(local);
-        let mut params = params;
+        let mut params = params.clone();
         if params.sample == 0 {
             let shared = params.device.share(&all);
             params.device = agree(&comm, shared)?;
@@ -829,7 +826,15 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         );
         eprintln!("fwsvm: model written to {}", model_path.display());
     }
-    Ok(())
+    // --test: rank 0 reads the test file and predicts with the model, as one process does.
+    let scored = match (&args.test, root) {
+        (Some(path), true) => a
+            .data
+            .read(path)
+            .and_then(|test| score_test(&params, &model, &test, path, a.quiet)),
+        _ => Ok(()),
+    };
+    agree(&comm, scored)
 }
 
 /// "fwsvm: rank R: …" on standard error in one write (ranks sharing a terminal do not
