@@ -710,6 +710,18 @@ pub const PROBABILITY_FOLDS: usize = 5;
 /// ±1, none 0, as in LIBSVM); [`crate::probability::sigmoid_train`] fits (A, B) to them. γ is
 /// the model's. On a GPU the data are uploaded once and every fold binds its rows.
 pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) -> Result<()> {
+    add_probabilities_dealt(ds, params, model, &|_| true)
+}
+
+/// [`add_probabilities`] fitting only the class pairs `mine(pair index)` picks (the others'
+/// A and B are left 0; every pair's fold shuffle is still drawn, so each pair gets the folds
+/// one process gives it): a distributed run deals the pairs to ranks and adds up A and B.
+pub fn add_probabilities_dealt(
+    ds: &Dataset,
+    params: &TrainParams,
+    model: &mut Model,
+    mine: &dyn Fn(usize) -> bool,
+) -> Result<()> {
     let params = params.with_gamma_of(&model.kernel);
     let shared = if params.sample > 0 {
         params.device.clone()
@@ -730,6 +742,11 @@ pub fn add_probabilities(ds: &Dataset, params: &TrainParams, model: &mut Model) 
             for a in 0..l {
                 let b = a + rng.below(l - a);
                 perm.swap(a, b);
+            }
+            if !mine(prob_a.len()) {
+                prob_a.push(0.0);
+                prob_b.push(0.0);
+                continue;
             }
             let mut dec = vec![0.0; l];
             for f in 0..PROBABILITY_FOLDS {

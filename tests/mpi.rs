@@ -517,7 +517,8 @@ fn a_gpu_per_rank_under_mpirun() {
 }
 
 /// One-versus-one under mpirun: three classes, the pairs dealt to the ranks (auto: three pairs
-/// for two ranks) or split by rows; both write the single-process model file.
+/// for two ranks) or split by rows; both write the single-process model file, and so does
+/// `-b 1` (its sigmoids dealt to the ranks).
 #[test]
 fn one_versus_one_under_mpirun() {
     let dir = common::tempdir();
@@ -571,6 +572,47 @@ fn one_versus_one_under_mpirun() {
             "--distribute {how}"
         );
     }
+    // -b 1: the pairs' sigmoids dealt to the ranks, the single-process probA/probB.
+    let one_b = dir.path().join("one-b.model");
+    let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(["train", "-q", "-b", "1", "--precision", "f64"])
+        .arg(&three)
+        .arg(&one_b)
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{st:?}");
+    let many_b = dir.path().join("many-b.model");
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "train".as_ref(),
+        "-q".as_ref(),
+        "-b".as_ref(),
+        "1".as_ref(),
+        "--precision".as_ref(),
+        "f64".as_ref(),
+        three.as_os_str(),
+        many_b.as_os_str(),
+    ];
+    let Some(out) = fwsvm_under_mpirun(2, &args) else {
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&many_b).unwrap();
+    assert!(text.contains("\nprobA "), "{text}");
+    assert_eq!(text, std::fs::read_to_string(&one_b).unwrap(), "-b 1");
+    // Options that do not go together are refused as in one process.
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "train".as_ref(),
+        "-s".as_ref(),
+        "2".as_ref(),
+        "-v".as_ref(),
+        "3".as_ref(),
+        three.as_os_str(),
+    ];
+    let Some(out) = fwsvm_under_mpirun(2, &args) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-s 2 (one-class) does not take -v"));
 }
 
 /// `mpirun -np 2 fwsvm train --test FILE`: rank 0 predicts the test file with the model and

@@ -667,7 +667,6 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| default_model_path(&args.train));
     let refused = [
-        (a.probability, "-b 1 (probabilities)"),
         (args.trace.is_some(), "--trace"),
         (
             a.data.format != crate::data::Format::Libsvm,
@@ -716,6 +715,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     }
     let device = a.open_rank_device(args.backend, &comm, &local)?;
     let params = a.params(device);
+    refuse_what_does_not_apply(&args, &params)?;
     if let Some(k) = args.cv {
         use crate::dist::plan::{Distribute, choose, gather_dataset};
         let plan = choose(&comm, &local, k, "folds", args.distribute)?;
@@ -773,21 +773,60 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     } else {
         crate::dist::plan::Distribute::Rows
     };
-    let (model, results) = if plan == crate::dist::plan::Distribute::Tasks {
+    let (mut model, results, all_rows) = if plan == crate::dist::plan::Distribute::Tasks {
         let all = crate::dist::plan::gather_dataset(&comm, &local, &slice)?;
-        drop(local);
         let mut params = params.clone();
         if params.sample == 0 {
             let shared = params.device.share(&all);
             params.device = agree(&comm, shared)?;
         }
         let (model, reports) = crate::dist::train::train_pairs_dealt(&comm, &all, &params)?;
-        (model, reports.into_iter().map(|r| r.result).collect())
+        let results: Vec<_> = reports.into_iter().map(|r| r.result).collect();
+        (model, results, Some(all))
     } else {
         let trained = crate::dist::train::train_model(&comm, &local, slice, &params, &mut obs);
-        agree(&comm, trained)?
+        let (model, results) = agree(&comm, trained)?;
+        (model, results, None)
     };
-    let results: Vec<crate::solver::SolveResult> = results;
+    if a.probability {
+        // Platt's sigmoids: each pair's internal cross-validation needs the pair's rows
+        // together, so the pairs are dealt to ranks that hold every row.
+        let t = Instant::now();
+        let plan = crate::dist::plan::choose(
+            &comm,
+            &local,
+            usize::MAX,
+            "class pairs' sigmoids",
+            args.distribute,
+        )?;
+        if plan.plan != crate::dist::plan::Distribute::Tasks {
+            return Err(Error::param(format!(
+                "-b 1 over ranks fits each class pair's sigmoid on one rank holding all rows, \
+                 but {}",
+                plan.why
+                    .trim_start_matches("every training is split over the ranks by rows: ")
+            )));
+        }
+        let all = match all_rows {
+            Some(all) => all,
+            None => crate::dist::plan::gather_dataset(&comm, &local, &slice)?,
+        };
+        let params = params.with_gamma_of(&model.kernel);
+        let (rank, size) = (comm.rank(), comm.size());
+        let fitted =
+            crate::train::add_probabilities_dealt(&all, &params, &mut model, &|p| p % size == rank);
+        agree(&comm, fitted)?;
+        comm.sum(&mut model.prob_a)?;
+        comm.sum(&mut model.prob_b)?;
+        if !quiet {
+            eprintln!(
+                "fwsvm: probability estimates: Platt's sigmoid for each class pair from {}-fold \
+                 cross-validated decision values, pairs dealt to the ranks ({:.2}s)",
+                crate::train::PROBABILITY_FOLDS,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
     let sent = comm.traffic().since(&before);
     let saved = if root {
         model.save(&model_path)
@@ -862,7 +901,6 @@ fn refuse_what_does_not_apply(args: &TrainArgs, params: &TrainParams) -> Result<
     if params.one_class {
         let clash = [
             (args.cv.is_some(), "-v (cross-validation)"),
-            (a.probability, "-b 1 (probabilities)"),
             (!a.class_weight.is_empty(), "-w (class weights)"),
         ];
         if let Some((_, what)) = clash.iter().find(|(on, _)| *on) {
