@@ -615,14 +615,18 @@ fn one_versus_one_under_mpirun() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("-s 2 (one-class) does not take -v"));
 }
 
-/// `mpirun -np 2 fwsvm train --test FILE`: rank 0 predicts the test file with the model and
-/// prints the accuracy line one process prints.
+/// `mpirun -np 2 fwsvm train --test FILE --trace CSV`: rank 0 predicts the test file with the
+/// model and prints the accuracy line one process prints, and writes the trace one process
+/// writes (all but the seconds).
 #[test]
-fn test_file_under_mpirun() {
+fn test_file_and_trace_under_mpirun() {
     let dir = common::tempdir();
     let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let (t1, t2) = (dir.path().join("one.csv"), dir.path().join("two.csv"));
     let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
-        .args(["train", "-q", "--precision", "f64", "--test"])
+        .args(["train", "-q", "--precision", "f64", "--trace"])
+        .arg(&t1)
+        .arg("--test")
         .arg(&heart)
         .arg(&heart)
         .arg(dir.path().join("one.model"))
@@ -637,6 +641,8 @@ fn test_file_under_mpirun() {
         "-q".as_ref(),
         "--precision".as_ref(),
         "f64".as_ref(),
+        "--trace".as_ref(),
+        t2.as_os_str(),
         "--test".as_ref(),
         heart.as_os_str(),
         heart.as_os_str(),
@@ -647,4 +653,18 @@ fn test_file_under_mpirun() {
     };
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    let without_seconds = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut f: Vec<&str> = l.split(',').collect();
+                f.remove(1);
+                f.join(",")
+            })
+            .collect()
+    };
+    let trace = without_seconds(&t1);
+    assert!(trace.len() > 100, "{} lines", trace.len());
+    assert_eq!(without_seconds(&t2), trace);
 }

@@ -666,13 +666,10 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         .model
         .clone()
         .unwrap_or_else(|| default_model_path(&args.train));
-    let refused = [
-        (args.trace.is_some(), "--trace"),
-        (
-            a.data.format != crate::data::Format::Libsvm,
-            "--format other than libsvm",
-        ),
-    ];
+    let refused = [(
+        a.data.format != crate::data::Format::Libsvm,
+        "--format other than libsvm",
+    )];
     if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
         return Err(Error::param(format!(
             "{what} is not distributed over ranks yet: run it in one process"
@@ -681,7 +678,8 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     let files = if root {
         let mut f = RunFiles::new();
         f.input("training data", &args.train)
-            .input_opt("test data", args.test.as_deref());
+            .input_opt("test data", args.test.as_deref())
+            .output_opt("trace", args.trace.as_deref());
         if args.cv.is_none() {
             f.output("model file", &model_path);
         }
@@ -757,12 +755,27 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     }
     let before = comm.traffic();
     let mut progress = ProgressLine::new("rank 0".into(), quiet);
+    // One-versus-one: the class pairs dealt to ranks whole when that is cheaper.
+    let classes = crate::dist::train::class_order(&comm, &local)?.len();
+    // --trace: rank 0 writes the iterations of a model with one problem (every rank sees
+    // the same iterates; a multi-class run's pairs are not told apart over ranks yet).
+    let trace = match (&args.trace, root) {
+        (Some(_), _) if classes > 2 && !params.one_class => Err(Error::param(
+            "--trace over ranks follows models with one problem (binary or one-class); \
+             trace a multi-class training in one process"
+                .into(),
+        )),
+        (Some(p), true) => Trace::create(p, false).map(Some),
+        _ => Ok(None),
+    };
+    let mut trace = agree(&comm, trace)?;
     let mut obs: Vec<&mut dyn Observer> = Vec::new();
     if let Some(p) = progress.as_mut() {
         obs.push(p);
     }
-    // One-versus-one: the class pairs dealt to ranks whole when that is cheaper.
-    let classes = crate::dist::train::class_order(&comm, &local)?.len();
+    if let Some(t) = trace.as_mut() {
+        obs.push(t);
+    }
     let pairs = classes * classes.saturating_sub(1) / 2;
     let plan = if classes >= 3 && !params.one_class {
         let plan = crate::dist::plan::choose(&comm, &local, pairs, "class pairs", args.distribute)?;
@@ -827,6 +840,9 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             );
         }
     }
+    drop(obs);
+    let traced = trace.as_mut().map_or(Ok(()), |t| t.finish());
+    agree(&comm, traced)?;
     let sent = comm.traffic().since(&before);
     let saved = if root {
         model.save(&model_path)
