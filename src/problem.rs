@@ -200,6 +200,15 @@ impl<'a> Problem<'a> {
         self.inv_c
     }
 
+    /// This problem with its rows never treated as repeats ([`distinct_rows`](Self::distinct_rows)
+    /// is None): a distributed run's local backends compute columns of other ranks' rows, which
+    /// columns over deduplicated rows do not take yet.
+    pub fn without_distinct_rows(self) -> Self {
+        let distinct = OnceLock::new();
+        let _ = distinct.set(None);
+        Problem { distinct, ..self }
+    }
+
     /// The rows' distinct feature vectors when repeats are many enough to pay for working per
     /// distinct row (columns, exact gradients); found once (a hashing pass) and shared by
     /// everything that uses this problem.

@@ -701,3 +701,52 @@ fn sample_weights_over_ranks() {
         }
     }
 }
+
+/// Data with many repeated rows (one process works per distinct row, in groups: KDD99's case)
+/// train over ranks without grouping — the local backends compute columns of other ranks'
+/// rows, which grouped columns do not take yet: the same optimum within the certified gaps.
+#[test]
+fn repeated_rows_over_ranks_reach_the_same_optimum() {
+    use fwsvm::train::{TrainParams, train};
+    let base = random_dataset(150, 4, false, 113);
+    let rows: Vec<usize> = (0..30 * base.len()).map(|i| i % base.len()).collect();
+    let ds = base.subset(&rows);
+    let full = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 2.0).unwrap();
+    assert!(
+        full.distinct_rows().is_some(),
+        "one process groups the repeats"
+    );
+    let params = TrainParams {
+        c: 2.0,
+        gamma: fwsvm::train::Gamma::Value(1.0),
+        cpu: F64,
+        solver: SolverParams {
+            algorithm: Algorithm::Swap,
+            eps: 1e-6,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (_, one) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    let (f1, g1) = (
+        one[0].result.certified_f.unwrap(),
+        one[0].result.certified_gap.unwrap(),
+    );
+    let got = on_threads(2, |comm| {
+        let (local, slice) = slice_of(&ds, comm, None);
+        fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+            .unwrap()
+            .1
+    });
+    for (r, res) in got.iter().enumerate() {
+        let (fp, gp) = (res[0].certified_f.unwrap(), res[0].certified_gap.unwrap());
+        assert!(
+            (f1 - fp).abs() <= g1.max(gp),
+            "rank {r}: f {f1} vs {fp}, gaps {g1} {gp}"
+        );
+        assert!(
+            gp <= 1e-6 * 1.01 || gp <= params.solver.rel_eps * 2.0 * fp,
+            "rank {r}: {gp}"
+        );
+    }
+}

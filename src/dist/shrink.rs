@@ -225,7 +225,8 @@ pub fn solve(
             sub = prob.data.subset(&rows);
             let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
             let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
-                .with_class_weights(prob.weights.0, prob.weights.1)?;
+                .with_class_weights(prob.weights.0, prob.weights.1)?
+                .without_distinct_rows();
             if let Some(w) = prob.row_weights_of(&rows) {
                 p = p.with_row_weights(w)?;
             }

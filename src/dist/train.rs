@@ -170,7 +170,8 @@ pub fn train_model(
                 .with_class_weights(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
-                )?;
+                )?
+                .without_distinct_rows();
             if let Some(w) = &own_weights {
                 prob = prob.with_row_weights(if k == 2 {
                     w.clone()
@@ -314,7 +315,8 @@ fn one_class(
         }
         .into());
     }
-    let mut prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?;
+    let mut prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?
+        .without_distinct_rows();
     if let Some(w) = weights {
         prob = prob.with_row_weights(w)?;
     }
