@@ -917,6 +917,7 @@ fn refuse_what_does_not_apply(args: &TrainArgs, params: &TrainParams) -> Result<
     if params.one_class {
         let clash = [
             (args.cv.is_some(), "-v (cross-validation)"),
+            (a.probability, "-b 1 (probabilities)"),
             (!a.class_weight.is_empty(), "-w (class weights)"),
         ];
         if let Some((_, what)) = clash.iter().find(|(on, _)| *on) {
