@@ -64,6 +64,7 @@ impl<T: Copy + Default> ColumnCache<T> {
     }
 
     /// A cache of exactly `slots` (at least two) columns of length `m`.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub fn with_slots(m: usize, slots: usize) -> Self {
         ColumnCache {
             m,

@@ -150,6 +150,7 @@ fn kernels(a: KernelsArgs) -> Result<()> {
         } else {
             BackendArg::Gpu
         };
+        #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
         let dev = open_device(arg, a.device.as_deref(), precision, true, 0, false)?;
         #[cfg(feature = "gpu")]
         if let Device::Gpu { ctx, .. } = &dev {

@@ -25,7 +25,7 @@ pub fn on_device(
 ) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
     match device {
         Device::Cpu => {
-            let _ = precision;
+            let _ = (precision, min_work);
             Ok(model.predict_with_decisions(ds))
         }
         #[cfg(feature = "gpu")]
