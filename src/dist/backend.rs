@@ -192,7 +192,12 @@ impl<'a> Known<'a> {
         if let Some(s) = weights {
             p = p.with_row_weights(s)?;
         }
-        // Global point → index in p.
+        // Global point → index in p (α's foreign points after this rank's rows).
+        let slot: HashMap<usize, usize> = foreign
+            .iter()
+            .enumerate()
+            .map(|(k, &j)| (j, n + k))
+            .collect();
         let at = |j: usize| -> usize {
             if self.is_own(j) {
                 let i = j - self.slice.first;
@@ -203,7 +208,7 @@ impl<'a> Known<'a> {
                         .expect("α's own points are in the block"),
                 }
             } else {
-                n + foreign.iter().position(|&f| f == j).expect("fetched")
+                slot[&j]
             }
         };
         let mut a = ActiveSet::new(n + foreign.len());
