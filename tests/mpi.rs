@@ -260,6 +260,7 @@ fn train_under_mpirun_writes_the_single_process_model() {
             &["-a", "sparse-fw"][..],
             &["-s", "2"][..],
             &["-a", "swap2", "--sample", "60"][..],
+            &["-a", "simplesvm", "--violator", "queue"][..],
         ] {
             let tag: String = run.concat();
             let one = dir.path().join(format!("one{tag}.model"));

@@ -321,6 +321,14 @@ pub trait Backend {
         Ok(None)
     }
 
+    /// The exact f64 gradient Qα of all m points when this backend computes it itself (a
+    /// distributed one: each entry on its owner, gathered exactly to every rank); None: the
+    /// solver computes it on the problem (the default). SimpleSVM's certification.
+    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
+        let _ = alpha;
+        Ok(None)
+    }
+
     /// [`certify_exact`](Self::certify_exact) over the points `rows` ⊇ supp(α) only (sparse
     /// FW's sub-problem: [`crate::backend::exact::certify_rows`]); None: the solver certifies
     /// on the problem (the default).

@@ -544,6 +544,14 @@ impl Backend for DistBackend<'_> {
         self.known.certify_rows(alpha, rows).map(Some)
     }
 
+    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
+        let own = self.known.exact_gradient(alpha, None)?;
+        let mut g = vec![0.0; self.slice.total];
+        g[self.slice.range()].copy_from_slice(&own);
+        self.comm.sum(&mut g)?;
+        Ok(Some(g))
+    }
+
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         self.local.fill_marks(mk)
     }

@@ -52,8 +52,11 @@
 //! ([`backend::DistBackend`]'s `reduce_marked`); a GPU per rank is a local GPU backend with
 //! guests like the CPU's.
 //!
-//! Still to come (see the note): SimpleSVM (global labels and costs), one-class and
-//! sample weights, deduplicated rows as a local backend.
+//! SimpleSVM runs on a [`backend::DistBackend`] too, every rank keeping the labels, boxes and
+//! α of all points ([`crate::solver::solve_simple_with`]); its certification takes the exact
+//! gradient from the owners (`Backend::exact_full_gradient`).
+//!
+//! Still to come (see the note): deduplicated rows as a local backend.
 
 pub mod backend;
 pub mod blocks;

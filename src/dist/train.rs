@@ -94,14 +94,6 @@ pub fn train_model(
 ) -> Result<(Model, Vec<SolveResult>)> {
     let params = params.check()?;
     let alg = params.solver.algorithm;
-    let refuse = |what: &str| {
-        Err(Error::param(format!(
-            "{what} is not distributed over ranks yet: run it in one process"
-        )))
-    };
-    if alg == Algorithm::SimpleSvm {
-        return refuse(&format!("-a {alg}"));
-    }
     // Sample weights: one per row of every rank (global order); this rank keeps its own.
     let own_weights: Option<Vec<f64>> = match &params.sample_weights {
         None => None,
@@ -166,7 +158,8 @@ pub fn train_model(
                 .iter()
                 .map(|&l| if class_of(l) == a { 1.0 } else { -1.0 })
                 .collect();
-            let mut prob = crate::problem::Problem::new(data, y, kernel, params.c)?
+            let mut prob = alg
+                .problem(data, y, kernel, params.c)?
                 .with_class_weights(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
@@ -285,6 +278,31 @@ fn solve_over_ranks(
             observers,
         );
     }
+    if params.solver.algorithm == Algorithm::SimpleSvm {
+        // Every point's label and box on every rank (SimpleSVM's α, status and queue are
+        // replicated), and τ's diagonal sample from its owners, folded as one process does.
+        let y = all_rows_f64(comm, &prob.y)?;
+        let c = prob.box_c.unwrap_or(params.c);
+        let own_costs: Vec<f64> = (0..prob.len()).map(|i| c * prob.cost_factor(i)).collect();
+        let cost = all_rows_f64(comm, &own_costs)?;
+        let sample = slice.total.min(crate::solver::simple_svm::DIAG_SAMPLE);
+        let mut diag = vec![0.0; sample];
+        for j in slice.range().take_while(|&j| j < sample) {
+            let i = j - slice.first;
+            diag[j] = prob.k(i, i);
+        }
+        comm.sum(&mut diag)?;
+        let max_diag = diag.iter().copied().fold(1.0, f64::max);
+        let be = params.device.backend(prob, params.cpu)?;
+        let mut dist = DistBackend::new(comm, prob, be, slice)?;
+        return crate::solver::solve_simple_with(
+            prob,
+            &mut dist,
+            &params.solver,
+            observers,
+            (y, cost, max_diag),
+        );
+    }
     if params.sample > 0 {
         let blocks = super::blocks::DistBlocks::new(comm, prob, slice)?;
         let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
@@ -347,14 +365,18 @@ fn one_class(
 
 /// Every rank's labels, in row order (one broadcast per rank).
 fn all_labels(comm: &dyn Comm, local: &Dataset) -> Result<Vec<f64>> {
+    all_rows_f64(comm, &local.labels)
+}
+
+/// One value per row of every rank, in global row order, from each rank's values of its own
+/// rows (one broadcast per rank). Collective.
+fn all_rows_f64(comm: &dyn Comm, own: &[f64]) -> Result<Vec<f64>> {
     let mut all = Vec::new();
     let mut buf = Vec::new();
     for root in 0..comm.size() {
         buf.clear();
         if root == comm.rank() {
-            local
-                .labels
-                .iter()
+            own.iter()
                 .for_each(|l| buf.extend_from_slice(&l.to_le_bytes()));
         }
         comm.broadcast(root, &mut buf)?;

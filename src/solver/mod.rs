@@ -412,6 +412,23 @@ pub fn solve(
     solve_from(prob, be, params, observers, None, None)
 }
 
+/// SimpleSVM on a backend over points that `prob` does not hold all of (a distributed run's:
+/// `prob` is this rank's part, used only for the parts of the exact certification the backend
+/// leaves to it), from every point's label, box and diagonal sample
+/// ([`simple_svm::SimpleSvm::start_with`]).
+pub fn solve_simple_with(
+    prob: &Problem<'_>,
+    be: &mut dyn Backend,
+    params: &SolverParams,
+    observers: &mut [&mut dyn Observer],
+    (y, cost, max_diag): (Vec<f64>, Vec<f64>, f64),
+) -> Result<SolveResult> {
+    check_solve(params, be)?;
+    stepper::run(prob, be, params, observers, None, |be| {
+        simple_svm::SimpleSvm::start_with(y, cost, max_diag, be, params)
+    })
+}
+
 /// The settings and backend every solve checks first.
 fn check_solve(params: &SolverParams, be: &dyn Backend) -> Result<()> {
     params.check()?;

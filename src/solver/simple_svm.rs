@@ -176,6 +176,9 @@ impl Ord for Prio {
     }
 }
 
+/// Points whose k(x_i, x_i) set the regularisation τ (the first ones).
+pub const DIAG_SAMPLE: usize = 1000;
+
 /// Outer iterations in a row that leave α unchanged before the run is declared stalled.
 const MAX_IDLE: usize = 1000;
 
@@ -273,8 +276,36 @@ impl SimpleSvm {
                 "SimpleSVM solves the C-SVM: its problem is built by Problem::c_svm".into(),
             ));
         };
+        let m = prob.len();
+        // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·s_i·C (class weights, as LIBSVM's -wi, and row
+        // weights).
+        let cost = (0..m).map(|i| c * prob.cost_factor(i)).collect();
+        let max_diag = (0..m.min(DIAG_SAMPLE))
+            .map(|i| prob.k(i, i))
+            .fold(1.0, f64::max);
+        Self::start_with(prob.y.clone(), cost, max_diag, be, params)
+    }
+
+    /// Starts on `be` (the C-SVM's backend form over m points, see the module doc) from every
+    /// point's label `y`, box `cost` (C_i) and `max_diag` = max(1, max k(x_i, x_i) over the first
+    /// [`DIAG_SAMPLE`] points), with the initial pair drawn by `params.seed`: what
+    /// [`SimpleSvm::start`] reads from the problem, given by a caller that holds the points
+    /// elsewhere (a distributed run's ranks).
+    pub fn start_with(
+        y: Vec<f64>,
+        cost: Vec<f64>,
+        max_diag: f64,
+        be: &mut dyn Backend,
+        params: &SolverParams,
+    ) -> Result<Self> {
         let m = be.len();
-        let y = prob.y.clone();
+        if y.len() != m || cost.len() != m {
+            return Err(Error::Backend(format!(
+                "SimpleSVM over {m} points given {} labels and {} costs",
+                y.len(),
+                cost.len()
+            )));
+        }
         let pos: Vec<usize> = (0..m).filter(|&i| y[i] > 0.0).collect();
         let neg: Vec<usize> = (0..m).filter(|&i| y[i] < 0.0).collect();
         if pos.is_empty() || neg.is_empty() {
@@ -284,10 +315,6 @@ impl SimpleSvm {
         }
         let mut rng = SplitMix64::new(params.seed);
         let pending = vec![pos[rng.below(pos.len())], neg[rng.below(neg.len())]];
-        // Row i's box: 0 ≤ α_i ≤ C_i = w_{y_i}·s_i·C (class weights, as LIBSVM's -wi, and row
-        // weights).
-        let cost = (0..m).map(|i| c * prob.cost_factor(i)).collect();
-        let max_diag = (0..m.min(1000)).map(|i| prob.k(i, i)).fold(1.0, f64::max);
         be.set_alpha(&ActiveSet::new(m))?;
         be.fill_marks(mark::LOW)?;
         Ok(SimpleSvm {
@@ -626,8 +653,18 @@ impl Stepper for SimpleSvm {
         }))
     }
 
-    fn certify(&self, prob: &Problem<'_>, _be: &mut dyn Backend) -> Result<(f64, f64)> {
-        Ok(certify(prob, &self.active_set(), self.b, &self.cost))
+    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)> {
+        let alpha = self.active_set();
+        // A distributed backend computes the exact gradient on the points' owners.
+        let g = match be.exact_full_gradient(&alpha)? {
+            Some(g) => g,
+            None => {
+                let mut g = vec![0.0; prob.len()];
+                crate::backend::exact::full_gradient(prob, &alpha, &mut g);
+                g
+            }
+        };
+        Ok(certify(&g, &self.y, &alpha, self.b, &self.cost))
     }
 
     fn finish(self) -> (ActiveSet, Option<f64>) {
@@ -648,23 +685,21 @@ impl SimpleSvm {
     }
 }
 
-/// The exact dual objective ½αᵀHα − 1ᵀα and the largest KKT violation, from an exact f64
-/// gradient (Qα with Q = H + yyᵀ, corrected by y·yᵀα).
-fn certify(prob: &Problem<'_>, alpha: &ActiveSet, b: f64, cost: &[f64]) -> (f64, f64) {
-    let m = prob.len();
-    let mut g = vec![0.0; m];
-    crate::backend::exact::full_gradient(prob, alpha, &mut g);
-    let ya: f64 = alpha.iter().map(|(i, a)| a * prob.y[i]).sum();
+/// The exact dual objective ½αᵀHα − 1ᵀα and the largest KKT violation, from the exact f64
+/// gradient `g` (Qα with Q = H + yyᵀ, corrected by y·yᵀα).
+fn certify(g: &[f64], y: &[f64], alpha: &ActiveSet, b: f64, cost: &[f64]) -> (f64, f64) {
+    let m = y.len();
+    let ya: f64 = alpha.iter().map(|(i, a)| a * y[i]).sum();
     let mut quad = 0.0;
     let mut sum = 0.0;
     let mut viol: f64 = 0.0;
     #[allow(clippy::needless_range_loop)] // row i of g, y, α and C_i together
     for i in 0..m {
-        let hi = g[i] - prob.y[i] * ya;
+        let hi = g[i] - y[i] * ya;
         let a = alpha.get(i);
         quad += a * hi;
         sum += a;
-        let yf = hi + prob.y[i] * b;
+        let yf = hi + y[i] * b;
         let v = if a <= 0.0 {
             1.0 - yf
         } else if a >= cost[i] {
