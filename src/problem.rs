@@ -201,11 +201,21 @@ impl<'a> Problem<'a> {
     }
 
     /// This problem with its rows never treated as repeats ([`distinct_rows`](Self::distinct_rows)
-    /// is None): a distributed run's local backends compute columns of other ranks' rows, which
-    /// columns over deduplicated rows do not take yet.
+    /// is None).
     pub fn without_distinct_rows(self) -> Self {
+        self.with_distinct_rows(false)
+    }
+
+    /// This problem with its repeated rows grouped (`group`: whatever their number) or never:
+    /// a decision taken elsewhere — a distributed run groups each rank's rows when one process
+    /// would group all of them ([`groups_rows`]), so that every rank computes as it does.
+    pub fn with_distinct_rows(self, group: bool) -> Self {
         let distinct = OnceLock::new();
-        let _ = distinct.set(None);
+        let _ = distinct.set(if group {
+            find_distinct_rows(self.data, None)
+        } else {
+            None
+        });
         Problem { distinct, ..self }
     }
 
@@ -214,7 +224,13 @@ impl<'a> Problem<'a> {
     /// everything that uses this problem.
     pub fn distinct_rows(&self) -> Option<&DistinctRows> {
         self.distinct
-            .get_or_init(|| find_distinct_rows(self.data))
+            .get_or_init(|| {
+                let m = self.data.len();
+                if m < DEDUP_MIN_ROWS {
+                    return None;
+                }
+                find_distinct_rows(self.data, Some((DEDUP_BELOW * m as f64) as usize))
+            })
             .as_ref()
     }
 
@@ -274,36 +290,46 @@ struct RowWeights {
 /// reads each row's entry through an index, which costs about what a fifth fewer rows saves
 /// (a9a, 80 % distinct: 4.09 s without, 4.36 s with; w8a, 70 %: 0.7 s either way, within noise;
 /// KDD99-binary, 30 %: 7.13 s → 5.10 s).
-const DEDUP_BELOW: f64 = 0.75;
+pub const DEDUP_BELOW: f64 = 0.75;
 
 /// Smaller problems are not deduplicated (two of the CPU backend's parallel chunks).
-const DEDUP_MIN_ROWS: usize = 4096;
+pub const DEDUP_MIN_ROWS: usize = 4096;
 
-/// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index, when
-/// they are few enough to pay (see [`DEDUP_BELOW`]); rows equal value for value.
-fn find_distinct_rows(ds: &Dataset) -> Option<DistinctRows> {
+/// One process groups the repeated rows of m rows of which `distinct` are distinct
+/// ([`Problem::distinct_rows`]): m ≥ [`DEDUP_MIN_ROWS`] and at most [`DEDUP_BELOW`] of them
+/// distinct.
+pub fn groups_rows(m: usize, distinct: usize) -> bool {
+    m >= DEDUP_MIN_ROWS && distinct <= (DEDUP_BELOW * m as f64) as usize
+}
+
+/// The hash rows are grouped by (FNV-1a over the values' bits, and the indices of a sparse
+/// row): equal rows of one layout hash alike.
+pub fn row_hash(r: crate::data::Row<'_>) -> u64 {
+    use crate::data::Row;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |x: u32| {
+        h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    match r {
+        Row::Dense(v) => v.iter().for_each(|x| mix(x.to_bits())),
+        Row::Sparse(ix, v) => {
+            for (&i, x) in ix.iter().zip(v) {
+                mix(i);
+                mix(x.to_bits());
+            }
+        }
+    }
+    h
+}
+
+/// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index;
+/// None when more than `limit` of them are distinct (see [`DEDUP_BELOW`]); rows equal value
+/// for value.
+fn find_distinct_rows(ds: &Dataset, limit: Option<usize>) -> Option<DistinctRows> {
     use crate::data::Row;
     use std::collections::HashMap;
     let m = ds.len();
-    if m < DEDUP_MIN_ROWS {
-        return None;
-    }
-    let hash = |r: Row<'_>| -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |x: u32| {
-            h = (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3);
-        };
-        match r {
-            Row::Dense(v) => v.iter().for_each(|x| mix(x.to_bits())),
-            Row::Sparse(ix, v) => {
-                for (&i, x) in ix.iter().zip(v) {
-                    mix(i);
-                    mix(x.to_bits());
-                }
-            }
-        }
-        h
-    };
+    let hash = row_hash;
     let same = |a: Row<'_>, b: Row<'_>| match (a, b) {
         (Row::Dense(x), Row::Dense(y)) => x == y,
         (Row::Sparse(ia, va), Row::Sparse(ib, vb)) => ia == ib && va == vb,
@@ -314,7 +340,7 @@ fn find_distinct_rows(ds: &Dataset) -> Option<DistinctRows> {
     let mut chain: Vec<u32> = Vec::new();
     let mut rows: Vec<usize> = Vec::new();
     let mut rep = vec![0u32; m];
-    let limit = (DEDUP_BELOW * m as f64) as usize;
+    let limit = limit.unwrap_or(usize::MAX);
     #[allow(clippy::needless_range_loop)] // row i of the data and of rep together
     for i in 0..m {
         let row = ds.row(i);

@@ -702,52 +702,94 @@ fn sample_weights_over_ranks() {
     }
 }
 
-/// Data with many repeated rows (one process works per distinct row, in groups: KDD99's case)
-/// train over ranks without grouping — the local backends compute columns of other ranks'
-/// rows, which grouped columns do not take yet: the same optimum within the certified gaps.
+/// Data with many repeated rows (one process works per distinct row, in groups: KDD99's
+/// case) over ranks: every rank groups its own rows exactly when one process groups all of
+/// them (here the slices alone are too small to), the rows an update or α touched keep the
+/// ungrouped arithmetic, and the exact sums merge α's repeated points as one process does —
+/// so the model file is the single-process one, with working-set rounds (whose W is grouped
+/// by the same rule) and with patterns whose two copies sit on different ranks.
 #[test]
-fn repeated_rows_over_ranks_reach_the_same_optimum() {
+fn repeated_rows_over_ranks_are_the_single_process_model() {
     use fwsvm::train::{TrainParams, train};
-    let base = random_dataset(150, 4, false, 113);
-    let rows: Vec<usize> = (0..30 * base.len()).map(|i| i % base.len()).collect();
-    let ds = base.subset(&rows);
-    let full = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 2.0).unwrap();
-    assert!(
-        full.distinct_rows().is_some(),
-        "one process groups the repeats"
-    );
-    let params = TrainParams {
-        c: 2.0,
-        gamma: fwsvm::train::Gamma::Value(1.0),
-        cpu: F64,
-        solver: SolverParams {
-            algorithm: Algorithm::Swap,
-            eps: 1e-6,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let (_, one) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
-    let (f1, g1) = (
-        one[0].result.certified_f.unwrap(),
-        one[0].result.certified_gap.unwrap(),
-    );
-    let got = on_threads(2, |comm| {
-        let (local, slice) = slice_of(&ds, comm, None);
-        fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
-            .unwrap()
-            .1
-    });
-    for (r, res) in got.iter().enumerate() {
-        let (fp, gp) = (res[0].certified_f.unwrap(), res[0].certified_gap.unwrap());
+    let dir = common::tempdir();
+    for sparse in [false, true] {
+        let base = random_dataset(400, 5, sparse, 113);
+        // A third of the patterns twice, the others 20 times, shuffled.
+        let mut rows: Vec<usize> = (0..base.len())
+            .flat_map(|p| std::iter::repeat_n(p, if p % 3 == 0 { 2 } else { 20 }))
+            .collect();
+        let mut rng = fwsvm::rng::SplitMix64::new(7);
+        for i in (1..rows.len()).rev() {
+            rows.swap(i, rng.below(i + 1));
+        }
+        let ds = base.subset(&rows);
+        let full = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 2.0).unwrap();
         assert!(
-            (f1 - fp).abs() <= g1.max(gp),
-            "rank {r}: f {f1} vs {fp}, gaps {g1} {gp}"
+            full.distinct_rows().is_some(),
+            "one process groups the repeats"
         );
-        assert!(
-            gp <= 1e-6 * 1.01 || gp <= params.solver.rel_eps * 2.0 * fp,
-            "rank {r}: {gp}"
-        );
+        for (alg, shrink) in [(Algorithm::Partan, false), (Algorithm::Swap, true)] {
+            let params = TrainParams {
+                c: 2.0,
+                gamma: fwsvm::train::Gamma::Value(1.0),
+                cpu: F64,
+                shrink: Some(fwsvm::solver::shrink::ShrinkParams {
+                    margin: 0.02,
+                    min_size: 400,
+                    min_points: if shrink { 1000 } else { usize::MAX },
+                }),
+                solver: SolverParams {
+                    algorithm: alg,
+                    eps: 1e-4,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let tag = format!("{alg}, sparse {sparse}, shrinking {shrink}");
+            let (one, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+            if shrink {
+                let st = reports[0]
+                    .result
+                    .shrink
+                    .as_ref()
+                    .expect("working-set rounds");
+                assert!(st.shrinks >= 1, "{tag}: {st:?}");
+            }
+            let one_path = dir.path().join("one.model");
+            one.save(&one_path).unwrap();
+            let expected = std::fs::read(&one_path).unwrap();
+            for ranks in [2, 3] {
+                let got = on_threads(ranks, |comm| {
+                    let (local, slice) = slice_of(&ds, comm, None);
+                    let alone = Problem::new(
+                        &local,
+                        local.labels.clone(),
+                        Kernel::Rbf { gamma: 1.0 },
+                        2.0,
+                    )
+                    .unwrap();
+                    assert!(
+                        alone.distinct_rows().is_none(),
+                        "a slice alone is not grouped"
+                    );
+                    fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap()
+                });
+                for (r, (model, res)) in got.iter().enumerate() {
+                    let p = dir.path().join(format!("r{r}.model"));
+                    model.save(&p).unwrap();
+                    assert_eq!(
+                        std::fs::read(&p).unwrap(),
+                        expected,
+                        "{tag}: rank {r} of {ranks}"
+                    );
+                    assert_eq!(res[0].iterations, reports[0].result.iterations, "{tag}");
+                    assert_eq!(
+                        res[0].certified_gap, reports[0].result.certified_gap,
+                        "{tag}"
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -159,10 +159,22 @@ impl Grad<'_> {
 struct Distinct {
     /// For each row, its distinct row.
     rep: Vec<u32>,
-    /// ‖x‖² per distinct row.
+    /// Number of distinct rows.
+    n: usize,
+    /// ‖x‖² per distinct row, then per guest (whose columns are keyed n + k).
     norms: Vec<f64>,
-    /// All ones: distinct columns carry no labels.
+    /// All ones, n + guests of them: distinct columns carry no labels.
     ones: Vec<f64>,
+}
+
+/// The column key of point j among `m` rows deduplicated by `dd`: its distinct row, or for
+/// guest k = j − m the slot after the distinct rows.
+fn distinct_key(dd: &Distinct, m: usize, j: usize) -> usize {
+    if j < m {
+        dd.rep[j] as usize
+    } else {
+        dd.n + (j - m)
+    }
 }
 
 impl<'a, T: Elem> CpuBackend<'a, T> {
@@ -178,6 +190,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     Layout::of_rows(prob.data, rows),
                     Some(Distinct {
                         rep: rep.clone(),
+                        n,
                         norms,
                         ones: vec![1.0; n],
                     }),
@@ -234,10 +247,11 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         self.cache.capacity()
     }
 
-    /// The cache key of column j: its distinct row when rows are deduplicated.
+    /// The cache key of column j: its distinct row when rows are deduplicated (guest k's:
+    /// distinct rows + k).
     fn key(&self, j: usize) -> usize {
         match &self.distinct {
-            Some(dd) => dd.rep[j] as usize,
+            Some(dd) => distinct_key(dd, self.prob.len(), j),
             None => j,
         }
     }
@@ -245,7 +259,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// Number of distinct rows the columns are computed over (m when not deduplicated).
     pub fn column_rows(&self) -> usize {
         match &self.distinct {
-            Some(dd) => dd.norms.len(),
+            Some(dd) => dd.n,
             None => self.prob.len(),
         }
     }
@@ -428,7 +442,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// and `up` name original columns j; slots hold distinct columns.
     fn pass_distinct(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {
         let dd = self.distinct.as_ref().expect("deduplicated rows");
-        let n = dd.norms.len();
+        let (n, m) = (dd.n, self.prob.len());
         let args = ColumnArgs {
             layout: &self.layout,
             kernel: self.prob.kernel,
@@ -438,32 +452,47 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         assert!(compute.len() <= BATCH);
         let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
         for (c, &(slot, j, k)) in compute.iter().enumerate() {
-            cptr[c] = (SendPtr(self.cache.data_ptr(slot)), dd.rep[j] as usize, k);
+            cptr[c] = (
+                SendPtr(self.cache.data_ptr(slot)),
+                distinct_key(dd, m, j),
+                k,
+            );
         }
         let ncomp = compute.len();
-        // Per update column: (slot data, coef · y_j, j, coef / C for row j).
-        let mut ucols: [(SendPtr<T>, f64, usize, f64); 2] =
-            [(SendPtr(std::ptr::null_mut()), 0.0, usize::MAX, 0.0); 2];
+        // Per update column for the groups: (slot data, coef · y_j).
+        let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
         let mut nu = 0;
         let (mut scale, mut pc, mut rotate) = (1.0, 0.0, false);
         let has_up = up.is_some();
         let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        // Per update column for the touched rows: (slot, a_u, y_j, j, 1/C_j).
+        let mut tcols = [(0usize, 0.0f64, 0.0f64, usize::MAX, 0.0f64); 2];
         if let Some((cols, s, p, r)) = up {
             for (k, c) in cols.iter().enumerate() {
                 if let Some((slot, coef)) = *c {
                     let j = self.up_j[k];
-                    ucols[nu] = (
-                        SendPtr(self.cache.data_ptr(slot)),
-                        coef * self.prob.y[j],
-                        j,
-                        coef * self.prob.inv_c(j),
-                    );
+                    // A guest's column has no diagonal entry among these rows.
+                    let (y, inv_c) = if j < m {
+                        (self.prob.y[j], self.prob.inv_c(j))
+                    } else {
+                        (self.guests[j - m].y, 0.0)
+                    };
+                    ucols[nu] = (SendPtr(self.cache.data_ptr(slot)), coef * y);
+                    tcols[nu] = (slot, coef, y, j, inv_c);
                     nu += 1;
                 }
             }
             (scale, pc, rotate) = (s, p, r);
-            let diag: [(usize, f64); 2] = std::array::from_fn(|u| (ucols[u].2, ucols[u].3));
-            gr.update_diag(scale, pc, rotate && self.prev, &diag[..nu]);
+            // The update's own rows keep their g from now on (guests are no rows here).
+            let mut js = [0usize; 2];
+            let mut nj = 0;
+            for &(_, _, _, j, _) in &tcols[..nu] {
+                if j < m {
+                    js[nj] = j;
+                    nj += 1;
+                }
+            }
+            gr.touch_rows(&js[..nj]);
         }
         let prev = self.prev;
         let hptr = SendPtr(gr.h.as_mut_ptr());
@@ -531,6 +560,20 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         }
         self.stats.columns_computed += ncomp as u64;
         if has_up {
+            // The touched rows' own entries, as a backend without groups updates them: Q_ij =
+            // y_i y_j (k + 1), plus 1/C_j on the diagonal, times a_u.
+            let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+            let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
+            let cols: [&[T]; 2] =
+                std::array::from_fn(|u| if u < nu { cache.data(tcols[u].0) } else { &[] });
+            gr.update_touched(scale, pc, rotate, nu, |i, u| {
+                let (_, coef, yj, j, inv_c) = tcols[u];
+                let mut q = y[i] * yj * cols[u][rep[i] as usize].to_f64();
+                if i == j {
+                    q += inv_c;
+                }
+                coef * q
+            });
             self.chunk_min.push(gr.touched_min());
         }
         self.min_valid = has_up;
@@ -641,18 +684,22 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
-        if self.distinct.is_some() {
-            return Err(crate::error::Error::Backend(
-                "columns of rows held elsewhere are not computed over deduplicated rows yet".into(),
-            ));
-        }
-        if self.guests.is_empty() {
-            self.norms_ext = self.prob.norms.clone();
-            self.y_ext = self.prob.y.clone();
-        }
         let norm = row.sq_norm();
-        self.norms_ext.push(norm);
-        self.y_ext.push(y);
+        match &mut self.distinct {
+            // Columns over the distinct rows: the guest's query norm after theirs.
+            Some(dd) => {
+                dd.norms.push(norm);
+                dd.ones.push(1.0);
+            }
+            None => {
+                if self.guests.is_empty() {
+                    self.norms_ext = self.prob.norms.clone();
+                    self.y_ext = self.prob.y.clone();
+                }
+                self.norms_ext.push(norm);
+                self.y_ext.push(y);
+            }
+        }
         self.guests.push(Guest {
             row: crate::data::OwnedRow::from(row),
             norm,
@@ -679,7 +726,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
         assert_eq!(g.len(), self.prob.len());
         match &mut self.groups {
-            Some(gr) => gr.set(g, alpha, &|i| self.prob.inv_c(i)),
+            Some(gr) => gr.set(g, alpha),
             None => {
                 self.g.copy_from_slice(g);
                 if self.prev {
@@ -801,8 +848,9 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             }
             Some(dd) => {
                 let y = &self.prob.y;
+                let yj = self.point(j).2;
                 for (o, &i) in out.iter_mut().zip(idx) {
-                    let mut q = y[i] * y[j] * col[dd.rep[i] as usize].to_f64();
+                    let mut q = y[i] * yj * col[dd.rep[i] as usize].to_f64();
                     if i == j {
                         q += self.prob.inv_c(i);
                     }
@@ -881,6 +929,95 @@ mod tests {
             y.push(if r.next_f64() < 0.5 { 1.0 } else { -1.0 });
         }
         (Dataset::from_csr(d, ip, ix, vs, y.clone()), y)
+    }
+
+    /// Guests (rows held elsewhere: a distributed run's vertices of other ranks) in a backend
+    /// over deduplicated rows: their columns over the distinct rows, no diagonal entry among
+    /// the rows, their own labels — the same g, g⁻, Q entries and minima as the backend that
+    /// does not group the rows, f64 and f32, with a guest equal to one of the rows and one new.
+    #[test]
+    fn guests_over_deduplicated_rows_give_the_ungrouped_columns() {
+        for sparse in [false, true] {
+            let (pat, _) = random_problem(40, 9, sparse, 21);
+            let (fresh, _) = random_problem(1, 9, sparse, 22);
+            let mut r = SplitMix64::new(6);
+            let rows: Vec<usize> = (0..5000).map(|_| r.below(40)).collect();
+            let mut ds = pat.subset(&rows);
+            ds.labels = (0..5000)
+                .map(|_| if r.next_f64() < 0.5 { 1.0 } else { -1.0 })
+                .collect();
+            let kernel = Kernel::Rbf { gamma: 0.4 };
+            let grouped = Problem::new(&ds, ds.labels.clone(), kernel, 3.0).unwrap();
+            assert!(grouped.distinct_rows().is_some());
+            let plain = Problem::new(&ds, ds.labels.clone(), kernel, 3.0)
+                .unwrap()
+                .without_distinct_rows();
+            for precision in [Precision::F64, Precision::F32] {
+                let cfg = CpuConfig {
+                    cache_bytes: 1 << 20,
+                    precision,
+                };
+                let tol = if precision == Precision::F64 {
+                    1e-12
+                } else {
+                    1e-5
+                };
+                let (mut a, mut b) = (cpu_backend(&grouped, cfg), cpu_backend(&plain, cfg));
+                let m = ds.len();
+                let mut gs = Vec::new();
+                for be in [&mut a, &mut b] {
+                    be.enable_prev();
+                    // Guest m: a copy of pattern 7 labelled −1; guest m + 1: a new row, +1.
+                    let g0 = be.add_guest(pat.row(7), -1.0, 0.5).unwrap();
+                    let g1 = be.add_guest(fresh.row(0), 1.0, 0.5).unwrap();
+                    assert_eq!((g0, g1), (m, m + 1));
+                    let mut al = ActiveSet::new(m);
+                    al.set(3, 0.6);
+                    al.set(4000, 0.4);
+                    be.set_alpha(&al).unwrap();
+                    for (s, cols, p) in [
+                        (0.7, [Some((m, 0.2)), Some((m + 1, 0.1))], 0.05),
+                        (0.9, [Some((m + 1, 0.1)), None], 0.0),
+                        (0.8, [Some((3, 0.1)), Some((m, 0.1))], -0.02),
+                    ] {
+                        be.update(&Update {
+                            scale: s,
+                            cols,
+                            prev_coef: p,
+                            rotate: true,
+                        })
+                        .unwrap();
+                    }
+                    let idx: Vec<usize> = (0..m).collect();
+                    let (mut g, mut gpv) = (vec![0.0; m], vec![0.0; m]);
+                    be.gather(&idx, &mut g).unwrap();
+                    be.gather_prev(&idx, &mut gpv).unwrap();
+                    let mut e = vec![0.0; 3];
+                    be.column_entries(m + 1, &[0, 3, 4999], &mut e).unwrap();
+                    let red = be.reduce(&al).unwrap();
+                    let q = [be.q(3, m), be.q(m + 1, m), be.q_diag(m), be.q_diag(m + 1)];
+                    gs.push((g, gpv, e, (red.s, red.g_s), q));
+                }
+                let (x, y) = (&gs[0], &gs[1]);
+                for i in 0..m {
+                    assert!(
+                        (x.0[i] - y.0[i]).abs() < tol,
+                        "g[{i}]: {} vs {}",
+                        x.0[i],
+                        y.0[i]
+                    );
+                    assert!((x.1[i] - y.1[i]).abs() < tol, "g⁻[{i}]");
+                }
+                for k in 0..3 {
+                    assert!((x.2[k] - y.2[k]).abs() < tol, "Q entry {k} of the guest");
+                }
+                assert_eq!(x.4, y.4, "Q at guests, exact on both");
+                if precision == Precision::F64 {
+                    assert_eq!(x.3.0, y.3.0, "argmin");
+                }
+                assert!((x.3.1 - y.3.1).abs() < tol);
+            }
+        }
     }
 
     /// Many repeated rows (40 patterns over 5,000 rows, labels drawn per row): the backend

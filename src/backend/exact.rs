@@ -109,21 +109,22 @@ fn panel_gradient(
     };
     if let Some(crate::problem::DistinctRows { rows: drows, rep }) = prob.distinct_rows() {
         // Repeated rows (KDD99: 30 % distinct): the kernel sum depends on x alone, so it is
-        // computed once per distinct row, against the support vectors merged by their rows.
-        let mut merged: Vec<(u32, usize, f64)> = act
-            .iter()
-            .zip(&coef)
-            .map(|(&j, &c)| (rep[j], j, c))
-            .collect();
-        merged.sort_by_key(|&(r, j, _)| (r, j));
+        // computed once per distinct row, against the support vectors merged by their rows:
+        // in the order of α's points, each merged column where its first point stands, its
+        // coefficients summed in that order — an order that does not depend on how the rows
+        // are numbered, so a rank holding some of the rows merges them as one process does.
+        let mut slot_of: std::collections::HashMap<u32, usize> =
+            std::collections::HashMap::with_capacity(act.len());
         let (mut cols, mut cf, mut cn) = (Vec::new(), Vec::<f64>::new(), Vec::new());
-        for (k, &(r, j, c)) in merged.iter().enumerate() {
-            if k > 0 && merged[k - 1].0 == r {
-                *cf.last_mut().expect("a column") += c;
-            } else {
-                cols.push(j);
-                cf.push(c);
-                cn.push(prob.norms[j]);
+        for (&j, &c) in act.iter().zip(&coef) {
+            match slot_of.entry(rep[j]) {
+                std::collections::hash_map::Entry::Occupied(e) => cf[*e.get()] += c,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(cols.len());
+                    cols.push(j);
+                    cf.push(c);
+                    cn.push(prob.norms[j]);
+                }
             }
         }
         // Sums per distinct row, spread to the rows asked for.

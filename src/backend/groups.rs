@@ -8,11 +8,14 @@
 //! ```
 //!
 //! and every update g ← s·g + p·g⁻ + Σ a_u Q[:, j_u] becomes h ← s·h + p·h⁻ + Σ a_u y_G y_j
-//! (k + 1) over the groups and d ← s·d + p·d⁻ (+ a_u/C at row j_u) over the rows that were
-//! ever an update's column (the *touched* rows; d is 0 on every other row, exactly). On
-//! KDD99-binary that is 117k groups and a few thousand touched rows instead of 395k rows, in
-//! group order (which follows the distinct rows, so the columns are read almost in sequence)
-//! instead of a gather through a shuffled index.
+//! (k + 1) over the groups, while the rows that were ever an update's column or held α at the
+//! last restart (the *touched* rows, where d ≠ 0) keep their own g_i and g⁻_i, updated by
+//! the full recurrence with their Q entries — the arithmetic of a backend without groups, so
+//! every row's g is the number that backend holds, whichever rows share its group (a
+//! distributed run's rank holds only some of them). A row is touched once, taking its group's
+//! h. On KDD99-binary that is 117k groups and a few thousand touched rows instead of 395k
+//! rows, in group order (which follows the distinct rows, so the columns are read almost in
+//! sequence) instead of a gather through a shuffled index.
 //!
 //! The minimum over all rows is the smaller of two: over the groups that still have an
 //! untouched member (where g = h exactly), standing for that member of lowest index; and over
@@ -42,9 +45,9 @@ pub struct Groups {
     /// h and h⁻ per group (h⁻ empty until [`Groups::enable_prev`]).
     pub h: Vec<f64>,
     pub hp: Vec<f64>,
-    /// d and d⁻ per row: zero except on touched rows (d⁻ empty until `enable_prev`).
-    d: Vec<f64>,
-    dp: Vec<f64>,
+    /// g and g⁻ per row, kept on the touched rows only (t⁻ empty until `enable_prev`).
+    t: Vec<f64>,
+    tp: Vec<f64>,
     /// The touched rows, in the order they were touched.
     touched: Vec<u32>,
     is_touched: Vec<bool>,
@@ -101,8 +104,8 @@ impl Groups {
             closed: Vec::new(),
             h: vec![0.0; n],
             hp: Vec::new(),
-            d: vec![0.0; m],
-            dp: Vec::new(),
+            t: vec![0.0; m],
+            tp: Vec::new(),
             touched: Vec::new(),
             is_touched: vec![false; m],
         };
@@ -119,10 +122,6 @@ impl Groups {
         let n = self.len();
         for &i in &self.touched {
             self.is_touched[i as usize] = false;
-            self.d[i as usize] = 0.0;
-            if let Some(p) = self.dp.get_mut(i as usize) {
-                *p = 0.0;
-            }
         }
         self.touched.clear();
         self.untouched = (0..n).map(|k| self.start[k + 1] - self.start[k]).collect();
@@ -132,7 +131,8 @@ impl Groups {
         self.closed = vec![0; n];
     }
 
-    /// Marks row i as touched (its d may be non-zero from now on).
+    /// Marks row i as touched: from now on it keeps its own g and g⁻, starting from its
+    /// group's.
     fn touch(&mut self, i: usize) {
         if self.is_touched[i] {
             return;
@@ -140,6 +140,10 @@ impl Groups {
         self.is_touched[i] = true;
         self.touched.push(i as u32);
         let k = self.of_row[i] as usize;
+        self.t[i] = self.h[k];
+        if !self.tp.is_empty() {
+            self.tp[i] = self.hp[k];
+        }
         self.untouched[k] -= 1;
         if self.untouched[k] == 0 {
             self.closed[k] = 1;
@@ -158,43 +162,48 @@ impl Groups {
     /// g_i.
     #[inline]
     pub fn g(&self, i: usize) -> f64 {
-        self.h[self.of_row[i] as usize] + self.d[i]
+        if self.is_touched[i] {
+            self.t[i]
+        } else {
+            self.h[self.of_row[i] as usize]
+        }
     }
 
     /// g⁻_i (g_i when g⁻ is not kept).
     #[inline]
     pub fn gp(&self, i: usize) -> f64 {
         if self.hp.is_empty() {
-            return self.g(i);
+            self.g(i)
+        } else if self.is_touched[i] {
+            self.tp[i]
+        } else {
+            self.hp[self.of_row[i] as usize]
         }
-        self.hp[self.of_row[i] as usize] + self.dp[i]
     }
 
-    /// Sets h and d from a full gradient `g` of α (and g⁻ = g when kept).
-    /// `inv_c(i)` is row i's 1/C_i.
-    pub fn set(
-        &mut self,
-        g: &[f64],
-        alpha: &crate::active::ActiveSet,
-        inv_c: &dyn Fn(usize) -> f64,
-    ) {
+    /// Sets g (and g⁻ = g when kept) to a full gradient `g` of α: α's rows are touched and
+    /// keep their entries; each group with an untouched member takes that member's entry
+    /// (the same in every member: Q's rows of equal points differ only on the diagonal).
+    pub fn set(&mut self, g: &[f64], alpha: &crate::active::ActiveSet) {
         self.untouch_all();
-        for (i, a) in alpha.iter() {
+        for (i, _) in alpha.iter() {
             self.touch(i);
-            self.d[i] = a * inv_c(i);
         }
         for k in 0..self.len() {
-            // An untouched member carries h exactly; otherwise the first member less its d.
+            // A closed group's h is read by no row; its first member's entry keeps it finite.
             let i = if self.closed[k] == 0 {
                 self.first[k]
             } else {
                 self.members[self.start[k] as usize]
             } as usize;
-            self.h[k] = g[i] - self.d[i];
+            self.h[k] = g[i];
+        }
+        for &i in &self.touched {
+            self.t[i as usize] = g[i as usize];
         }
         if !self.hp.is_empty() {
             self.hp.copy_from_slice(&self.h);
-            self.dp.copy_from_slice(&self.d);
+            self.tp.copy_from_slice(&self.t);
         }
     }
 
@@ -202,31 +211,45 @@ impl Groups {
     pub fn enable_prev(&mut self) {
         if self.hp.is_empty() {
             self.hp = self.h.clone();
-            self.dp = self.d.clone();
+            self.tp = self.t.clone();
         }
     }
 
-    /// The touched rows' part of an update: d ← s·d + p·d⁻ (d⁻ ← old d if `rotate`), then
-    /// `dc` added at row j for each (j, dc). h is updated by the caller.
-    pub fn update_diag(&mut self, scale: f64, pc: f64, rotate: bool, cols: &[(usize, f64)]) {
-        for &(j, _) in cols {
+    /// Touches the rows `js` (an update's columns, before the update: they take their
+    /// groups' h and h⁻ as they stand).
+    pub fn touch_rows(&mut self, js: &[usize]) {
+        for &j in js {
             self.touch(j);
         }
-        let prev = !self.dp.is_empty();
+    }
+
+    /// Applies an update to the touched rows' own g and g⁻ as a backend without groups does
+    /// ([`super::update`]'s order: scale·g [+ pc·g⁻], then each column's term `term(i, u)` =
+    /// a_u·Q[i, j_u] in turn; g⁻ ← old g when `rotate`), `nu` columns.
+    pub fn update_touched(
+        &mut self,
+        scale: f64,
+        pc: f64,
+        rotate: bool,
+        nu: usize,
+        term: impl Fn(usize, usize) -> f64,
+    ) {
+        let prev = !self.tp.is_empty();
         for &i in &self.touched {
             let i = i as usize;
-            let old = self.d[i];
-            self.d[i] = if prev {
-                scale * old + pc * self.dp[i]
+            let old = self.t[i];
+            let mut v = if prev {
+                scale * old + pc * self.tp[i]
             } else {
                 scale * old
             };
-            if prev && rotate {
-                self.dp[i] = old;
+            for u in 0..nu {
+                v += term(i, u);
             }
-        }
-        for &(j, dc) in cols {
-            self.d[j] += dc;
+            self.t[i] = v;
+            if prev && rotate {
+                self.tp[i] = old;
+            }
         }
     }
 
@@ -302,17 +325,18 @@ mod tests {
         a.set(4, 0.5);
         g[0] += 0.25;
         g[4] += 0.25;
-        gr.set(&g, &a, &|_| 0.5);
+        gr.set(&g, &a);
         assert_eq!(gr.first, vec![3, 1, u32::MAX, 2]);
         assert_eq!(gr.closed, vec![0, 0, 1, 0]);
         for (i, &gi) in g.iter().enumerate().take(8) {
             assert_eq!(gr.g(i), gi, "row {i}");
         }
         // g ← 0.5 g + 0.1 at row 3's diagonal: rows 0 and 3 touched, 6 stands for group 0.
-        gr.update_diag(0.5, 0.0, false, &[(3, 0.1)]);
+        gr.touch_rows(&[3]);
         for v in gr.h.iter_mut() {
             *v *= 0.5;
         }
+        gr.update_touched(0.5, 0.0, false, 1, |i, _| if i == 3 { 0.1 } else { 0.0 });
         assert_eq!(gr.first[0], 6);
         assert_eq!(gr.g(3), 0.1);
         assert_eq!(gr.g(0), 0.125);

@@ -23,6 +23,54 @@ use crate::error::Result;
 use crate::problem::Problem;
 use std::collections::HashMap;
 
+/// Whether one process would group the repeated rows of every rank's `local` rows together
+/// ([`crate::problem::groups_rows`] on the distinct rows of all of them), so each rank can
+/// group its own rows exactly when one process would (see
+/// [`Problem::with_distinct_rows`]). Rows are told apart by their 64-bit hash
+/// ([`crate::problem::row_hash`]); each rank's distinct hashes travel only when the counts
+/// alone do not decide (the largest rank's count above the limit: no; their sum within it:
+/// yes). Collective.
+pub fn grouping_over_ranks(comm: &dyn Comm, local: &Dataset) -> Result<bool> {
+    let m: u64 = comm.gather_all(local.len() as u64)?.iter().sum();
+    let m = m as usize;
+    if m < crate::problem::DEDUP_MIN_ROWS {
+        return Ok(false);
+    }
+    let mut hashes: Vec<u64> = (0..local.len())
+        .map(|i| crate::problem::row_hash(local.row(i)))
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    let counts = comm.gather_all(hashes.len() as u64)?;
+    let (max, sum) = (
+        counts.iter().copied().max().unwrap_or(0) as usize,
+        counts.iter().sum::<u64>() as usize,
+    );
+    if !crate::problem::groups_rows(m, max) {
+        return Ok(false);
+    }
+    if crate::problem::groups_rows(m, sum) {
+        return Ok(true);
+    }
+    let mut all: std::collections::HashSet<u64> = hashes.iter().copied().collect();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            hashes
+                .iter()
+                .for_each(|h| buf.extend_from_slice(&h.to_le_bytes()));
+        }
+        comm.broadcast(root, &mut buf)?;
+        all.extend(buf.chunks_exact(8).map(|c| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            u64::from_le_bytes(w)
+        }));
+    }
+    Ok(crate::problem::groups_rows(m, all.len()))
+}
+
 /// The points of a distributed problem this rank knows: its own rows (through its problem)
 /// and the rows of other ranks it has fetched; every rank fetches the same rows at the same
 /// moment, so every rank knows the same points.
@@ -187,8 +235,11 @@ impl<'a> Known<'a> {
             .filter(|&j| !self.is_own(j))
             .collect();
         let (ds, y, weights) = self.problem_of(own_sub.as_deref(), &foreign);
+        // Rows grouped as the rank's problem groups them (one process's decision), so the
+        // exact sums merge α's repeated points as one process merges them.
         let mut p = Problem::new(&ds, y, self.prob.kernel, self.prob.c)?
-            .with_class_weights(self.prob.weights.0, self.prob.weights.1)?;
+            .with_class_weights(self.prob.weights.0, self.prob.weights.1)?
+            .with_distinct_rows(self.prob.distinct_rows().is_some());
         if let Some(s) = weights {
             p = p.with_row_weights(s)?;
         }

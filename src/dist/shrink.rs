@@ -219,14 +219,17 @@ pub fn solve(
         stats.last_size = n;
         let sub;
         let sub_prob;
-        let round_prob = if rows.len() == n_own {
+        // The round's problem: W's rows (the whole problem when W is everything, as in one
+        // process), their repeats grouped when one process would group W's.
+        let round_prob = if n == m {
             prob
         } else {
             sub = prob.data.subset(&rows);
             let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
+            let group = super::backend::grouping_over_ranks(comm, &sub)?;
             let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
                 .with_class_weights(prob.weights.0, prob.weights.1)?
-                .without_distinct_rows();
+                .with_distinct_rows(group);
             if let Some(w) = prob.row_weights_of(&rows) {
                 p = p.with_row_weights(w)?;
             }

@@ -158,13 +158,15 @@ pub fn train_model(
                 .iter()
                 .map(|&l| if class_of(l) == a { 1.0 } else { -1.0 })
                 .collect();
+            // Repeated rows grouped on every rank exactly when one process would group them.
+            let group = super::backend::grouping_over_ranks(comm, data)?;
             let mut prob = alg
                 .problem(data, y, kernel, params.c)?
                 .with_class_weights(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?
-                .without_distinct_rows();
+                .with_distinct_rows(group);
             if let Some(w) = &own_weights {
                 prob = prob.with_row_weights(if k == 2 {
                     w.clone()
@@ -333,8 +335,9 @@ fn one_class(
         }
         .into());
     }
+    let group = super::backend::grouping_over_ranks(comm, local)?;
     let mut prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?
-        .without_distinct_rows();
+        .with_distinct_rows(group);
     if let Some(w) = weights {
         prob = prob.with_row_weights(w)?;
     }
