@@ -542,21 +542,43 @@ fn one_versus_one_under_mpirun() {
     fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
     drop(f);
     let one = dir.path().join("one.model");
+    let one_trace = dir.path().join("one.csv");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
-        .args(["train", "-q", "--precision", "f64"])
+        .args(["train", "-q", "--precision", "f64", "--trace"])
+        .arg(&one_trace)
         .arg(&three)
         .arg(&one)
         .output()
         .unwrap();
     assert!(st.status.success(), "{st:?}");
+    // A multi-class trace (pair, iteration, seconds, …) without its seconds.
+    let without_seconds = |p: &Path| -> Vec<String> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut f: Vec<&str> = l.split(',').collect();
+                f.remove(2);
+                f.join(",")
+            })
+            .collect()
+    };
+    let expected_trace = without_seconds(&one_trace);
+    assert!(
+        expected_trace.iter().any(|l| l.starts_with("2,")),
+        "three pairs traced"
+    );
     for how in ["auto", "rows"] {
         let many = dir.path().join(format!("{how}.model"));
+        let trace = dir.path().join(format!("{how}.csv"));
         let args: Vec<&std::ffi::OsStr> = vec![
             "train".as_ref(),
             "--precision".as_ref(),
             "f64".as_ref(),
             "--distribute".as_ref(),
             how.as_ref(),
+            "--trace".as_ref(),
+            trace.as_os_str(),
             three.as_os_str(),
             many.as_os_str(),
         ];
@@ -570,6 +592,12 @@ fn one_versus_one_under_mpirun() {
         assert_eq!(
             std::fs::read(&many).unwrap(),
             std::fs::read(&one).unwrap(),
+            "--distribute {how}"
+        );
+        // The trace: every pair's iterations in pair order, as one process writes them.
+        assert_eq!(
+            without_seconds(&trace),
+            expected_trace,
             "--distribute {how}"
         );
     }

@@ -251,34 +251,44 @@ impl Trace {
     }
 }
 
-impl Observer for Trace {
-    fn observe(&mut self, p: &Progress) {
-        let Some(out) = self.out.as_mut() else {
-            return;
-        };
-        if self.error.is_some() {
-            return;
-        }
+impl Trace {
+    /// The trace's line (newline included) of iteration `p`, with the pair index first in a
+    /// multi-class trace.
+    pub fn line(pair: Option<usize>, p: &Progress) -> String {
         let (kind, size) = match p.step {
             Some(s) => (s.kind.name(), s.size),
             None => ("init", 0.0),
         };
-        let r = if let Some(pair) = self.pair {
-            writeln!(
-                out,
-                "{pair},{},{:.6},{:e},{:e},{kind},{:e},{}",
-                p.iter, p.seconds, p.f, p.gap, size, p.active
-            )
-        } else {
-            writeln!(
-                out,
-                "{},{:.6},{:e},{:e},{kind},{:e},{}",
-                p.iter, p.seconds, p.f, p.gap, size, p.active
-            )
-        };
-        if let Err(e) = r {
-            self.error = Some(e);
+        let row = format!(
+            "{},{:.6},{:e},{:e},{kind},{:e},{}\n",
+            p.iter, p.seconds, p.f, p.gap, size, p.active
+        );
+        match pair {
+            Some(pair) => format!("{pair},{row}"),
+            None => row,
         }
+    }
+
+    /// Writes lines made by [`Trace::line`] elsewhere (another rank's pairs).
+    pub fn write_lines<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        for l in lines {
+            if self.error.is_some() {
+                return;
+            }
+            if let Err(e) = out.write_all(l.as_bytes()) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+impl Observer for Trace {
+    fn observe(&mut self, p: &Progress) {
+        let line = Trace::line(self.pair, p);
+        self.write_lines([line.as_str()]);
     }
 }
 

@@ -754,28 +754,16 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         return Ok(());
     }
     let before = comm.traffic();
-    let mut progress = ProgressLine::new("rank 0".into(), quiet);
     // One-versus-one: the class pairs dealt to ranks whole when that is cheaper.
     let classes = crate::dist::train::class_order(&comm, &local)?.len();
-    // --trace: rank 0 writes the iterations of a model with one problem (every rank sees
-    // the same iterates; a multi-class run's pairs are not told apart over ranks yet).
+    let multiclass = classes > 2 && !params.one_class;
+    // --trace: rank 0 writes it (every rank sees the same iterates of a problem trained over
+    // all ranks; pairs dealt to other ranks send their lines to rank 0 at the end).
     let trace = match (&args.trace, root) {
-        (Some(_), _) if classes > 2 && !params.one_class => Err(Error::param(
-            "--trace over ranks follows models with one problem (binary or one-class); \
-             trace a multi-class training in one process"
-                .into(),
-        )),
-        (Some(p), true) => Trace::create(p, false).map(Some),
+        (Some(p), true) => Trace::create(p, multiclass).map(|t| Some(Rc::new(RefCell::new(t)))),
         _ => Ok(None),
     };
-    let mut trace = agree(&comm, trace)?;
-    let mut obs: Vec<&mut dyn Observer> = Vec::new();
-    if let Some(p) = progress.as_mut() {
-        obs.push(p);
-    }
-    if let Some(t) = trace.as_mut() {
-        obs.push(t);
-    }
+    let trace = agree(&comm, trace)?;
     let pairs = classes * classes.saturating_sub(1) / 2;
     let plan = if classes >= 3 && !params.one_class {
         let plan = crate::dist::plan::choose(&comm, &local, pairs, "class pairs", args.distribute)?;
@@ -793,11 +781,38 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             let shared = params.device.share(&all);
             params.device = agree(&comm, shared)?;
         }
-        let (model, reports) = crate::dist::train::train_pairs_dealt(&comm, &all, &params)?;
+        // Rank 0's pairs show progress; every rank keeps its pairs' trace lines.
+        let lines: Rc<RefCell<Vec<(usize, String)>>> = Rc::default();
+        let mut progress = observers(None, quiet);
+        let tracing = args.trace.is_some();
+        let mut per_pair = |info: &PairInfo| -> Vec<Box<dyn Observer>> {
+            let mut v = progress(info);
+            if tracing {
+                v.push(Box::new(TraceLines(lines.clone(), info.index)));
+            }
+            v
+        };
+        let (model, reports) =
+            crate::dist::train::train_pairs_dealt_observed(&comm, &all, &params, &mut per_pair)?;
         let results: Vec<_> = reports.into_iter().map(|r| r.result).collect();
+        if tracing {
+            let mut got = gather_trace_lines(&comm, &lines.borrow())?;
+            got.sort_by_key(|&(pair, _)| pair);
+            if let Some(t) = &trace {
+                t.borrow_mut()
+                    .write_lines(got.iter().map(|(_, l)| l.as_str()));
+            }
+        }
         (model, results, Some(all))
     } else {
-        let trained = crate::dist::train::train_model(&comm, &local, slice, &params, &mut obs);
+        let trained = crate::dist::train::train_model_observed(
+            &comm,
+            &local,
+            slice,
+            &params,
+            &mut [],
+            &mut observers(trace.clone(), quiet),
+        );
         let (model, results) = agree(&comm, trained)?;
         (model, results, None)
     };
@@ -840,8 +855,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             );
         }
     }
-    drop(obs);
-    let traced = trace.as_mut().map_or(Ok(()), |t| t.finish());
+    let traced = trace.as_ref().map_or(Ok(()), |t| t.borrow_mut().finish());
     agree(&comm, traced)?;
     let sent = comm.traffic().since(&before);
     let saved = if root {
@@ -1167,6 +1181,60 @@ fn score_test(
 }
 
 struct SharedTrace(Rc<RefCell<Trace>>);
+
+/// Keeps one class pair's trace lines (a rank's dealt pairs, sent to rank 0 at the end).
+#[cfg(feature = "mpi")]
+struct TraceLines(Rc<RefCell<Vec<(usize, String)>>>, usize);
+
+#[cfg(feature = "mpi")]
+impl Observer for TraceLines {
+    fn observe(&mut self, p: &crate::solver::Progress) {
+        self.0
+            .borrow_mut()
+            .push((self.1, Trace::line(Some(self.1), p)));
+    }
+}
+
+/// Every rank's (pair, trace line)s, in rank order (one broadcast per rank). Collective.
+#[cfg(feature = "mpi")]
+fn gather_trace_lines(
+    comm: &dyn crate::dist::comm::Comm,
+    own: &[(usize, String)],
+) -> Result<Vec<(usize, String)>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            for (pair, line) in own {
+                buf.extend_from_slice(&(*pair as u64).to_le_bytes());
+                buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
+                buf.extend_from_slice(line.as_bytes());
+            }
+        }
+        comm.broadcast(root, &mut buf)?;
+        let damaged = || Error::Backend(format!("the trace lines of rank {root} arrived damaged"));
+        let mut rest: &[u8] = &buf;
+        let mut next = |n: usize| -> Result<&[u8]> {
+            if rest.len() < n {
+                return Err(damaged());
+            }
+            let (head, tail) = rest.split_at(n);
+            rest = tail;
+            Ok(head)
+        };
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize;
+        let mut left = buf.len();
+        while left > 0 {
+            let pair = word(next(8)?);
+            let n = word(next(8)?);
+            let line = String::from_utf8_lossy(next(n)?).into_owned();
+            left -= 16 + n;
+            out.push((pair, line));
+        }
+    }
+    Ok(out)
+}
 
 impl Observer for SharedTrace {
     fn observe(&mut self, p: &crate::solver::Progress) {

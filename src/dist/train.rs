@@ -92,6 +92,23 @@ pub fn train_model(
     params: &TrainParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<(Model, Vec<SolveResult>)> {
+    train_model_observed(comm, local, slice, params, observers, &mut |_| Vec::new())
+}
+
+/// The observers of one class pair (or of the one problem), made when it starts.
+pub type PairObservers<'f> = &'f mut dyn FnMut(&crate::train::PairInfo) -> Vec<Box<dyn Observer>>;
+
+/// [`train_model`] with, besides `observers` (every problem's), the observers `per_pair`
+/// makes for each class pair as it starts (as [`crate::train::train`] takes them: a
+/// multi-class trace tells the pairs apart by them). Collective.
+pub fn train_model_observed(
+    comm: &dyn Comm,
+    local: &Dataset,
+    slice: RowSlice,
+    params: &TrainParams,
+    observers: &mut [&mut dyn Observer],
+    per_pair: PairObservers<'_>,
+) -> Result<(Model, Vec<SolveResult>)> {
     let params = params.check()?;
     let alg = params.solver.algorithm;
     // Sample weights: one per row of every rank (global order); this rank keeps its own.
@@ -116,7 +133,15 @@ pub fn train_model(
         Some(w) => Some(w[slice.range()].to_vec()),
     };
     if params.one_class {
-        return one_class(comm, local, slice, &params, own_weights, observers);
+        let info = crate::train::PairInfo {
+            index: 0,
+            count: 1,
+            classes: (1.0, -1.0),
+            m: slice.total,
+        };
+        let mut mine = per_pair(&info);
+        let mut obs = with_pair_observers(observers, &mut mine);
+        return one_class(comm, local, slice, &params, own_weights, &mut obs);
     }
     let labels = class_order(comm, local)?;
     if labels.len() < 2 {
@@ -174,7 +199,15 @@ pub fn train_model(
                     rows.iter().map(|&i| w[i]).collect()
                 })?;
             }
-            let result = solve_over_ranks(comm, &prob, pair_slice, &params, observers)?;
+            let info = crate::train::PairInfo {
+                index: results.len(),
+                count: k * (k - 1) / 2,
+                classes: (labels[a], labels[b]),
+                m: pair_slice.total,
+            };
+            let mut mine = per_pair(&info);
+            let mut obs = with_pair_observers(observers, &mut mine);
+            let result = solve_over_ranks(comm, &prob, pair_slice, &params, &mut obs)?;
             // The support vectors' rows, labels and global rows, from their ranks.
             let pair_firsts = comm.gather_all(pair_slice.first as u64)?;
             let mut pair_starts: Vec<usize> = pair_firsts.iter().map(|&f| f as usize).collect();
@@ -229,6 +262,21 @@ pub fn train_model(
         sv_rows,
     };
     Ok((model, results))
+}
+
+/// Every problem's observers followed by one pair's own.
+fn with_pair_observers<'o>(
+    all: &'o mut [&mut dyn Observer],
+    pair: &'o mut [Box<dyn Observer>],
+) -> Vec<&'o mut dyn Observer> {
+    let mut v: Vec<&'o mut dyn Observer> = Vec::with_capacity(all.len() + pair.len());
+    for o in all.iter_mut() {
+        v.push(&mut **o);
+    }
+    for o in pair.iter_mut() {
+        v.push(o.as_mut());
+    }
+    v
 }
 
 /// The kernel of `params` with γ auto resolved over every rank's rows (as one process resolves
@@ -559,6 +607,17 @@ pub fn train_pairs_dealt(
     all: &Dataset,
     params: &TrainParams,
 ) -> Result<(Model, Vec<crate::train::PairReport>)> {
+    train_pairs_dealt_observed(comm, all, params, &mut |_| Vec::new())
+}
+
+/// [`train_pairs_dealt`] with the observers `per_pair` makes for each of this rank's pairs as
+/// it starts. Collective.
+pub fn train_pairs_dealt_observed(
+    comm: &dyn Comm,
+    all: &Dataset,
+    params: &TrainParams,
+    per_pair: PairObservers<'_>,
+) -> Result<(Model, Vec<crate::train::PairReport>)> {
     let (rank, size) = (comm.rank(), comm.size());
     let share =
         |own: Result<Vec<crate::train::PairOutcome>>| -> Result<Vec<crate::train::PairOutcome>> {
@@ -584,13 +643,7 @@ pub fn train_pairs_dealt(
         };
     // Every rank reaches the exchange (an error in its own pairs included), so after it the
     // ranks agree; what can fail later (the model's assembly) fails alike everywhere.
-    crate::train::train_dealt(
-        all,
-        params,
-        &mut |_| Vec::new(),
-        &|p| p % size == rank,
-        &mut { share },
-    )
+    crate::train::train_dealt(all, params, per_pair, &|p| p % size == rank, &mut { share })
 }
 
 fn put(buf: &mut Vec<u8>, v: f64) {
