@@ -697,3 +697,47 @@ fn test_file_and_trace_under_mpirun() {
     assert!(trace.len() > 100, "{} lines", trace.len());
     assert_eq!(without_seconds(&t2), trace);
 }
+
+/// Data with many repeated rows (heart_scale's 270 rows 20 times over, shuffled): one process
+/// groups the repeats, so every rank groups its own; with working-set rounds (`--shrink`) the
+/// model file under `mpirun -np 2` and `-np 4` is the single-process one.
+#[test]
+fn repeated_rows_under_mpirun_write_the_single_process_model() {
+    let dir = common::tempdir();
+    let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    let ds = fwsvm::data::read_libsvm(&heart).unwrap();
+    let mut rows: Vec<usize> = (0..20 * ds.len()).map(|i| i % ds.len()).collect();
+    let mut rng = fwsvm::rng::SplitMix64::new(3);
+    for i in (1..rows.len()).rev() {
+        rows.swap(i, rng.below(i + 1));
+    }
+    let repeated = ds.subset(&rows);
+    let path = dir.path().join("repeated.txt");
+    let mut f = std::fs::File::create(&path).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &repeated).unwrap();
+    drop(f);
+    let common_args = ["train", "-q", "--precision", "f64", "--shrink", "-c", "4"];
+    let one = dir.path().join("one.model");
+    let out = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args(common_args)
+        .arg(&path)
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    for np in [2, 4] {
+        let many = dir.path().join(format!("{np}.model"));
+        let mut args: Vec<&std::ffi::OsStr> =
+            common_args.iter().map(std::ffi::OsStr::new).collect();
+        args.extend([path.as_os_str(), many.as_os_str()]);
+        let Some(out) = fwsvm_under_mpirun(np, &args) else {
+            return;
+        };
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            std::fs::read(&many).unwrap(),
+            std::fs::read(&one).unwrap(),
+            "{np} ranks"
+        );
+    }
+}
