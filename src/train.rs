@@ -76,6 +76,12 @@ pub struct TrainParams {
     /// Working-set shrinking (FW variants and CVM without `sample`; see
     /// [`crate::solver::shrink`]), on by default; None = every iteration over all points.
     pub shrink: Option<crate::solver::shrink::ShrinkParams>,
+    /// Runs over ranks split by rows ([`crate::dist`]): each rank sums its own part of αᵀg
+    /// (and αᵀg⁻) and the away vertex comes from one max-location reduction — three numbers
+    /// per iteration instead of the active set's gradient entries — at the price of the
+    /// single-process run to the bit (the sums are added in another order: the same optimum
+    /// within the certified gaps). No effect in one process.
+    pub partial_sums: bool,
 }
 
 impl Default for TrainParams {
@@ -94,6 +100,7 @@ impl Default for TrainParams {
             device: Device::Cpu,
             sample: 0,
             shrink: Some(Default::default()),
+            partial_sums: false,
         }
     }
 }

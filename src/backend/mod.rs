@@ -285,6 +285,49 @@ pub trait Backend {
         Ok(())
     }
 
+    /// True when the solver should combine its sums over a set of points through
+    /// [`fold_entries`](Self::fold_entries) — each process over the points it holds — rather
+    /// than gathering the points' entries (a distributed backend asked for partial sums,
+    /// [`crate::train::TrainParams::partial_sums`]). False by default.
+    fn partial_sums(&self) -> bool {
+        false
+    }
+
+    /// Σ_k `f(k, entries of idx[k])`'s two numbers, and the best candidate (value, point) over
+    /// the k where `f` offers one — the smallest when `min`, else the largest, the lowest
+    /// point on ties — with g⁻ when `prev` and Q[·, j] when `col` is Some(j) in the entries.
+    /// The sums are added in an order of the backend's choosing. The default gathers the
+    /// entries and folds them in order.
+    fn fold_entries(
+        &mut self,
+        idx: &[usize],
+        prev: bool,
+        col: Option<usize>,
+        min: bool,
+        f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
+    ) -> Result<Fold> {
+        let n = idx.len();
+        let (mut g, mut gp, mut q) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        self.gather_fused(
+            idx,
+            &mut g,
+            if prev { Some(&mut gp) } else { None },
+            col.map(|j| (j, &mut q[..])),
+        )?;
+        let mut fold = Fold::EMPTY;
+        for k in 0..n {
+            let e = Entries {
+                g: g[k],
+                gp: gp[k],
+                q: q[k],
+                qd: self.q_diag(idx[k]),
+            };
+            let (sums, cand) = f(k, e);
+            fold.add(sums, cand.map(|v| (v, idx[k])), min);
+        }
+        Ok(fold)
+    }
+
     /// Computes the listed columns ahead of use, several per pass over the data where the
     /// backend can (the CPU backend: up to `simd::BATCH` per pass), and keeps them cached.
     /// Returns how many were computed; the default computes none.
@@ -638,6 +681,53 @@ pub fn or_else_on_cpu<T>(
             Ok(on_cpu())
         }
         e => Err(e),
+    }
+}
+
+/// One point's entries in a [`Backend::fold_entries`] pass: g_i, g⁻_i (0 unless asked),
+/// Q[i, j] (0 unless asked) and Q_ii.
+#[derive(Debug, Clone, Copy)]
+pub struct Entries {
+    /// g_i.
+    pub g: f64,
+    /// g⁻_i.
+    pub gp: f64,
+    /// Q[i, j] of the fold's column.
+    pub q: f64,
+    /// Q_ii.
+    pub qd: f64,
+}
+
+/// What [`Backend::fold_entries`] returns: two sums and the best candidate (value, point).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fold {
+    /// The sums.
+    pub sums: [f64; 2],
+    /// The best candidate, if any was offered.
+    pub best: Option<(f64, usize)>,
+}
+
+impl Fold {
+    /// Nothing folded yet.
+    pub const EMPTY: Fold = Fold {
+        sums: [0.0, 0.0],
+        best: None,
+    };
+
+    /// Adds one point's numbers and candidate (the smallest kept when `min`, else the
+    /// largest; the lowest point on ties).
+    pub fn add(&mut self, sums: [f64; 2], cand: Option<(f64, usize)>, min: bool) {
+        self.sums[0] += sums[0];
+        self.sums[1] += sums[1];
+        if let Some((v, i)) = cand {
+            let better = match self.best {
+                None => true,
+                Some((bv, bi)) => (if min { v < bv } else { v > bv }) || (v == bv && i < bi),
+            };
+            if better {
+                self.best = Some((v, i));
+            }
+        }
     }
 }
 

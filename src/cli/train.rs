@@ -164,6 +164,12 @@ pub struct TrainOpts {
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(help_heading = STOPPING, long)]
     no_certify: bool,
+    /// Under mpirun, with a training split over the ranks by rows: each rank sums its own
+    /// part of αᵀg and the away vertex comes from one max-location reduction (three numbers
+    /// per iteration instead of the active set's gradient entries); the same optimum within
+    /// the certified gaps, no longer the single-process run to the bit.
+    #[arg(help_heading = BACKEND, long)]
+    pub partial_sums: bool,
     /// SimpleSVM: the next violator is the largest one (greedy) or comes from SimplerSVM's
     /// priority queue.
     #[arg(help_heading = STOPPING, long, value_enum, default_value = "greedy")]
@@ -198,6 +204,7 @@ impl TrainOpts {
     /// For the commands that compare or cross-validate classifiers (`check`, `grid`): the
     /// options that only `train` applies are refused, naming the command.
     pub fn refuse_train_only(&self, command: &str) -> Result<()> {
+        self.refuse_partial_sums_in_one_process(command)?;
         if self.svm_type == 2 {
             return Err(Error::param(format!(
                 "fwsvm {command} works on classifiers; -s 2 (one-class) does not apply"
@@ -207,6 +214,19 @@ impl TrainOpts {
             return Err(Error::param(format!(
                 "fwsvm {command} reports labels and accuracies; -b 1 (probabilities) does not \
                  apply"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `--partial-sums` changes how ranks combine their sums: in one process it does not
+    /// apply (the distributed commands call this before they know they are distributed
+    /// only in one process).
+    pub fn refuse_partial_sums_in_one_process(&self, command: &str) -> Result<()> {
+        if self.partial_sums && !launched_by_mpirun() {
+            return Err(Error::param(format!(
+                "--partial-sums combines the sums of ranks started by mpirun; fwsvm {command} \
+                 runs in one process here"
             )));
         }
         Ok(())
@@ -297,6 +317,7 @@ impl TrainOpts {
             },
             device,
             sample: self.sample,
+            partial_sums: self.partial_sums,
             shrink: (!self.no_shrink && self.shrinking != Some(false)).then(|| {
                 crate::solver::shrink::ShrinkParams {
                     min_points: if self.shrink || self.shrinking == Some(true) {
@@ -561,6 +582,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
     }
     refuse_mpirun_without_mpi("train")?;
     let a = &args.opts;
+    a.refuse_partial_sums_in_one_process("train")?;
     let model_path = args
         .model
         .clone()

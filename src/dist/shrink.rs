@@ -170,6 +170,7 @@ pub fn solve(
     cpu: CpuConfig,
     params: &SolverParams,
     sp: &ShrinkParams,
+    partial_sums: bool,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
     params.check()?;
@@ -299,7 +300,8 @@ pub fn solve(
         };
         let r = {
             let local = device.backend(round_prob, cpu)?;
-            let mut be = DistBackend::new(comm, round_prob, local, round)?;
+            let mut be =
+                DistBackend::new(comm, round_prob, local, round)?.with_partial_sums(partial_sums);
             let mut off = Offset {
                 inner: &mut *observers,
                 iter: iterations,

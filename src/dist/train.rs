@@ -325,6 +325,7 @@ fn solve_over_ranks(
             params.cpu,
             &params.solver,
             &sp,
+            params.partial_sums,
             observers,
         );
     }
@@ -344,7 +345,8 @@ fn solve_over_ranks(
         comm.sum(&mut diag)?;
         let max_diag = diag.iter().copied().fold(1.0, f64::max);
         let be = params.device.backend(prob, params.cpu)?;
-        let mut dist = DistBackend::new(comm, prob, be, slice)?;
+        let mut dist =
+            DistBackend::new(comm, prob, be, slice)?.with_partial_sums(params.partial_sums);
         return crate::solver::solve_simple_with(
             prob,
             &mut dist,
@@ -359,7 +361,7 @@ fn solve_over_ranks(
         return solve(prob, &mut be, &params.solver, observers);
     }
     let be = params.device.backend(prob, params.cpu)?;
-    let mut dist = DistBackend::new(comm, prob, be, slice)?;
+    let mut dist = DistBackend::new(comm, prob, be, slice)?.with_partial_sums(params.partial_sums);
     solve(prob, &mut dist, &params.solver, observers)
 }
 

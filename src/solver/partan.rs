@@ -118,41 +118,58 @@ impl Variant for Partan {
         ] {
             v.resize(n, 0.0);
         }
-        be.gather_fused(
-            &self.idx,
-            &mut self.g,
-            Some(&mut self.gp),
-            Some((s, &mut self.qs)),
-        )?;
-        // Σp_i = 0, so subtracting a constant from g̃ leaves the slope unchanged in exact
-        // arithmetic and removes the O(‖p‖·|g|·ulp) rounding that otherwise swamps it near the
-        // optimum (where all active g_i are ≈ 2f).
-        let shift = red.alpha_g;
-        let (mut slope, mut curv) = (0.0, 0.0);
-        let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
         let w = alpha.weights();
         #[allow(clippy::needless_range_loop)] // k indexes idx, w and the step at once
         for k in 0..n {
-            let i = self.idx[k];
             // α̃ = (1−λ)α + λe_s (λ = 1: e_s exactly, as apply_toward).
             let a = if k < na { w[k] } else { 0.0 };
-            let at = if lambda >= 1.0 {
+            self.at[k] = if lambda >= 1.0 {
                 if k == ks { 1.0 } else { 0.0 }
             } else {
                 (1.0 - lambda) * a + if k == ks { lambda } else { 0.0 }
             };
-            let ap = self.prev_w[i];
-            self.at[k] = at;
-            self.ap[k] = ap;
-            let p = at - ap;
-            let gt = (1.0 - lambda) * self.g[k] + lambda * self.qs[k];
-            slope += p * (gt - shift);
-            curv += p * (gt - self.gp[k]);
-            if ap > at {
-                let r = at / (ap - at);
-                if r < mu_max || (r == mu_max && i < bind) {
-                    mu_max = r;
-                    bind = i;
+            self.ap[k] = self.prev_w[self.idx[k]];
+        }
+        // Σp_i = 0, so subtracting a constant from g̃ leaves the slope unchanged in exact
+        // arithmetic and removes the O(‖p‖·|g|·ulp) rounding that otherwise swamps it near the
+        // optimum (where all active g_i are ≈ 2f).
+        let shift = red.alpha_g;
+        // Point k's part of the slope and curvature, and the μ at which it leaves the simplex.
+        let (at, ap) = (&self.at, &self.ap);
+        let term = |k: usize, g: f64, gp: f64, q: f64| -> ([f64; 2], Option<f64>) {
+            let p = at[k] - ap[k];
+            let gt = (1.0 - lambda) * g + lambda * q;
+            let bound = (ap[k] > at[k]).then(|| at[k] / (ap[k] - at[k]));
+            ([p * (gt - shift), p * (gt - gp)], bound)
+        };
+        let (mut slope, mut curv) = (0.0, 0.0);
+        let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
+        if be.partial_sums() {
+            // Each process over the points it holds (a distributed run's partial sums).
+            let fold = be.fold_entries(&self.idx, true, Some(s), true, &mut |k, e| {
+                term(k, e.g, e.gp, e.q)
+            })?;
+            [slope, curv] = fold.sums;
+            if let Some((r, i)) = fold.best {
+                (mu_max, bind) = (r, i);
+            }
+        } else {
+            be.gather_fused(
+                &self.idx,
+                &mut self.g,
+                Some(&mut self.gp),
+                Some((s, &mut self.qs)),
+            )?;
+            for k in 0..n {
+                let ([ds, dc], bound) = term(k, self.g[k], self.gp[k], self.qs[k]);
+                slope += ds;
+                curv += dc;
+                if let Some(r) = bound {
+                    let i = self.idx[k];
+                    if r < mu_max || (r == mu_max && i < bind) {
+                        mu_max = r;
+                        bind = i;
+                    }
                 }
             }
         }

@@ -25,11 +25,52 @@ pub struct Swap2 {
     qs: Vec<f64>,
 }
 
+impl Swap2 {
+    /// The step with the best pairwise decrease found by each process over the points it
+    /// holds ([`Backend::fold_entries`]: a distributed run's partial sums), then g and Q[s, ·]
+    /// of the winner alone.
+    fn step_by_fold(
+        &mut self,
+        state: &mut State,
+        red: &Reduction,
+        be: &mut dyn Backend,
+    ) -> Result<Step> {
+        let s = red.s;
+        let q_ss = be.q_diag(s);
+        let (idx, alpha) = (&self.idx, &state.alpha);
+        let fold = be.fold_entries(idx, false, Some(s), false, &mut |k, e| {
+            let j = idx[k];
+            if j == s || e.g <= red.g_s {
+                return ([0.0; 2], None);
+            }
+            let (_, dec) = steps::pairwise(red.g_s, e.g, q_ss, e.qd, e.q, alpha.get(j));
+            ([0.0; 2], (dec > 0.0).then_some(dec))
+        })?;
+        let (_, f_toward) = steps::toward(state.f, red.g_s, q_ss);
+        if let Some((dec, j)) = fold.best
+            && dec > state.f - f_toward
+        {
+            let (mut g, mut q) = ([0.0], [0.0]);
+            be.gather(&[j], &mut g)?;
+            be.column_entries(s, &[j], &mut q)?;
+            let (lam, _) =
+                steps::pairwise(red.g_s, g[0], q_ss, be.q_diag(j), q[0], state.alpha.get(j));
+            if lam > 0.0 {
+                return apply_pairwise(state, be, s, j, lam);
+            }
+        }
+        toward_step(state, red, be)
+    }
+}
+
 impl Variant for Swap2 {
     fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
         let s = red.s;
         self.idx.clear();
         self.idx.extend_from_slice(state.alpha.indices());
+        if be.partial_sums() {
+            return self.step_by_fold(state, red, be);
+        }
         let n = self.idx.len();
         self.g.resize(n, 0.0);
         self.qs.resize(n, 0.0);
