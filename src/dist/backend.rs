@@ -52,22 +52,9 @@ pub fn grouping_over_ranks(comm: &dyn Comm, local: &Dataset) -> Result<bool> {
     if crate::problem::groups_rows(m, sum) {
         return Ok(true);
     }
-    let mut all: std::collections::HashSet<u64> = hashes.iter().copied().collect();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            hashes
-                .iter()
-                .for_each(|h| buf.extend_from_slice(&h.to_le_bytes()));
-        }
-        comm.broadcast(root, &mut buf)?;
-        all.extend(buf.chunks_exact(8).map(|c| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            u64::from_le_bytes(w)
-        }));
-    }
+    let all: std::collections::HashSet<u64> = super::comm::all_gather(comm, &hashes)?
+        .into_iter()
+        .collect();
     Ok(crate::problem::groups_rows(m, all.len()))
 }
 
@@ -434,50 +421,28 @@ impl<'a> DistBackend<'a> {
     /// (αᵀg, αᵀg⁻, away vertex, its g) over this rank's points of α, then combined over the
     /// ranks: one sum of two numbers and one max-location reduction (lowest index on ties).
     fn partial_reduction(&mut self, alpha: &ActiveSet) -> Result<(f64, f64, usize, f64)> {
+        let (w, prev) = (alpha.weights(), self.prev);
+        let fold = self.fold_entries(alpha.indices(), prev, None, false, &mut |k, e| {
+            (
+                [w[k] * e.g, if prev { w[k] * e.gp } else { 0.0 }],
+                Some(e.g),
+            )
+        })?;
+        let (g_v, v) = fold.best.unwrap_or((f64::NEG_INFINITY, usize::MAX));
+        Ok((fold.sums[0], fold.sums[1], v, g_v))
+    }
+
+    /// The points of `idx` this rank holds: their local rows into `own`, their positions in
+    /// `idx` into `pos`.
+    fn own_positions(&mut self, idx: &[usize]) {
         self.own.clear();
         self.pos.clear();
-        for (k, &i) in alpha.indices().iter().enumerate() {
+        for (k, &i) in idx.iter().enumerate() {
             if self.is_own(i) {
                 self.own.push(i - self.slice.first);
                 self.pos.push(k);
             }
         }
-        let n = self.own.len();
-        let (mut g, mut gp) = (
-            std::mem::take(&mut self.vals),
-            std::mem::take(&mut self.vals_prev),
-        );
-        g.resize(n, 0.0);
-        self.local.gather(&self.own, &mut g)?;
-        if self.prev {
-            gp.resize(n, 0.0);
-            self.local.gather_prev(&self.own, &mut gp)?;
-        }
-        let weights = alpha.weights();
-        let mut sums = [0.0, 0.0];
-        let mut away = Loc::NONE_MAX;
-        for t in 0..n {
-            let (a, i) = (weights[self.pos[t]], self.own[t] + self.slice.first);
-            sums[0] += a * g[t];
-            if self.prev {
-                sums[1] += a * gp[t];
-            }
-            away = away.max(Loc {
-                value: g[t],
-                index: i as u64,
-            });
-        }
-        self.vals = g;
-        self.vals_prev = gp;
-        self.comm.sum(&mut sums)?;
-        let mut v = [away];
-        self.comm.max_loc(&mut v)?;
-        let (v, g_v) = if v[0].index == u64::MAX {
-            (usize::MAX, f64::NEG_INFINITY)
-        } else {
-            (v[0].index as usize, v[0].value)
-        };
-        Ok((sums[0], sums[1], v, g_v))
     }
 
     /// Local index of global point j (own row or guest); j must be known.
@@ -512,14 +477,7 @@ impl<'a> DistBackend<'a> {
         out: &mut [f64],
         local: impl FnOnce(&mut dyn Backend, &[usize], &mut [f64]) -> Result<()>,
     ) -> Result<()> {
-        self.own.clear();
-        self.pos.clear();
-        for (k, &i) in idx.iter().enumerate() {
-            if self.is_own(i) {
-                self.own.push(i - self.slice.first);
-                self.pos.push(k);
-            }
-        }
+        self.own_positions(idx);
         self.part.resize(self.own.len(), 0.0);
         local(self.local.as_mut(), &self.own, &mut self.part)?;
         out.iter_mut().for_each(|o| *o = 0.0);
@@ -868,23 +826,17 @@ impl Backend for DistBackend<'_> {
             }
             None => None,
         };
-        self.own.clear();
-        self.pos.clear();
-        for (k, &i) in idx.iter().enumerate() {
-            if self.is_own(i) {
-                self.own.push(i - self.slice.first);
-                self.pos.push(k);
-            }
-        }
+        self.own_positions(idx);
         let n = self.own.len();
         let (mut g, mut gp) = (
             std::mem::take(&mut self.vals),
             std::mem::take(&mut self.vals_prev),
         );
         let mut q = std::mem::take(&mut self.part);
-        g.resize(n, 0.0);
-        gp.resize(n, 0.0);
-        q.resize(n, 0.0);
+        for v in [&mut g, &mut gp, &mut q] {
+            v.clear();
+            v.resize(n, 0.0);
+        }
         let got = self.local.gather_fused(
             &self.own,
             &mut g,

@@ -105,6 +105,53 @@ pub trait Comm {
     }
 }
 
+/// A value that travels as 8 little-endian bytes.
+pub trait Word: Copy {
+    /// Its bytes.
+    fn to_bytes(self) -> [u8; 8];
+    /// The value of `b`.
+    fn from_bytes(b: [u8; 8]) -> Self;
+}
+
+impl Word for f64 {
+    fn to_bytes(self) -> [u8; 8] {
+        self.to_le_bytes()
+    }
+    fn from_bytes(b: [u8; 8]) -> Self {
+        f64::from_le_bytes(b)
+    }
+}
+
+impl Word for u64 {
+    fn to_bytes(self) -> [u8; 8] {
+        self.to_le_bytes()
+    }
+    fn from_bytes(b: [u8; 8]) -> Self {
+        u64::from_le_bytes(b)
+    }
+}
+
+/// Every rank's `own` values (any number per rank), in rank order: one broadcast per rank.
+/// Collective.
+pub fn all_gather<T: Word>(comm: &dyn Comm, own: &[T]) -> Result<Vec<T>> {
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            own.iter()
+                .for_each(|v| buf.extend_from_slice(&v.to_bytes()));
+        }
+        comm.broadcast(root, &mut buf)?;
+        all.extend(buf.chunks_exact(8).map(|c| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            T::from_bytes(w)
+        }));
+    }
+    Ok(all)
+}
+
 /// [`Comm::agree`] for any communicator (also behind `dyn Comm`).
 pub fn agree<T>(comm: &dyn Comm, r: Result<T>) -> Result<T> {
     let failed = comm.gather_all(u64::from(r.is_err()))?;

@@ -20,22 +20,9 @@ use crate::train::{GAMMA_PAIRS, Gamma, TrainParams};
 /// LIBSVM's rule that a {−1, +1} problem lists +1 first ([`crate::train::class_order`]).
 pub fn class_order(comm: &dyn Comm, local: &Dataset) -> Result<Vec<f64>> {
     let mut all: Vec<f64> = Vec::new();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            for c in local.classes() {
-                buf.extend_from_slice(&c.to_le_bytes());
-            }
-        }
-        comm.broadcast(root, &mut buf)?;
-        for c in buf.chunks_exact(8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            let c = f64::from_le_bytes(w);
-            if !all.contains(&c) {
-                all.push(c);
-            }
+    for c in super::comm::all_gather(comm, &local.classes())? {
+        if !all.contains(&c) {
+            all.push(c);
         }
     }
     if all.len() == 2 && all[0] == -1.0 && all[1] == 1.0 {
@@ -332,10 +319,10 @@ fn solve_over_ranks(
     if params.solver.algorithm == Algorithm::SimpleSvm {
         // Every point's label and box on every rank (SimpleSVM's α, status and queue are
         // replicated), and τ's diagonal sample from its owners, folded as one process does.
-        let y = all_rows_f64(comm, &prob.y)?;
+        let y = super::comm::all_gather(comm, &prob.y)?;
         let c = prob.box_c.unwrap_or(params.c);
         let own_costs: Vec<f64> = (0..prob.len()).map(|i| c * prob.cost_factor(i)).collect();
-        let cost = all_rows_f64(comm, &own_costs)?;
+        let cost = super::comm::all_gather(comm, &own_costs)?;
         let sample = slice.total.min(crate::solver::simple_svm::DIAG_SAMPLE);
         let mut diag = vec![0.0; sample];
         for j in slice.range().take_while(|&j| j < sample) {
@@ -418,28 +405,7 @@ fn one_class(
 
 /// Every rank's labels, in row order (one broadcast per rank).
 fn all_labels(comm: &dyn Comm, local: &Dataset) -> Result<Vec<f64>> {
-    all_rows_f64(comm, &local.labels)
-}
-
-/// One value per row of every rank, in global row order, from each rank's values of its own
-/// rows (one broadcast per rank). Collective.
-fn all_rows_f64(comm: &dyn Comm, own: &[f64]) -> Result<Vec<f64>> {
-    let mut all = Vec::new();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            own.iter()
-                .for_each(|l| buf.extend_from_slice(&l.to_le_bytes()));
-        }
-        comm.broadcast(root, &mut buf)?;
-        all.extend(buf.chunks_exact(8).map(|c| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            f64::from_le_bytes(w)
-        }));
-    }
-    Ok(all)
+    super::comm::all_gather(comm, &local.labels)
 }
 
 /// One fold of a distributed cross-validation: rows held out, how many of them were predicted
