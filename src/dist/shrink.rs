@@ -19,7 +19,9 @@ use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::solver::shrink::{CHECK_EVERY, CLOSE, Offset, SHRINK_WHEN, ShrinkParams, ShrinkStats};
+use crate::solver::shrink::{
+    CHECK_EVERY, CLOSE, Offset, RoundsEnd, SHRINK_WHEN, ShrinkParams, ShrinkStats,
+};
 use crate::solver::{
     Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
     stop_rule_met,
@@ -342,29 +344,18 @@ pub fn solve(
         let mut pass = t.elapsed();
         let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
         if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
-            let stop = if r.stop == StopReason::Converged && !met {
-                StopReason::Stalled
-            } else {
-                r.stop
-            };
-            let result = SolveResult {
+            let end = RoundsEnd {
                 alpha,
                 iterations,
-                f: r.f,
-                gap: r.gap,
-                certified_f: params.certify.then_some(0.5 * two_f),
-                certified_gap: params.certify.then_some(gap),
-                stop,
-                seconds: start.elapsed().saturating_sub(pass).as_secs_f64(),
-                certify_seconds: pass.as_secs_f64(),
-                stats: backend_stats,
-                shrink: Some(stats),
-                rho: None,
+                two_f,
+                gap,
+                met,
+                start,
+                pass,
+                backend_stats,
+                stats,
             };
-            for o in observers.iter_mut() {
-                o.finish(&result);
-            }
-            return Ok(result);
+            return Ok(end.result(params, &r, observers));
         }
         let t = Instant::now();
         g = known.exact_gradient(&alpha, None)?;

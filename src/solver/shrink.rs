@@ -45,6 +45,59 @@ pub struct ShrinkParams {
     pub min_points: usize,
 }
 
+/// Where a run by rounds stands when its last round has ended: what [`RoundsEnd::result`]
+/// turns into the run's result (one process's rounds and a distributed run's alike).
+pub(crate) struct RoundsEnd {
+    pub alpha: ActiveSet,
+    pub iterations: u64,
+    /// 2f and the gap of the last exact pass.
+    pub two_f: f64,
+    pub gap: f64,
+    /// Whether the exact stop rule holds.
+    pub met: bool,
+    pub start: Instant,
+    /// Time spent in exact passes (reported apart from training).
+    pub pass: std::time::Duration,
+    pub backend_stats: BackendStats,
+    pub stats: ShrinkStats,
+}
+
+impl RoundsEnd {
+    /// The run's result after its last round `r` (whose stop it keeps, unless `r` converged
+    /// while the exact rule does not hold: stalled); the observers see its end (the rounds'
+    /// own ends stop at [`Offset`]).
+    pub(crate) fn result(
+        self,
+        params: &SolverParams,
+        r: &SolveResult,
+        observers: &mut [&mut dyn Observer],
+    ) -> SolveResult {
+        let stop = if r.stop == StopReason::Converged && !self.met {
+            StopReason::Stalled
+        } else {
+            r.stop
+        };
+        let result = SolveResult {
+            alpha: self.alpha,
+            iterations: self.iterations,
+            f: r.f,
+            gap: r.gap,
+            certified_f: params.certify.then_some(0.5 * self.two_f),
+            certified_gap: params.certify.then_some(self.gap),
+            stop,
+            seconds: self.start.elapsed().saturating_sub(self.pass).as_secs_f64(),
+            certify_seconds: self.pass.as_secs_f64(),
+            stats: self.backend_stats,
+            shrink: Some(self.stats),
+            rho: None,
+        };
+        for o in observers.iter_mut() {
+            o.finish(&result);
+        }
+        result
+    }
+}
+
 /// [`ShrinkParams::min_points`] by default.
 pub const SHRINK_MIN_POINTS: usize = 100_000;
 
@@ -306,30 +359,18 @@ pub fn solve(
         if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
             // Twice in a row every point that breaks the rule was in W already (W converged
             // on a gradient that drifted from the exact one): the arithmetic cannot do better.
-            let stop = if r.stop == StopReason::Converged && !met {
-                StopReason::Stalled
-            } else {
-                r.stop
-            };
-            let result = SolveResult {
+            let end = RoundsEnd {
                 alpha,
                 iterations,
-                f: r.f,
-                gap: r.gap,
-                certified_f: params.certify.then_some(0.5 * two_f),
-                certified_gap: params.certify.then_some(gap),
-                stop,
-                seconds: start.elapsed().saturating_sub(pass).as_secs_f64(),
-                certify_seconds: pass.as_secs_f64(),
-                stats: backend_stats,
-                shrink: Some(stats),
-                rho: None,
+                two_f,
+                gap,
+                met,
+                start,
+                pass,
+                backend_stats,
+                stats,
             };
-            // The rounds' own ends stop at `Offset`; the observers see the run's once.
-            for o in observers.iter_mut() {
-                o.finish(&result);
-            }
-            return Ok(result);
+            return Ok(end.result(params, &r, observers));
         }
         let t = Instant::now();
         crate::backend::exact::full_gradient(prob, &alpha, &mut g);
