@@ -73,6 +73,13 @@ fn run_ranks(
     })
 }
 
+/// `model` saved is the file `expected` (one process's model file), byte for byte.
+fn same_file(dir: &std::path::Path, model: &fwsvm::model::Model, expected: &[u8], what: &str) {
+    let p = dir.join("rank.model");
+    model.save(&p).unwrap();
+    assert_eq!(std::fs::read(&p).unwrap(), expected, "{what}");
+}
+
 fn same(tag: &str, one: &Run, many: &Run) {
     assert_eq!(one.0.len(), many.0.len(), "{tag}: iterations seen");
     for (a, b) in one.0.iter().zip(&many.0) {
@@ -251,12 +258,11 @@ fn the_distributed_model_is_the_single_process_model() {
                     .0
             });
             for (r, m) in models.iter().enumerate() {
-                let p = dir.path().join(format!("r{r}.model"));
-                m.save(&p).unwrap();
-                assert_eq!(
-                    std::fs::read(&p).unwrap(),
-                    expected,
-                    "{alg}, sparse {sparse}, |S| {sample}, rank {r} of {ranks}"
+                same_file(
+                    dir.path(),
+                    m,
+                    &expected,
+                    &format!("{alg}, sparse {sparse}, |S| {sample}, rank {r} of {ranks}"),
                 );
             }
         }
@@ -307,9 +313,7 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
                 .0
         });
         for (r, m) in models.iter().enumerate() {
-            let p = dir.path().join(format!("r{r}.model"));
-            m.save(&p).unwrap();
-            assert_eq!(std::fs::read(&p).unwrap(), expected, "rank {r} of {ranks}");
+            same_file(dir.path(), m, &expected, &format!("rank {r} of {ranks}"));
         }
     }
     // The pairs dealt to ranks whole (every rank holding all rows): the same file, and each
@@ -321,12 +325,11 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
             fwsvm::dist::train::train_pairs_dealt(comm, &all, &params).unwrap()
         });
         for (r, (m, reps)) in got.iter().enumerate() {
-            let p = dir.path().join(format!("dealt{r}.model"));
-            m.save(&p).unwrap();
-            assert_eq!(
-                std::fs::read(&p).unwrap(),
-                expected,
-                "dealt, rank {r} of {ranks}"
+            same_file(
+                dir.path(),
+                m,
+                &expected,
+                &format!("dealt, rank {r} of {ranks}"),
             );
             for (a, b) in reports.iter().zip(reps) {
                 assert_eq!(a.classes, b.classes);
@@ -607,13 +610,11 @@ fn one_class_over_ranks_is_the_single_process_model() {
                     .0
             });
             for (r, m) in models.iter().enumerate() {
-                let p = dir.path().join(format!("oc{r}.model"));
-                m.save(&p).unwrap();
-                assert_eq!(
-                    std::fs::read(&p).unwrap(),
-                    expected,
-                    "shrinking {}, rank {r} of {ranks}",
-                    shrink.is_some()
+                same_file(
+                    dir.path(),
+                    m,
+                    &expected,
+                    &format!("shrinking {}, rank {r} of {ranks}", shrink.is_some()),
                 );
             }
         }
@@ -663,12 +664,11 @@ fn sample_weights_over_ranks() {
             (m, f.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>())
         });
         for (r, (m, f)) in got.iter().enumerate() {
-            let p = dir.path().join(format!("w{r}.model"));
-            m.save(&p).unwrap();
-            assert_eq!(
-                std::fs::read(&p).unwrap(),
-                expected,
-                "{classes} classes, rank {r}"
+            same_file(
+                dir.path(),
+                m,
+                &expected,
+                &format!("{classes} classes, rank {r}"),
             );
             assert_eq!(f, &cv, "{classes} classes, rank {r}: folds");
         }
@@ -691,12 +691,11 @@ fn sample_weights_over_ranks() {
             (m, f.iter().map(|&(n, c, _)| (n, c)).collect::<Vec<_>>())
         });
         for (r, (m, f)) in dealt.iter().enumerate() {
-            let p = dir.path().join(format!("wd{r}.model"));
-            m.save(&p).unwrap();
-            assert_eq!(
-                std::fs::read(&p).unwrap(),
-                expected,
-                "{classes} classes, dealt, rank {r}"
+            same_file(
+                dir.path(),
+                m,
+                &expected,
+                &format!("{classes} classes, dealt, rank {r}"),
             );
             assert_eq!(f, &cv, "{classes} classes, dealt, rank {r}: folds");
         }
@@ -776,12 +775,11 @@ fn repeated_rows_over_ranks_are_the_single_process_model() {
                     fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap()
                 });
                 for (r, (model, res)) in got.iter().enumerate() {
-                    let p = dir.path().join(format!("r{r}.model"));
-                    model.save(&p).unwrap();
-                    assert_eq!(
-                        std::fs::read(&p).unwrap(),
-                        expected,
-                        "{tag}: rank {r} of {ranks}"
+                    same_file(
+                        dir.path(),
+                        model,
+                        &expected,
+                        &format!("{tag}: rank {r} of {ranks}"),
                     );
                     assert_eq!(res[0].iterations, reports[0].result.iterations, "{tag}");
                     assert_eq!(
@@ -861,12 +859,11 @@ fn simplesvm_over_ranks_is_the_single_process_model() {
                 fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap()
             });
             for (r, (model, results)) in got.iter().enumerate() {
-                let p = dir.path().join(format!("r{r}.model"));
-                model.save(&p).unwrap();
-                assert_eq!(
-                    std::fs::read(&p).unwrap(),
-                    expected,
-                    "{tag}: rank {r} of {ranks}"
+                same_file(
+                    dir.path(),
+                    model,
+                    &expected,
+                    &format!("{tag}: rank {r} of {ranks}"),
                 );
                 assert_eq!(results.len(), reports.len());
                 for (a, b) in reports.iter().map(|r| &r.result).zip(results) {
