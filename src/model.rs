@@ -544,6 +544,15 @@ impl Model {
                         ),
                     ));
                 }
+                if i > crate::util::max_features() {
+                    return Err(bad(
+                        ln,
+                        format!(
+                            "feature index {i} in `{t}`: {}",
+                            crate::util::too_many_features(i)
+                        ),
+                    ));
+                }
                 let v: f32 = v
                     .parse()
                     .ok()

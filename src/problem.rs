@@ -71,6 +71,13 @@ impl<'a> Problem<'a> {
     /// Builds the problem; `y` must hold ±1 and match the dataset's length.
     pub fn new(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
         kernel.check()?;
+        if data.n_features() > crate::util::max_features() {
+            return Err(Error::param(format!(
+                "the data have {} feature indices: {}",
+                data.n_features(),
+                crate::util::too_many_features(data.n_features())
+            )));
+        }
         if !(c > 0.0) || c.is_nan() {
             // C = ∞ is allowed: the hard-margin form, and the C-SVM's backend form.
             return Err(ParamError::NotPositive {

@@ -1759,3 +1759,43 @@ fn shell_completions() {
         .code(2)
         .stderr(predicate::str::contains("tcsh"));
 }
+
+/// A sparse file whose highest feature index needs per-feature arrays past this machine's
+/// memory (4·10⁹) is refused with its file and line, exit 2, no model — not an abort on a
+/// failed allocation; the library refuses such a dataset the same way.
+#[test]
+fn a_feature_index_past_memory_is_refused_with_its_line() {
+    let dir = common::tempdir();
+    let data = dir.path().join("huge.txt");
+    std::fs::write(&data, "+1 1:1\n-1 4000000000:1\n+1 2:1\n-1 3:0.5\n").unwrap();
+    let model = dir.path().join("huge.model");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .arg("train")
+        .arg(&data)
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("huge.txt:2") && err.contains("feature index 4000000000"),
+        "{err}"
+    );
+    assert!(!model.exists());
+    let ds = fwsvm::data::Dataset::from_csr(
+        4_000_000_000,
+        vec![0, 1, 2],
+        vec![0, 1],
+        vec![1.0, 1.0],
+        vec![1.0, -1.0],
+    );
+    let e = fwsvm::problem::Problem::new(
+        &ds,
+        vec![1.0, -1.0],
+        fwsvm::kernel::Kernel::Rbf { gamma: 1.0 },
+        1.0,
+    )
+    .err()
+    .expect("refused");
+    assert!(e.to_string().contains("4000000000 feature indices"), "{e}");
+}

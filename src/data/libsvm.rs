@@ -188,6 +188,9 @@ struct Builder {
     values: Vec<f32>,
     labels: Vec<f64>,
     max_index: usize,
+    /// The highest index this machine holds per-feature arrays for
+    /// ([`crate::util::max_features`]).
+    limit: usize,
 }
 
 impl Default for Builder {
@@ -198,6 +201,7 @@ impl Default for Builder {
             values: Vec::new(),
             labels: Vec::new(),
             max_index: 0,
+            limit: crate::util::max_features(),
         }
     }
 }
@@ -277,6 +281,13 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
             return Err(format!(
                 "index 0 in `{}`: indices start at 1",
                 token(b, tok)
+            ));
+        }
+        if idx as usize > out.limit {
+            return Err(format!(
+                "feature index {idx} in `{}`: {}",
+                token(b, tok),
+                crate::util::too_many_features(idx as usize)
             ));
         }
         if idx <= last {
@@ -528,6 +539,16 @@ mod tests {
         parse_err("nan 2:1\n", 1, &["`nan`", "label", "finite"]);
         parse_err("-inf 2:1\n", 1, &["`-inf`", "label"]);
         parse_err("1 99999999999:1\n", 1, &["`99999999999:1`", "too large"]);
+        // An index past what this machine holds per-feature arrays for: said, with the
+        // line, before any such array is allocated.
+        let big = crate::util::max_features() + 1;
+        if big <= u32::MAX as usize {
+            parse_err(
+                &format!("1 1:1\n-1 {big}:1\n"),
+                2,
+                &[&format!("feature index {big}"), "renumber the features"],
+            );
+        }
         parse_err("1 1:1\r\n-1 2:x\r\n", 2, &["`x`"]);
     }
 

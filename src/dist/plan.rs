@@ -43,14 +43,7 @@ pub fn data_bytes(comm: &dyn Comm, local: &Dataset) -> Result<u64> {
 /// Available memory of this machine (MemAvailable) over the ranks that share it, in bytes;
 /// None where it cannot be read.
 pub fn memory_share() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = info
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
+    let kb = crate::util::mem_available()? / 1024;
     let local = [
         "OMPI_COMM_WORLD_LOCAL_SIZE",
         "MPI_LOCALNRANKS",
