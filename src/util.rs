@@ -40,40 +40,6 @@ fn trim_zeros(s: &str) -> &str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{fmt_exact, fmt_g};
-
-    #[test]
-    fn exact_reads_back() {
-        for x in [
-            0.5,
-            4.180273436993281e-7,
-            0.064882,
-            1e-4,
-            123456.75,
-            3.5e9,
-            0.0,
-        ] {
-            let s = fmt_exact(x);
-            assert_eq!(s.parse::<f64>().unwrap(), x, "{s}");
-        }
-        assert_eq!(fmt_exact(0.5), "0.5");
-        assert_eq!(fmt_exact(4.180273436993281e-7), "4.180273436993281e-7");
-    }
-
-    #[test]
-    fn matches_c_printf() {
-        assert_eq!(fmt_g(84.12260918862478, 6), "84.1226");
-        assert_eq!(fmt_g(100.0, 6), "100");
-        assert_eq!(fmt_g(96.8, 6), "96.8");
-        assert_eq!(fmt_g(0.0001234567, 6), "0.000123457");
-        assert_eq!(fmt_g(1234567.0, 6), "1.23457e+06");
-        assert_eq!(fmt_g(99.99999999, 6), "100");
-        assert_eq!(fmt_g(1e-5, 6), "1e-05");
-    }
-}
-
 /// This machine's available memory (MemAvailable of /proc/meminfo) in bytes; None where it
 /// cannot be read.
 pub fn mem_available() -> Option<u64> {
@@ -115,4 +81,38 @@ pub fn too_many_features(features: usize) -> String {
         gb(features as u64 * BYTES_PER_FEATURE),
         max_features()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{fmt_exact, fmt_g};
+
+    #[test]
+    fn exact_reads_back() {
+        for x in [
+            0.5,
+            4.180273436993281e-7,
+            0.064882,
+            1e-4,
+            123456.75,
+            3.5e9,
+            0.0,
+        ] {
+            let s = fmt_exact(x);
+            assert_eq!(s.parse::<f64>().unwrap(), x, "{s}");
+        }
+        assert_eq!(fmt_exact(0.5), "0.5");
+        assert_eq!(fmt_exact(4.180273436993281e-7), "4.180273436993281e-7");
+    }
+
+    #[test]
+    fn matches_c_printf() {
+        assert_eq!(fmt_g(84.12260918862478, 6), "84.1226");
+        assert_eq!(fmt_g(100.0, 6), "100");
+        assert_eq!(fmt_g(96.8, 6), "96.8");
+        assert_eq!(fmt_g(0.0001234567, 6), "0.000123457");
+        assert_eq!(fmt_g(1234567.0, 6), "1.23457e+06");
+        assert_eq!(fmt_g(99.99999999, 6), "100");
+        assert_eq!(fmt_g(1e-5, 6), "1e-05");
+    }
 }
