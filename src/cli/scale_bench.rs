@@ -25,6 +25,11 @@ pub struct ScaleBenchArgs {
     /// of this process (the distributed run's overhead, traffic and per-rank memory; CPU).
     #[arg(long, value_delimiter = ',', default_value = "1", value_parser = super::common::parse_count::<usize>)]
     ranks: Vec<usize>,
+    /// With --ranks above 1: each rank sums its own part of αᵀg and the line searches' sums
+    /// (a few numbers per iteration instead of the active set's gradient entries; the same
+    /// optimum within the certified gaps, not the single-process run to the bit).
+    #[arg(long)]
+    partial_sums: bool,
     /// Algorithm.
     #[arg(short = 'a', long, default_value = "partan")]
     algorithm: String,
@@ -175,6 +180,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             device,
             sample: a.sample,
             shrink: None,
+            partial_sums: a.partial_sums,
             ..TrainParams::default()
         },
         ranks: a.ranks.clone(),
