@@ -46,6 +46,10 @@ fn fmt_f64(x: f64) -> String {
     format!("{x}")
 }
 
+/// Entries (support vectors × features) past which prediction reads sparse support vectors
+/// through their postings instead of a dense copy (16M f64: 128 MB).
+const DENSE_SV_MAX: usize = 1 << 24;
+
 impl Model {
     /// Number of classes.
     pub fn n_classes(&self) -> usize {
@@ -187,6 +191,39 @@ impl Model {
                 .unzip();
         }
         const BLOCK: usize = 256;
+        // Wide sparse support vectors (text-like data): dots through the SVs' postings by
+        // feature rather than a dense nsv × d copy of them.
+        if nsv.saturating_mul(d) > DENSE_SV_MAX
+            && let Some(post) =
+                crate::backend::gram::Postings::new(&self.sv, &(0..nsv).collect::<Vec<_>>())
+        {
+            return (0..n)
+                .into_par_iter()
+                .map_init(
+                    || (vec![0.0; nsv], vec![0.0; nsv], vec![0u32; k]),
+                    |(dots, kv, vote), r| {
+                        let x = ds.row(r);
+                        match x {
+                            crate::data::Row::Sparse(ix, v) => post.dots(ix, v, dots),
+                            crate::data::Row::Dense(_) => {
+                                for (j, dj) in dots.iter_mut().enumerate() {
+                                    *dj = x.dot(&self.sv.row(j));
+                                }
+                            }
+                        }
+                        let nx = x.sq_norm();
+                        for (j, kvj) in kv.iter_mut().enumerate() {
+                            *kvj = self.kernel.from_dot(dots[j], nx, sv_norms[j]);
+                        }
+                        let mut dec = vec![0.0; npairs];
+                        let label = self.decide(kv, &starts, &mut dec, vote);
+                        (label, dec)
+                    },
+                )
+                .collect::<Vec<_>>()
+                .into_iter()
+                .unzip();
+        }
         let mut svd = Array2::<f64>::zeros((nsv, d));
         for j in 0..nsv {
             self.sv
@@ -619,6 +656,63 @@ pub(crate) fn sv_dataset(src: &Dataset, rows: &[usize], labels: Vec<f64>) -> Dat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Support vectors over a wide sparse feature range (3 SVs × 8M features: past the dense
+    /// copy's bound) are read through their postings: the same labels and decision values as
+    /// the same model over a narrow range, test rows with features no SV uses included.
+    #[test]
+    fn wide_sparse_support_vectors_predict_as_narrow_ones() {
+        let narrow = Dataset::from_csr(
+            4,
+            vec![0, 2, 3, 5],
+            vec![0, 1, 0, 1, 3],
+            vec![0.5, -1.0, 2.0, 0.25, 1.0],
+            vec![1.0, 2.0, 3.0],
+        );
+        let model = |sv: Dataset| Model {
+            kernel: Kernel::Rbf { gamma: 0.5 },
+            labels: vec![1.0, 2.0, 3.0],
+            nr_sv: vec![1, 1, 1],
+            sv,
+            sv_coef: vec![vec![0.1, -0.2, 0.3], vec![0.4, 0.5, -0.6]],
+            rho: vec![0.01, -0.02, 0.03],
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            one_class: false,
+            sv_rows: Vec::new(),
+        };
+        let mut wide_sv = narrow.clone();
+        if let crate::data::Features::Sparse { n_features, .. } = &mut wide_sv.features {
+            *n_features = 8_000_000;
+        }
+        let (a, b) = (model(narrow), model(wide_sv));
+        assert!(b.total_sv() * b.n_features() > DENSE_SV_MAX);
+        let test = Dataset::from_csr(
+            8_000_000,
+            vec![0, 2, 4, 5, 7],
+            vec![0, 1, 1, 7_999_999, 3, 0, 3],
+            vec![0.4, -0.8, 0.3, 2.0, 1.0, 1.5, 0.9],
+            vec![0.0; 4],
+        );
+        let narrow_test = Dataset::from_csr(
+            4,
+            vec![0, 2, 3, 4, 6],
+            vec![0, 1, 1, 3, 0, 3],
+            vec![0.4, -0.8, 0.3, 1.0, 1.5, 0.9],
+            vec![0.0; 4],
+        );
+        let (la, da) = a.predict_with_decisions(&narrow_test);
+        let (lb, db) = b.predict_with_decisions(&test);
+        assert_eq!(la, lb);
+        for (r, (x, y)) in da.iter().zip(&db).enumerate() {
+            for (u, v) in x.iter().zip(y) {
+                // Row 1's feature 7,999,999 (2.0) only adds 4 to its squared norm.
+                if r != 1 {
+                    assert!((u - v).abs() < 1e-12, "row {r}: {x:?} vs {y:?}");
+                }
+            }
+        }
+    }
 
     /// probA/probB survive a write and a load (bit for bit), sit where LIBSVM puts them (after
     /// `label`), and a count that does not match the class pairs is refused with its line.

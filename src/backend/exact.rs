@@ -74,13 +74,11 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                 }
             });
     } else {
+        let post = super::gram::Postings::new(prob.data, &act);
         out.par_iter_mut().enumerate().for_each_init(
             || vec![0.0f64; na],
             |dots, (i, g)| {
-                let xi = prob.data.row(i);
-                for (k, &j) in act.iter().enumerate() {
-                    dots[k] = xi.dot(&prob.data.row(j));
-                }
+                pair_dots(post.as_ref(), prob.data, i, &act, dots);
                 let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
                 *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
             },
@@ -409,23 +407,79 @@ pub fn gradient_rows_of_block(
             });
         return;
     }
+    let post = super::gram::Postings::new(prob.data, act);
     out.par_iter_mut().zip(rows.par_iter()).for_each_init(
         || vec![0.0f64; act.len()],
         |dots, (g, &i)| {
-            let xi = prob.data.row(i);
-            for (k, &j) in act.iter().enumerate() {
-                dots[k] = xi.dot(&prob.data.row(j));
-            }
+            pair_dots(post.as_ref(), prob.data, i, act, dots);
             let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
             *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
         },
     );
 }
 
+/// dots[k] = x_i · x_{act[k]}: through the postings where there are some, else pair by pair.
+fn pair_dots(
+    post: Option<&super::gram::Postings>,
+    data: &crate::data::Dataset,
+    i: usize,
+    act: &[usize],
+    dots: &mut [f64],
+) {
+    let xi = data.row(i);
+    if let (Some(p), crate::data::Row::Sparse(ix, v)) = (post, xi) {
+        p.dots(ix, v, dots);
+        return;
+    }
+    for (k, &j) in act.iter().enumerate() {
+        dots[k] = xi.dot(&data.row(j));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::data::Dataset;
+
+    /// The postings' dots are Row::dot's merge, bit for bit (wide sparse rows sharing a few
+    /// features, explicit zeros included), and dense data take no postings.
+    #[test]
+    fn postings_dots_are_the_merged_dots() {
+        let mut r = SplitMix64::new(17);
+        let (m, d) = (300, 50_000);
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for _ in 0..m {
+            let mut f: Vec<u32> = (0..40).map(|_| r.below(d) as u32).collect();
+            f.extend([1, 7, 9]);
+            f.sort_unstable();
+            f.dedup();
+            for &j in &f {
+                ix.push(j);
+                vs.push(if r.next_f64() < 0.05 {
+                    0.0
+                } else {
+                    (r.next_f64() - 0.5) as f32
+                });
+            }
+            ip.push(ix.len());
+        }
+        let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
+        let act: Vec<usize> = (0..m).step_by(3).collect();
+        let post = crate::backend::gram::Postings::new(&ds, &act).expect("sparse rows");
+        let mut dots = vec![0.0; act.len()];
+        for i in 0..m {
+            pair_dots(Some(&post), &ds, i, &act, &mut dots);
+            for (k, &j) in act.iter().enumerate() {
+                assert_eq!(
+                    dots[k].to_bits(),
+                    ds.row(i).dot(&ds.row(j)).to_bits(),
+                    "row {i}, point {j}"
+                );
+            }
+        }
+        let dense = Dataset::from_csr_as(3, vec![0, 1], vec![0], vec![1.0], vec![1.0], true);
+        assert!(crate::backend::gram::Postings::new(&dense, &[0]).is_none());
+    }
     use crate::kernel::Kernel;
     use crate::rng::SplitMix64;
 

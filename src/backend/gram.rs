@@ -502,6 +502,90 @@ fn tile_sum<const F: bool>(
     terms[0]
 }
 
+/// Feature indices up to which [`Postings`] keeps a dense start array (64 MB of u32).
+const POSTINGS_MAX_D: usize = 1 << 24;
+
+/// The non-zeros of a set of points (α's) indexed by feature, for the pairwise fallback on
+/// sparse data too wide for a panel (text-like data: news20's 1.3M features): a row then meets
+/// only the points that share a feature with it, instead of merging its indices with every
+/// point's. Each dot gets the products [`crate::data::Row::dot`]'s merge adds, in the same
+/// ascending feature order from 0.0, so the same number.
+pub(crate) struct Postings {
+    /// Entries of feature f: `start[f]..start[f + 1]`.
+    start: Vec<u32>,
+    /// Position of the entry's point among the points, and its value.
+    point: Vec<u32>,
+    value: Vec<f32>,
+}
+
+impl Postings {
+    /// The points `act` of `data`; None for dense rows, a feature range past
+    /// [`POSTINGS_MAX_D`] or more entries than u32 counts.
+    pub(crate) fn new(data: &crate::data::Dataset, act: &[usize]) -> Option<Postings> {
+        let crate::data::Features::Sparse { .. } = &data.features else {
+            return None;
+        };
+        let d = data.n_features();
+        if d > POSTINGS_MAX_D {
+            return None;
+        }
+        let rows: Vec<(&[u32], &[f32])> = act
+            .iter()
+            .map(|&j| match data.row(j) {
+                crate::data::Row::Sparse(ix, v) => Some((ix, v)),
+                crate::data::Row::Dense(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        let nnz: usize = rows.iter().map(|r| r.0.len()).sum();
+        if nnz >= u32::MAX as usize {
+            return None;
+        }
+        let mut start = vec![0u32; d + 1];
+        for (ix, _) in &rows {
+            for &f in *ix {
+                start[f as usize + 1] += 1;
+            }
+        }
+        for f in 0..d {
+            start[f + 1] += start[f];
+        }
+        let mut fill: Vec<u32> = start[..d].to_vec();
+        let (mut point, mut value) = (vec![0u32; nnz], vec![0f32; nnz]);
+        for (k, (ix, v)) in rows.iter().enumerate() {
+            for (&f, &x) in ix.iter().zip(*v) {
+                let t = fill[f as usize] as usize;
+                point[t] = k as u32;
+                value[t] = x;
+                fill[f as usize] += 1;
+            }
+        }
+        Some(Postings {
+            start,
+            point,
+            value,
+        })
+    }
+
+    /// dots[k] = x · z_k for every point k, x a sparse row (indices past the points' features
+    /// meet none of them).
+    pub(crate) fn dots(&self, ix: &[u32], v: &[f32], dots: &mut [f64]) {
+        dots.iter_mut().for_each(|d| *d = 0.0);
+        let d = self.start.len() - 1;
+        for (&f, &x) in ix.iter().zip(v) {
+            if f as usize >= d {
+                break;
+            }
+            let (a, b) = (
+                self.start[f as usize] as usize,
+                self.start[f as usize + 1] as usize,
+            );
+            for t in a..b {
+                dots[self.point[t] as usize] += x as f64 * self.value[t] as f64;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
