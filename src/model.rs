@@ -193,19 +193,20 @@ impl Model {
         const BLOCK: usize = 256;
         // Wide sparse support vectors (text-like data): dots through the SVs' postings by
         // feature rather than a dense nsv × d copy of them.
-        if nsv.saturating_mul(d) > DENSE_SV_MAX
-            && let Some(post) =
-                crate::backend::gram::Postings::new(&self.sv, &(0..nsv).collect::<Vec<_>>())
-        {
+        // (Dense support vectors hold nsv × d values already: their copy is the GEMM's.)
+        let sparse_sv = matches!(self.sv.features, crate::data::Features::Sparse { .. });
+        if sparse_sv && nsv.saturating_mul(d) > DENSE_SV_MAX {
+            // (No postings, for more non-zeros than u32 counts: the pairwise dots.)
+            let post = crate::backend::gram::Postings::new(&self.sv, &(0..nsv).collect::<Vec<_>>());
             return (0..n)
                 .into_par_iter()
                 .map_init(
                     || (vec![0.0; nsv], vec![0.0; nsv], vec![0u32; k]),
                     |(dots, kv, vote), r| {
                         let x = ds.row(r);
-                        match x {
-                            crate::data::Row::Sparse(ix, v) => post.dots(ix, v, dots),
-                            crate::data::Row::Dense(_) => {
+                        match (&post, x) {
+                            (Some(p), crate::data::Row::Sparse(ix, v)) => p.dots(ix, v, dots),
+                            _ => {
                                 for (j, dj) in dots.iter_mut().enumerate() {
                                     *dj = x.dot(&self.sv.row(j));
                                 }

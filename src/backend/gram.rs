@@ -502,9 +502,6 @@ fn tile_sum<const F: bool>(
     terms[0]
 }
 
-/// Feature indices up to which [`Postings`] keeps a dense start array (64 MB of u32).
-const POSTINGS_MAX_D: usize = 1 << 24;
-
 /// The non-zeros of a set of points (α's) indexed by feature, for the pairwise fallback on
 /// sparse data too wide for a panel (text-like data: news20's 1.3M features): a row then meets
 /// only the points that share a feature with it, instead of merging its indices with every
@@ -519,16 +516,14 @@ pub(crate) struct Postings {
 }
 
 impl Postings {
-    /// The points `act` of `data`; None for dense rows, a feature range past
-    /// [`POSTINGS_MAX_D`] or more entries than u32 counts.
+    /// The points `act` of `data`; None for dense rows or more entries than u32 counts. Its
+    /// start array takes 4 bytes per feature index, within what the readers allow per index
+    /// ([`crate::util::BYTES_PER_FEATURE`]).
     pub(crate) fn new(data: &crate::data::Dataset, act: &[usize]) -> Option<Postings> {
         let crate::data::Features::Sparse { .. } = &data.features else {
             return None;
         };
         let d = data.n_features();
-        if d > POSTINGS_MAX_D {
-            return None;
-        }
         let rows: Vec<(&[u32], &[f32])> = act
             .iter()
             .map(|&j| match data.row(j) {

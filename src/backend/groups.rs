@@ -183,7 +183,8 @@ impl Groups {
 
     /// Sets g (and g⁻ = g when kept) to a full gradient `g` of α: α's rows are touched and
     /// keep their entries; each group with an untouched member takes that member's entry
-    /// (the same in every member: Q's rows of equal points differ only on the diagonal).
+    /// (the same in every member of an exact gradient: Q's rows of equal points differ only on
+    /// the diagonal), and a member whose entry differs from it is touched and keeps its own.
     pub fn set(&mut self, g: &[f64], alpha: &crate::active::ActiveSet) {
         self.untouch_all();
         for (i, _) in alpha.iter() {
@@ -197,6 +198,15 @@ impl Groups {
                 self.members[self.start[k] as usize]
             } as usize;
             self.h[k] = g[i];
+        }
+        // A row whose entry is not its group's (a working-set round starts from the backend's
+        // own g, where a row an update touched keeps the rounding of its own recurrence)
+        // keeps its own: every row reads back exactly the g it was given, whichever member
+        // the group's h came from (a rank holds only some members).
+        for i in 0..g.len() {
+            if !self.is_touched[i] && g[i].to_bits() != self.h[self.of_row[i] as usize].to_bits() {
+                self.touch(i);
+            }
         }
         for &i in &self.touched {
             self.t[i as usize] = g[i as usize];
@@ -305,6 +315,29 @@ impl Groups {
 mod tests {
     use super::*;
     use crate::active::ActiveSet;
+
+    /// A gradient whose members of a group differ (a round's start from a backend's own g):
+    /// every row reads back exactly its entry, and the rows that differ from their group's
+    /// first member are touched, keeping theirs through an update.
+    #[test]
+    fn set_keeps_every_rows_own_entry() {
+        let rep = [0u32, 0, 0, 1, 1];
+        let y = [1.0; 5];
+        let mut gr = Groups::new(&rep, &y, 2);
+        let g = [0.5, 0.5 + 1e-16 * 3.0, 0.5, 0.25, 0.25];
+        gr.set(&g, &ActiveSet::new(5));
+        for (i, &gi) in g.iter().enumerate() {
+            assert_eq!(gr.g(i).to_bits(), gi.to_bits(), "row {i}");
+        }
+        assert_eq!(gr.touched, vec![1]);
+        gr.touch_rows(&[]);
+        for v in gr.h.iter_mut() {
+            *v *= 0.5;
+        }
+        gr.update_touched(0.5, 0.0, false, 0, |_, _| 0.0);
+        assert_eq!(gr.g(1), 0.5 * g[1]);
+        assert_eq!(gr.g(2), 0.25);
+    }
 
     #[test]
     fn groups_split_by_label_and_track_their_first_untouched_member() {

@@ -162,6 +162,11 @@ fn lockstep(
 pub fn run(args: CheckArgs) -> Result<()> {
     let o = &args.opts;
     o.refuse_train_only("check")?;
+    if o.partial_sums {
+        return Err(Error::param(
+            "--partial-sums combines the sums of ranks; fwsvm check runs in one process".into(),
+        ));
+    }
     let (ds, test, _) = o.read(&args.train, args.test.as_deref())?;
     let classes = require_two_classes(&ds, &args.train)?;
     let quiet = o.quiet();

@@ -121,6 +121,20 @@ pub fn read_libsvm_slice(path: &Path, comm: &dyn Comm) -> Result<(Dataset, RowSl
         });
     }
     let d = features.iter().copied().max().unwrap_or(0) as usize;
+    // Every rank holds arrays over all d features: each checks d against its own machine,
+    // and one refusal ends every rank (a rank whose slice stays below d would not see it).
+    let fits = if d > crate::util::max_features() {
+        Err(Error::InvalidData {
+            path: path.to_path_buf(),
+            msg: format!(
+                "highest feature index {d} (on another rank's slice): {}",
+                crate::util::too_many_features(d)
+            ),
+        })
+    } else {
+        Ok(())
+    };
+    agree(comm, fits)?;
     let slice = RowSlice {
         first,
         rows: parts.labels.len(),
