@@ -203,8 +203,8 @@ impl Groups {
         // own g, where a row an update touched keeps the rounding of its own recurrence)
         // keeps its own: every row reads back exactly the g it was given, whichever member
         // the group's h came from (a rank holds only some members).
-        for i in 0..g.len() {
-            if !self.is_touched[i] && g[i].to_bits() != self.h[self.of_row[i] as usize].to_bits() {
+        for (i, gi) in g.iter().enumerate() {
+            if !self.is_touched[i] && gi.to_bits() != self.h[self.of_row[i] as usize].to_bits() {
                 self.touch(i);
             }
         }
