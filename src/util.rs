@@ -76,7 +76,7 @@ pub fn too_many_features(features: usize) -> String {
     format!(
         "fwsvm keeps arrays over every feature index up to the highest ({} bytes each: {:.1} GB \
          for {features}), more than half of this machine's available memory allows (indices up \
-         to {}); renumber the features to a compact range",
+         to {}); renumber the features to a compact range (`fwsvm convert renumber`)",
         BYTES_PER_FEATURE,
         gb(features as u64 * BYTES_PER_FEATURE),
         max_features()

@@ -1799,3 +1799,102 @@ fn a_feature_index_past_memory_is_refused_with_its_line() {
     };
     assert!(e.to_string().contains("4000000000 feature indices"), "{e}");
 }
+
+/// `fwsvm convert renumber`: the features a file uses numbered 1, 2, … in ascending order, the
+/// map written; `--apply` renumbers a test file alike (unknown features after the map's). A
+/// model trained on the renumbered file is the original's but for the indices: the same rho
+/// and coefficients, and the same predicted labels on the test file renumbered with the map.
+#[test]
+fn renumbered_features_train_and_predict_as_the_original() {
+    let dir = common::tempdir();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(
+        p("train.txt"),
+        "+1 5000000:1 40000000:0.5\n-1 1:1 7:0.5\n+1 2:1 40000000:0.5\n-1 3:0.5 7:1\n\
+         +1 1:0.2 40000000:1\n-1 7:0.25 5000000:0.1\n",
+    )
+    .unwrap();
+    std::fs::write(p("test.txt"), "+1 5:1 40000000:1\n-1 1:1 7:2 99999:0.5\n").unwrap();
+    let fwsvm = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    let os = |s: &'static str| -> &'static std::ffi::OsStr { std::ffi::OsStr::new(s) };
+    let (train, test, tr2, te2, map) = (
+        p("train.txt"),
+        p("test.txt"),
+        p("train.r"),
+        p("test.r"),
+        p("features.map"),
+    );
+    fwsvm(&[
+        os("convert"),
+        os("renumber"),
+        train.as_os_str(),
+        tr2.as_os_str(),
+        os("--map"),
+        map.as_os_str(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&map).unwrap(),
+        "1 1\n2 2\n3 3\n4 7\n5 5000000\n6 40000000\n"
+    );
+    assert!(
+        std::fs::read_to_string(&tr2)
+            .unwrap()
+            .starts_with("1 5:1 6:0.5\n-1 1:1 4:0.5\n")
+    );
+    fwsvm(&[
+        os("convert"),
+        os("renumber"),
+        os("--apply"),
+        map.as_os_str(),
+        test.as_os_str(),
+        te2.as_os_str(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&te2).unwrap(),
+        "1 6:1 7:1\n-1 1:1 4:2 8:0.5\n"
+    );
+    for (data, t, model, out) in [
+        (&train, &test, p("a.model"), p("a.out")),
+        (&tr2, &te2, p("b.model"), p("b.out")),
+    ] {
+        fwsvm(&[
+            os("train"),
+            os("-q"),
+            os("--precision"),
+            os("f64"),
+            os("-g"),
+            os("0.5"),
+            data.as_os_str(),
+            model.as_os_str(),
+        ]);
+        fwsvm(&[
+            os("predict"),
+            t.as_os_str(),
+            model.as_os_str(),
+            out.as_os_str(),
+        ]);
+    }
+    assert_eq!(
+        std::fs::read(p("a.out")).unwrap(),
+        std::fs::read(p("b.out")).unwrap()
+    );
+    let head_and_coefs = |m: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(m)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                l.split(' ')
+                    .take_while(|t| !t.contains(':'))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    assert_eq!(head_and_coefs(&p("a.model")), head_and_coefs(&p("b.model")));
+}

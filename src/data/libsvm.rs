@@ -106,7 +106,29 @@ pub(crate) fn parse_lines(
     wanted: std::ops::Range<usize>,
     at_file_start: bool,
 ) -> Result<Parts> {
-    let mut b = Builder::default();
+    parse_lines_up_to(
+        reader,
+        path,
+        format,
+        wanted,
+        at_file_start,
+        crate::util::max_features(),
+    )
+}
+
+/// [`parse_lines`] with feature indices up to `limit` (a renumbering reads any u32 index).
+fn parse_lines_up_to(
+    reader: &mut dyn std::io::BufRead,
+    path: &Path,
+    format: super::compress::Compression,
+    wanted: std::ops::Range<usize>,
+    at_file_start: bool,
+    limit: usize,
+) -> Result<Parts> {
+    let mut b = Builder {
+        limit,
+        ..Builder::default()
+    };
     let mut line = 0usize;
     let walk = for_each_line_chunk(&mut *reader, path, format, |chunk| {
         let mut p = 0;
@@ -150,6 +172,81 @@ pub(crate) fn parse_lines(
         max_index: b.max_index,
         lines: line,
     })
+}
+
+/// The LIBSVM file `path` with its feature indices renumbered 1, 2, … (any index up to
+/// 2³² − 1 is read), and each new index's old one. Without `map`, the indices the file uses
+/// are numbered in ascending order (so every row stays ascending); with the `map` of an
+/// earlier renumbering (old indices, 0-based, by new index), its indices keep their new
+/// numbers and the others — features the mapped file never used, which then only enter the
+/// rows' norms — follow them in ascending order.
+pub fn renumber_features(path: &Path, map: Option<&[u32]>) -> Result<(Dataset, Vec<u32>)> {
+    let (mut reader, format) = open_with_format(path)?;
+    let parts = parse_lines_up_to(
+        &mut *reader,
+        path,
+        format,
+        0..usize::MAX,
+        true,
+        u32::MAX as usize,
+    )?;
+    if parts.labels.is_empty() {
+        return Err(Error::InvalidData {
+            path: path.to_path_buf(),
+            msg: "no data rows".into(),
+        });
+    }
+    let mut old: Vec<u32> = map.map(<[u32]>::to_vec).unwrap_or_default();
+    let known: std::collections::HashMap<u32, u32> = old
+        .iter()
+        .enumerate()
+        .map(|(k, &f)| (f, k as u32))
+        .collect();
+    let mut fresh: Vec<u32> = parts
+        .indices
+        .iter()
+        .copied()
+        .filter(|f| !known.contains_key(f))
+        .collect();
+    fresh.sort_unstable();
+    fresh.dedup();
+    old.extend_from_slice(&fresh);
+    let base = known.len() as u32;
+    let indices: Vec<u32> = parts
+        .indices
+        .iter()
+        .map(|f| match known.get(f) {
+            Some(&k) => k,
+            None => base + fresh.binary_search(f).expect("collected above") as u32,
+        })
+        .collect();
+    // Mapped features keep their numbers, new ones follow: a row may now be out of order.
+    let mut values = parts.values;
+    let mut indices = indices;
+    for r in 0..parts.labels.len() {
+        let (a, b) = (parts.indptr[r], parts.indptr[r + 1]);
+        if indices[a..b].windows(2).any(|w| w[0] > w[1]) {
+            let mut pairs: Vec<(u32, f32)> = indices[a..b]
+                .iter()
+                .copied()
+                .zip(values[a..b].iter().copied())
+                .collect();
+            pairs.sort_unstable_by_key(|p| p.0);
+            for (t, (f, v)) in pairs.into_iter().enumerate() {
+                indices[a + t] = f;
+                values[a + t] = v;
+            }
+        }
+    }
+    let ds = Dataset::from_csr_as(
+        old.len(),
+        parts.indptr,
+        indices,
+        values,
+        parts.labels,
+        false,
+    );
+    Ok((ds, old))
 }
 
 /// Writes `ds` in LIBSVM format: labels with `{}` of f64 (so `1.0` prints `1`), values

@@ -13,7 +13,7 @@ pub mod synth;
 
 pub use compress::{Compression, open_maybe_compressed, open_with_format};
 pub use csv::read_csv;
-pub use libsvm::{read_libsvm, write_libsvm};
+pub use libsvm::{read_libsvm, renumber_features, write_libsvm};
 
 use crate::error::Result;
 use std::path::Path;
