@@ -223,10 +223,12 @@ impl<'a> Known<'a> {
             .collect();
         let (ds, y, weights) = self.problem_of(own_sub.as_deref(), &foreign);
         // Rows grouped as the rank's problem groups them (one process's decision), so the
-        // exact sums merge α's repeated points as one process merges them.
+        // full pass merges α's repeated points as one process merges them; a block's rows
+        // are computed without groups in one process too (no hashing per sampled block).
+        let group = rows.is_none() && self.prob.distinct_rows().is_some();
         let mut p = Problem::new(&ds, y, self.prob.kernel, self.prob.c)?
             .with_class_weights(self.prob.weights.0, self.prob.weights.1)?
-            .with_distinct_rows(self.prob.distinct_rows().is_some());
+            .with_distinct_rows(group);
         if let Some(s) = weights {
             p = p.with_row_weights(s)?;
         }
