@@ -288,6 +288,14 @@ pub struct PairInfo {
     pub m: usize,
 }
 
+/// Each row's class: its label's place in `labels` (which holds every label of `ds`).
+fn class_indices(ds: &Dataset, labels: &[f64]) -> Vec<usize> {
+    ds.labels
+        .iter()
+        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
+        .collect()
+}
+
 /// LIBSVM's class order: first appearance, except that a {−1, +1} problem lists +1 first.
 pub fn class_order(ds: &Dataset) -> Vec<f64> {
     let mut c = ds.classes();
@@ -318,11 +326,7 @@ pub fn train(
         )));
     }
     let kernel = params.resolve_kernel(ds)?;
-    let class_of: Vec<usize> = ds
-        .labels
-        .iter()
-        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
-        .collect();
+    let class_of = class_indices(ds, &labels);
     let k = labels.len();
     let mut sv = SvCoefficients::new(k);
     let mut rho = Vec::with_capacity(k * (k - 1) / 2);
@@ -388,11 +392,7 @@ pub fn train_dealt(
     }
     let labels = class_order(ds);
     let kernel = checked.resolve_kernel(ds)?;
-    let class_of: Vec<usize> = ds
-        .labels
-        .iter()
-        .map(|y| labels.iter().position(|l| l == y).unwrap_or(0))
-        .collect();
+    let class_of = class_indices(ds, &labels);
     let k = labels.len();
     let pairs = k * (k - 1) / 2;
     // This process's pairs; an error is handed to `share` too (the others wait there).

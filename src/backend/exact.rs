@@ -322,10 +322,16 @@ pub fn certify_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize]) -> (f
     all.extend(alpha.indices().iter().copied().filter(|&i| !listed[i]));
     let mut g = vec![0.0; all.len()];
     gradient_rows(prob, alpha, &all, &mut g);
+    gap_over(alpha, &all, &g)
+}
+
+/// (f, 2f − min g, argmin) of α from the exact gradient `g` at the points `all` ⊇ supp(α):
+/// f summed in the points' order, ties to the lowest point.
+pub(crate) fn gap_over(alpha: &ActiveSet, all: &[usize], g: &[f64]) -> (f64, f64, usize) {
     let f = 0.5
         * all
             .iter()
-            .zip(&g)
+            .zip(g)
             .map(|(&i, gi)| alpha.get(i) * gi)
             .sum::<f64>();
     let (mut s, mut gs) = (all.first().copied().unwrap_or(0), f64::INFINITY);

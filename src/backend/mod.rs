@@ -294,16 +294,13 @@ pub trait Backend {
     }
 
     /// Σ_k `f(k, entries of idx[k])`'s two numbers, and the best candidate (value, point) over
-    /// the k where `f` offers one — the smallest when `min`, else the largest, the lowest
-    /// point on ties — with g⁻ when `prev` and Q[·, j] when `col` is Some(j) in the entries.
-    /// The sums are added in an order of the backend's choosing. The default gathers the
-    /// entries and folds them in order.
+    /// the k where `f` offers one (see [`FoldAsk`] for what the entries hold and which
+    /// candidate is best). The sums are added in an order of the backend's choosing. The
+    /// default gathers the entries and folds them in order.
     fn fold_entries(
         &mut self,
         idx: &[usize],
-        prev: bool,
-        col: Option<usize>,
-        min: bool,
+        ask: FoldAsk,
         f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
     ) -> Result<Fold> {
         let n = idx.len();
@@ -311,8 +308,8 @@ pub trait Backend {
         self.gather_fused(
             idx,
             &mut g,
-            if prev { Some(&mut gp) } else { None },
-            col.map(|j| (j, &mut q[..])),
+            if ask.prev { Some(&mut gp) } else { None },
+            ask.col.map(|j| (j, &mut q[..])),
         )?;
         let mut fold = Fold::EMPTY;
         for k in 0..n {
@@ -320,10 +317,10 @@ pub trait Backend {
                 g: g[k],
                 gp: gp[k],
                 q: q[k],
-                qd: self.q_diag(idx[k]),
+                qd: if ask.diag { self.q_diag(idx[k]) } else { 0.0 },
             };
             let (sums, cand) = f(k, e);
-            fold.add(sums, cand.map(|v| (v, idx[k])), min);
+            fold.add(sums, cand.map(|v| (v, idx[k])), ask.min);
         }
         Ok(fold)
     }
@@ -684,8 +681,21 @@ pub fn or_else_on_cpu<T>(
     }
 }
 
-/// One point's entries in a [`Backend::fold_entries`] pass: g_i, g⁻_i (0 unless asked),
-/// Q[i, j] (0 unless asked) and Q_ii.
+/// What a [`Backend::fold_entries`] pass reads besides g, and which candidate it keeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FoldAsk {
+    /// g⁻ in the entries.
+    pub prev: bool,
+    /// Q[·, j] in the entries.
+    pub col: Option<usize>,
+    /// Q_ii in the entries.
+    pub diag: bool,
+    /// Keep the smallest candidate (else the largest); the lowest point on ties.
+    pub min: bool,
+}
+
+/// One point's entries in a [`Backend::fold_entries`] pass: g_i, and g⁻_i, Q[i, j] and Q_ii
+/// where [`FoldAsk`] asks for them (0 otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct Entries {
     /// g_i.

@@ -252,43 +252,47 @@ impl Trace {
 }
 
 impl Trace {
-    /// The trace's line (newline included) of iteration `p`, with the pair index first in a
+    /// Writes the trace's line of iteration `p` to `w`, with the pair index first in a
     /// multi-class trace.
-    pub fn line(pair: Option<usize>, p: &Progress) -> String {
+    pub fn write_line(w: &mut dyn Write, pair: Option<usize>, p: &Progress) -> std::io::Result<()> {
         let (kind, size) = match p.step {
             Some(s) => (s.kind.name(), s.size),
             None => ("init", 0.0),
         };
-        let row = format!(
-            "{},{:.6},{:e},{:e},{kind},{:e},{}\n",
-            p.iter, p.seconds, p.f, p.gap, size, p.active
-        );
-        match pair {
-            Some(pair) => format!("{pair},{row}"),
-            None => row,
+        if let Some(pair) = pair {
+            write!(w, "{pair},")?;
         }
+        writeln!(
+            w,
+            "{},{:.6},{:e},{:e},{kind},{:e},{}",
+            p.iter, p.seconds, p.f, p.gap, size, p.active
+        )
     }
 
-    /// Writes lines made by [`Trace::line`] elsewhere (another rank's pairs).
-    pub fn write_lines<'l>(&mut self, lines: impl IntoIterator<Item = &'l str>) {
+    /// Writes lines made by [`Trace::write_line`] elsewhere (another rank's pairs).
+    #[cfg(feature = "mpi")]
+    pub fn write_bytes(&mut self, lines: &[u8]) {
         let Some(out) = self.out.as_mut() else {
             return;
         };
-        for l in lines {
-            if self.error.is_some() {
-                return;
-            }
-            if let Err(e) = out.write_all(l.as_bytes()) {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Err(e) = out.write_all(lines)
+        {
+            self.error = Some(e);
         }
     }
 }
 
 impl Observer for Trace {
     fn observe(&mut self, p: &Progress) {
-        let line = Trace::line(self.pair, p);
-        self.write_lines([line.as_str()]);
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        if self.error.is_none()
+            && let Err(e) = Trace::write_line(out, self.pair, p)
+        {
+            self.error = Some(e);
+        }
     }
 }
 

@@ -804,7 +804,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             params.device = agree(&comm, shared)?;
         }
         // Rank 0's pairs show progress; every rank keeps its pairs' trace lines.
-        let lines: Rc<RefCell<Vec<(usize, String)>>> = Rc::default();
+        let lines: PairLines = Rc::default();
         let mut progress = observers(None, quiet);
         let tracing = args.trace.is_some();
         let mut per_pair = |info: &PairInfo| -> Vec<Box<dyn Observer>> {
@@ -821,8 +821,8 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
             let mut got = gather_trace_lines(&comm, &lines.borrow())?;
             got.sort_by_key(|&(pair, _)| pair);
             if let Some(t) = &trace {
-                t.borrow_mut()
-                    .write_lines(got.iter().map(|(_, l)| l.as_str()));
+                let mut t = t.borrow_mut();
+                got.iter().for_each(|(_, block)| t.write_bytes(block));
             }
         }
         (model, results, Some(all))
@@ -1204,25 +1204,36 @@ fn score_test(
 
 struct SharedTrace(Rc<RefCell<Trace>>);
 
-/// Keeps one class pair's trace lines (a rank's dealt pairs, sent to rank 0 at the end).
+/// Keeps one class pair's trace lines (a rank's dealt pairs, sent to rank 0 at the end), in
+/// one block of text per pair.
 #[cfg(feature = "mpi")]
-struct TraceLines(Rc<RefCell<Vec<(usize, String)>>>, usize);
+struct TraceLines(PairLines, usize);
+
+/// Blocks of trace lines by class pair, shared by the pairs' observers.
+#[cfg(feature = "mpi")]
+type PairLines = Rc<RefCell<Vec<(usize, Vec<u8>)>>>;
 
 #[cfg(feature = "mpi")]
 impl Observer for TraceLines {
     fn observe(&mut self, p: &crate::solver::Progress) {
-        self.0
-            .borrow_mut()
-            .push((self.1, Trace::line(Some(self.1), p)));
+        let mut blocks = self.0.borrow_mut();
+        if blocks.last().is_none_or(|b| b.0 != self.1) {
+            blocks.push((self.1, Vec::new()));
+        }
+        if let Some((_, block)) = blocks.last_mut() {
+            // Writing into a Vec cannot fail.
+            let _ = Trace::write_line(block, Some(self.1), p);
+        }
     }
 }
 
-/// Every rank's (pair, trace line)s, in rank order (one broadcast per rank). Collective.
+/// Every rank's (pair, block of trace lines), in rank order (one broadcast per rank).
+/// Collective.
 #[cfg(feature = "mpi")]
 fn gather_trace_lines(
     comm: &dyn crate::dist::comm::Comm,
-    own: &[(usize, String)],
-) -> Result<Vec<(usize, String)>> {
+    own: &[(usize, Vec<u8>)],
+) -> Result<Vec<(usize, Vec<u8>)>> {
     let mut out = Vec::new();
     let mut buf = Vec::new();
     for root in 0..comm.size() {
@@ -1231,7 +1242,7 @@ fn gather_trace_lines(
             for (pair, line) in own {
                 buf.extend_from_slice(&(*pair as u64).to_le_bytes());
                 buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
-                buf.extend_from_slice(line.as_bytes());
+                buf.extend_from_slice(line);
             }
         }
         comm.broadcast(root, &mut buf)?;
@@ -1250,7 +1261,7 @@ fn gather_trace_lines(
         while left > 0 {
             let pair = word(next(8)?);
             let n = word(next(8)?);
-            let line = String::from_utf8_lossy(next(n)?).into_owned();
+            let line = next(n)?.to_vec();
             left -= 16 + n;
             out.push((pair, line));
         }

@@ -17,7 +17,9 @@
 use super::comm::{Comm, Loc};
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, Entries, Fold, MarkedReduction, Reduction, Update};
+use crate::backend::{
+    Backend, BackendStats, Entries, Fold, FoldAsk, MarkedReduction, Reduction, Update,
+};
 use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
 use crate::problem::Problem;
@@ -303,20 +305,8 @@ impl<'a> Known<'a> {
             }
         }
         self.comm.sum(&mut g)?;
-        let f = 0.5
-            * all
-                .iter()
-                .zip(&g)
-                .map(|(&i, gi)| alpha.get(i) * gi)
-                .sum::<f64>();
-        let (mut s, mut gs) = (all.first().copied().unwrap_or(0), f64::INFINITY);
-        for (k, &i) in all.iter().enumerate() {
-            if g[k] < gs || (g[k] == gs && i < s) {
-                gs = g[k];
-                s = i;
-            }
-        }
-        Ok((f, 2.0 * f - gs))
+        let (f, gap, _) = crate::backend::exact::gap_over(alpha, &all, &g);
+        Ok((f, gap))
     }
 
     /// The certified (f, gap) of α over every rank's rows, as one process computes them.
@@ -424,7 +414,11 @@ impl<'a> DistBackend<'a> {
     /// ranks: one sum of two numbers and one max-location reduction (lowest index on ties).
     fn partial_reduction(&mut self, alpha: &ActiveSet) -> Result<(f64, f64, usize, f64)> {
         let (w, prev) = (alpha.weights(), self.prev);
-        let fold = self.fold_entries(alpha.indices(), prev, None, false, &mut |k, e| {
+        let ask = FoldAsk {
+            prev,
+            ..FoldAsk::default()
+        };
+        let fold = self.fold_entries(alpha.indices(), ask, &mut |k, e| {
             (
                 [w[k] * e.g, if prev { w[k] * e.gp } else { 0.0 }],
                 Some(e.g),
@@ -815,12 +809,16 @@ impl Backend for DistBackend<'_> {
     fn fold_entries(
         &mut self,
         idx: &[usize],
-        prev: bool,
-        col: Option<usize>,
-        min: bool,
+        ask: FoldAsk,
         f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
     ) -> Result<Fold> {
         // Each rank folds its own points, then one sum and one location reduction.
+        let FoldAsk {
+            prev,
+            col,
+            diag,
+            min,
+        } = ask;
         let lj = match col {
             Some(j) => {
                 self.fetch(&[j])?;
@@ -852,7 +850,11 @@ impl Backend for DistBackend<'_> {
                     g: g[t],
                     gp: gp[t],
                     q: q[t],
-                    qd: self.local.q_diag(self.own[t]),
+                    qd: if diag {
+                        self.local.q_diag(self.own[t])
+                    } else {
+                        0.0
+                    },
                 };
                 let (sums, cand) = f(self.pos[t], e);
                 fold.add(sums, cand.map(|v| (v, self.own[t] + self.slice.first)), min);

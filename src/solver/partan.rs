@@ -146,9 +146,13 @@ impl Variant for Partan {
         let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
         if be.partial_sums() {
             // Each process over the points it holds (a distributed run's partial sums).
-            let fold = be.fold_entries(&self.idx, true, Some(s), true, &mut |k, e| {
-                term(k, e.g, e.gp, e.q)
-            })?;
+            let ask = crate::backend::FoldAsk {
+                prev: true,
+                col: Some(s),
+                diag: false,
+                min: true,
+            };
+            let fold = be.fold_entries(&self.idx, ask, &mut |k, e| term(k, e.g, e.gp, e.q))?;
             [slope, curv] = fold.sums;
             if let Some((r, i)) = fold.best {
                 (mu_max, bind) = (r, i);

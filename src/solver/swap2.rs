@@ -38,7 +38,13 @@ impl Swap2 {
         let s = red.s;
         let q_ss = be.q_diag(s);
         let (idx, alpha) = (&self.idx, &state.alpha);
-        let fold = be.fold_entries(idx, false, Some(s), false, &mut |k, e| {
+        let ask = crate::backend::FoldAsk {
+            prev: false,
+            col: Some(s),
+            diag: true,
+            min: false,
+        };
+        let fold = be.fold_entries(idx, ask, &mut |k, e| {
             let j = idx[k];
             if j == s || e.g <= red.g_s {
                 return ([0.0; 2], None);
