@@ -1510,7 +1510,7 @@ fn long_training_data() -> (tempfile::TempDir, PathBuf) {
     let d = common::tempdir();
     let data = d.path().join("board.txt");
     fwsvm()
-        .args(["gen", "checkerboard", "--rows", "40000", "--seed", "3"])
+        .args(["gen", "checkerboard", "--rows", "80000", "--seed", "3"])
         .arg(&data)
         .assert()
         .success();
@@ -1518,11 +1518,14 @@ fn long_training_data() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Starts `fwsvm train` on `data` with settings that take minutes, and waits until it has
-/// started iterating (its progress line).
+/// started iterating (its progress line). One thread, so a core stays free for the test's
+/// signals (what follows an interrupt — the certification and the model's write — takes tens
+/// of milliseconds).
 #[cfg(unix)]
 fn start_long_training(data: &Path, model: &Path) -> std::process::Child {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-a", "fw", "-c", "1000", "-g", "4", "-e", "1e-12"])
+        .args(["--threads", "1"])
         .arg(data)
         .arg(model)
         .stdout(std::process::Stdio::piped())
@@ -1589,6 +1592,13 @@ fn second_interrupt_aborts_and_keeps_the_old_model() {
     let before = snapshot(&[&data, &model]);
     let mut child = start_long_training(&data, &model);
     let stderr = child.stderr.take().unwrap();
+    // The second signal's sender, started now and waiting for a line: it then signals at
+    // once, not after a process start (the run writes its model tens of ms after the first).
+    let mut second = std::process::Command::new("sh")
+        .args(["-c", &format!("read x; kill -INT {}", child.id())])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     send(&child, "-INT");
     // Wait until the first signal was taken, then send the second.
     let mut lines = std::io::BufReader::new(stderr);
@@ -1603,7 +1613,12 @@ fn second_interrupt_aborts_and_keeps_the_old_model() {
             break;
         }
     }
-    send(&child, "-INT");
+    {
+        use std::io::Write;
+        let mut go = second.stdin.take().unwrap();
+        go.write_all(b"\n").unwrap();
+    }
+    assert!(second.wait().unwrap().success());
     let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut lines, &mut rest).unwrap();
