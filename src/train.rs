@@ -249,6 +249,15 @@ impl TrainParams {
         if self.sample > 0 && limited {
             return Err(unsupported("--sample").into());
         }
+        if self.sample > 0 && alg == Algorithm::Ws {
+            // The working set is chosen from the whole gradient, which sampling does not keep.
+            return Err(ParamError::Unsupported {
+                option: "--sample",
+                supported: "fw, mfw, swap, swap2, partan, cvm and sparse-fw",
+                algorithm: alg.name(),
+            }
+            .into());
+        }
         if self.one_class && limited {
             return Err(unsupported("one-class training (-s 2)").into());
         }

@@ -151,6 +151,17 @@ impl<T: Copy + Default> ColumnCache<T> {
         (self.slots.len() / 2).max(8)
     }
 
+    /// Lets the cache use at least `n` slots (never more than its capacity): the working-set
+    /// solver needs all of a block's columns resident at once.
+    pub fn ensure_usable(&mut self, n: usize) {
+        self.allowed = self.allowed.max(n.min(self.capacity));
+    }
+
+    /// True when column j is resident with valid data (the LRU order is not touched).
+    pub fn holds(&self, j: usize) -> bool {
+        self.map.get(&j).is_some_and(|&s| self.slots[s].valid)
+    }
+
     /// Declares the slot's data filled.
     pub fn mark_valid(&mut self, s: usize) {
         self.slots[s].valid = true;

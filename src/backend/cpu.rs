@@ -117,6 +117,10 @@ pub struct CpuBackend<'a, T: Elem> {
     /// ‖x‖² and y of the rows, then of the guests (empty until the first guest).
     norms_ext: Vec<f64>,
     y_ext: Vec<f64>,
+    /// Cache slots of a batched update or block, and the columns' data and factors (kept
+    /// between calls).
+    slot_buf: Vec<usize>,
+    ptr_buf: Vec<(SendPtr<T>, f64)>,
 }
 
 /// A point held for its columns only ([`Backend::add_guest`]).
@@ -228,6 +232,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             guests: Vec::new(),
             norms_ext: Vec::new(),
             y_ext: Vec::new(),
+            slot_buf: Vec::new(),
+            ptr_buf: Vec::new(),
         }
     }
 
@@ -601,6 +607,181 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         self.min_valid = has_up;
     }
 
+    /// out\[k\] = Q\[idx\[k\], j\] from the cached column of j in `slot`.
+    fn read_entries(&self, slot: usize, j: usize, idx: &[usize], out: &mut [f64]) {
+        let col = self.cache.data(slot);
+        match &self.distinct {
+            None => {
+                for (o, &i) in out.iter_mut().zip(idx) {
+                    *o = col[i].to_f64();
+                }
+            }
+            Some(dd) => {
+                let y = &self.prob.y;
+                let yj = self.point(j).2;
+                for (o, &i) in out.iter_mut().zip(idx) {
+                    let mut q = y[i] * yj * col[dd.rep[i] as usize].to_f64();
+                    if i == j {
+                        q += self.prob.inv_c(i);
+                    }
+                    *o = q;
+                }
+            }
+        }
+    }
+
+    /// The cache slots of the columns `js` (each made resident: computed in batched passes
+    /// where missing), or None when the cache cannot hold them all at once. `slots` is the
+    /// caller's buffer.
+    fn resident(&mut self, js: &[usize], slots: &mut Vec<usize>) -> Option<()> {
+        let need = 2 * js.len() + 2;
+        if need > self.cache.capacity() {
+            return None;
+        }
+        self.cache.ensure_usable(need);
+        self.prefetch(js);
+        slots.clear();
+        for &j in js {
+            let key = self.key(j);
+            let (slot, hit) = self.cache.get_or_assign(key, None);
+            if !hit {
+                self.load_query(0, j);
+                self.compute_only(&[(slot, j, 0)]);
+            }
+            slots.push(slot);
+        }
+        Some(())
+    }
+
+    /// g ← scale·g + Σ c_k·Q[:, j_k] in one parallel pass over the rows (or the groups of
+    /// deduplicated rows), every column already resident in `slots`, with the chunk minima of
+    /// the new g. Each chunk applies the columns two at a time with the arithmetic of
+    /// [`update`](Backend::update), so the result is the same, bit for bit, as one update per
+    /// pair ([`super::update_by_pairs`]) — but the chunk's g stays in cache across the pairs.
+    fn update_resident(&mut self, scale: f64, cols: &[(usize, f64)], slots: &[usize]) {
+        let m = self.prob.len();
+        let mut ptrs = std::mem::take(&mut self.ptr_buf);
+        ptrs.clear();
+        for (&s, &(j, c)) in slots.iter().zip(cols) {
+            // Deduplicated columns carry no labels: the coefficient takes y_j.
+            let c = if self.groups.is_some() {
+                c * self.point(j).2
+            } else {
+                c
+            };
+            ptrs.push((SendPtr(self.cache.data_ptr(s)), c));
+        }
+        let pairs = |first: bool| if first { scale } else { 1.0 };
+        match self.groups.as_mut() {
+            None => {
+                let gptr = SendPtr(self.g.as_mut_ptr());
+                let ptrs = &ptrs;
+                (0..m.div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let r0 = c * CHUNK;
+                        let n = CHUNK.min(m - r0);
+                        // SAFETY: rows r0..r0+n of g belong to this chunk; columns are read.
+                        let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
+                        for (k, two) in ptrs.chunks(2).enumerate() {
+                            let col = |u: usize| -> (&[T], f64) {
+                                match two.get(u) {
+                                    Some(&(p, c)) => {
+                                        (unsafe { std::slice::from_raw_parts(p.at(r0), n) }, c)
+                                    }
+                                    None => (&[], 0.0),
+                                }
+                            };
+                            let upd = ChunkUpdate {
+                                scale: pairs(k == 0),
+                                pc: 0.0,
+                                rotate: false,
+                                cols: [col(0), col(1)],
+                                nu: two.len(),
+                                rep: None,
+                                distinct: 0,
+                                base: 0,
+                            };
+                            update::apply(g, &mut [], &upd);
+                        }
+                        match update::argmin(g) {
+                            (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                            (v, k) => (v, r0 + k),
+                        }
+                    })
+                    .collect_into_vec(&mut self.chunk_min);
+            }
+            Some(gr) => {
+                let dd = self.distinct.as_ref().expect("groups have distinct rows");
+                let n = dd.n;
+                let js: Vec<usize> = cols.iter().map(|c| c.0).filter(|&j| j < m).collect();
+                gr.touch_rows(&js);
+                let hptr = SendPtr(gr.h.as_mut_ptr());
+                let (grr, ptrs) = (&*gr, &ptrs);
+                (0..n.div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let r0 = c * CHUNK;
+                        let len = CHUNK.min(n - r0);
+                        let (k0, k1) = (grr.by_rep[r0] as usize, grr.by_rep[r0 + len] as usize);
+                        // SAFETY: the groups of distinct rows r0..r0+len belong to this chunk.
+                        let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
+                        for (k, two) in ptrs.chunks(2).enumerate() {
+                            let col = |u: usize| -> (&[T], f64) {
+                                match two.get(u) {
+                                    Some(&(p, c)) => {
+                                        (unsafe { std::slice::from_raw_parts(p.at(r0), len) }, c)
+                                    }
+                                    None => (&[], 0.0),
+                                }
+                            };
+                            let upd = ChunkUpdate {
+                                scale: pairs(k == 0),
+                                pc: 0.0,
+                                rotate: false,
+                                cols: [col(0), col(1)],
+                                nu: two.len(),
+                                rep: Some(&grr.signed[k0..k1]),
+                                distinct: len,
+                                base: r0 as u32,
+                            };
+                            update::apply(h, &mut [], &upd);
+                        }
+                        let min = update::min_open(h, &grr.closed[k0..k1]);
+                        grr.chunk_row(k0, h, min)
+                    })
+                    .collect_into_vec(&mut self.chunk_min);
+                // The touched rows' own entries, in column order as updates by pairs add them.
+                let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
+                let terms: Vec<(usize, f64, f64, f64, &[T])> = cols
+                    .iter()
+                    .zip(slots)
+                    .map(|(&(j, c), &s)| {
+                        let (yj, inv_c) = if j < m {
+                            (y[j], self.prob.inv_c(j))
+                        } else {
+                            (self.guests[j - m].y, 0.0)
+                        };
+                        (j, c, yj, inv_c, cache.data(s))
+                    })
+                    .collect();
+                let gr = self.groups.as_mut().expect("groups");
+                gr.update_touched_many(scale, terms.len(), |i, u| {
+                    let (j, c, yj, inv_c, col) = terms[u];
+                    let mut q = y[i] * yj * col[rep[i] as usize].to_f64();
+                    if i == j {
+                        q += inv_c;
+                    }
+                    c * q
+                });
+                self.chunk_min.push(gr.touched_min());
+            }
+        }
+        self.ptr_buf = ptrs;
+        self.min_valid = true;
+        self.stats.updates += cols.len().div_ceil(2) as u64;
+    }
+
     /// Makes column j resident; returns its slot and whether it must be computed.
     fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
         let (slot, hit) = self.cache.get_or_assign(j, pinned);
@@ -861,25 +1042,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             self.compute_only(&[(slot, j, 0)]);
             self.fresh = key;
         }
-        let col = self.cache.data(slot);
-        match &self.distinct {
-            None => {
-                for (o, &i) in out.iter_mut().zip(idx) {
-                    *o = col[i].to_f64();
-                }
-            }
-            Some(dd) => {
-                let y = &self.prob.y;
-                let yj = self.point(j).2;
-                for (o, &i) in out.iter_mut().zip(idx) {
-                    let mut q = y[i] * yj * col[dd.rep[i] as usize].to_f64();
-                    if i == j {
-                        q += self.prob.inv_c(i);
-                    }
-                    *o = q;
-                }
-            }
-        }
+        self.read_entries(slot, j, idx, out);
         Ok(())
     }
 
@@ -889,6 +1052,53 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        if cols.len() <= 2 {
+            return super::update_by_pairs(self, scale, cols);
+        }
+        let js: Vec<usize> = cols.iter().map(|c| c.0).collect();
+        let mut slots = std::mem::take(&mut self.slot_buf);
+        let done = match self.resident(&js, &mut slots) {
+            Some(()) => {
+                self.update_resident(scale, cols, &slots);
+                Ok(())
+            }
+            None => super::update_by_pairs(self, scale, cols),
+        };
+        self.slot_buf = slots;
+        done
+    }
+
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let gv = self.grad();
+        out.clear();
+        out.extend((0..self.prob.len()).map(|i| (gv.g(i), i)));
+        super::select_lowest(out, k);
+        Ok(())
+    }
+
+    fn block(&mut self, w: &[usize], out: &mut [f64]) -> Result<usize> {
+        let n = w.len();
+        let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
+        self.stats.cache_hits += held as u64;
+        let mut slots = std::mem::take(&mut self.slot_buf);
+        if self.resident(w, &mut slots).is_some() {
+            for (k, (&j, &slot)) in w.iter().zip(&slots).enumerate() {
+                self.read_entries(slot, j, w, &mut out[k * n..(k + 1) * n]);
+            }
+        } else {
+            for (k, &j) in w.iter().enumerate() {
+                self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+            }
+        }
+        self.slot_buf = slots;
+        Ok(held)
+    }
+
+    fn column_capacity(&self) -> usize {
+        self.cache.capacity()
     }
 
     fn fill_marks(&mut self, mk: u8) -> Result<()> {

@@ -263,6 +263,35 @@ impl Groups {
         }
     }
 
+    /// g ← scale·g + Σ_u term(i, u) on the touched rows for `n` columns, added in column
+    /// order: the numbers [`update_touched`](Self::update_touched) gives applied pair by pair
+    /// (g⁻ unchanged), in one parallel pass over the rows.
+    pub fn update_touched_many(
+        &mut self,
+        scale: f64,
+        n: usize,
+        term: impl Fn(usize, usize) -> f64 + Sync,
+    ) {
+        use rayon::prelude::*;
+        let t = &self.t;
+        let new: Vec<f64> = self
+            .touched
+            .par_iter()
+            .with_min_len(256)
+            .map(|&i| {
+                let i = i as usize;
+                let mut v = scale * t[i];
+                for u in 0..n {
+                    v += term(i, u);
+                }
+                v
+            })
+            .collect();
+        for (&i, v) in self.touched.iter().zip(new) {
+            self.t[i as usize] = v;
+        }
+    }
+
     /// (min g, lowest row holding it) over the touched rows; (∞, usize::MAX) when none is
     /// below +∞.
     pub fn touched_min(&self) -> (f64, usize) {

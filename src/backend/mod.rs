@@ -395,32 +395,42 @@ pub trait Backend {
     }
 
     /// g ← scale·g + Σ_k c_k·Q[:, j_k] for any number of columns (CVM's flush of an inner
-    /// solve, SimpleSVM's change of α over its free set). The default applies them two at a
-    /// time through [`update`](Self::update).
+    /// solve, SimpleSVM's change of α over its free set, the working-set solver's Δα_W). The
+    /// default applies them two at a time through [`update`](Self::update).
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        if cols.is_empty() {
-            if scale != 1.0 {
-                self.update(&Update {
-                    scale,
-                    cols: [None, None],
-                    prev_coef: 0.0,
-                    rotate: false,
-                })?;
-            }
-            return Ok(());
-        }
-        let mut first = true;
-        for pair in cols.chunks(2) {
-            let sc = if first { scale } else { 1.0 };
-            first = false;
-            let u = match *pair {
-                [(i, a), (j, b)] => Update::two(sc, i, a, j, b),
-                [(i, a)] => Update::one(sc, i, a),
-                _ => unreachable!("chunks of two"),
-            };
-            self.update(&u)?;
-        }
+        update_by_pairs(self, scale, cols)
+    }
+
+    /// The `k` smallest gradient entries as (g_i, i), ascending (the lower point first on
+    /// ties): the toward candidates of a working set. The default gathers all of g.
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let m = self.len();
+        let all: Vec<usize> = (0..m).collect();
+        let mut g = vec![0.0; m];
+        self.gather(&all, &mut g)?;
+        out.clear();
+        out.extend(g.into_iter().zip(all));
+        select_lowest(out, k);
         Ok(())
+    }
+
+    /// The kernel block Q[w, w] of a working set into `out` (row-major, |w|² entries), the
+    /// columns of `w` computed in batched passes over the data and kept for the
+    /// [`update_many`](Self::update_many) that follows. Returns how many of the columns were
+    /// already held (cache hits). The default prefetches and reads column by column.
+    fn block(&mut self, w: &[usize], out: &mut [f64]) -> Result<usize> {
+        let n = w.len();
+        self.prefetch_columns(w)?;
+        for (k, &j) in w.iter().enumerate() {
+            self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+        }
+        Ok(0)
+    }
+
+    /// How many columns this backend can hold at once (a working set's block must fit);
+    /// unbounded by default.
+    fn column_capacity(&self) -> usize {
+        usize::MAX
     }
 
     /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].
@@ -445,6 +455,51 @@ pub trait Backend {
         self.fill_marks(mark::NONE)?;
         Ok(MarkedReduction::EMPTY)
     }
+}
+
+/// Keeps the `k` smallest (value, index) pairs of `v`, ascending (lower index first on ties).
+pub fn select_lowest(v: &mut Vec<(f64, usize)>, k: usize) {
+    let cmp = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if k == 0 {
+        v.clear();
+        return;
+    }
+    if v.len() > k {
+        v.select_nth_unstable_by(k - 1, cmp);
+        v.truncate(k);
+    }
+    v.sort_unstable_by(cmp);
+}
+
+/// [`Backend::update_many`] as updates of two columns each.
+pub fn update_by_pairs<B: Backend + ?Sized>(
+    be: &mut B,
+    scale: f64,
+    cols: &[(usize, f64)],
+) -> Result<()> {
+    if cols.is_empty() {
+        if scale != 1.0 {
+            be.update(&Update {
+                scale,
+                cols: [None, None],
+                prev_coef: 0.0,
+                rotate: false,
+            })?;
+        }
+        return Ok(());
+    }
+    let mut first = true;
+    for pair in cols.chunks(2) {
+        let sc = if first { scale } else { 1.0 };
+        first = false;
+        let u = match *pair {
+            [(i, a), (j, b)] => Update::two(sc, i, a, j, b),
+            [(i, a)] => Update::one(sc, i, a),
+            _ => unreachable!("chunks of two"),
+        };
+        be.update(&u)?;
+    }
+    Ok(())
 }
 
 /// Where training runs: what `--backend` resolved to.

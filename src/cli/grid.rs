@@ -413,6 +413,7 @@ fn point_params(base: &TrainParams, lc: f64, lg: Option<f64>) -> TrainParams {
 pub fn run(a: GridArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
     if super::train::launched_by_mpirun() {
+        a.opts.refuse_ws_over_ranks()?;
         return run_distributed(a);
     }
     super::train::refuse_mpirun_without_mpi("grid")?;

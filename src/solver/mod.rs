@@ -22,6 +22,7 @@ pub mod stepper;
 pub mod steps;
 pub mod swap;
 pub mod swap2;
+pub mod ws;
 
 use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, Reduction};
@@ -43,9 +44,12 @@ pub enum Algorithm {
     Swap,
     /// SWAP with the second-order choice of the away vertex.
     Swap2,
-    /// PARTAN-accelerated FW.
+    /// PARTAN-accelerated FW (the library's default: the papers' method and settings).
     #[default]
     Partan,
+    /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration
+    /// (the command line's default in one process).
+    Ws,
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
     /// Sparse re-weighted FW (active/inactive vectors, pairwise steps).
@@ -68,12 +72,13 @@ impl Algorithm {
     ];
 
     /// Every algorithm.
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 9] = [
         Algorithm::Fw,
         Algorithm::Mfw,
         Algorithm::Swap,
         Algorithm::Swap2,
         Algorithm::Partan,
+        Algorithm::Ws,
         Algorithm::Cvm,
         Algorithm::SparseFw,
         Algorithm::SimpleSvm,
@@ -87,6 +92,7 @@ impl Algorithm {
             Algorithm::Swap => "swap",
             Algorithm::Swap2 => "swap2",
             Algorithm::Partan => "partan",
+            Algorithm::Ws => "ws",
             Algorithm::Cvm => "cvm",
             Algorithm::SparseFw => "sparse-fw",
             Algorithm::SimpleSvm => "simplesvm",
@@ -107,6 +113,7 @@ impl Algorithm {
             Algorithm::Swap => Box::new(swap::Swap),
             Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
             Algorithm::Partan => Box::new(partan::Partan::default()),
+            Algorithm::Ws => Box::new(ws::WorkingSet::new(params)),
             Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
             Algorithm::SparseFw => Box::new(sparse::SparseFw::new(params)),
             Algorithm::SimpleSvm => return None,
@@ -150,7 +157,7 @@ impl FromStr for Algorithm {
             .find(|a| a.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown algorithm `{s}` (expected fw, mfw, swap, swap2, partan, cvm, \
+                    "unknown algorithm `{s}` (expected ws, fw, mfw, swap, swap2, partan, cvm, \
                      sparse-fw or simplesvm)"
                 )
             })
@@ -213,6 +220,8 @@ pub struct SolverParams {
     pub stop: StopRule,
     /// SimpleSVM's violator rule and linear solver.
     pub simple: simple_svm::SimpleParams,
+    /// The working-set solver's |W| (0: the automatic rule of [`ws`]).
+    pub ws_size: usize,
 }
 
 impl Default for SolverParams {
@@ -228,6 +237,7 @@ impl Default for SolverParams {
             certify: true,
             stop: StopRule::Gap,
             simple: Default::default(),
+            ws_size: 0,
         }
     }
 }
@@ -263,6 +273,8 @@ pub enum StepKind {
     Swap,
     /// Pairwise step that removed its away vertex.
     SwapDrop,
+    /// Working set: SWAP-2o steps on a block of batched columns (size: how many).
+    Block,
     /// FW step followed by a PARTAN step.
     Partan,
     /// SimpleSVM: a violator joined the free set and the KKT system was solved (size: how
@@ -279,6 +291,7 @@ impl StepKind {
             StepKind::Drop => "drop",
             StepKind::Swap => "swap",
             StepKind::SwapDrop => "swap-drop",
+            StepKind::Block => "block",
             StepKind::Partan => "partan",
             StepKind::Core => "core",
             StepKind::Activate => "activate",
