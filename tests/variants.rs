@@ -27,7 +27,10 @@ fn every_variant_reaches_the_reference_optimum() {
             assert!(support < prob.len(), "{name}: the optimum should be sparse");
             sparse_optima += 1;
         }
-        for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+        for alg in Algorithm::FW
+            .into_iter()
+            .chain([Algorithm::Cvm, Algorithm::Ws])
+        {
             // FW and PARTAN are O(1/k) in the gap when the optimum is sparse (paper 004, §4 and
             // Table 3): there they are held to 1e-5; everything else to 1e-8.
             let sublinear = !interior && matches!(alg, Algorithm::Fw | Algorithm::Partan);
@@ -183,7 +186,10 @@ fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
         .flat_map(|i| (0..m).map(move |j| (i, j)))
         .any(|(i, j)| prob.q(i, i) + prob.q(j, j) - 2.0 * prob.q(i, j) < -1e-3);
     assert!(negative, "the test problem should be indefinite");
-    for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+    for alg in Algorithm::FW
+        .into_iter()
+        .chain([Algorithm::Cvm, Algorithm::Ws])
+    {
         // FW and PARTAN are sublinear near a sparse stationary point, as in the convex case.
         let eps = if matches!(alg, Algorithm::Fw | Algorithm::Partan) {
             1e-5

@@ -21,6 +21,10 @@ pub enum GenCommand {
         /// Squares per side K.
         #[arg(long, default_value_t = 4, value_parser = super::common::parse_count::<u32>)]
         board: u32,
+        /// Flip each label with this probability (0 to 0.5): label noise makes the problem
+        /// non-separable, with a support that grows with the rows.
+        #[arg(long, default_value_t = 0.0)]
+        noise: f64,
         /// Output file (written atomically).
         out: PathBuf,
     },
@@ -33,8 +37,14 @@ pub fn run(c: GenCommand) -> Result<()> {
             rows,
             seed,
             board,
+            noise,
             out,
         } => {
+            if !(0.0..=0.5).contains(&noise) {
+                return Err(Error::param(format!(
+                    "--noise must be between 0 and 0.5, got {noise}"
+                )));
+            }
             if rows == 0 {
                 return Err(Error::param("--rows must be at least 1".into()));
             }
@@ -43,7 +53,7 @@ pub fn run(c: GenCommand) -> Result<()> {
                     "--board must be between 1 and 1048576, got {board}"
                 )));
             }
-            write_output(&out, |w| write_checkerboard(w, rows, board, seed))
+            write_output(&out, |w| write_checkerboard(w, rows, board, seed, noise))
         }
     }
 }

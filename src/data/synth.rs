@@ -17,11 +17,24 @@ pub fn checkerboard_point(r: &mut SplitMix64, board: u32) -> (i8, f32, f32) {
     (if even { 1 } else { -1 }, x, y)
 }
 
-/// Writes `rows` checkerboard points in LIBSVM format (`+1 1:x 2:y`, 7 significant digits).
-pub fn write_checkerboard<W: Write>(w: &mut W, rows: u64, board: u32, seed: u64) -> io::Result<()> {
+/// Writes `rows` checkerboard points in LIBSVM format (`+1 1:x 2:y`, 7 significant digits),
+/// each label flipped with probability `noise` (label noise: a non-separable problem whose
+/// support grows with m). The flips draw from a stream of their own, so the points are those
+/// of `noise` = 0 whatever the noise.
+pub fn write_checkerboard<W: Write>(
+    w: &mut W,
+    rows: u64,
+    board: u32,
+    seed: u64,
+    noise: f64,
+) -> io::Result<()> {
     let mut r = SplitMix64::new(seed ^ 0xC4EC_8B0A_12D5_0001);
+    let mut flips = SplitMix64::new(seed ^ 0x5EED_F11B_0000_0002);
     for _ in 0..rows {
-        let (label, x, y) = checkerboard_point(&mut r, board);
+        let (mut label, x, y) = checkerboard_point(&mut r, board);
+        if noise > 0.0 && flips.next_f64() < noise {
+            label = -label;
+        }
         // Rust prints the shortest text that reads back as the same f32.
         writeln!(w, "{} 1:{x} 2:{y}", if label > 0 { "+1" } else { "-1" })?;
     }
@@ -53,7 +66,7 @@ mod tests {
     fn in_memory_rows_equal_the_written_file() {
         let ds = checkerboard(50, 4, 3);
         let mut text = Vec::new();
-        write_checkerboard(&mut text, 50, 4, 3).unwrap();
+        write_checkerboard(&mut text, 50, 4, 3, 0.0).unwrap();
         let text = String::from_utf8(text).unwrap();
         for (i, line) in text.lines().enumerate() {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -70,11 +83,11 @@ mod tests {
     #[test]
     fn labels_follow_the_board_and_the_seed() {
         let mut a = Vec::new();
-        write_checkerboard(&mut a, 2000, 4, 7).unwrap();
+        write_checkerboard(&mut a, 2000, 4, 7, 0.0).unwrap();
         let mut b = Vec::new();
-        write_checkerboard(&mut b, 2000, 4, 7).unwrap();
+        write_checkerboard(&mut b, 2000, 4, 7, 0.0).unwrap();
         let mut c = Vec::new();
-        write_checkerboard(&mut c, 2000, 4, 8).unwrap();
+        write_checkerboard(&mut c, 2000, 4, 8, 0.0).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
         let text = String::from_utf8(a).unwrap();
@@ -91,5 +104,22 @@ mod tests {
         assert_eq!(text.lines().count(), 2000);
         // Balanced to within 4 standard deviations (σ = √(2000/4) ≈ 22).
         assert!((pos as i64 - 1000).abs() < 90, "{pos} positives");
+    }
+
+    #[test]
+    fn noise_flips_labels_of_the_same_points() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        write_checkerboard(&mut a, 20_000, 4, 5, 0.0).unwrap();
+        write_checkerboard(&mut b, 20_000, 4, 5, 0.2).unwrap();
+        let (a, b) = (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+        let mut flipped = 0;
+        for (la, lb) in a.lines().zip(b.lines()) {
+            let (ya, xa) = la.split_once(' ').unwrap();
+            let (yb, xb) = lb.split_once(' ').unwrap();
+            assert_eq!(xa, xb, "the points must not move");
+            flipped += usize::from(ya != yb);
+        }
+        // 20,000 × 0.2 = 4,000 flips expected (σ ≈ 57).
+        assert!((3700..4300).contains(&flipped), "{flipped} labels flipped");
     }
 }
