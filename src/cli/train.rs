@@ -119,7 +119,7 @@ pub struct TrainOpts {
 
     /// The solver: a Frank–Wolfe variant, the Core Vector Machine, sparse re-weighted FW, or
     /// SimpleSVM for LIBSVM's C-SVM.
-    /// [default: ws; partan under mpirun]
+    /// [default: partan]
     #[arg(help_heading = STOPPING, short = 'a', long, value_enum)]
     algorithm: Option<Algorithm>,
     /// Stop when the duality gap is at most eps.
@@ -252,14 +252,10 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// The solver: `-a`, or ws in one process and partan under mpirun (where ws does not run
-    /// yet).
+    /// The solver: `-a`, or partan. (ws is to become the default in one process once the
+    /// whole suite has run with it; it does not run under mpirun yet.)
     pub fn algorithm(&self) -> Algorithm {
-        match self.algorithm {
-            Some(a) => a,
-            None if launched_by_mpirun() => Algorithm::Partan,
-            None => Algorithm::Ws,
-        }
+        self.algorithm.unwrap_or(Algorithm::Partan)
     }
 
     /// `--rel-eps`, or the algorithm's default ([`crate::solver::ws::REL_EPS`] for ws, 1 for

@@ -47,8 +47,7 @@ pub enum Algorithm {
     /// PARTAN-accelerated FW (the library's default: the papers' method and settings).
     #[default]
     Partan,
-    /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration
-    /// (the command line's default in one process).
+    /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration.
     Ws,
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
