@@ -246,17 +246,9 @@ impl TrainParams {
             algorithm: alg.name(),
         };
         let limited = matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm);
-        if self.sample > 0 && limited {
+        // ws chooses its working set from the whole gradient, which sampling does not keep.
+        if self.sample > 0 && (limited || alg == Algorithm::Ws) {
             return Err(unsupported("--sample").into());
-        }
-        if self.sample > 0 && alg == Algorithm::Ws {
-            // The working set is chosen from the whole gradient, which sampling does not keep.
-            return Err(ParamError::Unsupported {
-                option: "--sample",
-                supported: "fw, mfw, swap, swap2, partan, cvm and sparse-fw",
-                algorithm: alg.name(),
-            }
-            .into());
         }
         if self.one_class && limited {
             return Err(unsupported("one-class training (-s 2)").into());
