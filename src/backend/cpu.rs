@@ -120,6 +120,7 @@ pub struct CpuBackend<'a, T: Elem> {
     /// Cache slots of a batched update or block, and the columns' data and factors (kept
     /// between calls).
     slot_buf: Vec<usize>,
+    col_buf: Vec<usize>,
     ptr_buf: Vec<(SendPtr<T>, f64)>,
 }
 
@@ -233,6 +234,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             norms_ext: Vec::new(),
             y_ext: Vec::new(),
             slot_buf: Vec::new(),
+            col_buf: Vec::new(),
             ptr_buf: Vec::new(),
         }
     }
@@ -671,7 +673,6 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             };
             ptrs.push((SendPtr(self.cache.data_ptr(s)), c));
         }
-        let pairs = |first: bool| if first { scale } else { 1.0 };
         match self.groups.as_mut() {
             None => {
                 let gptr = SendPtr(self.g.as_mut_ptr());
@@ -683,27 +684,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         let n = CHUNK.min(m - r0);
                         // SAFETY: rows r0..r0+n of g belong to this chunk; columns are read.
                         let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
-                        for (k, two) in ptrs.chunks(2).enumerate() {
-                            let col = |u: usize| -> (&[T], f64) {
-                                match two.get(u) {
-                                    Some(&(p, c)) => {
-                                        (unsafe { std::slice::from_raw_parts(p.at(r0), n) }, c)
-                                    }
-                                    None => (&[], 0.0),
-                                }
-                            };
-                            let upd = ChunkUpdate {
-                                scale: pairs(k == 0),
-                                pc: 0.0,
-                                rotate: false,
-                                cols: [col(0), col(1)],
-                                nu: two.len(),
-                                rep: None,
-                                distinct: 0,
-                                base: 0,
-                            };
-                            update::apply(g, &mut [], &upd);
-                        }
+                        apply_by_pairs(g, ptrs, r0, n, scale, None);
                         match update::argmin(g) {
                             (_, usize::MAX) => (f64::INFINITY, usize::MAX),
                             (v, k) => (v, r0 + k),
@@ -714,8 +695,11 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             Some(gr) => {
                 let dd = self.distinct.as_ref().expect("groups have distinct rows");
                 let n = dd.n;
-                let js: Vec<usize> = cols.iter().map(|c| c.0).filter(|&j| j < m).collect();
-                gr.touch_rows(&js);
+                for &(j, _) in cols {
+                    if j < m {
+                        gr.touch_rows(&[j]);
+                    }
+                }
                 let hptr = SendPtr(gr.h.as_mut_ptr());
                 let (grr, ptrs) = (&*gr, &ptrs);
                 (0..n.div_ceil(CHUNK))
@@ -726,49 +710,24 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         let (k0, k1) = (grr.by_rep[r0] as usize, grr.by_rep[r0 + len] as usize);
                         // SAFETY: the groups of distinct rows r0..r0+len belong to this chunk.
                         let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
-                        for (k, two) in ptrs.chunks(2).enumerate() {
-                            let col = |u: usize| -> (&[T], f64) {
-                                match two.get(u) {
-                                    Some(&(p, c)) => {
-                                        (unsafe { std::slice::from_raw_parts(p.at(r0), len) }, c)
-                                    }
-                                    None => (&[], 0.0),
-                                }
-                            };
-                            let upd = ChunkUpdate {
-                                scale: pairs(k == 0),
-                                pc: 0.0,
-                                rotate: false,
-                                cols: [col(0), col(1)],
-                                nu: two.len(),
-                                rep: Some(&grr.signed[k0..k1]),
-                                distinct: len,
-                                base: r0 as u32,
-                            };
-                            update::apply(h, &mut [], &upd);
-                        }
+                        apply_by_pairs(h, ptrs, r0, len, scale, Some(&grr.signed[k0..k1]));
                         let min = update::min_open(h, &grr.closed[k0..k1]);
                         grr.chunk_row(k0, h, min)
                     })
                     .collect_into_vec(&mut self.chunk_min);
-                // The touched rows' own entries, in column order as updates by pairs add them.
-                let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
-                let terms: Vec<(usize, f64, f64, f64, &[T])> = cols
-                    .iter()
-                    .zip(slots)
-                    .map(|(&(j, c), &s)| {
-                        let (yj, inv_c) = if j < m {
-                            (y[j], self.prob.inv_c(j))
-                        } else {
-                            (self.guests[j - m].y, 0.0)
-                        };
-                        (j, c, yj, inv_c, cache.data(s))
-                    })
-                    .collect();
-                let gr = self.groups.as_mut().expect("groups");
-                gr.update_touched_many(scale, terms.len(), |i, u| {
-                    let (j, c, yj, inv_c, col) = terms[u];
-                    let mut q = y[i] * yj * col[rep[i] as usize].to_f64();
+                // The touched rows' own entries, in column order as updates by pairs add them
+                // (`pass_distinct`'s arithmetic: a_u·(y_i y_j k̃ + δ_ij/C_j)).
+                let (prob, guests, rep) = (self.prob, &self.guests, &dd.rep);
+                gr.update_touched_many(scale, cols.len(), |i, u| {
+                    let ((p, _), (j, c)) = (ptrs[u], cols[u]);
+                    let (yj, inv_c) = if j < m {
+                        (prob.y[j], prob.inv_c(j))
+                    } else {
+                        (guests[j - m].y, 0.0)
+                    };
+                    // SAFETY: a resident deduplicated column of n entries, only read.
+                    let col = unsafe { std::slice::from_raw_parts(p.at(0), n) };
+                    let mut q = prob.y[i] * yj * col[rep[i] as usize].to_f64();
                     if i == j {
                         q += inv_c;
                     }
@@ -846,6 +805,40 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             return (0, g0);
         }
         (best.1, best.0)
+    }
+}
+
+/// Applies the columns `ptrs` (rows r0..r0 + len of each, with their factors) to `h` two at a
+/// time with the arithmetic of one [`Backend::update`] per pair, the first pair scaling by
+/// `scale`; `rep` as in [`ChunkUpdate`] for deduplicated columns (then `h` holds the groups of
+/// distinct rows r0..r0 + len).
+fn apply_by_pairs<T: Elem>(
+    h: &mut [f64],
+    ptrs: &[(SendPtr<T>, f64)],
+    r0: usize,
+    len: usize,
+    scale: f64,
+    rep: Option<&[u32]>,
+) {
+    for (k, two) in ptrs.chunks(2).enumerate() {
+        let col = |u: usize| -> (&[T], f64) {
+            match two.get(u) {
+                // SAFETY: rows r0..r0 + len of a resident column, only read.
+                Some(&(p, c)) => (unsafe { std::slice::from_raw_parts(p.at(r0), len) }, c),
+                None => (&[], 0.0),
+            }
+        };
+        let upd = ChunkUpdate {
+            scale: if k == 0 { scale } else { 1.0 },
+            pc: 0.0,
+            rotate: false,
+            cols: [col(0), col(1)],
+            nu: two.len(),
+            rep,
+            distinct: if rep.is_some() { len } else { 0 },
+            base: if rep.is_some() { r0 as u32 } else { 0 },
+        };
+        update::apply(h, &mut [], &upd);
     }
 }
 
@@ -1058,7 +1051,9 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         if cols.len() <= 2 {
             return super::update_by_pairs(self, scale, cols);
         }
-        let js: Vec<usize> = cols.iter().map(|c| c.0).collect();
+        let mut js = std::mem::take(&mut self.col_buf);
+        js.clear();
+        js.extend(cols.iter().map(|c| c.0));
         let mut slots = std::mem::take(&mut self.slot_buf);
         let done = match self.resident(&js, &mut slots) {
             Some(()) => {
@@ -1068,6 +1063,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             None => super::update_by_pairs(self, scale, cols),
         };
         self.slot_buf = slots;
+        self.col_buf = js;
         done
     }
 

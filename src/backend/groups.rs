@@ -51,6 +51,8 @@ pub struct Groups {
     /// The touched rows, in the order they were touched.
     touched: Vec<u32>,
     is_touched: Vec<bool>,
+    /// The touched rows' new g of [`Groups::update_touched_many`] (kept between calls).
+    scratch: Vec<f64>,
 }
 
 impl Groups {
@@ -108,6 +110,7 @@ impl Groups {
             tp: Vec::new(),
             touched: Vec::new(),
             is_touched: vec![false; m],
+            scratch: Vec::new(),
         };
         g.untouch_all();
         g
@@ -274,8 +277,7 @@ impl Groups {
     ) {
         use rayon::prelude::*;
         let t = &self.t;
-        let new: Vec<f64> = self
-            .touched
+        self.touched
             .par_iter()
             .with_min_len(256)
             .map(|&i| {
@@ -286,8 +288,8 @@ impl Groups {
                 }
                 v
             })
-            .collect();
-        for (&i, v) in self.touched.iter().zip(new) {
+            .collect_into_vec(&mut self.scratch);
+        for (&i, &v) in self.touched.iter().zip(&self.scratch) {
             self.t[i as usize] = v;
         }
     }

@@ -51,8 +51,9 @@ pub struct WorkingSet {
     fixed: usize,
     eps: f64,
     rel_eps: f64,
-    /// Current W (points).
+    /// Current W (points), and the previous one's buffer.
     w: Vec<usize>,
+    prev: Vec<usize>,
     /// Membership marks of the points (m bytes).
     mark: Vec<bool>,
     qww: Vec<f64>,
@@ -76,6 +77,7 @@ impl WorkingSet {
             eps: params.eps,
             rel_eps: params.rel_eps,
             w: Vec::new(),
+            prev: Vec::new(),
             mark: Vec::new(),
             qww: Vec::new(),
             gw: Vec::new(),
@@ -110,8 +112,9 @@ impl WorkingSet {
         for &i in &self.w {
             self.mark[i] = false;
         }
-        let old = std::mem::take(&mut self.w);
-        let mut w = Vec::with_capacity(q);
+        std::mem::swap(&mut self.w, &mut self.prev);
+        let (old, mut w) = (&self.prev, std::mem::take(&mut self.w));
+        w.clear();
         let take = |i: usize, w: &mut Vec<usize>, mark: &mut [bool]| {
             if w.len() < q && i < m && !mark[i] {
                 mark[i] = true;
