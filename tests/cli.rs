@@ -762,7 +762,7 @@ fn grid_search_and_resume() {
         full.lines()
             .nth(1)
             .unwrap()
-            .starts_with("# settings: algorithm=partan"),
+            .starts_with("# settings: algorithm=ws"),
         "{full}"
     );
     let text = std::fs::read_to_string(&svg).unwrap();

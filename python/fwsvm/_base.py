@@ -161,7 +161,8 @@ def common_options(est, X):
     """The options both estimators pass to the native trainer."""
     return {
         "C": float(est.C), "kernel": est.kernel, "gamma": gamma_value(est, X),
-        "tol": float(est.tol), "rel_tol": float(est.rel_tol), "max_iter": int(est.max_iter),
+        "tol": float(est.tol), "max_iter": int(est.max_iter),
+        "rel_tol": None if est.rel_tol is None else float(est.rel_tol),
         "random_state": None if est.random_state is None else int(est.random_state),
         "time_limit": None if est.time_limit is None else float(est.time_limit),
         "algorithm": est.algorithm, "sample": int(est.sample),

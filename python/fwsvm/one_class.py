@@ -31,8 +31,8 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
                "random_state") + FWSVM_PARAMS
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", tol=1e-4, cache_size=1024,
-                 verbose=False, max_iter=-1, random_state=None, algorithm="partan",
-                 rel_tol=1.0, sample=0, time_limit=None, backend="auto", device=None,
+                 verbose=False, max_iter=-1, random_state=None, algorithm="ws",
+                 rel_tol=None, sample=0, time_limit=None, backend="auto", device=None,
                  precision=None, n_jobs=None):
         self.C = C
         self.kernel = kernel

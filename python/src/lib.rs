@@ -128,9 +128,6 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(e) = opt::<f64>(opts, "tol")? {
         p.solver.eps = e;
     }
-    if let Some(e) = opt::<f64>(opts, "rel_tol")? {
-        p.solver.rel_eps = e;
-    }
     if let Some(n) = opt::<i64>(opts, "max_iter")?
         && n > 0
     {
@@ -142,9 +139,14 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(t) = opt::<f64>(opts, "time_limit")? {
         p.solver.time_limit = Some(std::time::Duration::from_secs_f64(t));
     }
-    if let Some(a) = opt::<String>(opts, "algorithm")? {
-        p.solver.algorithm = a.parse().map_err(PyValueError::new_err)?;
-    }
+    p.solver.algorithm = match opt::<String>(opts, "algorithm")? {
+        Some(a) => a.parse().map_err(PyValueError::new_err)?,
+        None => fwsvm::solver::Algorithm::Ws,
+    };
+    p.solver.rel_eps = match opt::<f64>(opts, "rel_tol")? {
+        Some(e) => e,
+        None => p.solver.algorithm.default_rel_eps(),
+    };
     if let Some(s) = opt::<usize>(opts, "sample")? {
         p.sample = s;
     }

@@ -119,7 +119,7 @@ pub struct TrainOpts {
 
     /// The solver: a Frank–Wolfe variant, the Core Vector Machine, sparse re-weighted FW, or
     /// SimpleSVM for LIBSVM's C-SVM.
-    /// [default: partan]
+    /// [default: ws; partan under mpirun]
     #[arg(help_heading = STOPPING, short = 'a', long, value_enum)]
     algorithm: Option<Algorithm>,
     /// Stop when the duality gap is at most eps.
@@ -252,20 +252,20 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// The solver: `-a`, or partan. (ws is to become the default in one process once the
-    /// whole suite has run with it; it does not run under mpirun yet.)
+    /// The solver: `-a`, or ws in one process and partan under mpirun (where ws does not run
+    /// yet).
     pub fn algorithm(&self) -> Algorithm {
-        self.algorithm.unwrap_or(Algorithm::Partan)
+        match self.algorithm {
+            Some(a) => a,
+            None if launched_by_mpirun() => Algorithm::Partan,
+            None => Algorithm::Ws,
+        }
     }
 
-    /// `--rel-eps`, or the algorithm's default ([`crate::solver::ws::REL_EPS`] for ws, 1 for
-    /// the others).
+    /// `--rel-eps`, or the algorithm's default ([`Algorithm::default_rel_eps`]).
     pub fn rel_eps(&self) -> f64 {
-        match self.rel_eps {
-            Some(r) => r,
-            None if self.algorithm() == Algorithm::Ws => crate::solver::ws::REL_EPS,
-            None => 1.0,
-        }
+        self.rel_eps
+            .unwrap_or_else(|| self.algorithm().default_rel_eps())
     }
 
     /// `--precision`, or the algorithm's default.

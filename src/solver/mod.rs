@@ -47,7 +47,8 @@ pub enum Algorithm {
     /// PARTAN-accelerated FW (the library's default: the papers' method and settings).
     #[default]
     Partan,
-    /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration.
+    /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration
+    /// (the command line's and the Python package's default in one process).
     Ws,
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
@@ -95,6 +96,16 @@ impl Algorithm {
             Algorithm::Cvm => "cvm",
             Algorithm::SparseFw => "sparse-fw",
             Algorithm::SimpleSvm => "simplesvm",
+        }
+    }
+
+    /// The relative gap the command line and the Python package stop at when `--rel-eps`
+    /// (`rel_tol`) is not given: [`ws::REL_EPS`] for ws, 1 for the others (no training point
+    /// with a negative margin).
+    pub fn default_rel_eps(&self) -> f64 {
+        match self {
+            Algorithm::Ws => ws::REL_EPS,
+            _ => 1.0,
         }
     }
 
