@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""fwsvm against LIBSVM on the four sets of the performance table, side by side, in one run.
+"""fwsvm against LIBSVM and Intel's oneDAL SVC on the four sets of the performance table, side
+by side, in one run.
 
     .venv/bin/python benches/peers.py [--sets ijcnn1,w8a,a9a,kdd99] [--repeats 1]
-        [--fwsvm-args "..."] [--out bench-peers] [--no-libsvm]
+        [--fwsvm-args "..."] [--out bench-peers] [--no-libsvm] [--no-onedal] [--no-reference]
 
-Both tools get the same RBF γ and C per set (the table's), on the same training and test
+Every tool gets the same RBF γ and C per set (the table's), on the same training and test
 files:
 
 | set | C | γ | training / test |
@@ -22,6 +23,12 @@ files:
   converted before the clock starts, the clock around `svm_train` alone. libsvm-official is
   built with OpenMP: its kernel loops use every core unless OMP_NUM_THREADS says otherwise; the
   table records the thread counts both tools used.
+* oneDAL: `sklearnex.svm.SVC` (`pip install scikit-learn-intelex`; tol 1e-3, cache 1024 MB,
+  its default threads: every core), the clock around `fit` alone, dense arrays for the dense
+  sets (ijcnn1, kdd99) and CSR for the sparse ones. A row whose fit does not log "running
+  accelerated version" is refused (scikit-learn's own SVC would have run instead).
+* The reference: fwsvm's test accuracy at `--rel-eps 0.01` (the converged model), untimed.
+* The ratio is the fastest other tool's training time over fwsvm's whole process.
 
 Writes `peers.md` and `peers.csv` in --out and prints the Markdown table. The data files it
 derives (w8a split, KDD99 conversion) are cached in --work (default: target/peers-data).
@@ -147,6 +154,51 @@ def libsvm(train, test, c, gamma):
     return {"secs": secs, "svs": model.get_nr_sv(), "acc": acc}
 
 
+def onedal(train, test, c, gamma, dense):
+    """sklearnex's SVC: (seconds of fit, SVs, test accuracy); None with a message when the
+    package is missing or the fit did not run accelerated."""
+    import logging
+
+    try:
+        from sklearnex.svm import SVC
+    except ImportError:
+        print("oneDAL: scikit-learn-intelex is not installed (pip install scikit-learn-intelex)", file=sys.stderr)
+        return None
+    from sklearn.datasets import load_svmlight_files
+
+    X, y, Xt, yt = load_svmlight_files([train, test])
+    if dense:
+        X, Xt = X.toarray(), Xt.toarray()
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger("sklearnex")
+    keep = Keep()
+    logger.addHandler(keep)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        model = SVC(C=c, gamma=gamma, kernel="rbf", tol=1e-3, cache_size=1024)
+        t0 = time.perf_counter()
+        model.fit(X, y)
+        secs = time.perf_counter() - t0
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(old)
+    fit_lines = [l for l in lines if "fit" in l]
+    if not any("running accelerated version" in l for l in fit_lines):
+        print(f"oneDAL: the fit did not run accelerated ({fit_lines}); row left out", file=sys.stderr)
+        return None
+    acc = 100.0 * float((model.predict(Xt) == yt).mean())
+    return {"secs": secs, "svs": int(model.support_.shape[0]), "acc": acc}
+
+
+DENSE = {"ijcnn1", "kdd99"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", default="ijcnn1,w8a,a9a,kdd99")
@@ -154,7 +206,9 @@ def main():
     ap.add_argument("--fwsvm-args", default="", help="extra fwsvm train flags")
     ap.add_argument("--out", default="bench-peers")
     ap.add_argument("--work", default=os.path.join(ROOT, "target", "peers-data"))
-    ap.add_argument("--no-libsvm", action="store_true", help="fwsvm only (ratios left blank)")
+    ap.add_argument("--no-libsvm", action="store_true", help="no LIBSVM column")
+    ap.add_argument("--no-onedal", action="store_true", help="no oneDAL column")
+    ap.add_argument("--no-reference", action="store_true", help="no --rel-eps 0.01 accuracy")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = lambda *s: print(*s, file=sys.stderr, flush=True)
@@ -169,31 +223,42 @@ def main():
         l = None if a.no_libsvm else libsvm(train, test, c, gamma)
         if l:
             log(f"{name}: LIBSVM {l['secs']:.2f} s, {l['acc']:.2f} %")
-        rows.append((name, c, gamma, f, l))
-    head = "| set (C, γ) | fwsvm wall s (solver + certify) | certify / solver | LIBSVM train s | ratio | fwsvm iterations, SVs | LIBSVM SVs | accuracy fwsvm / LIBSVM |"
+        o = None if a.no_onedal else onedal(train, test, c, gamma, name in DENSE)
+        if o:
+            log(f"{name}: oneDAL {o['secs']:.2f} s, {o['acc']:.2f} %")
+        ref = None
+        if not a.no_reference:
+            ref = fwsvm(train, test, c, gamma, a.fwsvm_args.split() + ["--rel-eps", "0.01"])["acc"]
+            log(f"{name}: fwsvm at --rel-eps 0.01: {ref:.3f} %")
+        rows.append((name, c, gamma, f, l, o, ref))
+    dash = "–"
+    head = "| set (C, γ) | fwsvm wall s (solver + certify), acc % | fwsvm at --rel-eps 0.01: acc % | LIBSVM: train s, acc % | oneDAL: train s, acc % | fastest other / fwsvm | fwsvm iterations, SVs | LIBSVM / oneDAL SVs |"
     md = [
-        f"fwsvm {' '.join(['train'] + a.fwsvm_args.split())} ({rows[0][3]['threads'] if rows else '?'} threads), whole process; LIBSVM libsvm-official svm_train alone ({omp}).",
+        f"fwsvm {' '.join(['train'] + a.fwsvm_args.split())} ({rows[0][3]['threads'] if rows else '?'} threads), whole process; LIBSVM libsvm-official svm_train alone ({omp}); oneDAL sklearnex SVC.fit alone.",
         "",
         head,
         "|---|---|---|---|---|---|---|---|",
     ]
     with open(os.path.join(a.out, "peers.csv"), "w", newline="") as fcsv:
         w = csv.writer(fcsv)
-        w.writerow(["set", "C", "gamma", "fwsvm_wall_s", "fwsvm_solver_s", "fwsvm_certify_s", "fwsvm_iterations", "fwsvm_svs", "fwsvm_acc", "libsvm_s", "libsvm_svs", "libsvm_acc", "ratio"])
-        for name, c, gamma, f, l in rows:
-            ratio = l["secs"] / f["wall"] if l else None
+        w.writerow(["set", "C", "gamma", "fwsvm_wall_s", "fwsvm_solver_s", "fwsvm_certify_s", "fwsvm_iterations", "fwsvm_svs", "fwsvm_acc", "fwsvm_ref_acc", "libsvm_s", "libsvm_svs", "libsvm_acc", "onedal_s", "onedal_svs", "onedal_acc", "ratio"])
+        for name, c, gamma, f, l, o, ref in rows:
+            others = [t["secs"] for t in (l, o) if t]
+            ratio = min(others) / f["wall"] if others else None
+            tool = lambda t: f"{t['secs']:.2f}, {t['acc']:.2f}" if t else dash
             cells = [
                 f"{name} ({c:g}, {gamma:g})",
-                f"{f['wall']:.2f} ({f['solver']:.2f} + {f['certify']:.2f})",
-                f"{100 * f['certify'] / f['solver']:.0f} %",
-                f"{l['secs']:.2f}" if l else "–",
-                f"{ratio:.1f}×" if l else "–",
+                f"{f['wall']:.2f} ({f['solver']:.2f} + {f['certify']:.2f}), {f['acc']:.2f}",
+                f"{ref:.2f}" if ref is not None else dash,
+                tool(l),
+                tool(o),
+                f"{ratio:.2f}×" if ratio else dash,
                 f"{f['iterations']:,}, {f['svs']:,}",
-                f"{l['svs']:,}" if l else "–",
-                f"{f['acc']:.2f} / {l['acc']:.2f}" if l else f"{f['acc']:.2f} / –",
+                f"{l['svs'] if l else dash} / {o['svs'] if o else dash}",
             ]
             md.append("| " + " | ".join(cells) + " |")
-            w.writerow([name, c, gamma, f"{f['wall']:.3f}", f["solver"], f["certify"], f["iterations"], f["svs"], f["acc"], f"{l['secs']:.3f}" if l else "", l["svs"] if l else "", l["acc"] if l else "", f"{ratio:.3f}" if ratio else ""])
+            cell = lambda t, k: t[k] if t else ""
+            w.writerow([name, c, gamma, f"{f['wall']:.3f}", f["solver"], f["certify"], f["iterations"], f["svs"], f["acc"], ref if ref is not None else "", cell(l, "secs"), cell(l, "svs"), cell(l, "acc"), cell(o, "secs"), cell(o, "svs"), cell(o, "acc"), f"{ratio:.3f}" if ratio else ""])
     text = "\n".join(md) + "\n"
     with open(os.path.join(a.out, "peers.md"), "w") as fmd:
         fmd.write(text)

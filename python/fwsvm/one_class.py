@@ -31,7 +31,7 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
                "random_state") + FWSVM_PARAMS
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", tol=1e-4, cache_size=1024,
-                 verbose=False, max_iter=-1, random_state=None, algorithm="ws",
+                 verbose=False, max_iter=-1, random_state=None, algorithm=None,
                  rel_tol=None, sample=0, time_limit=None, backend="auto", device=None,
                  precision=None, n_jobs=None):
         self.C = C

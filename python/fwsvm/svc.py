@@ -52,9 +52,9 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
     random_state : int or None
         Seed of the randomized choices (sampled iterations, probability folds, γ 'fwsvm');
         None uses the library's fixed default seed, so fits repeat exactly.
-    algorithm : str, default='ws'
+    algorithm : str or None, default=None
         'ws' (working-set Frank–Wolfe), 'fw', 'mfw', 'swap', 'swap2', 'partan', 'cvm',
-        'sparse-fw' or 'simplesvm'.
+        'sparse-fw' or 'simplesvm'; None: 'ws', or 'partan' when ``sample`` > 0.
     rel_tol : float or None, default=None
         Also stop when the gap is at most ``rel_tol`` · |2f| (the command line's --rel-eps;
         None: 0.1 for 'ws', 1 for the others).
@@ -91,7 +91,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-4,
                  probability=False, cache_size=1024, class_weight=None, verbose=False,
                  max_iter=-1, decision_function_shape="ovr", random_state=None,
-                 algorithm="ws", rel_tol=None, sample=0,
+                 algorithm=None, rel_tol=None, sample=0,
                  time_limit=None, backend="auto", device=None, precision=None, n_jobs=None):
         self.C = C
         self.kernel = kernel

@@ -139,17 +139,19 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(t) = opt::<f64>(opts, "time_limit")? {
         p.solver.time_limit = Some(std::time::Duration::from_secs_f64(t));
     }
+    if let Some(s) = opt::<usize>(opts, "sample")? {
+        p.sample = s;
+    }
+    // None: ws, or partan for randomized iterations (ws chooses from the whole gradient).
     p.solver.algorithm = match opt::<String>(opts, "algorithm")? {
         Some(a) => a.parse().map_err(PyValueError::new_err)?,
+        None if p.sample > 0 => fwsvm::solver::Algorithm::Partan,
         None => fwsvm::solver::Algorithm::Ws,
     };
     p.solver.rel_eps = match opt::<f64>(opts, "rel_tol")? {
         Some(e) => e,
         None => p.solver.algorithm.default_rel_eps(),
     };
-    if let Some(s) = opt::<usize>(opts, "sample")? {
-        p.sample = s;
-    }
     if let Some(mb) = opt::<f64>(opts, "cache_size")? {
         p.cpu.cache_bytes = (mb.max(1.0) * (1 << 20) as f64) as usize;
     }

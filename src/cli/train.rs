@@ -119,7 +119,7 @@ pub struct TrainOpts {
 
     /// The solver: a Frank–Wolfe variant, the Core Vector Machine, sparse re-weighted FW, or
     /// SimpleSVM for LIBSVM's C-SVM.
-    /// [default: ws; partan under mpirun]
+    /// [default: ws; partan with --sample and under mpirun]
     #[arg(help_heading = STOPPING, short = 'a', long, value_enum)]
     algorithm: Option<Algorithm>,
     /// Stop when the duality gap is at most eps.
@@ -252,12 +252,13 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// The solver: `-a`, or ws in one process and partan under mpirun (where ws does not run
-    /// yet).
+    /// The solver: `-a`, or ws — but partan, the papers' method, for randomized iterations
+    /// (`--sample`: ws chooses from the whole gradient) and under mpirun (where ws does not
+    /// run yet).
     pub fn algorithm(&self) -> Algorithm {
         match self.algorithm {
             Some(a) => a,
-            None if launched_by_mpirun() => Algorithm::Partan,
+            None if self.sample > 0 || launched_by_mpirun() => Algorithm::Partan,
             None => Algorithm::Ws,
         }
     }

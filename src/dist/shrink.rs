@@ -19,9 +19,7 @@ use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::solver::shrink::{
-    CHECK_EVERY, CLOSE, Offset, RoundsEnd, SHRINK_WHEN, ShrinkParams, ShrinkStats,
-};
+use crate::solver::shrink::{CLOSE, Offset, RoundsEnd, SHRINK_WHEN, ShrinkParams, ShrinkStats};
 use crate::solver::{
     Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
     stop_rule_met,
@@ -317,7 +315,7 @@ pub fn solve(
                 &mut obs,
                 Some((start_w, Some(start_g))),
                 Some(YieldCheck {
-                    every: CHECK_EVERY,
+                    every: crate::solver::shrink::check_every(params.algorithm),
                     check: &mut check,
                 }),
             )?

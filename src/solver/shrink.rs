@@ -327,7 +327,7 @@ pub fn solve(
                 &mut obs,
                 Some((start_w, Some(start_g))),
                 Some(YieldCheck {
-                    every: CHECK_EVERY,
+                    every: check_every(params.algorithm),
                     check: &mut check,
                 }),
             )?
@@ -395,9 +395,19 @@ pub(crate) const CHECK_EVERY: u64 = 100;
 /// A smaller working set is taken when it keeps at most this fraction of the current one.
 pub(crate) const SHRINK_WHEN: f64 = 0.8;
 
-/// True for the algorithms the rounds apply to: the five FW variants and CVM (sparse FW
+/// Iterations between the checks for a smaller working set: [`CHECK_EVERY`], or every
+/// iteration for ws, whose outer iteration does the work of about q single steps.
+pub(crate) fn check_every(alg: super::Algorithm) -> u64 {
+    if alg == super::Algorithm::Ws {
+        1
+    } else {
+        CHECK_EVERY
+    }
+}
+
+/// True for the algorithms the rounds apply to: the five FW variants, ws and CVM (sparse FW
 /// and SimpleSVM keep sets of their own).
 pub fn applies_to(alg: super::Algorithm) -> bool {
     use super::Algorithm::*;
-    matches!(alg, Fw | Mfw | Swap | Swap2 | Partan | Cvm)
+    matches!(alg, Fw | Mfw | Swap | Swap2 | Partan | Ws | Cvm)
 }
