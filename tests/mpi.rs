@@ -8,6 +8,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The algorithm mpirun trains with by default (ws, the default of one process, does not run
+/// over ranks): the single-process runs the ranks must reproduce name it.
+const MPIRUN_DEFAULT: [&str; 2] = ["-a", "partan"];
+
 /// `target/<profile>/examples/mpi_check`, built by `cargo test --features mpi`.
 fn check_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -266,6 +270,11 @@ fn train_under_mpirun_writes_the_single_process_model() {
             let one = dir.path().join(format!("one{tag}.model"));
             let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
                 .args(["train", "-q", "--precision", "f64"])
+                .args(if run.contains(&"-a") {
+                    &[][..]
+                } else {
+                    &MPIRUN_DEFAULT[..]
+                })
                 .args(run)
                 .arg(data)
                 .arg(&one)
@@ -334,6 +343,7 @@ fn cross_validation_under_mpirun() {
     let heart = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
     let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "-v", "5", "--precision", "f64"])
+        .args(MPIRUN_DEFAULT)
         .arg(&heart)
         .output()
         .unwrap();
@@ -404,6 +414,7 @@ fn grid_under_mpirun() {
     let one = dir.path().join("one.csv");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(grid(&one))
+        .args(MPIRUN_DEFAULT)
         .output()
         .unwrap();
     assert!(st.status.success(), "{st:?}");
@@ -484,6 +495,7 @@ fn a_gpu_per_rank_under_mpirun() {
             "-e",
             "0.01",
         ])
+        .args(MPIRUN_DEFAULT)
         .arg(&small)
         .arg(&one)
         .output()
@@ -546,6 +558,7 @@ fn one_versus_one_under_mpirun() {
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "--precision", "f64", "--trace"])
         .arg(&one_trace)
+        .args(MPIRUN_DEFAULT)
         .arg(&three)
         .arg(&one)
         .output()
@@ -605,6 +618,7 @@ fn one_versus_one_under_mpirun() {
     let one_b = dir.path().join("one-b.model");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "-b", "1", "--precision", "f64"])
+        .args(MPIRUN_DEFAULT)
         .arg(&three)
         .arg(&one_b)
         .output()
@@ -655,6 +669,7 @@ fn test_file_and_trace_under_mpirun() {
     let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "--precision", "f64", "--trace"])
         .arg(&t1)
+        .args(MPIRUN_DEFAULT)
         .arg("--test")
         .arg(&heart)
         .arg(&heart)
@@ -720,6 +735,7 @@ fn repeated_rows_under_mpirun_write_the_single_process_model() {
     let one = dir.path().join("one.model");
     let out = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(common_args)
+        .args(MPIRUN_DEFAULT)
         .arg(&path)
         .arg(&one)
         .output()
