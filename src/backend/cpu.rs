@@ -121,6 +121,8 @@ pub struct CpuBackend<'a, T: Elem> {
     /// between calls).
     slot_buf: Vec<usize>,
     col_buf: Vec<usize>,
+    /// (k, the 2k-th lowest g) of the last [`Backend::lowest`] (see there).
+    lowest_bound: (usize, f64),
     ptr_buf: Vec<(SendPtr<T>, f64)>,
 }
 
@@ -235,6 +237,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             y_ext: Vec::new(),
             slot_buf: Vec::new(),
             col_buf: Vec::new(),
+            lowest_bound: (0, f64::NEG_INFINITY),
             ptr_buf: Vec::new(),
         }
     }
@@ -1068,10 +1071,27 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let m = self.prob.len();
         let gv = self.grad();
+        // The 2k-th lowest value of the last call bounds this one's candidates: g moves little
+        // between calls, so a pass that keeps the entries at or below it usually finds k of
+        // them, and then the k lowest overall are among them (the k-th lowest is ≤ the bound).
+        // Fewer than k: the whole of g is selected from.
         out.clear();
-        out.extend((0..self.prob.len()).map(|i| (gv.g(i), i)));
-        super::select_lowest(out, k);
+        if self.lowest_bound.0 == k {
+            let t = self.lowest_bound.1;
+            out.extend((0..m).filter_map(|i| {
+                let v = gv.g(i);
+                (v <= t).then_some((v, i))
+            }));
+        }
+        if out.len() < k.min(m) {
+            out.clear();
+            out.extend((0..m).map(|i| (gv.g(i), i)));
+        }
+        super::select_lowest(out, 2 * k);
+        self.lowest_bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
+        out.truncate(k);
         Ok(())
     }
 

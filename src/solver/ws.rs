@@ -61,7 +61,9 @@ pub struct WorkingSet {
     aw: Vec<f64>,
     a0: Vec<f64>,
     low: Vec<(f64, usize)>,
+    /// The highest gradients over A as (−g_i, i), and (q, the 2q-th −g) of the last choice.
     high: Vec<(f64, usize)>,
+    high_bound: (usize, f64),
     cols: Vec<(usize, f64)>,
     /// Inner steps taken so far (diagnostics).
     pub inner_steps: u64,
@@ -85,6 +87,7 @@ impl WorkingSet {
             a0: Vec::new(),
             low: Vec::new(),
             high: Vec::new(),
+            high_bound: (0, f64::NEG_INFINITY),
             cols: Vec::new(),
             inner_steps: 0,
             sizes: 0,
@@ -136,10 +139,27 @@ impl WorkingSet {
         let a = state.alpha.indices();
         self.gw.resize(a.len(), 0.0);
         be.gather(a, &mut self.gw)?;
+        // As in the CPU backend's `lowest`: the last call's 2q-th highest bounds the
+        // candidates, exactly (all entries beyond the bound are kept).
         self.high.clear();
-        self.high
-            .extend(self.gw.iter().zip(a).map(|(&g, &i)| (-g, i)));
-        crate::backend::select_lowest(&mut self.high, q);
+        if self.high_bound.0 == q {
+            let t = self.high_bound.1;
+            self.high.extend(
+                self.gw
+                    .iter()
+                    .zip(a)
+                    .filter(|&(&g, _)| -g <= t)
+                    .map(|(&g, &i)| (-g, i)),
+            );
+        }
+        if self.high.len() < q.min(a.len()) {
+            self.high.clear();
+            self.high
+                .extend(self.gw.iter().zip(a).map(|(&g, &i)| (-g, i)));
+        }
+        crate::backend::select_lowest(&mut self.high, 2 * q);
+        self.high_bound = (q, self.high.last().map_or(f64::NEG_INFINITY, |h| h.0));
+        self.high.truncate(q);
         let (mut lo, mut hi) = (self.low.iter(), self.high.iter());
         while w.len() < q {
             let (x, y) = (lo.next(), hi.next());
