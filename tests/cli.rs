@@ -675,6 +675,47 @@ fn gen_checkerboard() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("missing"));
+    // --noise: a probability of flipping, at most 0.5; the flips keep the points.
+    fwsvm()
+        .args(["gen", "checkerboard", "--rows", "10", "--noise", "0.7"])
+        .arg(p("n"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--noise must be between 0 and 0.5",
+        ));
+    for (noise, name) in [("0", "n0"), ("0.3", "n3")] {
+        fwsvm()
+            .args([
+                "gen",
+                "checkerboard",
+                "--rows",
+                "2000",
+                "--seed",
+                "4",
+                "--noise",
+                noise,
+            ])
+            .arg(p(name))
+            .assert()
+            .success();
+    }
+    let (clean, noisy) = (
+        std::fs::read_to_string(p("n0")).unwrap(),
+        std::fs::read_to_string(p("n3")).unwrap(),
+    );
+    let flipped = clean
+        .lines()
+        .zip(noisy.lines())
+        .filter(|(a, b)| {
+            let (ya, xa) = a.split_once(' ').unwrap();
+            let (yb, xb) = b.split_once(' ').unwrap();
+            assert_eq!(xa, xb, "the points must not move");
+            ya != yb
+        })
+        .count();
+    // 2,000 × 0.3 = 600 expected (σ ≈ 20).
+    assert!((500..700).contains(&flipped), "{flipped} labels flipped");
 }
 
 /// `train -v K`: svm-train's output line, no model written, stratified folds that a seed
