@@ -1,7 +1,8 @@
 //! Throughput of the kernel-column pass on the CPU and GPU backends (dense and CSR at 11 %,
 //! m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}), a streaming sum beside it to measure the
 //! machine's memory bandwidth, the GPU's per-iteration round trip (update with a cached column,
-//! full reduction, readback), the per-iteration cost of each variant on the CPU, one sampled
+//! full reduction, readback), the working-set solver's block of q = 64–1024 columns and its
+//! update on both backends, the per-iteration cost of each variant on the CPU, one sampled
 //! iteration's kernel blocks per engine, and the exact product of certification (GFLOP/s).
 //!
 //! `cargo bench --bench kernels` (add `-- column`, `-- gpu` etc. to filter). `fwsvm bench
@@ -96,6 +97,94 @@ fn batched_columns(c: &mut Criterion) {
                     })
                 },
             );
+        }
+    }
+    g.finish();
+}
+
+/// One outer iteration's data work of the working-set solver (`-a ws`) at q = 64, 256, 1024:
+/// the block of q fresh columns (`Backend::block`: batched passes, Q_WW read back) and the
+/// update of g by all q of them (`update_many`), m = 10⁵, on the CPU and on a GPU (any
+/// adapter; there through the trait's defaults: a column per round trip). Throughput in
+/// columns per second; one RBF column costs about m·(2·nnz/m + 25) flops (dot, distance, exp,
+/// labels), so GFLOP/s = columns/s × m·(2·nnz/m + 25) / 10⁹ (d = 38 dense: 10.1 MFLOP a column).
+fn working_set_block(c: &mut Criterion) {
+    use fwsvm::backend::Backend;
+    let mut g = c.benchmark_group("ws-block");
+    g.sample_size(10);
+    let m = 100_000;
+    let ds = dataset(m, 38, 1.0, 9);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
+    let mut run = |name: &str, be: &mut dyn Backend, q: usize| {
+        let mut out = vec![0.0; q * q];
+        let mut w = vec![0usize; q];
+        let mut j = 0usize;
+        g.throughput(Throughput::Elements(q as u64));
+        g.bench_with_input(BenchmarkId::new(name, q), &q, |b, _| {
+            b.iter(|| {
+                for x in w.iter_mut() {
+                    j = (j + 7919) % m;
+                    *x = j;
+                }
+                w.sort_unstable();
+                w.dedup();
+                let n = w.len();
+                be.block(&w, &mut out[..n * n]).unwrap();
+                let cols: Vec<(usize, f64)> = w.iter().map(|&i| (i, 1e-6)).collect();
+                be.update_many(1.0, &cols).unwrap();
+            })
+        });
+    };
+    for q in [64usize, 256, 1024] {
+        let mut be = cpu_backend(
+            &prob,
+            CpuConfig {
+                cache_bytes: (2 * q + 4) * m * 4,
+                precision: Precision::F32,
+            },
+        );
+        run("cpu-dense-d38-m100000", be.as_mut(), q);
+    }
+    #[cfg(feature = "gpu")]
+    {
+        use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
+        let Ok(Some(ctx)) = GpuContext::open(&DeviceSelector::from_arg(None, DeviceSelector::Any))
+        else {
+            eprintln!("gpu ws-block bench skipped: no adapter");
+            g.finish();
+            return;
+        };
+        let tag = if ctx.is_software() {
+            "gpu-software"
+        } else {
+            "gpu"
+        };
+        // A software adapter takes seconds per block: q = 64 only there.
+        let qs: &[usize] = if ctx.is_software() {
+            &[64]
+        } else {
+            &[64, 256, 1024]
+        };
+        for &q in qs {
+            let Ok(mut be) = GpuBackend::new(
+                &prob,
+                &ctx,
+                GpuConfig {
+                    cache_bytes: (2 * q + 4) * m * 4,
+                    precision: Precision::F32,
+                    max_chunk_bytes: None,
+                },
+            ) else {
+                eprintln!("gpu ws-block bench skipped at q = {q}: the device cannot hold it");
+                continue;
+            };
+            be.set_alpha(&{
+                let mut a = fwsvm::active::ActiveSet::new(m);
+                a.set(0, 1.0);
+                a
+            })
+            .unwrap();
+            run(&format!("{tag}-dense-d38-m100000"), &mut be, q);
         }
     }
     g.finish();
@@ -422,6 +511,7 @@ criterion_group!(
     benches,
     column_pass,
     batched_columns,
+    working_set_block,
     stream_sum,
     iterations,
     gpu_passes,
