@@ -1095,8 +1095,9 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         Ok(())
     }
 
-    fn block(&mut self, w: &[usize], out: &mut [f64]) -> Result<usize> {
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
         let n = w.len();
+        self.gather(w, g_w)?;
         let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
         self.stats.cache_hits += held as u64;
         let mut slots = std::mem::take(&mut self.slot_buf);

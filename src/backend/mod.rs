@@ -414,17 +414,13 @@ pub trait Backend {
         Ok(())
     }
 
-    /// The kernel block Q[w, w] of a working set into `out` (row-major, |w|² entries), the
-    /// columns of `w` computed in batched passes over the data and kept for the
-    /// [`update_many`](Self::update_many) that follows. Returns how many of the columns were
-    /// already held (cache hits). The default prefetches and reads column by column.
-    fn block(&mut self, w: &[usize], out: &mut [f64]) -> Result<usize> {
-        let n = w.len();
-        self.prefetch_columns(w)?;
-        for (k, &j) in w.iter().enumerate() {
-            self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
-        }
-        Ok(0)
+    /// The kernel block Q[w, w] of a working set into `out` (row-major, |w|² entries) and g at
+    /// `w` into `g_w`, the columns of `w` computed in batched passes over the data and kept
+    /// for the [`update_many`](Self::update_many) that follows. Returns how many of the
+    /// columns were already held (cache hits). The default prefetches and reads column by
+    /// column.
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
+        block_by_columns(self, w, out, g_w)
     }
 
     /// How many columns this backend can hold at once (a working set's block must fit);
@@ -455,6 +451,23 @@ pub trait Backend {
         self.fill_marks(mark::NONE)?;
         Ok(MarkedReduction::EMPTY)
     }
+}
+
+/// [`Backend::block`] by the trait's other methods: the columns prefetched, Q[w, w] read
+/// column by column, then g at `w`.
+pub fn block_by_columns<B: Backend + ?Sized>(
+    be: &mut B,
+    w: &[usize],
+    out: &mut [f64],
+    g_w: &mut [f64],
+) -> Result<usize> {
+    let n = w.len();
+    be.prefetch_columns(w)?;
+    for (k, &j) in w.iter().enumerate() {
+        be.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+    }
+    be.gather(w, g_w)?;
+    Ok(0)
 }
 
 /// Keeps the `k` smallest (value, index) pairs of `v`, ascending (lower index first on ties).

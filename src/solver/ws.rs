@@ -241,9 +241,8 @@ impl Variant for WorkingSet {
         self.select(state, red, be)?;
         let n = self.w.len();
         self.qww.resize(n * n, 0.0);
-        be.block(&self.w, &mut self.qww)?;
         self.gw.resize(n, 0.0);
-        be.gather(&self.w, &mut self.gw)?;
+        be.block(&self.w, &mut self.qww, &mut self.gw)?;
         self.aw.clear();
         self.aw.extend(self.w.iter().map(|&i| state.alpha.get(i)));
         self.a0.clone_from(&self.aw);

@@ -158,6 +158,12 @@ pub struct GpuBackend<'a> {
     map_state: Arc<AtomicU8>,
     prev: bool,
     min_valid: bool,
+    /// g as last read back whole ([`Backend::lowest`]), while no pass has written g since:
+    /// gathers are then served from it without a round trip.
+    g_host: Vec<f64>,
+    g_host_valid: bool,
+    /// (g_i, i) of every point: the working set's candidates (reused).
+    low_buf: Vec<(f64, usize)>,
     fresh: usize,
     stats: BackendStats,
     plan: MemoryPlan,
@@ -359,6 +365,9 @@ impl<'a> GpuBackend<'a> {
             map_state: Arc::new(AtomicU8::new(0)),
             prev: false,
             min_valid: false,
+            g_host: Vec::new(),
+            g_host_valid: false,
+            low_buf: Vec::new(),
             guests: Vec::new(),
             fresh: usize::MAX,
             stats: BackendStats::default(),
@@ -450,6 +459,7 @@ impl Backend for GpuBackend<'_> {
             self.upload_vector(&self.gp, g);
         }
         self.min_valid = false;
+        self.g_host_valid = false;
         Ok(())
     }
 
@@ -584,6 +594,12 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        if self.g_host_valid {
+            for (o, &i) in out.iter_mut().zip(idx) {
+                *o = self.g_host[i];
+            }
+            return Ok(());
+        }
         self.gather_from(0, 0, idx, out)
     }
 
@@ -678,6 +694,90 @@ impl Backend for GpuBackend<'_> {
 
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
+    }
+
+    /// One readback of all of g (kept on the host until a pass writes g: the working set's
+    /// gathers that follow are served from it), the selection on the host.
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        self.read_gradient()?;
+        let mut all = std::mem::take(&mut self.low_buf);
+        all.clear();
+        all.extend(self.g_host.iter().copied().zip(0..));
+        super::select_lowest(&mut all, k);
+        out.clear();
+        out.extend_from_slice(&all);
+        self.low_buf = all;
+        Ok(())
+    }
+
+    /// The columns of `w` in batched passes (the misses only), then g_W and Q[w, w] by
+    /// gathers recorded into one submit and read back once (in a few when the block is
+    /// larger than the gather buffer).
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
+        let n = w.len();
+        let need = 2 * n + 2;
+        if n == 0 || need > self.cache.capacity() {
+            return super::block_by_columns(self, w, out, g_w);
+        }
+        let held = w.iter().filter(|&&j| self.cache.holds(j)).count();
+        self.stats.cache_hits += held as u64;
+        self.cache.ensure_usable(need);
+        self.prefetch(w);
+        let mut slots = Vec::with_capacity(n);
+        for &j in w {
+            let (slot, hit) = self.cache.get_or_assign(j, None);
+            if !hit {
+                self.record_column(j, slot);
+                self.cache.mark_valid(slot);
+            }
+            slots.push(slot);
+        }
+        self.upload_gather_indices(w);
+        let nwg = self.list_nwg(n);
+        // Parts of n values: g_W, then the n columns; as many per readback as the buffer holds.
+        let per_read = ((self.out_bytes / self.gt) as usize / n).max(1);
+        let mut part = 0;
+        while part <= n {
+            let last = (part + per_read).min(n + 1);
+            for k in part..last {
+                let (flags, slot) = if k == 0 {
+                    (0, 0)
+                } else {
+                    (SRC_COL, slots[k - 1])
+                };
+                let p = Params {
+                    n: n as u32,
+                    nwg,
+                    flags,
+                    out_off: ((k - part) * n) as u32,
+                    ..self.base_params()
+                };
+                let off = self.push_params(&p);
+                let so = (slot as u64 * self.slot_stride) as u32;
+                self.record_gather(off, so, nwg);
+            }
+            let bytes = ((last - part) * n) as u64 * self.gt;
+            let mut enc = self.take_encoder();
+            enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+            self.enc = Some(enc);
+            self.submit_and_read(bytes)?;
+            for k in part..last {
+                let dst = if k == 0 {
+                    &mut g_w[..n]
+                } else {
+                    &mut out[(k - 1) * n..k * n]
+                };
+                for (r, o) in dst.iter_mut().enumerate() {
+                    *o = self.read_gt((k - part) * n + r);
+                }
+            }
+            part = last;
+        }
+        Ok(held)
+    }
+
+    fn column_capacity(&self) -> usize {
+        self.cache.capacity()
     }
 
     fn stats(&self) -> BackendStats {

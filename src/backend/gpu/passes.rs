@@ -263,6 +263,7 @@ impl<'a> GpuBackend<'a> {
         self.flush();
         self.upload_vector(&self.g, &vec![0.0; self.prob.len()]);
         self.min_valid = false;
+        self.g_host_valid = false;
         Ok(())
     }
 
@@ -283,6 +284,9 @@ impl<'a> GpuBackend<'a> {
 
     /// Records the update pass (with F_WRITE unset: only the argmin partials).
     pub(super) fn record_update(&mut self, mut p: Params, a: usize, b: usize) {
+        if p.flags & F_WRITE != 0 {
+            self.g_host_valid = false;
+        }
         p.nwg = self.nwg_rows;
         let off = self.push_params(&p);
         let (oa, ob) = (
@@ -306,6 +310,27 @@ impl<'a> GpuBackend<'a> {
     }
 
     /// Entry k of the last readback, read as a GT value.
+    /// Reads all of g back into `g_host` (one copy, one round trip) unless it is current.
+    pub(super) fn read_gradient(&mut self) -> Result<()> {
+        let m = self.prob.len();
+        if self.g_host_valid {
+            return Ok(());
+        }
+        let bytes = m as u64 * self.gt;
+        if bytes > 0 {
+            let mut enc = self.take_encoder();
+            enc.copy_buffer_to_buffer(&self.g, 0, &self.staging, 0, bytes.next_multiple_of(4));
+            self.enc = Some(enc);
+            self.submit_and_read(bytes)?;
+        }
+        self.g_host.resize(m, 0.0);
+        for i in 0..m {
+            self.g_host[i] = self.read_gt(i);
+        }
+        self.g_host_valid = true;
+        Ok(())
+    }
+
     pub(super) fn read_gt(&self, k: usize) -> f64 {
         let b = &self.readback;
         read_gt(b, k, self.wide)
