@@ -30,6 +30,8 @@ struct Params {
     ca: vec2<f32>,
     cb: vec2<f32>,
     cp: vec2<f32>,
+    cc: vec2<f32>,
+    cd: vec2<f32>,
 }
 
 const F_COL_A: u32 = 1u;   // update: add ca·colA
@@ -40,6 +42,8 @@ const F_WRITE: u32 = 16u;  // update: write g (otherwise only the argmin)
 const SRC_PREV: u32 = 32u; // gather: from g⁻
 const SRC_COL: u32 = 64u;  // gather: from the column binding
 const F_NO_BIAS: u32 = 128u; // column: external query, k(x_i, z) without Q's +1
+const F_COL_C: u32 = 256u; // update: add cc·colC (after colB)
+const F_COL_D: u32 = 512u; // update: add cd·colD (after colC)
 
 const WG: u32 = 256u;
 const NONE: u32 = 0xffffffffu;

@@ -1,5 +1,7 @@
 // The fused gradient update and the first stage of argmin over all points:
-//   g_new = scale·g + ca·Q[:, a] + cb·Q[:, b] + cp·g⁻      (then g⁻ ← g_old if F_ROTATE)
+//   g_new = scale·g + ca·Q[:, a] + cb·Q[:, b] + cc·Q[:, c] + cd·Q[:, d] + cp·g⁻
+// (then g⁻ ← g_old if F_ROTATE), each term added in that order, so four columns in one pass
+// give the numbers of two passes of two (scale 1 in the second: 1·x = x).
 // Each of the p.nwg workgroups strides over the rows and leaves its (min g, lowest index).
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -9,6 +11,8 @@
 @group(0) @binding(4) var<storage, read_write> gp: array<GT>;
 @group(0) @binding(5) var<storage, read_write> part_v: array<GT>;
 @group(0) @binding(6) var<storage, read_write> part_i: array<u32>;
+@group(0) @binding(7) var<storage, read> col_c: array<GT>;
+@group(0) @binding(8) var<storage, read> col_d: array<GT>;
 
 var<workgroup> wv: array<GT, 256>;
 var<workgroup> wi: array<u32, 256>;
@@ -21,6 +25,8 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     let ca = wide(p.ca);
     let cb = wide(p.cb);
     let cp = wide(p.cp);
+    let cc = wide(p.cc);
+    let cd = wide(p.cd);
     var bv = GT(BIG);
     var bi = NONE;
     for (var i = wid.x * WG + t; i < p.m; i += stride) {
@@ -33,6 +39,12 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             }
             if ((p.flags & F_COL_B) != 0u) {
                 v += cb * col_b[i];
+            }
+            if ((p.flags & F_COL_C) != 0u) {
+                v += cc * col_c[i];
+            }
+            if ((p.flags & F_COL_D) != 0u) {
+                v += cd * col_d[i];
             }
             if ((p.flags & F_PREV) != 0u) {
                 v += cp * gp[i];

@@ -1303,3 +1303,51 @@ fn working_set_solver_matches_the_cpu() {
         );
     }
 }
+
+/// The GPU's update by four columns a pass gives the numbers of updates by pairs, bit for bit
+/// (both gradient types, seven columns with a repeat and a scale), and the same argmin.
+#[test]
+fn four_column_updates_equal_updates_by_pairs() {
+    let Some(ctx) = context() else { return };
+    let ds = random_dataset(3000, 7, false, 43);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.3 }, 3.0).unwrap();
+    let mut alpha = ActiveSet::new(prob.len());
+    alpha.set(5, 0.5);
+    alpha.set(1200, 0.5);
+    let cols: Vec<(usize, f64)> = [3, 5, 77, 1200, 77, 2100, 2999]
+        .iter()
+        .enumerate()
+        .map(|(k, &j)| {
+            (
+                j,
+                0.01 * (k as f64 + 1.0) * if k % 2 == 0 { 1.0 } else { -1.0 },
+            )
+        })
+        .collect();
+    for wide in [false, true] {
+        let (mut a, mut b) = (gpu(&prob, ctx, wide, None), gpu(&prob, ctx, wide, None));
+        a.set_alpha(&alpha).unwrap();
+        b.set_alpha(&alpha).unwrap();
+        let before = a.stats().dispatches;
+        a.update_many(0.75, &cols).unwrap();
+        let passes = a.stats().updates;
+        fwsvm::backend::update_by_pairs(&mut b, 0.75, &cols).unwrap();
+        assert_eq!(passes, 2, "f64 {wide}: seven columns in two passes");
+        assert!(
+            a.stats().dispatches > before,
+            "f64 {wide}: nothing recorded"
+        );
+        let all: Vec<usize> = (0..prob.len()).collect();
+        let (mut ga, mut gb) = (vec![0.0; prob.len()], vec![0.0; prob.len()]);
+        a.gather(&all, &mut ga).unwrap();
+        b.gather(&all, &mut gb).unwrap();
+        for i in 0..prob.len() {
+            assert_eq!(ga[i].to_bits(), gb[i].to_bits(), "f64 {wide}: row {i}");
+        }
+        assert_eq!(
+            a.reduce(&alpha).unwrap(),
+            b.reduce(&alpha).unwrap(),
+            "f64 {wide}"
+        );
+    }
+}

@@ -507,6 +507,41 @@ impl Backend for GpuBackend<'_> {
         Ok(())
     }
 
+    /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
+    /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        if self.prev || self.cache.usable() < 6 {
+            return super::update_by_pairs(self, scale, cols);
+        }
+        let mut scale = scale;
+        let mut rest = cols;
+        while !rest.is_empty() || scale != 1.0 {
+            let (now, later) = rest.split_at(rest.len().min(4));
+            let mut p = self.base_params();
+            p.flags |= F_WRITE;
+            p.scale = split(scale);
+            let mut slots = [0usize; 4];
+            for (k, &(j, c)) in now.iter().enumerate() {
+                // The other three are the most recently used: never the one evicted.
+                let (slot, _) = self.resolve(j, None);
+                slots[k] = slot;
+                let (flag, coef) = match k {
+                    0 => (F_COL_A, &mut p.ca),
+                    1 => (F_COL_B, &mut p.cb),
+                    2 => (F_COL_C, &mut p.cc),
+                    _ => (F_COL_D, &mut p.cd),
+                };
+                p.flags |= flag;
+                *coef = split(c);
+            }
+            self.record_update4(p, slots);
+            self.stats.updates += 1;
+            scale = 1.0;
+            rest = later;
+        }
+        Ok(())
+    }
+
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
         if !self.min_valid {
             let p = self.base_params();

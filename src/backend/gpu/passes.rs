@@ -283,21 +283,23 @@ impl<'a> GpuBackend<'a> {
     }
 
     /// Records the update pass (with F_WRITE unset: only the argmin partials).
-    pub(super) fn record_update(&mut self, mut p: Params, a: usize, b: usize) {
+    pub(super) fn record_update(&mut self, p: Params, a: usize, b: usize) {
+        self.record_update4(p, [a, b, 0, 0]);
+    }
+
+    /// Records the update pass with up to four column slots (see shaders/update.wgsl).
+    pub(super) fn record_update4(&mut self, mut p: Params, slots: [usize; 4]) {
         if p.flags & F_WRITE != 0 {
             self.g_host_valid = false;
         }
         p.nwg = self.nwg_rows;
         let off = self.push_params(&p);
-        let (oa, ob) = (
-            (a as u64 * self.slot_stride) as u32,
-            (b as u64 * self.slot_stride) as u32,
-        );
+        let [oa, ob, oc, od] = slots.map(|s| (s as u64 * self.slot_stride) as u32);
         let mut enc = self.take_encoder();
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
             pass.set_pipeline(&self.pipes.update);
-            pass.set_bind_group(0, &self.update_bg, &[off, oa, ob]);
+            pass.set_bind_group(0, &self.update_bg, &[off, oa, ob, oc, od]);
             pass.dispatch_workgroups(self.nwg_rows, 1, 1);
             self.stats.dispatches += 1;
         }

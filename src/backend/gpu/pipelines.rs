@@ -176,6 +176,9 @@ pub struct Params {
     pub ca: [f32; 2],
     pub cb: [f32; 2],
     pub cp: [f32; 2],
+    /// The update's third and fourth columns' factors (F_COL_C, F_COL_D).
+    pub cc: [f32; 2],
+    pub cd: [f32; 2],
 }
 
 /// The shaders' kernel parameters: (kind: 0 linear, 1 rbf, 2 polynomial, 3 sigmoid; degree; γ;
@@ -209,6 +212,10 @@ pub const SRC_PREV: u32 = 32;
 pub const SRC_COL: u32 = 64;
 /// column: an external query row (j = none): k(x_i, z) without Q's +1.
 pub const F_NO_BIAS: u32 = 128;
+/// update: the third and fourth columns.
+pub const F_COL_C: u32 = 256;
+/// See [`F_COL_C`].
+pub const F_COL_D: u32 = 512;
 
 /// Per-chunk uniform of column.wgsl.
 #[repr(C)]
@@ -369,7 +376,11 @@ impl Pipelines {
                     bgl,
                 }
             });
-        let update_bgl = layout(dev, "update", &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw]);
+        let update_bgl = layout(
+            dev,
+            "update",
+            &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw, RoDyn, RoDyn],
+        );
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
@@ -434,6 +445,8 @@ mod tests {
             ("SRC_PREV", SRC_PREV),
             ("SRC_COL", SRC_COL),
             ("F_NO_BIAS", F_NO_BIAS),
+            ("F_COL_C", F_COL_C),
+            ("F_COL_D", F_COL_D),
             ("NONE", super::super::NONE),
         ] {
             assert_eq!(common.get(name), Some(&(host as u64)), "{name}");
@@ -494,9 +507,9 @@ mod tests {
 
     #[test]
     fn params_block_matches_the_wgsl_layout() {
-        // 12 u32 + 4 vec2<f32> + 4 f32 + 4 vec2<f32>, a multiple of 16 as uniform blocks
+        // 12 u32 + 4 vec2<f32> + 2 f32 + 7 vec2<f32>, a multiple of 16 as uniform blocks
         // require.
-        assert_eq!(PARAMS_SIZE, 128);
+        assert_eq!(PARAMS_SIZE, 144);
         assert_eq!(std::mem::size_of::<ChunkInfo>(), 32);
         let x = 0.1f64 + 1e-12;
         let [hi, lo] = split(x);

@@ -283,6 +283,8 @@ impl BindGroups {
                     entry(4, &b.gp),
                     entry(5, &b.pmin_v),
                     entry(6, &b.pmin_i),
+                    slot(7),
+                    slot(8),
                 ],
             ),
             active: group(
