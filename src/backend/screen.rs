@@ -23,14 +23,15 @@
 //!   the f64 norm rounded, 3u each) and their sum (u): 4u·γ(‖x‖² + ‖z‖²); the final fused add,
 //!   u·|t̃| ≤ 2u·γ(‖x‖² + ‖z‖²)(1 + 10u). So |t̃ − t| ≤ δ = γ·u·(n + 15)·(‖x‖² + max_j ‖z_j‖²),
 //!   the same for every column of the row (t̃ > 0 is clamped to 0, which only helps);
-//! * the exponential (the vector form of `exp_f32`) has relative error at most [`EXP_ERR`]
-//!   (tested against f64 over its range), so |k̃ − k| ≤ k̃·(1.01·δ + 2.01·EXP_ERR) while
+//! * the exponential (the vector form of [`exp_nonpos_f32`]) has relative error at most
+//!   [`EXP32_ERR`]
+//!   (tested against f64 over its range), so |k̃ − k| ≤ k̃·(1.01·δ + 2.01·EXP32_ERR) while
 //!   δ ≤ 0.01; exponents below −86 are clamped (k̃ = e⁻⁸⁶ for a true k below it: at most 1e-37
 //!   off);
 //! * c_j rounded to f32 (u), the products added in f32 over a tile of 64 columns (four terms
 //!   per lane: 4u) and the tiles in f64 per lane: 9u·Σ|c_j| k̃_j covers them.
 //!
-//! Hence B_i = W_i·(1.01·δ + 2.01·EXP_ERR + 9u)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|, with
+//! Hence B_i = W_i·(1.01·δ + 2.01·EXP32_ERR + 9u)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|, with
 //! W_i = Σ_j |c_j| k̃_j accumulated beside S̃_i in f32 (tiles + 8 roundings per lane, so it is
 //! scaled up by (1 + (tiles + 8)·1.01u) first). Rows for which δ > 0.01 get B_i = +∞ (decided
 //! in f64).
@@ -39,6 +40,9 @@ use crate::data::Dataset;
 use rayon::prelude::*;
 
 use super::gram::{feature_map, for_nonzeros};
+#[cfg(doc)]
+use super::simd::exp_nonpos_f32;
+use super::simd::{EXP32_ERR, EXP32_LO, LN2_HI32, LN2_LO32, POLY32, SHIFT32};
 
 /// Columns per tile: four vectors of sixteen f32 lanes.
 const TILE: usize = 64;
@@ -46,11 +50,6 @@ const TILE: usize = 64;
 const ROW_BLOCK: usize = 128;
 /// u = 2⁻²⁴, the unit roundoff of f32.
 const U: f64 = 1.0 / 16_777_216.0;
-/// Bound on the relative error of [`exp_f32`] over [−86, 0] (the test measures below half of
-/// it).
-pub const EXP_ERR: f64 = 8.0 * U;
-/// Exponents are clamped here (e⁻⁸⁶ is a normal f32).
-const EXP_LO: f32 = -86.0;
 
 /// The column side in f32, laid out once (feature-major, columns padded to a multiple of
 /// [`TILE`] with zero weight).
@@ -154,7 +153,7 @@ impl Screen {
         }
         let tiles = (self.width / TILE) as f64;
         let w = w * (1.0 + (tiles + 8.0) * 1.01 * U);
-        w * (1.01 * delta + 2.01 * EXP_ERR + 9.0 * U) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
+        w * (1.01 * delta + 2.01 * EXP32_ERR + 9.0 * U) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
     }
 }
 
@@ -210,39 +209,6 @@ impl Rows {
     }
 }
 
-/// e^x in f32 for x ≤ 0 (clamped at [`EXP_LO`]): reduction to |r| ≤ ln2/2 with ln 2 split in
-/// two, degree-7 Taylor polynomial, 2^k added to the exponent. Scalar reference of the
-/// vector code (same steps), used by the test of [`EXP_ERR`].
-#[cfg(test)]
-fn exp_f32(x: f32) -> f32 {
-    let x = x.clamp(EXP_LO, 0.0);
-    let t = x.mul_add(std::f32::consts::LOG2_E, SHIFT32);
-    let k = t - SHIFT32;
-    let r = (-k).mul_add(LN2_HI32, x);
-    let r = (-k).mul_add(LN2_LO32, r);
-    let mut q = POLY32[0];
-    for &c in &POLY32[1..] {
-        q = q.mul_add(r, c);
-    }
-    let kbits = t.to_bits().wrapping_sub(SHIFT32.to_bits());
-    f32::from_bits(q.to_bits().wrapping_add(kbits << 23))
-}
-
-const SHIFT32: f32 = 12_582_912.0; // 1.5 · 2^23
-#[allow(clippy::excessive_precision)] // the exact value, 355/512, written out
-const LN2_HI32: f32 = 0.693_359_375; // 9 significant bits: k · LN2_HI32 is exact
-const LN2_LO32: f32 = -2.121_944_4e-4;
-const POLY32: [f32; 8] = [
-    1.0 / 5040.0,
-    1.0 / 720.0,
-    1.0 / 120.0,
-    1.0 / 24.0,
-    1.0 / 6.0,
-    0.5,
-    1.0,
-    1.0,
-];
-
 /// The rows' S̃ into `sum` and W into `wsum` (the caller turns W into B).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
@@ -257,7 +223,7 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
     // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
     // t + TILE ≤ width (checked above); nj, coef and abs_coef have `width` entries.
     unsafe {
-        let lo = _mm512_set1_ps(EXP_LO);
+        let lo = _mm512_set1_ps(EXP32_LO);
         let zero = _mm512_setzero_ps();
         let log2e = _mm512_set1_ps(std::f32::consts::LOG2_E);
         let shift = _mm512_set1_ps(SHIFT32);
@@ -330,36 +296,6 @@ mod tests {
     use super::*;
     use crate::data::Dataset;
     use crate::rng::SplitMix64;
-
-    /// The f32 exponential against f64's over [−86, 0]: relative error below half of EXP_ERR.
-    #[test]
-    fn exp_f32_is_within_its_bound() {
-        let mut worst: f64 = 0.0;
-        let n = 2_000_000;
-        for k in 0..=n {
-            let x = (-86.0 * k as f64 / n as f64) as f32;
-            for x in [
-                x,
-                f32::from_bits(x.to_bits() + 1),
-                f32::from_bits(x.to_bits().saturating_sub(1)),
-            ] {
-                if !(EXP_LO..=0.0).contains(&x) {
-                    continue;
-                }
-                let want = (x as f64).exp();
-                let got = exp_f32(x) as f64;
-                worst = worst.max((got - want).abs() / want);
-            }
-        }
-        eprintln!(
-            "exp_f32: worst relative error {worst:e} = {:.2} u",
-            worst / U
-        );
-        assert!(
-            worst < EXP_ERR / 2.0,
-            "relative error {worst:e} (u = {U:e})"
-        );
-    }
 
     /// Every row's S̃ is within B of the f64 sum, on dense and sparse data and several γ; the
     /// bound is not vacuous (well below the sum's scale).
