@@ -23,10 +23,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 /// Slots taken freely before the cache asks for evidence that growing pays.
 pub const BASE_SLOTS: usize = 32;
 
+/// "No slot" in the recency list.
+const NIL: usize = usize::MAX;
+
 struct Slot {
     col: usize,
-    last: u64,
     valid: bool,
+    /// Neighbours in the recency list: `newer` towards the most recently used.
+    newer: usize,
+    older: usize,
 }
 
 /// Columns of length m keyed by column index.
@@ -37,7 +42,10 @@ pub struct ColumnCache<T> {
     /// capacity × m values (slot k at k·m), reserved on the first assignment.
     region: Vec<T>,
     map: HashMap<usize, usize>,
-    clock: u64,
+    /// Most and least recently used slots (ends of the recency list; NIL when empty): a hit
+    /// and a miss cost O(1) whatever the number of slots.
+    newest: usize,
+    oldest: usize,
     /// Columns evicted recently (at most `capacity`), oldest first.
     ghosts: VecDeque<usize>,
     ghost_set: HashSet<usize>,
@@ -56,7 +64,8 @@ impl<T: Copy + Default> ColumnCache<T> {
             slots: Vec::new(),
             region: Vec::new(),
             map: HashMap::new(),
-            clock: 0,
+            newest: NIL,
+            oldest: NIL,
             ghosts: VecDeque::new(),
             ghost_set: HashSet::new(),
             allowed: BASE_SLOTS.max(2),
@@ -72,7 +81,8 @@ impl<T: Copy + Default> ColumnCache<T> {
             slots: Vec::new(),
             region: Vec::new(),
             map: HashMap::new(),
-            clock: 0,
+            newest: NIL,
+            oldest: NIL,
             ghosts: VecDeque::new(),
             ghost_set: HashSet::new(),
             allowed: BASE_SLOTS.max(2),
@@ -92,11 +102,10 @@ impl<T: Copy + Default> ColumnCache<T> {
     /// The slot holding column j (hit = true, data valid) or a slot assigned to j whose data
     /// the caller must fill and then [`mark_valid`](Self::mark_valid). `pinned` is never evicted.
     pub fn get_or_assign(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
-        self.clock += 1;
         if let Some(&s) = self.map.get(&j) {
-            let slot = &mut self.slots[s];
-            slot.last = self.clock;
-            return (s, slot.valid);
+            self.unlink(s);
+            self.push_newest(s);
+            return (s, self.slots[s].valid);
         }
         if self.ghost_set.remove(&j) {
             // A larger cache would have hit: allow an eighth more slots (geometric growth,
@@ -110,21 +119,21 @@ impl<T: Copy + Default> ColumnCache<T> {
             }
             self.slots.push(Slot {
                 col: usize::MAX,
-                last: 0,
                 valid: false,
+                newer: NIL,
+                older: NIL,
             });
             self.slots.len() - 1
         } else {
-            let mut best = usize::MAX;
-            let mut best_t = u64::MAX;
-            for (k, sl) in self.slots.iter().enumerate() {
-                if Some(k) != pinned && sl.last < best_t {
-                    best_t = sl.last;
-                    best = k;
-                }
+            // The least recently used slot, or the one before it when that one is pinned.
+            let mut s = self.oldest;
+            if Some(s) == pinned {
+                s = self.slots[s].newer;
             }
-            best
+            self.unlink(s);
+            s
         };
+        self.push_newest(s);
         let window = self.ghost_window();
         let slot = &mut self.slots[s];
         if slot.col != usize::MAX {
@@ -139,10 +148,38 @@ impl<T: Copy + Default> ColumnCache<T> {
             }
         }
         slot.col = j;
-        slot.last = self.clock;
         slot.valid = false;
         self.map.insert(j, s);
         (s, false)
+    }
+
+    /// Takes slot s out of the recency list.
+    fn unlink(&mut self, s: usize) {
+        let (newer, older) = (self.slots[s].newer, self.slots[s].older);
+        if newer == NIL {
+            self.newest = older;
+        } else {
+            self.slots[newer].older = older;
+        }
+        if older == NIL {
+            self.oldest = newer;
+        } else {
+            self.slots[older].newer = newer;
+        }
+        self.slots[s].newer = NIL;
+        self.slots[s].older = NIL;
+    }
+
+    /// Puts slot s (not in the list) at its most recent end.
+    fn push_newest(&mut self, s: usize) {
+        self.slots[s].older = self.newest;
+        self.slots[s].newer = NIL;
+        if self.newest == NIL {
+            self.oldest = s;
+        } else {
+            self.slots[self.newest].newer = s;
+        }
+        self.newest = s;
     }
 
     /// How many evicted columns are remembered: a ghost hit then means a cache a quarter
