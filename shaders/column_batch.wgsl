@@ -1,7 +1,10 @@
 // Up to BK kernel columns in one pass over a chunk of rows: each invocation reads its row once
-// and computes its entry of every column of the batch, written into BK cache slots:
+// and computes its entry of every column of the batch:
 //   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (ALGORITHMS.md §1)
-// The host prepends common.wgsl and kernel.wgsl, and appends exactly one of column_batch_dense.wgsl /
+// The host prepends common.wgsl, kernel.wgsl and one of the outputs — column_batch_slots.wgsl
+// (BK = 4 columns written into cache slots bound at dynamic offsets) or column_batch_tile.wgsl
+// (BK = 16 columns written into one tile buffer, copied into their slots afterwards) — each
+// defining BK and `store(c, i, v)`; and appends exactly one of column_batch_dense.wgsl /
 // column_batch_csr.wgsl, which define `row_values(lr, i)` = the squared distances (rbf) or dot
 // products (otherwise) between the chunk's stored row lr and the batch's query rows, in the
 // same order of operations as column_dense.wgsl / column_csr.wgsl, so every entry is the number
@@ -15,12 +18,6 @@
 @group(0) @binding(1) var<storage, read> norms: array<GT>;
 @group(0) @binding(2) var<storage, read> ylab: array<f32>;
 @group(0) @binding(3) var<storage, read> query: array<f32>;
-@group(0) @binding(4) var<storage, read_write> col0: array<GT>;
-@group(0) @binding(5) var<storage, read_write> col1: array<GT>;
-@group(0) @binding(6) var<storage, read_write> col2: array<GT>;
-@group(0) @binding(7) var<storage, read_write> col3: array<GT>;
-
-const BK: u32 = 4u;
 
 struct Chunk {
     r0: u32,
@@ -55,15 +52,6 @@ fn meta_norm(c: u32) -> GT {
 
 fn query_at(c: u32, f: u32) -> f32 {
     return query[p.q_off + c * p.pad1 + f];
-}
-
-fn store(c: u32, i: u32, v: GT) {
-    switch c {
-        case 0u: { col0[i] = v; }
-        case 1u: { col1[i] = v; }
-        case 2u: { col2[i] = v; }
-        default: { col3[i] = v; }
-    }
 }
 
 @compute @workgroup_size(256)

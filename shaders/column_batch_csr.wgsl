@@ -5,8 +5,8 @@
 @group(1) @binding(3) var<storage, read> vals: array<f32>;
 @group(1) @binding(4) var<storage, read> rmap: array<u32>;
 
-fn row_values(lr: u32, i: u32) -> array<GT, 4> {
-    var acc = array<GT, 4>(GT(0.0), GT(0.0), GT(0.0), GT(0.0));
+fn row_values(lr: u32, i: u32) -> array<GT, BK> {
+    var acc: array<GT, BK>;
     for (var k = indptr[lr]; k < indptr[lr + 1u]; k++) {
         let v = GT(vals[k]);
         let f = cols[k];

@@ -3,9 +3,9 @@
 @group(1) @binding(1) var<storage, read> xd: array<f32>;
 @group(1) @binding(2) var<storage, read> rmap: array<u32>;
 
-fn row_values(lr: u32, i: u32) -> array<GT, 4> {
+fn row_values(lr: u32, i: u32) -> array<GT, BK> {
     let n = chunk.stride;
-    var acc = array<GT, 4>(GT(0.0), GT(0.0), GT(0.0), GT(0.0));
+    var acc: array<GT, BK>;
     for (var f = 0u; f < p.d; f++) {
         let x = GT(xd[f * n + lr]);
         for (var c = 0u; c < BK; c++) {

@@ -1030,9 +1030,11 @@ fn shrinking_on_the_gpu_matches_the_cpu() {
     }
 }
 
-/// The batched column pass (four columns per read of the data) writes the same entries as
-/// one column at a time, bit for bit: dense and CSR, every kernel, both gradient types, data
-/// split into many chunks, a full batch and a partial one, a repeated and a cached index.
+/// The batched column passes write the same entries as one column at a time, bit for bit:
+/// the tiled pass (sixteen columns per read of the data, copied into their slots) where the
+/// binding holds the tile, the pass into four slots where data are split into many chunks;
+/// dense and CSR, every kernel, both gradient types, a full batch and a partial one, a
+/// repeated and a cached index.
 #[test]
 fn batched_columns_equal_single_columns_on_the_gpu() {
     let Some(ctx) = context() else { return };
@@ -1058,17 +1060,29 @@ fn batched_columns_equal_single_columns_on_the_gpu() {
     ] {
         let ds = random_dataset(3000, 13, sparse, 8);
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();
-        for wide in [false, true] {
-            let tag = format!("{kernel:?} sparse {sparse} f64 {wide}");
-            let mut batched = gpu(&prob, ctx, wide, Some(1024));
+        for (wide, chunk) in [false, true]
+            .into_iter()
+            .flat_map(|w| [(w, Some(1024)), (w, None)])
+        {
+            let tag = format!("{kernel:?} sparse {sparse} f64 {wide} chunk {chunk:?}");
+            let mut batched = gpu(&prob, ctx, wide, chunk);
             let mut single = gpu(&prob, ctx, wide, Some(1024));
+            let chunks = batched.memory_plan().chunks as u64;
             let all: Vec<usize> = (0..prob.len()).collect();
             // Column 5 cached first: the list holds it, a repeat, and six new columns.
             let mut e = vec![0.0; 1];
             batched.column_entries(5, &[0], &mut e).unwrap();
             let js = [3usize, 5, 2999, 3, 1024, 1500, 17, 2047];
+            let before = batched.stats().dispatches;
             let done = batched.prefetch_columns(&js).unwrap();
             assert_eq!(done, 6, "{tag}: columns computed by the batched pass");
+            // One tiled pass over the data, or two of four columns, per chunk.
+            let passes = if chunk.is_none() { 1 } else { 2 };
+            assert_eq!(
+                batched.stats().dispatches - before,
+                passes * chunks,
+                "{tag}: dispatches of the batch"
+            );
             let st = batched.stats();
             assert_eq!(st.prefetched, 6, "{tag}");
             let (mut a, mut b) = (vec![0.0; prob.len()], vec![0.0; prob.len()]);

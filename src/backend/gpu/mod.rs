@@ -46,8 +46,9 @@ pub struct GpuConfig {
     pub cache_bytes: usize,
     /// f32 or f64 gradient.
     pub precision: Precision,
-    /// Largest data chunk in bytes (default: the adapter's storage-binding limit); tests force
-    /// tiny chunks to exercise the split.
+    /// Largest data chunk, and tile of batched columns, in bytes (default: the adapter's
+    /// storage-binding limit); tests force tiny chunks to exercise the split and the passes
+    /// into cache slots.
     pub max_chunk_bytes: Option<u64>,
 }
 
@@ -66,7 +67,7 @@ const NONE: u32 = u32::MAX;
 /// Params blocks per submit before a flush (each dispatch uses one).
 const PARAM_SLOTS: usize = 32;
 /// Query rows per submit before a flush.
-const QUERY_SLOTS: usize = 4;
+const QUERY_SLOTS: usize = pipelines::TILE_COLUMNS;
 
 struct Chunk {
     bind: wgpu::BindGroup,
@@ -125,6 +126,13 @@ pub struct GpuBackend<'a> {
     column_bg: wgpu::BindGroup,
     /// The batched column pass's bind group (None where the adapter cannot bind it).
     batch_bg: Option<wgpu::BindGroup>,
+    /// The tiled column pass's bind group, its output buffer and how many columns it holds
+    /// (None, 0 where the adapter cannot bind it or one binding holds fewer than eight).
+    tile_bg: Option<wgpu::BindGroup>,
+    tile: wgpu::Buffer,
+    tile_cols: usize,
+    /// The cache slots' buffer (the tiled pass's columns are copied into it).
+    cache_buf: wgpu::Buffer,
     /// Whether the batch scalars at the end of `query_host` must be uploaded.
     meta_dirty: bool,
     update_bg: wgpu::BindGroup,
@@ -290,6 +298,8 @@ impl<'a> GpuBackend<'a> {
         let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
         let setup::Buffers {
             query,
+            cache: cache_buf,
+            tile,
             params,
             g,
             gp,
@@ -338,6 +348,10 @@ impl<'a> GpuBackend<'a> {
             staging,
             column_bg: bg.column,
             batch_bg: bg.batch,
+            tile_cols: if bg.tile.is_some() { z.tile_cols } else { 0 },
+            tile_bg: bg.tile,
+            tile,
+            cache_buf,
             meta_dirty: false,
             update_bg: bg.update,
             active_bg: bg.active,

@@ -101,10 +101,12 @@ impl<'a> GpuBackend<'a> {
     }
 
     /// Records the computation of the columns `cols` = (j, slot), at most
-    /// [`pipelines::BATCH_COLUMNS`], in one batched pass: each row is read once for all of
-    /// them (shaders/column_batch.wgsl; the same entries as one column at a time).
+    /// [`batch_width`](Self::batch_width), in one batched pass: each row is read once for all
+    /// of them (shaders/column_batch.wgsl; the same entries as one column at a time). The
+    /// tiled pass writes them into the tile buffer, then each is copied into its slot on the
+    /// device; the other writes four slots directly.
     pub(super) fn record_batch(&mut self, cols: &[(usize, usize)]) {
-        assert!((1..=pipelines::BATCH_COLUMNS).contains(&cols.len()));
+        assert!((1..=self.batch_width()).contains(&cols.len()));
         if self.n_queries > 0 || self.n_params == PARAM_SLOTS {
             self.flush();
         }
@@ -133,40 +135,71 @@ impl<'a> GpuBackend<'a> {
             ..self.base_params()
         };
         let off = self.push_params(&p);
-        let mut offs = [off, 0, 0, 0, 0];
-        for k in 0..pipelines::BATCH_COLUMNS {
-            // Unused outputs alias the first column's slot; the shader writes only n of them.
-            let slot = cols.get(k).unwrap_or(&cols[0]).1;
-            offs[k + 1] = (slot as u64 * self.slot_stride) as u32;
-        }
         let mut enc = self.take_encoder();
         {
-            let batch = self.pipes.batch.as_ref().expect("batched pipelines");
-            let bg = self.batch_bg.as_ref().expect("batched bind group");
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(if self.dense { &batch.dense } else { &batch.csr });
-            pass.set_bind_group(0, bg, &offs);
+            if let Some(bg) = &self.tile_bg {
+                let tile = self.pipes.tile.as_ref().expect("tiled pipelines");
+                pass.set_pipeline(if self.dense { &tile.dense } else { &tile.csr });
+                pass.set_bind_group(0, bg, &[off]);
+            } else {
+                let mut offs = [off, 0, 0, 0, 0];
+                for k in 0..pipelines::BATCH_COLUMNS {
+                    // Unused outputs alias the first column's slot; the shader writes only n.
+                    let slot = cols.get(k).unwrap_or(&cols[0]).1;
+                    offs[k + 1] = (slot as u64 * self.slot_stride) as u32;
+                }
+                let batch = self.pipes.batch.as_ref().expect("batched pipelines");
+                let bg = self.batch_bg.as_ref().expect("batched bind group");
+                pass.set_pipeline(if self.dense { &batch.dense } else { &batch.csr });
+                pass.set_bind_group(0, bg, &offs);
+            }
             for c in &self.chunks {
                 pass.set_bind_group(1, &c.bind, &[]);
                 pass.dispatch_workgroups(c.nwg, 1, 1);
                 self.stats.dispatches += 1;
             }
         }
+        if self.tile_bg.is_some() {
+            let bytes = self.prob.len() as u64 * self.gt;
+            for (c, &(_, slot)) in cols.iter().enumerate() {
+                enc.copy_buffer_to_buffer(
+                    &self.tile,
+                    c as u64 * bytes,
+                    &self.cache_buf,
+                    slot as u64 * self.slot_stride,
+                    bytes,
+                );
+            }
+        }
         self.enc = Some(enc);
         self.stats.columns_computed += cols.len() as u64;
     }
 
-    /// Computes the columns `js` that are not cached, [`pipelines::BATCH_COLUMNS`] per pass
-    /// over the data, into the cache; at most half the slots the cache may use now are filled,
-    /// so none of them evicts another. Returns how many were computed (0 where the adapter
-    /// cannot bind the batched pass).
+    /// Columns one batched pass computes: the tile's where there is one, else
+    /// [`pipelines::BATCH_COLUMNS`]; 0 where the adapter can bind neither pass.
+    pub(super) fn batch_width(&self) -> usize {
+        if self.tile_bg.is_some() {
+            self.tile_cols
+        } else if self.batch_bg.is_some() {
+            pipelines::BATCH_COLUMNS
+        } else {
+            0
+        }
+    }
+
+    /// Computes the columns `js` that are not cached, [`batch_width`](Self::batch_width) per
+    /// pass over the data, into the cache; at most half the slots the cache may use now are
+    /// filled, so none of them evicts another. Returns how many were computed (0 where the
+    /// adapter cannot bind a batched pass).
     pub(super) fn prefetch(&mut self, js: &[usize]) -> usize {
-        if self.batch_bg.is_none() {
+        let width = self.batch_width();
+        if width == 0 {
             return 0;
         }
         let room = (self.cache.usable() / 2).max(1);
         let mut done = 0;
-        let mut batch: Vec<(usize, usize)> = Vec::with_capacity(pipelines::BATCH_COLUMNS);
+        let mut batch: Vec<(usize, usize)> = Vec::with_capacity(width);
         for &j in js.iter().take(room) {
             if batch.iter().any(|&(b, _)| b == j) {
                 continue;
@@ -177,7 +210,7 @@ impl<'a> GpuBackend<'a> {
             }
             self.cache.mark_valid(slot);
             batch.push((j, slot));
-            if batch.len() == pipelines::BATCH_COLUMNS {
+            if batch.len() == width {
                 self.record_batch(&batch);
                 done += batch.len();
                 batch.clear();

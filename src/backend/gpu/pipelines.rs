@@ -17,8 +17,14 @@ pub const COLUMN_BATCH: &str = include_str!("../../../shaders/column_batch.wgsl"
 pub const COLUMN_BATCH_DENSE: &str = include_str!("../../../shaders/column_batch_dense.wgsl");
 /// shaders/column_batch_csr.wgsl
 pub const COLUMN_BATCH_CSR: &str = include_str!("../../../shaders/column_batch_csr.wgsl");
-/// Columns one batched pass computes (shaders/column_batch.wgsl's BK).
+/// shaders/column_batch_slots.wgsl
+pub const COLUMN_BATCH_SLOTS: &str = include_str!("../../../shaders/column_batch_slots.wgsl");
+/// shaders/column_batch_tile.wgsl
+pub const COLUMN_BATCH_TILE: &str = include_str!("../../../shaders/column_batch_tile.wgsl");
+/// Columns of one batched pass into cache slots (shaders/column_batch_slots.wgsl's BK).
 pub const BATCH_COLUMNS: usize = 4;
+/// Columns of one batched pass into the tile buffer (shaders/column_batch_tile.wgsl's BK).
+pub const TILE_COLUMNS: usize = 16;
 /// shaders/update.wgsl
 pub const UPDATE: &str = include_str!("../../../shaders/update.wgsl");
 /// shaders/active.wgsl
@@ -51,6 +57,10 @@ pub enum Program {
     ColumnBatchDense,
     /// Up to four kernel columns over a CSR chunk.
     ColumnBatchCsr,
+    /// Up to sixteen kernel columns over a dense chunk, into the tile buffer.
+    ColumnTileDense,
+    /// Up to sixteen kernel columns over a CSR chunk, into the tile buffer.
+    ColumnTileCsr,
     /// Fused gradient update + argmin partials.
     Update,
     /// Active-set partials.
@@ -69,11 +79,13 @@ pub enum Program {
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 11] = [
+    pub const ALL: [Program; 13] = [
         Program::ColumnDense,
         Program::ColumnCsr,
         Program::ColumnBatchDense,
         Program::ColumnBatchCsr,
+        Program::ColumnTileDense,
+        Program::ColumnTileCsr,
         Program::Update,
         Program::Active,
         Program::Final,
@@ -98,6 +110,8 @@ pub fn source(prog: Program, wide: bool) -> String {
             | Program::ColumnCsr
             | Program::ColumnBatchDense
             | Program::ColumnBatchCsr
+            | Program::ColumnTileDense
+            | Program::ColumnTileCsr
             | Program::Block
     ) {
         s.push_str(if wide {
@@ -118,15 +132,24 @@ pub fn source(prog: Program, wide: bool) -> String {
             s.push_str(COLUMN);
             s.push_str(COLUMN_CSR);
         }
-        Program::ColumnBatchDense => {
+        Program::ColumnBatchDense
+        | Program::ColumnBatchCsr
+        | Program::ColumnTileDense
+        | Program::ColumnTileCsr => {
+            let tile = matches!(prog, Program::ColumnTileDense | Program::ColumnTileCsr);
+            let dense = matches!(prog, Program::ColumnBatchDense | Program::ColumnTileDense);
             s.push_str(KERNEL);
+            s.push_str(if tile {
+                COLUMN_BATCH_TILE
+            } else {
+                COLUMN_BATCH_SLOTS
+            });
             s.push_str(COLUMN_BATCH);
-            s.push_str(COLUMN_BATCH_DENSE);
-        }
-        Program::ColumnBatchCsr => {
-            s.push_str(KERNEL);
-            s.push_str(COLUMN_BATCH);
-            s.push_str(COLUMN_BATCH_CSR);
+            s.push_str(if dense {
+                COLUMN_BATCH_DENSE
+            } else {
+                COLUMN_BATCH_CSR
+            });
         }
         Program::Update => s.push_str(UPDATE),
         Program::Active => s.push_str(ACTIVE),
@@ -256,6 +279,8 @@ pub struct Pipelines {
     /// The batched column pass, where the adapter allows its bindings (four writable cache
     /// slots beside the data: up to 11 storage buffers, 4 of them with dynamic offsets).
     pub batch: Option<Batch>,
+    /// The batched pass into the tile buffer (sixteen columns; up to 8 storage buffers).
+    pub tile: Option<Batch>,
     pub update: wgpu::ComputePipeline,
     pub active: wgpu::ComputePipeline,
     pub fin: wgpu::ComputePipeline,
@@ -376,6 +401,14 @@ impl Pipelines {
                     bgl,
                 }
             });
+        let tile = (lim.max_storage_buffers_per_shader_stage >= 8).then(|| {
+            let bgl = layout(dev, "column tile", &[ParamsDyn, Ro, Ro, Ro, Rw]);
+            Batch {
+                dense: pipeline(dev, Program::ColumnTileDense, wide, &[&bgl, &dense_bgl]),
+                csr: pipeline(dev, Program::ColumnTileCsr, wide, &[&bgl, &csr_bgl]),
+                bgl,
+            }
+        });
         let update_bgl = layout(
             dev,
             "update",
@@ -396,6 +429,7 @@ impl Pipelines {
             column_dense: pipeline(dev, Program::ColumnDense, wide, &[&column_bgl, &dense_bgl]),
             column_csr: pipeline(dev, Program::ColumnCsr, wide, &[&column_bgl, &csr_bgl]),
             batch,
+            tile,
             update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
             active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
             fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
@@ -453,9 +487,14 @@ mod tests {
         }
         assert_eq!(common.get("WG"), Some(&super::super::WG), "WG");
         assert_eq!(
-            wgsl_consts(COLUMN_BATCH).get("BK"),
+            wgsl_consts(COLUMN_BATCH_SLOTS).get("BK"),
             Some(&(BATCH_COLUMNS as u64)),
             "columns per batched dispatch"
+        );
+        assert_eq!(
+            wgsl_consts(COLUMN_BATCH_TILE).get("BK"),
+            Some(&(TILE_COLUMNS as u64)),
+            "columns per tiled dispatch"
         );
         // Every entry point runs WG invocations per workgroup, as the host's dispatch counts
         // assume.

@@ -3,7 +3,7 @@
 //! buffers ([`Buffers`]), and the bind groups of every pass over them ([`BindGroups`]). The
 //! data rows themselves are uploaded (or bound, when shared) by [`super::data`].
 
-use super::pipelines::{PARAMS_SIZE, Pipelines};
+use super::pipelines::{PARAMS_SIZE, Pipelines, TILE_COLUMNS};
 use super::{GpuConfig, GpuContext, PARAM_SLOTS, QUERY_SLOTS, WG, ceil_div, entry};
 use crate::backend::cpu::Precision;
 use crate::error::{Error, Result};
@@ -33,6 +33,9 @@ pub(super) struct Sizes {
     pub param_stride: u64,
     /// Bytes of the gather output (three m-vectors where a binding allows).
     pub out_bytes: u64,
+    /// Columns the tile buffer holds (0: no tile buffer, the batched passes write into cache
+    /// slots four at a time).
+    pub tile_cols: usize,
 }
 
 impl Sizes {
@@ -91,6 +94,10 @@ impl Sizes {
             .min(max_bind / gt * gt)
             .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
             .max(m as u64 * gt);
+        // As many columns as one binding (a chunk's bound) holds, up to the tiled pass's
+        // sixteen; fewer than eight would not beat four-column passes into the slots.
+        let tile_cols = (chunk_limit / (m as u64 * gt).max(1)).min(TILE_COLUMNS as u64) as usize;
+        let tile_cols = if tile_cols >= 8 { tile_cols } else { 0 };
         Ok(Sizes {
             m,
             d,
@@ -104,13 +111,17 @@ impl Sizes {
             nwg_list_max,
             param_stride,
             out_bytes,
+            tile_cols,
         })
     }
 
     /// Bytes of the m-vectors and their partials (the memory plan's "vectors").
     pub fn vector_bytes(&self) -> u64 {
         let (m, gt) = (self.m as u64, self.gt);
-        m * (6 * gt + 12) + (m * gt).max(64) + 2 * (self.out_bytes - m * gt)
+        m * (6 * gt + 12)
+            + (m * gt).max(64)
+            + 2 * (self.out_bytes - m * gt)
+            + self.tile_cols as u64 * m * gt
     }
 }
 
@@ -122,6 +133,8 @@ pub(super) struct Buffers {
     pub query: wgpu::Buffer,
     pub params: wgpu::Buffer,
     pub cache: wgpu::Buffer,
+    /// The tiled pass's output (`tile_cols` columns), copied into cache slots.
+    pub tile: wgpu::Buffer,
     pub g: wgpu::Buffer,
     pub gp: wgpu::Buffer,
     pub pmin_v: wgpu::Buffer,
@@ -181,6 +194,11 @@ impl Buffers {
                 wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             ),
             cache: zeroed("column cache", z.slot_stride * z.slots, storage),
+            tile: zeroed(
+                "column tile",
+                z.tile_cols as u64 * m * gt,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
             g: zeroed("g", m * gt, rw),
             gp: zeroed("g_prev", m * gt, rw),
             pmin_v: zeroed("argmin partials", nwg_rows * gt, rw),
@@ -209,6 +227,7 @@ impl Buffers {
 pub(super) struct BindGroups {
     pub column: wgpu::BindGroup,
     pub batch: Option<wgpu::BindGroup>,
+    pub tile: Option<wgpu::BindGroup>,
     pub update: wgpu::BindGroup,
     pub active: wgpu::BindGroup,
     /// The final reduction's.
@@ -269,6 +288,19 @@ impl BindGroups {
                         slot(5),
                         slot(6),
                         slot(7),
+                    ],
+                )
+            }),
+            tile: pipes.tile.as_ref().filter(|_| z.tile_cols > 0).map(|p| {
+                group(
+                    "column tile",
+                    &p.bgl,
+                    &[
+                        pbind(0),
+                        entry(1, &b.norms),
+                        entry(2, &b.ylab),
+                        entry(3, &b.query),
+                        entry(4, &b.tile),
                     ],
                 )
             }),
