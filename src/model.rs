@@ -370,6 +370,8 @@ impl Model {
         let mut lines = reader.split(b'\n').enumerate();
         let (mut svm_type, mut kernel_type) = (None::<String>, None::<String>);
         let (mut gamma, mut coef0, mut degree) = (None::<f64>, 0.0, 3u32);
+        // Lines of `gamma` and `degree`, for the kernel's checks once its type is known.
+        let (mut gamma_line, mut degree_line) = (0, 0);
         let (mut nr_class, mut total_sv) = (None::<usize>, None::<usize>);
         let (mut rho, mut labels, mut nr_sv) = (Vec::new(), Vec::new(), Vec::new());
         let (mut prob_a, mut prob_b) = (Vec::new(), Vec::new());
@@ -397,13 +399,17 @@ impl Model {
             match key {
                 "svm_type" => svm_type = Some(one!(rest)?.to_string()),
                 "kernel_type" => kernel_type = Some(one!(rest)?.to_string()),
-                "gamma" => gamma = Some(num(ln, key, one!(rest)?)?),
+                "gamma" => {
+                    gamma = Some(num(ln, key, one!(rest)?)?);
+                    gamma_line = ln;
+                }
                 "coef0" => coef0 = num(ln, key, one!(rest)?)?,
                 "degree" => {
                     let t = one!(rest)?;
-                    degree = t
-                        .parse()
-                        .map_err(|_| bad(ln, format!("`degree` expects an integer, found `{t}`")))?
+                    degree = t.parse().map_err(|_| {
+                        bad(ln, format!("`degree` expects an integer, found `{t}`"))
+                    })?;
+                    degree_line = ln;
                 }
                 "nr_class" => {
                     let t = one!(rest)?;
@@ -499,6 +505,23 @@ impl Model {
             Some(t) => return Err(bad(0, format!("kernel_type `{t}` is not supported"))),
             None => return Err(bad(0, "missing `kernel_type`".into())),
         };
+        // What training refuses, a model may not hold: γ ≤ 0 makes every RBF entry 1 (one class
+        // everywhere), a polynomial of degree 0 is a constant.
+        if let Some(g) = gamma.filter(|&g| g <= 0.0 && kernel != Kernel::Linear) {
+            return Err(bad(
+                gamma_line,
+                format!(
+                    "`gamma {g}` for the {} kernel: it must be positive",
+                    kernel_type.as_deref().unwrap_or_default()
+                ),
+            ));
+        }
+        if matches!(kernel, Kernel::Poly { degree: 0, .. }) {
+            return Err(bad(
+                degree_line,
+                "`degree 0` for the polynomial kernel: it must be at least 1".into(),
+            ));
+        }
         let k = nr_class.ok_or_else(|| bad(0, "missing `nr_class`".into()))?;
         let total = total_sv.ok_or_else(|| bad(0, "missing `total_sv`".into()))?;
         if k < 2 {

@@ -22,6 +22,34 @@ pub struct DistinctRows {
     pub rep: Vec<u32>,
 }
 
+/// Refuses a polynomial kernel whose entries leave the f32 range of the kernel columns: every
+/// |γ⟨x_i, x_j⟩ + coef0| is at most γ·max_i ‖x_i‖² + |coef0| (Cauchy–Schwarz), with equality on
+/// the diagonal when coef0 ≥ 0, so that power bounds every entry and is reached there.
+fn check_poly_range(kernel: Kernel, norms: &[f64]) -> Result<()> {
+    let Kernel::Poly {
+        gamma,
+        coef0,
+        degree,
+    } = kernel
+    else {
+        return Ok(());
+    };
+    let Some((i, &n)) = norms.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)) else {
+        return Ok(());
+    };
+    let top = (gamma * n + coef0.abs()).powi(degree as i32);
+    if top <= f32::MAX as f64 {
+        return Ok(());
+    }
+    Err(Error::param(format!(
+        "the polynomial kernel overflows: (gamma·‖x‖² + |coef0|)^degree = ({gamma}·{n} + {})^{degree} \
+         = {top:.3e} at row {}, beyond the f32 range of kernel columns (3.4e38); lower gamma or \
+         degree, or scale the data",
+        coef0.abs(),
+        i + 1
+    )))
+}
+
 /// `Ok` when every weight in `s` is a positive, finite number; else the first that is not.
 pub fn check_row_weights(name: &'static str, s: &[f64]) -> Result<()> {
     match s
@@ -97,7 +125,8 @@ impl<'a> Problem<'a> {
         if y.iter().any(|&v| v != 1.0 && v != -1.0) {
             return Err(Error::param("binary labels must be ±1".into()));
         }
-        let norms = (0..data.len()).map(|i| data.row(i).sq_norm()).collect();
+        let norms: Vec<f64> = (0..data.len()).map(|i| data.row(i).sq_norm()).collect();
+        check_poly_range(kernel, &norms)?;
         Ok(Problem {
             data,
             y,

@@ -206,6 +206,93 @@ fn model_file_that_is_not_a_model() {
         .stderr(predicate::str::contains("cut.model"));
 }
 
+/// A polynomial kernel whose entries overflow the columns' f32 range is a parameter error
+/// (exit 2) that says so and what to change, not a run that fails or stalls on infinities.
+#[test]
+fn overflowing_polynomial_kernel_is_refused() {
+    let d = common::tempdir();
+    let train = d.path().join("big.txt");
+    std::fs::write(
+        &train,
+        "1 1:10 2:10\n-1 1:-10 2:5\n1 1:9 2:8\n-1 1:-7 2:-6\n",
+    )
+    .unwrap();
+    fwsvm()
+        .args(["train", "-q", "-t", "1", "-d", "100", "-g", "1"])
+        .arg(&train)
+        .arg(d.path().join("m.model"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("polynomial kernel overflows")
+                .and(predicate::str::contains("lower gamma or degree")),
+        );
+    assert!(!d.path().join("m.model").exists(), "no model written");
+    // Degree 3 on the same data stays in range and trains.
+    fwsvm()
+        .args(["train", "-q", "-t", "1", "-d", "3", "-g", "1"])
+        .arg(&train)
+        .arg(d.path().join("m.model"))
+        .assert()
+        .success();
+}
+
+/// A model whose kernel training would refuse — γ ≤ 0 for rbf (every entry 1: one class
+/// everywhere), a polynomial of degree 0 — is refused as malformed, naming its line.
+#[test]
+fn model_with_an_impossible_kernel_is_refused() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let model = d.path().join("m.model");
+    fwsvm()
+        .args(["train", "-q", "-g", "0.5"])
+        .arg(&train)
+        .arg(&model)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&model).unwrap();
+    let gamma_line = text.lines().position(|l| l.starts_with("gamma ")).unwrap() + 1;
+    for bad in ["-1", "0"] {
+        let edited = text.replace("gamma 0.5\n", &format!("gamma {bad}\n"));
+        assert_ne!(edited, text, "the model holds `gamma 0.5`");
+        let path = d.path().join(format!("gamma{bad}.model"));
+        std::fs::write(&path, edited).unwrap();
+        fwsvm()
+            .arg("predict")
+            .arg(&train)
+            .arg(&path)
+            .arg(d.path().join("out.txt"))
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains(format!("gamma{bad}.model:{gamma_line}"))
+                    .and(predicate::str::contains("must be positive")),
+            );
+    }
+    let poly = d.path().join("p.model");
+    fwsvm()
+        .args(["train", "-q", "-t", "1", "-d", "2"])
+        .arg(&train)
+        .arg(&poly)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&poly).unwrap();
+    let degree_line = text.lines().position(|l| l.starts_with("degree ")).unwrap() + 1;
+    let path = d.path().join("deg0.model");
+    std::fs::write(&path, text.replace("degree 2\n", "degree 0\n")).unwrap();
+    fwsvm()
+        .arg("predict")
+        .arg(&train)
+        .arg(&path)
+        .arg(d.path().join("out.txt"))
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains(format!("deg0.model:{degree_line}"))
+                .and(predicate::str::contains("at least 1")),
+        );
+}
+
 #[test]
 fn test_data_with_more_features_than_the_model() {
     let d = common::tempdir();
