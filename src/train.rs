@@ -682,9 +682,8 @@ fn solve_one(
     obs_refs: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
     let alg = params.solver.algorithm;
-    let shrinking = params.sample == 0
-        && crate::solver::shrink::applies_to(alg)
-        && params.shrink.is_some_and(|sp| prob.len() >= sp.min_points);
+    let shrinking =
+        params.sample == 0 && params.shrink.is_some_and(|sp| sp.applies(alg, prob.len()));
     if shrinking {
         let sp = params.shrink.unwrap_or_default();
         return crate::solver::shrink::solve(

@@ -1,5 +1,6 @@
 //! Working-set shrinking with an exact finish (`fwsvm::solver::shrink`): with the working set
-//! forced as small as it goes (two points, ρ = 0), every variant still reaches the reference
+//! forced as small as it goes (two points, ρ = 0), every variant and ws (whose rounds start
+//! with the last round's columns restricted to the new set) still reaches the reference
 //! optimum with the same certified gap rule as without shrinking; on real data the two runs
 //! reach the same optimum within their certified gaps and predict the same labels.
 
@@ -29,7 +30,10 @@ fn a_forced_tiny_working_set_still_reaches_the_optimum() {
     for (name, ds, kernel, c, interior) in problems() {
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
         let (f_ref, _) = reference_optimum(&prob);
-        for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
+        for alg in Algorithm::FW
+            .into_iter()
+            .chain([Algorithm::Cvm, Algorithm::Ws])
+        {
             let sublinear = !interior && matches!(alg, Algorithm::Fw | Algorithm::Partan);
             let target = if sublinear { 1e-5 } else { 1e-8 };
             let params = SolverParams {
@@ -72,7 +76,12 @@ fn shrinking_on_and_off_agree_on_real_data() {
         return;
     };
     let ds = fwsvm::data::read_dataset(&path, &Default::default()).unwrap();
-    for alg in [Algorithm::Partan, Algorithm::Swap2, Algorithm::Cvm] {
+    for alg in [
+        Algorithm::Partan,
+        Algorithm::Swap2,
+        Algorithm::Cvm,
+        Algorithm::Ws,
+    ] {
         let mut results = Vec::new();
         // The default rule, on a set far below the size where `train` turns it on by itself.
         let default_rule = ShrinkParams {

@@ -112,7 +112,9 @@ impl<T: Copy + Default> ColumnCache<T> {
             // so a long reuse distance is reached in a few steps).
             self.allowed = (self.allowed + self.allowed / 8 + 1).min(self.capacity);
         }
-        let grow = self.slots.len() < self.allowed.min(self.capacity);
+        // A slot freed by `restrict` (the least recently used end) before any growth.
+        let free = self.oldest != NIL && self.slots[self.oldest].col == usize::MAX;
+        let grow = !free && self.slots.len() < self.allowed.min(self.capacity);
         let s = if grow {
             if self.region.is_empty() {
                 self.reserve();
@@ -151,6 +153,63 @@ impl<T: Copy + Default> ColumnCache<T> {
         slot.valid = false;
         self.map.insert(j, s);
         (s, false)
+    }
+
+    /// Column length.
+    pub fn len(&self) -> usize {
+        self.m
+    }
+
+    /// Restricts every column to the rows `keep` (ascending) in place and renumbers column j
+    /// as `key(j)` (None drops it): the region, already touched, is reused — a fresh one costs
+    /// a page fault per 4 KiB on first write — and the byte budget stays. Dropped slots
+    /// become the least recently used. Slot s moves from s·m to s·n: forward, each read at or
+    /// past every write still to come, so one sequential pass is safe.
+    pub fn restrict(&mut self, keep: &[usize], key: impl Fn(usize) -> Option<usize>) {
+        let (m, n) = (self.m, keep.len());
+        assert!(n >= 1 && n <= m, "restricting {m} rows to {n}");
+        debug_assert!(keep.windows(2).all(|w| w[0] < w[1]) && keep[n - 1] < m);
+        self.map.clear();
+        self.ghosts.clear();
+        self.ghost_set.clear();
+        for s in 0..self.slots.len() {
+            let new = if self.slots[s].valid {
+                key(self.slots[s].col)
+            } else {
+                None
+            };
+            match new {
+                Some(j) => {
+                    let (src, dst) = (s * m, s * n);
+                    for (k, &r) in keep.iter().enumerate() {
+                        self.region[dst + k] = self.region[src + r];
+                    }
+                    self.slots[s].col = j;
+                    self.map.insert(j, s);
+                }
+                None => {
+                    self.slots[s].col = usize::MAX;
+                    self.slots[s].valid = false;
+                    self.unlink(s);
+                    self.push_oldest(s);
+                }
+            }
+        }
+        let budget = self.capacity * m;
+        self.m = n;
+        self.capacity = (budget / n).min(n).clamp(2, 1 << 24).max(self.slots.len());
+    }
+
+    /// Puts slot s (not in the list) at its least recent end.
+    fn push_oldest(&mut self, s: usize) {
+        self.slots[s].newer = self.oldest;
+        self.slots[s].older = NIL;
+        if self.oldest == NIL {
+            self.newest = s;
+        } else {
+            self.slots[self.oldest].older = s;
+        }
+        self.oldest = s;
     }
 
     /// Takes slot s out of the recency list.
@@ -245,6 +304,44 @@ mod tests {
         assert_eq!(c.slots.len(), BASE_SLOTS + 1);
         assert_eq!(c.allowed, BASE_SLOTS + BASE_SLOTS / 8 + 1);
         assert!(c.get_or_assign(0, None).1);
+    }
+
+    /// Restricting keeps each kept column's entries at the kept rows under its new number,
+    /// drops the others (their slots reused first), and keeps the byte budget.
+    #[test]
+    fn restrict_keeps_the_kept_columns_in_place() {
+        let m = 10;
+        let mut c: ColumnCache<f32> = ColumnCache::new(m, 6 * m * 4);
+        assert_eq!(c.capacity(), 6);
+        for j in [2usize, 5, 7, 9] {
+            let (s, hit) = c.get_or_assign(j, None);
+            assert!(!hit);
+            let col: Vec<f32> = (0..m).map(|i| (100 * j + i) as f32).collect();
+            // SAFETY: slot s holds m values.
+            unsafe { std::ptr::copy_nonoverlapping(col.as_ptr(), c.data_ptr(s), m) };
+            c.mark_valid(s);
+        }
+        let keep = [1usize, 2, 5, 8, 9];
+        let pos = |j: usize| keep.iter().position(|&k| k == j);
+        c.restrict(&keep, pos);
+        assert_eq!(c.len(), 5);
+        assert_eq!(
+            c.capacity(),
+            5,
+            "6·10 values hold 12 columns of 5, at most 5 distinct"
+        );
+        for (old, new) in [(2usize, 1usize), (5, 2), (9, 4)] {
+            assert!(c.holds(new), "column {old} as {new}");
+            let (s, hit) = c.get_or_assign(new, None);
+            assert!(hit);
+            let want: Vec<f32> = keep.iter().map(|&i| (100 * old + i) as f32).collect();
+            assert_eq!(c.data(s), &want[..], "column {old}");
+        }
+        // Column 7 was dropped: its slot is the first one reused.
+        let dropped = c.slots.iter().position(|sl| !sl.valid).unwrap();
+        let (s, hit) = c.get_or_assign(0, None);
+        assert!(!hit);
+        assert_eq!(s, dropped);
     }
 
     #[test]

@@ -1118,6 +1118,33 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         self.cache.capacity()
     }
 
+    /// The cache itself, its columns restricted in place to `keep`'s rows (point columns
+    /// only: deduplicated ones are over distinct rows); this backend is left without one.
+    fn export_columns(&mut self, keep: &[usize]) -> Option<super::ColumnExport> {
+        if self.distinct.is_some() || keep.is_empty() {
+            return None;
+        }
+        let m = self.prob.len();
+        let mut pos = vec![u32::MAX; m];
+        for (k, &i) in keep.iter().enumerate() {
+            pos[i] = k as u32;
+        }
+        let mut cache = std::mem::replace(&mut self.cache, ColumnCache::new(1, 0));
+        cache.restrict(keep, |j| {
+            (j < m && pos[j] != u32::MAX).then(|| pos[j] as usize)
+        });
+        Some(super::ColumnExport(Box::new(cache)))
+    }
+
+    fn adopt_columns(&mut self, cols: super::ColumnExport) {
+        if let Ok(cache) = cols.0.downcast::<ColumnCache<T>>()
+            && self.distinct.is_none()
+            && cache.len() == self.prob.len()
+        {
+            self.cache = *cache;
+        }
+    }
+
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         self.marks.clear();
         self.marks.resize(self.prob.len(), mk);

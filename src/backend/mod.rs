@@ -423,6 +423,21 @@ pub trait Backend {
         block_by_columns(self, w, out, g_w)
     }
 
+    /// The cached columns of the points `keep` (ascending, this backend's numbering),
+    /// restricted to those points' rows: what a backend built over `keep` alone takes with
+    /// [`adopt_columns`](Self::adopt_columns), so that a round of working-set shrinking keeps
+    /// the columns computed before it. None by default.
+    fn export_columns(&mut self, keep: &[usize]) -> Option<ColumnExport> {
+        let _ = keep;
+        None
+    }
+
+    /// Takes columns from [`export_columns`](Self::export_columns) of a backend of the same
+    /// kind, numbered as this backend's points; ignores what it cannot use.
+    fn adopt_columns(&mut self, cols: ColumnExport) {
+        let _ = cols;
+    }
+
     /// How many columns this backend can hold at once (a working set's block must fit);
     /// unbounded by default.
     fn column_capacity(&self) -> usize {
@@ -452,6 +467,10 @@ pub trait Backend {
         Ok(MarkedReduction::EMPTY)
     }
 }
+
+/// Kernel columns handed from one backend to another ([`Backend::export_columns`]); only the
+/// backend kind that made them reads them.
+pub struct ColumnExport(pub Box<dyn std::any::Any + Send>);
 
 /// [`Backend::block`] by the trait's other methods: the columns prefetched, Q[w, w] read
 /// column by column, then g at `w`.

@@ -160,8 +160,8 @@ pub struct TrainOpts {
           conflicts_with_all = ["no_shrink", "shrink"])]
     shrinking: Option<bool>,
     /// Turn working-set shrinking off (on by default for the FW variants and CVM on 100,000
-    /// points or more: iterations run over the points that can still matter, and an exact
-    /// pass over all points decides; see README).
+    /// points or more, for ws on 20,000 or more: iterations run over the points that can still
+    /// matter, and an exact pass over all points decides; see README).
     #[arg(help_heading = STOPPING, long)]
     no_shrink: bool,
     /// Working-set shrinking whatever the number of points.
