@@ -243,20 +243,26 @@ fn overflowing_polynomial_kernel_is_refused() {
 fn model_with_an_impossible_kernel_is_refused() {
     let d = common::tempdir();
     let train = write_train(d.path());
-    let model = d.path().join("m.model");
-    fwsvm()
-        .args(["train", "-q", "-g", "0.5"])
-        .arg(&train)
-        .arg(&model)
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&model).unwrap();
-    let gamma_line = text.lines().position(|l| l.starts_with("gamma ")).unwrap() + 1;
-    for bad in ["-1", "0"] {
-        let edited = text.replace("gamma 0.5\n", &format!("gamma {bad}\n"));
-        assert_ne!(edited, text, "the model holds `gamma 0.5`");
-        let path = d.path().join(format!("gamma{bad}.model"));
-        std::fs::write(&path, edited).unwrap();
+    // Trains with `args`, writes the model with `line` (which it must hold) replaced by
+    // `bad`, and checks that predict refuses it at that line with `why`.
+    let refused = |args: &[&str], name: &str, line: &str, bad: &str, why: &str| {
+        let model = d.path().join("m.model");
+        fwsvm()
+            .arg("train")
+            .arg("-q")
+            .args(args)
+            .arg(&train)
+            .arg(&model)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&model).unwrap();
+        let at = text.lines().position(|l| l == line).expect(line) + 1;
+        let path = d.path().join(name);
+        std::fs::write(
+            &path,
+            text.replace(&format!("{line}\n"), &format!("{bad}\n")),
+        )
+        .unwrap();
         fwsvm()
             .arg("predict")
             .arg(&train)
@@ -265,32 +271,25 @@ fn model_with_an_impossible_kernel_is_refused() {
             .assert()
             .code(2)
             .stderr(
-                predicate::str::contains(format!("gamma{bad}.model:{gamma_line}"))
-                    .and(predicate::str::contains("must be positive")),
+                predicate::str::contains(format!("{name}:{at}")).and(predicate::str::contains(why)),
             );
-    }
-    let poly = d.path().join("p.model");
-    fwsvm()
-        .args(["train", "-q", "-t", "1", "-d", "2"])
-        .arg(&train)
-        .arg(&poly)
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&poly).unwrap();
-    let degree_line = text.lines().position(|l| l.starts_with("degree ")).unwrap() + 1;
-    let path = d.path().join("deg0.model");
-    std::fs::write(&path, text.replace("degree 2\n", "degree 0\n")).unwrap();
-    fwsvm()
-        .arg("predict")
-        .arg(&train)
-        .arg(&path)
-        .arg(d.path().join("out.txt"))
-        .assert()
-        .code(2)
-        .stderr(
-            predicate::str::contains(format!("deg0.model:{degree_line}"))
-                .and(predicate::str::contains("at least 1")),
+    };
+    for bad in ["gamma -1", "gamma 0"] {
+        refused(
+            &["-g", "0.5"],
+            "gamma.model",
+            "gamma 0.5",
+            bad,
+            "must be positive",
         );
+    }
+    refused(
+        &["-t", "1", "-d", "2"],
+        "deg0.model",
+        "degree 2",
+        "degree 0",
+        "at least 1",
+    );
 }
 
 #[test]

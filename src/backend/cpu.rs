@@ -1072,26 +1072,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
         let m = self.prob.len();
+        let mut bound = self.lowest_bound;
         let gv = self.grad();
-        // The 2k-th lowest value of the last call bounds this one's candidates: g moves little
-        // between calls, so a pass that keeps the entries at or below it usually finds k of
-        // them, and then the k lowest overall are among them (the k-th lowest is ≤ the bound).
-        // Fewer than k: the whole of g is selected from.
-        out.clear();
-        if self.lowest_bound.0 == k {
-            let t = self.lowest_bound.1;
-            out.extend((0..m).filter_map(|i| {
-                let v = gv.g(i);
-                (v <= t).then_some((v, i))
-            }));
-        }
-        if out.len() < k.min(m) {
-            out.clear();
-            out.extend((0..m).map(|i| (gv.g(i), i)));
-        }
-        super::select_lowest(out, 2 * k);
-        self.lowest_bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
-        out.truncate(k);
+        super::select_lowest_bounded(|| (0..m).map(|i| (gv.g(i), i)), m, k, &mut bound, out);
+        self.lowest_bound = bound;
         Ok(())
     }
 

@@ -489,6 +489,31 @@ pub fn block_by_columns<B: Backend + ?Sized>(
     Ok(0)
 }
 
+/// The `k` smallest of the n pairs `all()` yields into `out`, ascending, with `bound` = (k, the
+/// 2k-th smallest) of the last call: values move little between calls, so a pass keeping the
+/// pairs at or below the bound usually finds k of them, and then the k smallest overall are
+/// among them (the k-th smallest is ≤ the bound); with fewer, all n are selected from.
+pub fn select_lowest_bounded<I: Iterator<Item = (f64, usize)>>(
+    all: impl Fn() -> I,
+    n: usize,
+    k: usize,
+    bound: &mut (usize, f64),
+    out: &mut Vec<(f64, usize)>,
+) {
+    out.clear();
+    if bound.0 == k {
+        let t = bound.1;
+        out.extend(all().filter(|e| e.0 <= t));
+    }
+    if out.len() < k.min(n) {
+        out.clear();
+        out.extend(all());
+    }
+    select_lowest(out, 2 * k);
+    *bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
+    out.truncate(k);
+}
+
 /// Keeps the `k` smallest (value, index) pairs of `v`, ascending (lower index first on ties).
 pub fn select_lowest(v: &mut Vec<(f64, usize)>, k: usize) {
     let cmp = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));

@@ -139,27 +139,15 @@ impl WorkingSet {
         let a = state.alpha.indices();
         self.gw.resize(a.len(), 0.0);
         be.gather(a, &mut self.gw)?;
-        // As in the CPU backend's `lowest`: the last call's 2q-th highest bounds the
-        // candidates, exactly (all entries beyond the bound are kept).
-        self.high.clear();
-        if self.high_bound.0 == q {
-            let t = self.high_bound.1;
-            self.high.extend(
-                self.gw
-                    .iter()
-                    .zip(a)
-                    .filter(|&(&g, _)| -g <= t)
-                    .map(|(&g, &i)| (-g, i)),
-            );
-        }
-        if self.high.len() < q.min(a.len()) {
-            self.high.clear();
-            self.high
-                .extend(self.gw.iter().zip(a).map(|(&g, &i)| (-g, i)));
-        }
-        crate::backend::select_lowest(&mut self.high, 2 * q);
-        self.high_bound = (q, self.high.last().map_or(f64::NEG_INFINITY, |h| h.0));
-        self.high.truncate(q);
+        // The q highest as the q lowest of −g, bounded by the last choice (exactly).
+        let gw = &self.gw;
+        crate::backend::select_lowest_bounded(
+            || gw.iter().zip(a).map(|(&g, &i)| (-g, i)),
+            a.len(),
+            q,
+            &mut self.high_bound,
+            &mut self.high,
+        );
         let (mut lo, mut hi) = (self.low.iter(), self.high.iter());
         while w.len() < q {
             let (x, y) = (lo.next(), hi.next());

@@ -172,6 +172,8 @@ pub struct GpuBackend<'a> {
     g_host_valid: bool,
     /// (g_i, i) of every point: the working set's candidates (reused).
     low_buf: Vec<(f64, usize)>,
+    /// The working set's cache slots ([`Backend::block`]; reused).
+    slot_buf: Vec<usize>,
     fresh: usize,
     stats: BackendStats,
     plan: MemoryPlan,
@@ -382,6 +384,7 @@ impl<'a> GpuBackend<'a> {
             g_host: Vec::new(),
             g_host_valid: false,
             low_buf: Vec::new(),
+            slot_buf: Vec::new(),
             guests: Vec::new(),
             fresh: usize::MAX,
             stats: BackendStats::default(),
@@ -698,31 +701,18 @@ impl Backend for GpuBackend<'_> {
             None => 0,
         };
         self.upload_gather_indices(idx);
-        let nwg = self.list_nwg(n);
-        let so = (slot as u64 * self.slot_stride) as u32;
         // The sources in output order: g, then g⁻, then the column (no per-call list).
-        let srcs = [
-            Some(0u32),
-            prev.is_some()
-                .then_some(if self.prev { SRC_PREV } else { 0 }),
-            col.is_some().then_some(SRC_COL),
-        ];
-        for (k, flags) in srcs.into_iter().flatten().enumerate() {
-            let p = Params {
-                n: n as u32,
-                nwg,
-                flags,
-                out_off: (k * n) as u32,
-                ..self.base_params()
-            };
-            let off = self.push_params(&p);
-            self.record_gather(off, so, nwg);
+        let mut srcs = [(0u32, slot); 3];
+        let mut used = 1;
+        if prev.is_some() {
+            srcs[used].0 = if self.prev { SRC_PREV } else { 0 };
+            used += 1;
         }
-        let bytes = (parts * n) as u64 * self.gt;
-        let mut enc = self.take_encoder();
-        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
-        self.enc = Some(enc);
-        self.submit_and_read(bytes)?;
+        if col.is_some() {
+            srcs[used].0 = SRC_COL;
+            used += 1;
+        }
+        self.read_parts(n, srcs[..used].iter().copied())?;
         for (k, o) in g.iter_mut().enumerate().take(n) {
             *o = self.read_gt(k);
         }
@@ -772,7 +762,8 @@ impl Backend for GpuBackend<'_> {
         self.stats.cache_hits += held as u64;
         self.cache.ensure_usable(need);
         self.prefetch(w);
-        let mut slots = Vec::with_capacity(n);
+        let mut slots = std::mem::take(&mut self.slot_buf);
+        slots.clear();
         for &j in w {
             let (slot, hit) = self.cache.get_or_assign(j, None);
             if !hit {
@@ -782,34 +773,19 @@ impl Backend for GpuBackend<'_> {
             slots.push(slot);
         }
         self.upload_gather_indices(w);
-        let nwg = self.list_nwg(n);
         // Parts of n values: g_W, then the n columns; as many per readback as the buffer holds.
         let per_read = ((self.out_bytes / self.gt) as usize / n).max(1);
         let mut part = 0;
         while part <= n {
             let last = (part + per_read).min(n + 1);
-            for k in part..last {
-                let (flags, slot) = if k == 0 {
+            let src = |k: usize| {
+                if k == 0 {
                     (0, 0)
                 } else {
                     (SRC_COL, slots[k - 1])
-                };
-                let p = Params {
-                    n: n as u32,
-                    nwg,
-                    flags,
-                    out_off: ((k - part) * n) as u32,
-                    ..self.base_params()
-                };
-                let off = self.push_params(&p);
-                let so = (slot as u64 * self.slot_stride) as u32;
-                self.record_gather(off, so, nwg);
-            }
-            let bytes = ((last - part) * n) as u64 * self.gt;
-            let mut enc = self.take_encoder();
-            enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
-            self.enc = Some(enc);
-            self.submit_and_read(bytes)?;
+                }
+            };
+            self.read_parts(n, (part..last).map(src))?;
             for k in part..last {
                 let dst = if k == 0 {
                     &mut g_w[..n]
@@ -822,6 +798,7 @@ impl Backend for GpuBackend<'_> {
             }
             part = last;
         }
+        self.slot_buf = slots;
         Ok(held)
     }
 

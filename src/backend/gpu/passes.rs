@@ -344,7 +344,34 @@ impl<'a> GpuBackend<'a> {
         (ceil_div(n as u64, WG) as u32).clamp(1, self.nwg_list_max)
     }
 
-    /// Entry k of the last readback, read as a GT value.
+    /// Gathers the uploaded index list's n entries from each source (flags, cache slot) of
+    /// `parts` — part k into output entries k·n.. — recorded into one submit, and reads them
+    /// back in one round trip (entry k·n + r is then `read_gt(k·n + r)`). The caller keeps
+    /// `parts.len()·n` values within the gather buffer.
+    pub(super) fn read_parts(
+        &mut self,
+        n: usize,
+        parts: impl ExactSizeIterator<Item = (u32, usize)>,
+    ) -> Result<()> {
+        let nwg = self.list_nwg(n);
+        let bytes = (parts.len() * n) as u64 * self.gt;
+        for (k, (flags, slot)) in parts.enumerate() {
+            let p = Params {
+                n: n as u32,
+                nwg,
+                flags,
+                out_off: (k * n) as u32,
+                ..self.base_params()
+            };
+            let off = self.push_params(&p);
+            self.record_gather(off, (slot as u64 * self.slot_stride) as u32, nwg);
+        }
+        let mut enc = self.take_encoder();
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)
+    }
+
     /// Reads all of g back into `g_host` (one copy, one round trip) unless it is current.
     pub(super) fn read_gradient(&mut self) -> Result<()> {
         let m = self.prob.len();
@@ -366,6 +393,7 @@ impl<'a> GpuBackend<'a> {
         Ok(())
     }
 
+    /// Entry k of the last readback, read as a GT value.
     pub(super) fn read_gt(&self, k: usize) -> f64 {
         let b = &self.readback;
         read_gt(b, k, self.wide)
@@ -383,21 +411,7 @@ impl<'a> GpuBackend<'a> {
         }
         let n = idx.len();
         self.upload_gather_indices(idx);
-        let nwg = self.list_nwg(n);
-        let p = Params {
-            n: n as u32,
-            nwg,
-            flags,
-            ..self.base_params()
-        };
-        let off = self.push_params(&p);
-        let so = (slot as u64 * self.slot_stride) as u32;
-        let bytes = n as u64 * self.gt;
-        self.record_gather(off, so, nwg);
-        let mut enc = self.take_encoder();
-        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
-        self.enc = Some(enc);
-        self.submit_and_read(bytes)?;
+        self.read_parts(n, std::iter::once((flags, slot)))?;
         for (k, o) in out.iter_mut().enumerate().take(n) {
             *o = self.read_gt(k);
         }
