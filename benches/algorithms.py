@@ -6,7 +6,8 @@ SVs, certified gap and test accuracy, deterministic and sampled (`--sample 194`)
         [--datasets a9a,w8a,ijcnn1,kdd99] [--algorithms fw,...] [--cap 300] [--sample-cap 120]
 
 Data (made once in --work, default ./algorithms-work):
-- a9a and ijcnn1: the shared training and test files as they are;
+- a9a and ijcnn1: the training and test files of the workspace's shared datasets folder as
+  they are;
 - w8a: a seeded 70/30 split of w8a.xz (Python's random.Random(1) shuffle of the lines);
 - KDD99-binary: `fwsvm convert kdd99` of the 10 % file (its own 80/20 split), then
   `fwsvm scale -l 0 -u 1` fitted on the training part.

@@ -21,7 +21,7 @@ fn dataset(m: usize, d: usize, density: f64, seed: u64) -> Dataset {
     fwsvm::bench::synthetic(m, d, density, seed)
 }
 
-/// The grid: m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}, dense and CSR at 11 %.
+/// The grid: m ∈ {10⁴, 10⁵, 4·10⁵}, d ∈ {22, 38, 123}, dense and CSR at 11 %.
 const GRID_M: [usize; 3] = [10_000, 100_000, 400_000];
 const GRID_D: [usize; 3] = [22, 38, 123];
 const LAYOUTS: [(&str, f64); 2] = [("dense", 1.0), ("csr11pct", 0.11)];
@@ -394,7 +394,7 @@ fn iterations(c: &mut Criterion) {
     g.finish();
 }
 
-/// One sampled iteration's kernel blocks (ALGORITHMS.md §3): the draw's |S| × |A| block
+/// One sampled iteration's kernel blocks (docs/METHODS.md): the draw's |S| × |A| block
 /// (|S| = 194) and the step's two columns on the tracked set T = A, as one engine call, on the
 /// CPU engine and on the device (any adapter) including the readback.
 fn sampled_blocks(c: &mut Criterion) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fwsvm against LIBSVM and Intel's oneDAL SVC on the four sets of the performance table, side
+"""fwsvm against LIBSVM and Intel's oneDAL SVC on the four sets of README's performance table, side
 by side, in one run.
 
     .venv/bin/python benches/peers.py [--sets ijcnn1,w8a,a9a,kdd99] [--repeats 1]

@@ -4,8 +4,8 @@
     .venv/bin/python benches/python_vs_sklearn.py [--sets ijcnn1,a9a] [--repeats 3]
         [--no-sklearn] [--out bench-python]
 
-Per set (the performance table's C and RBF γ; ijcnn1's files from ../shared/datasets, a9a's
-from data/), on the same machine in one run:
+Per set (the performance table's C and RBF γ; ijcnn1's files from the workspace's shared
+datasets folder, a9a's from data/), on the same machine in one run:
 
 * ``fwsvm.SVC(C, gamma).fit(X, y)`` on data already in memory (``fwsvm.load_svmlight``),
   wall seconds around ``fit`` (median of --repeats), every core (n_jobs=None), and inside

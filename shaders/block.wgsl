@@ -1,4 +1,4 @@
-// Kernel blocks of the sampled iterations (ALGORITHMS.md §3):
+// Kernel blocks of the sampled iterations (docs/METHODS.md):
 //   out[r] = Σ_k w_k Q(i_r, j_k) = y_i Σ_k c_k (k(x_i, x_j) + 1) + [i = j_k] w_k / C,
 // with c_k = w_k y_{j_k} uploaded by the host. Every row involved (the rows i and the weights'
 // j) is resident as a dense f32 row in `xs` (slot s at xs[s * dpad ..]); `rl` and `wl` hold

@@ -1,5 +1,5 @@
 // Kernel column Q[:, j] over one chunk of rows, written into a column-cache slot:
-//   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (ALGORITHMS.md §1)
+//   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (docs/METHODS.md)
 // The host prepends common.wgsl and kernel.wgsl, and appends exactly one of
 // column_dense.wgsl / column_csr.wgsl, which define `row_value(lr) -> GT` = the squared
 // distance (rbf) or the dot product (otherwise) between the chunk's stored row lr and the query x_j, and the row map `rmap`. A backend over a

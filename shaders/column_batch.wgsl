@@ -1,6 +1,6 @@
 // Up to BK kernel columns in one pass over a chunk of rows: each invocation reads its row once
 // and computes its entry of every column of the batch:
-//   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (ALGORITHMS.md §1)
+//   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (docs/METHODS.md)
 // The host prepends common.wgsl, kernel.wgsl and one of the outputs — column_batch_slots.wgsl
 // (BK = 4 columns written into cache slots bound at dynamic offsets) or column_batch_tile.wgsl
 // (BK = 16 columns written into one tile buffer, copied into their slots afterwards) — each

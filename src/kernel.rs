@@ -25,7 +25,7 @@ pub enum Kernel {
         degree: u32,
     },
     /// `tanh(γ⟨x,z⟩ + coef0)`: not a Mercer kernel for most (γ, coef0), so Q may be
-    /// indefinite; see README ("Kernels") for what the solvers then guarantee.
+    /// indefinite; see docs/GUIDE.md ("Training") for what the solvers then guarantee.
     Sigmoid {
         /// γ > 0
         gamma: f64,

@@ -779,7 +779,7 @@ mod tests {
         let err = Model::load(&path).unwrap_err().to_string();
         assert!(err.contains("`probA` has 2 values, expected 3"), "{err}");
         // A feature index past u32 (the data reader's limit) is refused with its line, not
-        // wrapped (it used to be truncated, and its size allocated by prediction).
+        // truncated into another index, nor its size allocated by prediction.
         let huge = text.replacen(" 2:-1 ", " 14294967296:-1 ", 1);
         assert_ne!(huge, text);
         std::fs::write(&path, huge).unwrap();

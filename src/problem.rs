@@ -1,4 +1,4 @@
-//! The L2-SVM in its Core-Vector-Machine form (ALGORITHMS.md §1):
+//! The L2-SVM in its Core-Vector-Machine form (docs/METHODS.md):
 //!
 //! ```text
 //! Q_ij = y_i y_j (k(x_i, x_j) + 1) + δ_ij / C,    min ½ αᵀQα  s.t.  α ≥ 0, Σα = 1
@@ -324,8 +324,8 @@ struct RowWeights {
 
 /// Rows are deduplicated when at most this fraction of them is distinct: the update then
 /// reads each row's entry through an index, which costs about what a fifth fewer rows saves
-/// (a9a, 80 % distinct: 4.09 s without, 4.36 s with; w8a, 70 %: 0.7 s either way, within noise;
-/// KDD99-binary, 30 %: 7.13 s → 5.10 s).
+/// (a9a, 80 % distinct, trains slightly slower deduplicated; w8a, 70 %, the same either way;
+/// KDD99-binary, 30 %, markedly faster).
 pub const DEDUP_BELOW: f64 = 0.75;
 
 /// Smaller problems are not deduplicated (two of the CPU backend's parallel chunks).

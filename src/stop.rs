@@ -1,10 +1,10 @@
-//! The stopping rules (ALGORITHMS.md §1), below both the solver loop and the backends: the
+//! The stopping rules (docs/METHODS.md), below both the solver loop and the backends: the
 //! loop ends a run with them, and the sampled iterations' safeguard (a backend) asks the same
 //! question of its own estimates, so neither layer reaches into the other for it.
 
 use std::str::FromStr;
 
-/// Which stopping rule ends a run (ALGORITHMS.md §1).
+/// Which stopping rule ends a run (docs/METHODS.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum StopRule {
     /// The duality gap: Δ = 2f − min g ≤ ε (and ≤ rel_eps · 2f).

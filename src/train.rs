@@ -1,5 +1,5 @@
 //! Training end to end: kernel parameters (γ heuristic), label handling, the binary L2-SVM or
-//! one-versus-one over any variant (ALGORITHMS.md §7), and the LIBSVM-layout model.
+//! one-versus-one over any variant (docs/METHODS.md), and the LIBSVM-layout model.
 
 use crate::backend::Device;
 use crate::backend::cpu::CpuConfig;
@@ -70,8 +70,9 @@ pub struct TrainParams {
     pub cpu: CpuConfig,
     /// Where to run.
     pub device: Device,
-    /// Randomized iterations: |S| per draw (0 = off; the paper uses 194). See
-    /// [`crate::backend::sampled`].
+    /// Randomized iterations: |S| per draw (0 = off; Frandi, Ñanculef, Suykens, *A
+    /// PARTAN-Accelerated Frank-Wolfe Algorithm for Large-Scale SVM Classification*, 2015, use
+    /// 194). See [`crate::backend::sampled`].
     pub sample: usize,
     /// Working-set shrinking (FW variants and CVM without `sample`; see
     /// [`crate::solver::shrink`]), on by default; None = every iteration over all points.
@@ -106,8 +107,8 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
-    /// The sampled iterations' settings (`--sample`; the paper's safeguard of two extra
-    /// draws).
+    /// The sampled iterations' settings (`--sample`; the safeguard of two extra draws of
+    /// Frandi et al. 2015).
     pub fn sampled_config(&self) -> crate::backend::sampled::SampledConfig {
         crate::backend::sampled::SampledConfig {
             sample: self.sample,
@@ -587,16 +588,17 @@ fn train_pair(
     Ok((report, rho))
 }
 
-/// One-class training (novelty detection, LIBSVM's `-s 2`): the problem of ALGORITHMS.md with
-/// every label +1, min_α αᵀ(K + 1 + I/C)α on the simplex, is the minimum enclosing ball of
-/// the points in the feature space of k̃ = k + δ/C (paper 000's Core Vector Machine view; the
-/// constant 1 adds (Σα)² = 1 and moves nothing): the centre is c = Σ α_i φ(x_i), and with
-/// k(x, x) = 1 (RBF) a point lies inside the ball, ‖φ(x) − c‖² ≤ R² = 1 + 1/C − αᵀK̃α, exactly
-/// when Σ α_i k(x_i, x) ≥ αᵀK̃α = 2f − 1. So the model is LIBSVM's one-class layout with
-/// sv_coef = α and rho = 2f − 1 (f the certified objective), and +1 means inside. Smaller C
-/// widens the slack: more training points fall outside (the SVs: a point with α_i > 0 lies
-/// outside by α_i/C). RBF only (the test needs k(x, x) constant); every FW variant and the
-/// CVM train it.
+/// One-class training (novelty detection, LIBSVM's `-s 2`): the problem of docs/METHODS.md
+/// with every label +1, min_α αᵀ(K + 1 + I/C)α on the simplex, is the minimum enclosing ball of
+/// the points in the feature space of k̃ = k + δ/C (the Core Vector Machine view of Ñanculef,
+/// Frandi, Sartori, Allende, *A Novel Frank-Wolfe Algorithm. Analysis and Applications to
+/// Large-Scale SVM Training*, 2014; the constant 1 adds (Σα)² = 1 and moves nothing): the
+/// centre is c = Σ α_i φ(x_i), and with k(x, x) = 1 (RBF) a point lies inside the ball,
+/// ‖φ(x) − c‖² ≤ R² = 1 + 1/C − αᵀK̃α, exactly when Σ α_i k(x_i, x) ≥ αᵀK̃α = 2f − 1. So the
+/// model is LIBSVM's one-class layout with sv_coef = α and rho = 2f − 1 (f the certified
+/// objective), and +1 means inside. Smaller C widens the slack: more training points fall
+/// outside (the SVs: a point with α_i > 0 lies outside by α_i/C). RBF only (the test needs
+/// k(x, x) constant); every FW variant and the CVM train it.
 pub fn train_one_class(
     ds: &Dataset,
     params: &TrainParams,

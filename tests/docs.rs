@@ -11,10 +11,15 @@ fn root() -> &'static Path {
 
 /// The Markdown files users read.
 fn documents() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = ["README.md", "CHANGELOG.md", "python/README.md", "data/README.md"]
-        .iter()
-        .map(|p| root().join(p))
-        .collect();
+    let mut v: Vec<PathBuf> = [
+        "README.md",
+        "CHANGELOG.md",
+        "python/README.md",
+        "data/README.md",
+    ]
+    .iter()
+    .map(|p| root().join(p))
+    .collect();
     for e in std::fs::read_dir(root().join("docs")).expect("a docs/ folder") {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "md") {
@@ -92,7 +97,10 @@ fn links(text: &str) -> Vec<(usize, String)> {
 fn readme_is_a_front_page() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines; the guides in docs/ take the rest");
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; the guides in docs/ take the rest"
+    );
     for d in [
         "docs/GUIDE.md",
         "docs/METHODS.md",
@@ -127,7 +135,10 @@ fn every_relative_link_resolves() {
             } else {
                 dir.join(file)
             };
-            let name = format!("{}:{line}: {target}", doc.strip_prefix(root()).unwrap().display());
+            let name = format!(
+                "{}:{line}: {target}",
+                doc.strip_prefix(root()).unwrap().display()
+            );
             if !path.exists() {
                 bad.push(format!("{name} (no such file)"));
                 continue;
@@ -140,8 +151,15 @@ fn every_relative_link_resolves() {
             }
         }
     }
-    assert!(checked > 20, "only {checked} links found: is the parser broken?");
-    assert!(bad.is_empty(), "links that do not resolve:\n{}", bad.join("\n"));
+    assert!(
+        checked > 20,
+        "only {checked} links found: is the parser broken?"
+    );
+    assert!(
+        bad.is_empty(),
+        "links that do not resolve:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -159,14 +177,24 @@ fn documents_stay_inside_the_repository() {
             }
         }
     }
-    assert!(bad.is_empty(), "lines that point outside the repository:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "lines that point outside the repository:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
 fn slugs_follow_github() {
     assert_eq!(slug(" Cross-validation (`-v K`)"), "cross-validation--v-k");
-    assert_eq!(slug("Novelty detection: one-class (`-s 2`)"), "novelty-detection-one-class--s-2");
+    assert_eq!(
+        slug("Novelty detection: one-class (`-s 2`)"),
+        "novelty-detection-one-class--s-2"
+    );
     let a = anchors("# A\n## A\n```\n# B\n```\n");
     assert!(a.contains("a") && a.contains("a-1") && !a.contains("b"));
-    assert_eq!(links("see [x](y.md#z) and `[u](v)`"), vec![(1, "y.md#z".to_string())]);
+    assert_eq!(
+        links("see [x](y.md#z) and `[u](v)`"),
+        vec![(1, "y.md#z".to_string())]
+    );
 }

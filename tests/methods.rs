@@ -1,6 +1,8 @@
 //! The papers' other solvers: CVM, sparse re-weighted FW and SimpleSVM — their defining
-//! properties on small problems, and the sparse FW's claims on real data (paper 002: fewer
-//! support vectors than FW/PARTAN at comparable accuracy, less sensitivity to C).
+//! properties on small problems, and the sparse FW's claims on real data (Alaíz, Fanuel,
+//! Suykens, *Modified Frank-Wolfe Algorithm for Enhanced Sparsity in Support Vector Machine
+//! Classifiers*, 2017: fewer support vectors than FW/PARTAN at comparable accuracy, less
+//! sensitivity to C).
 
 mod common;
 
@@ -81,9 +83,9 @@ fn marked_reduction_matches_a_scan() {
     assert_eq!(r.high.0, usize::MAX);
 }
 
-/// Sparse FW ends at the exact L2-SVM of the subsample it activated (paper 002's lemma): its
-/// objective equals an independent optimum of the problem restricted to those points, and no
-/// point left out has a negative gradient (none is misclassified).
+/// Sparse FW ends at the exact L2-SVM of the subsample it activated (the lemma of Alaíz et
+/// al. 2017): its objective equals an independent optimum of the problem restricted to those
+/// points, and no point left out has a negative gradient (none is misclassified).
 #[test]
 fn sparse_fw_solves_the_l2svm_of_its_subsample() {
     for (seed, c) in [(11u64, 1.0), (12, 10.0), (13, 0.3)] {
@@ -457,7 +459,7 @@ fn run(train_ds: &Dataset, test: &Dataset, alg: Algorithm, c: f64) -> (usize, f6
             algorithm: alg,
             ..Default::default()
         },
-        // Both methods over every point, as the paper compares them (and README reports).
+        // Both methods over every point, as the paper compares them (and docs/GUIDE.md reports).
         shrink: None,
         ..Default::default()
     };
@@ -471,9 +473,9 @@ fn run(train_ds: &Dataset, test: &Dataset, alg: Algorithm, c: f64) -> (usize, f6
     (model.total_sv(), 100.0 * ok as f64 / test.len() as f64)
 }
 
-/// Paper 002 on heart_scale, breast-cancer (without the sample id) and a9a (6,000 rows): across
-/// C ∈ {0.1, 1, 10, 100} sparse FW keeps fewer support vectors than PARTAN on average, at a
-/// mean accuracy within a point, and its SV count varies less with C.
+/// The claims of Alaíz et al. (2017) on heart_scale, breast-cancer (without the sample id) and
+/// a9a (6,000 rows): across C ∈ {0.1, 1, 10, 100} sparse FW keeps fewer support vectors than
+/// PARTAN on average, at a mean accuracy within a point, and its SV count varies less with C.
 #[test]
 fn sparse_fw_keeps_fewer_support_vectors_on_real_data() {
     let sets = [
@@ -516,7 +518,7 @@ fn sparse_fw_keeps_fewer_support_vectors_on_real_data() {
             "{name}: sparse-fw accuracy {acc_s:.2} vs partan {acc_p:.2}"
         );
         // Sensitivity to C, measured as the spread over the grid: the SV count's spread is
-        // asserted; the accuracy's is reported (README), since on these sets the accuracy of
+        // asserted; the accuracy's is reported (docs/GUIDE.md), since on these sets the accuracy of
         // both falls at large C alike.
         let sv_range = |r: &[(usize, f64)]| {
             let a: Vec<usize> = r.iter().map(|x| x.0).collect();

@@ -1,7 +1,7 @@
 //! Training on the shared real datasets, checked against accuracies measured with fwsvm
 //! (minus 0.3 point) and against LIBSVM itself (libsvm-official) loading our models.
 //!
-//! Parameters (documented in README): RBF kernel, γ = auto (1 / mean squared distance over
+//! Parameters (documented in docs/GUIDE.md): RBF kernel, γ = auto (1 / mean squared distance over
 //! 10,000 seeded pairs), seed 1, ε = 1e-4 unless stated.
 
 mod common;
@@ -196,16 +196,19 @@ fn a9a_large_c_keeps_a_sane_model() {
         return;
     };
     let dir = common::tempdir();
-    // ε is absolute (paper 004) and f* shrinks with C (≈ 2e-7 here): at the default 1e-4 the
-    // run stops far from the optimum, and fwsvm warns about it; at 1e-5 the model is sound.
+    // ε is absolute (Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for
+    // Large-Scale SVM Classification*, 2015) and f* shrinks with C (≈ 2e-7 here): at the
+    // default 1e-4 the run stops far from the optimum, and fwsvm warns about it; at 1e-5 the
+    // model is sound.
     let (acc, model, pred) =
         train_and_test(dir.path(), &train, &test, &["-c", "1000", "-e", "1e-5"]);
-    // Measured: 79.4607 % (the C++ of paper 004's authors drops to 27 % at C = 1000).
+    // Measured: 79.4607 % (the C++ code of Frandi et al. (2015) drops to 27 % at C = 1000).
     assert!(acc >= 79.46 - 0.3, "a9a at C = 1000: accuracy {acc}");
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }
 
 #[test]
+#[ignore = "needs the LIBSVM collection's larger sets in the shared datasets folder (FWSVM_DATASETS): bash .ci/run runs it where they are"]
 fn ijcnn1_partan_accuracy() {
     let (Some(train), Some(test)) = (
         common::dataset("ijcnn1.trn.bz2"),
@@ -223,6 +226,7 @@ fn ijcnn1_partan_accuracy() {
 const IJCNN1_ACC: f64 = 98.807;
 
 #[test]
+#[ignore = "needs the LIBSVM collection's larger sets in the shared datasets folder (FWSVM_DATASETS): bash .ci/run runs it where they are"]
 fn pendigits_one_versus_one() {
     let (Some(train), Some(test)) = (
         common::dataset("pendigits.xz"),
@@ -265,6 +269,7 @@ fn write_data(path: &Path, ds: &fwsvm::data::Dataset) {
 /// feature) and a 5,000-row a9a subset, with the same C and γ, its dual objective equals
 /// LIBSVM's (eps 1e-5) within 1e-3 relative and ≥ 99.5 % of the test labels agree.
 #[test]
+#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON): bash .ci/run installs it and runs it"]
 fn simplesvm_matches_libsvm_csvc() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let Some(py) = libsvm_python() else { return };
@@ -376,7 +381,7 @@ fn simplesvm_matches_libsvm_csvc() {
 
 /// svm-train's own command lines (options, then the training file, then the model) train on
 /// the bundled heart_scale with every kernel svm-train's -t names; LIBSVM loads each model and
-/// predicts the same labels (the sigmoid kernel included). What fwsvm does not train yet is
+/// predicts the same labels (the sigmoid kernel included). What fwsvm does not train is
 /// refused with a message that names it. (Probabilities, -b 1: `probability_outputs_match_libsvm`.)
 #[test]
 fn svm_train_command_lines_work_unchanged() {
@@ -438,7 +443,7 @@ fn svm_train_command_lines_work_unchanged() {
             .stderr(predicates::str::contains(says));
         assert!(!model.exists(), "{args:?} wrote a model");
     }
-    // Where an option does not apply, the command says so (issue 14, item 5).
+    // Where an option does not apply, the command says so.
     for (args, says) in [
         (
             &["train", "-v", "5", "-b", "1"][..],
@@ -470,9 +475,10 @@ fn svm_train_command_lines_work_unchanged() {
 /// probabilities `fwsvm predict -b 1` writes (to 1e-6), with svm-predict's `labels …` header;
 /// binary on the bundled heart_scale, ten classes on pendigits.
 #[test]
+#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON) and pendigits in the shared datasets folder: bash .ci/run runs it"]
 fn probability_outputs_match_libsvm() {
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
-    // The first: the issue's svm-train line, `-t 2 -c 10 -g 0.5 -m 500 -h 0 -b 1 -w1 5`.
+    // The first: a full svm-train line, `-t 2 -c 10 -g 0.5 -m 500 -h 0 -b 1 -w1 5`.
     let mut sets = vec![
         (
             heart.clone(),
@@ -575,6 +581,7 @@ fn probability_outputs_match_libsvm() {
 /// values to 1e-3 — and the default L2-SVM with the same weights finds more of the minority
 /// class than without them.
 #[test]
+#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON): bash .ci/run installs it and runs it"]
 fn class_weights_match_libsvm_weighted_csvc() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
@@ -800,6 +807,7 @@ fn libsvm_readme_examples_run() {
 /// own C·w): SimpleSVM on pendigits with `-w1 3 -w7 0.5` predicts the test labels LIBSVM's
 /// weighted C-SVC predicts (≥ 99.5 %), and the weights change the model.
 #[test]
+#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON) and pendigits in the shared datasets folder: bash .ci/run runs it"]
 fn class_weights_in_one_versus_one_match_libsvm() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let (Some(train), Some(test)) = (

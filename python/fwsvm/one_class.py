@@ -10,7 +10,9 @@ from ._base import FWSVM_PARAMS, BaseEstimator, ModelFiles, OutlierMixin, check_
 class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
     """Novelty detection: the minimum enclosing ball of the training data in the feature
     space of the RBF kernel plus δ/C (the L2-SVM with every label +1; the Core Vector
-    Machine's view, paper 000 of the repository's papers), trained by any Frank–Wolfe variant.
+    Machine's view of Ñanculef, Frandi, Sartori, Allende, "A Novel Frank-Wolfe Algorithm.
+    Analysis and Applications to Large-Scale SVM Training", 2014), trained by any Frank–Wolfe
+    variant.
 
     A point is an inlier (+1) when it lies inside the ball, Σ αᵢ k(xᵢ, x) ≥ ρ; the model is
     LIBSVM's one-class layout, which LIBSVM and ``fwsvm predict`` apply with the same labels.

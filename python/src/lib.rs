@@ -226,7 +226,8 @@ fn threads(n_jobs: Option<i64>) -> PyResult<usize> {
 /// A thread pool of `n` threads, built once per size and kept. Training runs inside it
 /// (`install`), so the solver's thread is one of the pool's, as the CLI's main thread is one
 /// of its pool's: a training thread outside the pool would hand every parallel pass of every
-/// iteration to the pool and wait to be woken (a9a: 3.0 s instead of the CLI's 1.7 s).
+/// iteration to the pool and wait to be woken, which makes training markedly slower than the
+/// CLI's.
 fn pool(n: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
     let mut pools = POOLS.lock().map_err(|_| poisoned())?;

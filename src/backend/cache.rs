@@ -2,21 +2,20 @@
 //! (a SWAP step needs two columns at once) nor more than there are columns.
 //!
 //! The cache grows only when growing pays. A slot's memory is supplied by the operating
-//! system on first write, page by page, and on this project's machines that costs about as
-//! much as computing the column: a cache that grew to its bound on every miss made a9a train
-//! in 5.29 s with 1 GiB against 3.96 s with 100 MiB, for a cache that hardly ever hits there
-//! (PARTAN mostly asks for columns it has never used). So past [`BASE_SLOTS`] a miss reuses the
-//! least recently used slot, and the cache takes a new slot only when the missed column is
-//! one it evicted recently (a "ghost" hit: a larger cache would have served it), the rule of
-//! adaptive caches such as ARC. "Recently" means among the last slots/2 evictions, so a ghost
-//! hit says a cache half again as large would have hit: remembering every eviction made
-//! ijcnn1's cache grow to 3,700 columns (760 MB of first-touch faults) for 1,206 hits spread
-//! over reuse distances of thousands, and its solver 15 % slower than with no growth at all,
-//! while KDD99 and w8a, whose reuses are short, still grow (5,130 and 1,466 hits). The slots live in one zeroed region whose untouched pages
-//! cost nothing; a warmed-up cache allocates nothing. Asking for 2 MiB pages over the region
-//! (`madvise(MADV_HUGEPAGE)`) was measured slower on every set (KDD99 3.3–3.7 s → 4.1–4.3 s,
-//! ijcnn1 1.0–1.3 s → 1.4–2.3 s): with `defrag = madvise` the kernel compacts memory on those
-//! faults.
+//! system on first write, page by page, and these first-touch page faults cost about as much
+//! as computing the column: a cache that grew to its bound on every miss trains slower with a
+//! large bound than with a small one wherever it hardly ever hits (PARTAN mostly asks for
+//! columns it has never used). So past [`BASE_SLOTS`] a miss reuses the least recently used
+//! slot, and the cache takes a new slot only when the missed column is one it evicted
+//! recently (a "ghost" hit: a larger cache would have served it), the rule of adaptive caches
+//! such as ARC. "Recently" means among the last slots/2 evictions, so a ghost hit says a cache
+//! half again as large would have hit: remembering every eviction lets hits spread over reuse
+//! distances of thousands grow the cache by thousands of columns, whose first-touch faults
+//! cost more than those few hits save, while data whose reuses are short still grow it. The
+//! slots live in one zeroed region whose untouched pages cost nothing; a warmed-up cache
+//! allocates nothing. The region asks for no 2 MiB pages (`madvise(MADV_HUGEPAGE)`): with
+//! `defrag = madvise` the kernel compacts memory on those faults, which makes training
+//! slower.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 

@@ -18,7 +18,7 @@ const CHUNK: usize = 2048;
 
 thread_local! {
     /// Per-thread scratch of the column passes (dots of one chunk): zeroing a fresh
-    /// CHUNK-sized array in every task cost 2 % of ijcnn1's run.
+    /// CHUNK-sized array in every task is a measurable cost on short iterations.
     static DOTS: std::cell::RefCell<Vec<f64>> = std::cell::RefCell::new(vec![0.0; BATCH * CHUNK]);
 }
 
@@ -94,7 +94,7 @@ pub struct CpuBackend<'a, T: Elem> {
     qbuf: Vec<Vec<f64>>,
     /// The features a sparse query left in each `qbuf` slot (None: a dense one, non-zeros
     /// anywhere): the next sparse query clears only those — on wide sparse data (1.3M
-    /// features) clearing the whole slot per column was the training's main cost.
+    /// features) clearing the whole slot per column would be the training's main cost.
     qset: Vec<Option<Vec<u32>>>,
     chunk_min: Vec<(f64, usize)>,
     min_valid: bool,

@@ -345,7 +345,7 @@ pub(crate) fn gap_over(alpha: &ActiveSet, all: &[usize], g: &[f64]) -> (f64, f64
 }
 
 /// out\[k\] = g_{rows\[k\]} = Σ_{j∈A} α_j Q_{rows\[k\], j}, exactly (f64), for a few rows: the
-/// |rows|×|A| kernel block of the sampled iterations (ALGORITHMS.md §3). Rows in parallel.
+/// |rows|×|A| kernel block of the sampled iterations (docs/METHODS.md). Rows in parallel.
 pub fn gradient_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
     gradient_rows_of_block(prob, alpha, rows, out, rows.len());
 }

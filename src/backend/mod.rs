@@ -3,7 +3,7 @@
 //! A backend holds the data in its own layout and the gradient g = Qα (plus, for PARTAN,
 //! the previous iterate's gradient g⁻) as m-vectors; the solver variants only ever see the
 //! scalar [`Reduction`] it returns and describe each step as an [`Update`]. The CPU backend
-//! lives in [`cpu`]; the GPU backend of the next issue implements the same trait, and the
+//! lives in [`cpu`]; the GPU backend (`gpu`, feature `gpu`) implements the same trait, and the
 //! sampled (randomized) iterations can wrap a backend behind the same interface.
 
 mod binary;
@@ -27,7 +27,7 @@ pub use open::{BackendChoice, DeviceRequest};
 use crate::active::ActiveSet;
 use crate::error::Result;
 
-/// What one reduction pass returns (ALGORITHMS.md §2).
+/// What one reduction pass returns (the quantities of docs/METHODS.md's Frank–Wolfe steps).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reduction {
     /// s = argmin over all i of g_i (lowest index on ties).
@@ -864,10 +864,9 @@ pub fn column_pass_bytes(ds: &crate::data::Dataset) -> u64 {
 }
 
 /// Data smaller than this (bytes per column pass) train on the CPU under `--backend auto`.
-/// The CPU streams a column pass at about 25 GB/s on both cores, so 2 MiB is an 80 µs
-/// iteration; a GPU iteration waits for two submit-and-readback round trips, commonly tens of
-/// µs each on discrete cards (not measured here: no hardware GPU has been available), and
-/// cannot win below that. heart_scale: 14 KiB, a 1 µs CPU iteration.
+/// The CPU streams a column pass at tens of GB/s, so 2 MiB is an iteration of tens of µs; a
+/// GPU iteration waits for two submit-and-readback round trips, commonly tens of µs each on
+/// discrete cards, and cannot win below that.
 pub const AUTO_GPU_MIN_BYTES: u64 = 2 << 20;
 
 /// Rows × support vectors below which `--backend auto` predicts on the CPU: the device's

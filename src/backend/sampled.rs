@@ -1,6 +1,6 @@
-//! Randomized (sampled) iterations behind the Backend seam (ALGORITHMS.md §3; paper 004 §4.2:
-//! Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for Large-Scale SVM
-//! Classification*, 2015).
+//! Randomized (sampled) iterations behind the Backend seam (docs/METHODS.md; Frandi, Ñanculef,
+//! Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for Large-Scale SVM Classification*,
+//! 2015, §4.2).
 //!
 //! No full gradient is kept. The backend tracks g (and g⁻ for PARTAN) only on a small set T ⊇
 //! supp(α) (∪ supp(α⁻)), updated with the entries of each step's columns on T. Each reduction

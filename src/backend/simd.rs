@@ -581,9 +581,9 @@ impl<'a> Layout<'a> {
                 let (d, m) = (*n_features, ds.len());
                 // The dense column loop streams 4·d bytes per row at close to memory speed; the
                 // CSR loop reads 8 bytes per non-zero plus 8 per row but runs at well under half
-                // that speed (gathers). Measured (`cargo bench --bench kernels`, 2-core EPYC):
-                // 27 GiB/s dense vs 11 GiB/s CSR, so a dense copy wins while it is at most
-                // ~2.5× the CSR bytes (KDD99: 25 % non-zero, d = 38 → 1.8×; a9a: 4.1×).
+                // that speed (gathers; `cargo bench --bench kernels` measures both), so a dense
+                // copy wins while it is at most ~2.5× the CSR bytes (KDD99: 25 % non-zero,
+                // d = 38 → 1.8×; a9a: 4.1×).
                 if binary_pays(d, values.len(), m, values) {
                     let words = d.div_ceil(64);
                     let rows = (0..m).map(|i| &indices[indptr[i]..indptr[i + 1]]);

@@ -6,13 +6,13 @@
 //!
 //! with the columns read either directly (full columns: Q entries) or through each row's
 //! distinct row (deduplicated columns: k + 1, the labels applied here as a_u·y_i, a_u carrying
-//! y_j, and the 1/C diagonal added by the caller). The terms are added in that order, as the
-//! scalar loop did, so results are the same bit for bit on every instruction set (no
-//! contraction into fused multiply-adds). Every case is its own branch-free loop, and the whole is
-//! compiled for AVX-512, AVX2+FMA and the baseline, chosen at run time: compiled only for the
-//! baseline inside rayon's closure, the loop ran scalar SSE2 code and took half of KDD99's
-//! training time. The minimum is found after the update in a second, vectorizable pass (value,
-//! then the first row holding it).
+//! y_j, and the 1/C diagonal added by the caller). The terms are added in that order, as a
+//! plain scalar loop adds them, so results are the same bit for bit on every instruction set
+//! (no contraction into fused multiply-adds). Every case is its own branch-free loop, and the
+//! whole is compiled for AVX-512, AVX2+FMA and the baseline, chosen at run time: compiled only
+//! for the baseline inside rayon's closure, the loop runs as scalar SSE2 code and becomes a
+//! large part of the training time. The minimum is found after the update in a second,
+//! vectorizable pass (value, then the first row holding it).
 
 use super::simd::Elem;
 

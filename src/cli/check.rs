@@ -8,7 +8,7 @@
 //!    columns, the reference) follows the same α, so their gradients can be compared entry by entry at checkpoints;
 //!    it also counts the iterations whose vertex choices differ.
 //!
-//! Tolerances (documented in README, all adjustable):
+//! Tolerances (documented in docs/GUIDE.md, all adjustable):
 //! * objective: both certified objectives are within their certified gap of the optimum, so
 //!   |f_cpu − f_gpu| ≤ max(gap_cpu, gap_gpu) whenever both solvers are right (plus 1e-9·f for
 //!   f64 rounding of the certification itself);

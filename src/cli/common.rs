@@ -105,11 +105,11 @@ impl DataArgs {
 /// The calling thread (the one that runs the solver) becomes one of the pool's threads, so
 /// each parallel pass it starts runs in-worker: it works on its share at once instead of
 /// handing the whole pass to the pool and sleeping until it ends. An iteration makes one or
-/// two such passes, and the hand-over and wake-up cost tens of µs each — on ijcnn1 (0.26 ms
-/// iterations) the solver took 1.44–1.53 s with a separate pool and 1.10–1.17 s this way
-/// (three runs each, alternated). The price is paid when the machine is oversubscribed: a
-/// thread waiting for the other half of a pass spins before it sleeps, so five trainings and
-/// LIBSVM's OpenMP threads sharing two cores (`tests/real_data.rs`) took 215 s instead of 127 s.
+/// two such passes, and the hand-over and wake-up cost tens of µs each, a large share of a
+/// short iteration. The price is paid when the machine is oversubscribed: a thread waiting
+/// for the other half of a pass spins before it sleeps, so trainings that share the cores with
+/// other busy threads (several trainings beside LIBSVM's OpenMP threads, as in
+/// `tests/real_data.rs`) run markedly slower.
 pub fn set_threads(n: usize, quiet: bool) {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let n = if n > cores {

@@ -1,9 +1,12 @@
 //! `fwsvm bench` (no subcommand): the papers' evaluation as one command — a matrix of
 //! algorithms × datasets × backends × ε × repeats, written as a Markdown table in the layout
-//! of paper 004's Table 2 (time, speed-up over FW, iterations, SVs, gap, accuracy), a CSV,
-//! SVG plots (duality gap against seconds per variant; speed-up of each variant over fw) and,
-//! with three datasets or more, paper 000's tests: Friedman with the Iman–Davenport correction
-//! and pairwise Wilcoxon signed-rank tests with exact p-values, on time and on accuracy.
+//! of Table 2 of Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for
+//! Large-Scale SVM Classification*, 2015 (time, speed-up over FW, iterations, SVs, gap,
+//! accuracy), a CSV, SVG plots (duality gap against seconds per variant; speed-up of each
+//! variant over fw) and, with three datasets or more, the tests of Ñanculef, Frandi, Sartori,
+//! Allende, *A Novel Frank-Wolfe Algorithm. Analysis and Applications to Large-Scale SVM
+//! Training*, 2014: Friedman with the Iman–Davenport correction and pairwise Wilcoxon
+//! signed-rank tests with exact p-values, on time and on accuracy.
 
 use super::common::{BackendArg, DataArgs, ProgressLine, open_device, set_threads};
 use super::train::parse_gamma;
@@ -54,7 +57,7 @@ pub struct MatrixArgs {
     /// Output directory (table.md, results.csv, *.svg).
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
-    /// A TOML file describing the matrix (see README); it replaces the matrix flags.
+    /// A TOML file describing the matrix (see docs/GUIDE.md, "Comparing algorithms"); it replaces the matrix flags.
     #[arg(long)]
     config: Option<PathBuf>,
     /// C (the L2-SVM's; LIBSVM's for simplesvm).

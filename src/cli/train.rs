@@ -127,7 +127,7 @@ pub struct TrainOpts {
     eps: f64,
     /// Also require gap <= rel-eps * 2f (`inf` = the papers' absolute rule alone). Guards
     /// large C, where f is tiny and eps is reached far from the optimum. 0.1 for ws: the test
-    /// accuracy of the converged model (see README); 1 for the others: no training point with
+    /// accuracy of the converged model (see docs/METHODS.md); 1 for the others: no training point with
     /// a negative margin. [default: 0.1 for ws, else 1]
     #[arg(help_heading = STOPPING, long, value_parser = parse_rel)]
     rel_eps: Option<f64>,
@@ -152,7 +152,7 @@ pub struct TrainOpts {
     #[arg(help_heading = STOPPING, long, default_value_t = 20, value_parser = super::common::parse_count::<usize>)]
     init_size: usize,
     /// The working-set solver's |W|, the kernel columns computed per outer iteration (0 =
-    /// automatic: a power of two from 64 to 1024 that grows with the support; see README).
+    /// automatic: a power of two from 64 to 1024 that grows with the support; see docs/METHODS.md).
     #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     ws_size: usize,
     /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
@@ -161,7 +161,7 @@ pub struct TrainOpts {
     shrinking: Option<bool>,
     /// Turn working-set shrinking off (on by default for the FW variants and CVM on 100,000
     /// points or more, for ws on 20,000 or more: iterations run over the points that can still
-    /// matter, and an exact pass over all points decides; see README).
+    /// matter, and an exact pass over all points decides; see docs/METHODS.md).
     #[arg(help_heading = STOPPING, long)]
     no_shrink: bool,
     /// Working-set shrinking whatever the number of points.
@@ -225,8 +225,8 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// `-a ws` under mpirun: the working-set solver runs in one process only so far (its
-    /// selection and batched blocks have no distributed form yet).
+    /// `-a ws` under mpirun: the working-set solver runs in one process only (its selection
+    /// and batched blocks have no distributed form).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn refuse_ws_over_ranks(&self) -> Result<()> {
         if self.algorithm == Some(Algorithm::Ws) {
@@ -254,7 +254,7 @@ impl TrainOpts {
 
     /// The solver: `-a`, or ws — but partan, the papers' method, for randomized iterations
     /// (`--sample`: ws chooses from the whole gradient) and under mpirun (where ws does not
-    /// run yet).
+    /// run).
     pub fn algorithm(&self) -> Algorithm {
         match self.algorithm {
             Some(a) => a,

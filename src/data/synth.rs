@@ -1,7 +1,8 @@
 //! Synthetic datasets: the checkerboard of the Core Vector Machine papers' scale tests (Tsang,
-//! Kwok and Cheung, 2005, as cited by paper 003): points uniform on [0, K)², labelled +1 where
-//! ⌊x⌋ + ⌊y⌋ is even and −1 where it is odd (K = 4: a 4 × 4 board, two classes of equal size in
-//! expectation). Seeded: the same seed gives the same rows on every machine.
+//! Kwok and Cheung, 2005, as cited by Vishwanathan, Smola et al., *SimpleSVM*, 2003): points
+//! uniform on [0, K)², labelled +1 where ⌊x⌋ + ⌊y⌋ is even and −1 where it is odd (K = 4: a
+//! 4 × 4 board, two classes of equal size in expectation). Seeded: the same seed gives the
+//! same rows on every machine.
 
 use crate::rng::SplitMix64;
 use std::io::{self, Write};

@@ -1,11 +1,11 @@
-//! Training across processes: row-partitioned, one local backend per rank (issue 17).
+//! Training across processes: row-partitioned, one local backend per rank.
 //!
-//! The plan, and what is here so far. A job of P ranks (`mpirun -np P fwsvm train …`) splits
-//! the m training rows into P contiguous slices, rank r owning the global rows
-//! `[first_r, first_r + n_r)` ([`slice`](mod@slice): each rank reads only its byte range of a plain file,
-//! with errors naming the global line). Every rank runs the same solver on the same combined
-//! scalars, so every rank makes the same calls in the same order, and the collectives of
-//! [`comm`] can sit inside [`Backend`](crate::backend::Backend) methods:
+//! A job of P ranks (`mpirun -np P fwsvm train …`) splits the m training rows into P contiguous
+//! slices, rank r owning the global rows `[first_r, first_r + n_r)` ([`slice`](mod@slice): each
+//! rank reads only its byte range of a plain file, with errors naming the global line). Every
+//! rank runs the same solver on the same combined scalars, so every rank makes the same calls
+//! in the same order, and the collectives of [`comm`] can sit inside
+//! [`Backend`](crate::backend::Backend) methods:
 //!
 //! * `reduce`: the argmin over all rows is one `min_loc` (lowest global index on ties, as the
 //!   single-process scan); the gradient entries of the active set are gathered exactly — a
@@ -22,8 +22,8 @@
 //! per iteration. [`comm::ThreadComm`] runs P ranks as threads of one process (tests, and
 //! machines without MPI); `mpi::MpiComm` (`--features mpi`) runs them under `mpirun`.
 //!
-//! Here: [`backend::DistBackend`] over a local CPU backend that computes columns of other
-//! ranks' points as guests (`Backend::add_guest`); the solver's initial sample
+//! The backend is [`backend::DistBackend`] over a local CPU backend that computes columns of
+//! other ranks' points as guests (`Backend::add_guest`); the solver's initial sample
 //! (`Backend::fetch_rows`), MEB constant and certification (`Backend::certify_exact`) go through
 //! the backend. `tests/dist.rs` runs every FW variant and the CVM on 2–4 ranks and checks every
 //! iterate, the final α and the certified figures against one process, bit for bit (f64

@@ -1,5 +1,8 @@
 //! What `fwsvm bench` writes once the matrix has run: the results CSV, the Markdown table in
-//! paper 004's layout with paper 000's statistical tests, and the SVG plots.
+//! the layout of Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for
+//! Large-Scale SVM Classification* (2015), with the statistical tests of Ñanculef, Frandi,
+//! Sartori, Allende, *A Novel Frank-Wolfe Algorithm. Analysis and Applications to Large-Scale
+//! SVM Training* (2014), and the SVG plots.
 
 use super::matrix::{Plan, Run, dataset_name};
 use super::stats::{friedman, wilcoxon};
@@ -68,8 +71,8 @@ fn cell(
         .collect()
 }
 
-/// The Markdown report: paper 004's table per backend and ε, and paper 000's tests with three
-/// datasets or more.
+/// The Markdown report: the table of Frandi et al. (2015) per backend and ε, and the tests of
+/// Ñanculef et al. (2014) with three datasets or more.
 pub fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
     let mut s = String::new();
     let names: Vec<String> = plan.datasets.iter().map(dataset_name).collect();
@@ -91,7 +94,7 @@ pub fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
     for &b in backends {
         for &eps in &plan.eps {
             let _ = writeln!(s, "## {b}, ε = {eps:e}\n");
-            // Paper 004's Table 2: algorithms across, a block of rows per dataset.
+            // Table 2 of Frandi et al. (2015): algorithms across, a block of rows per dataset.
             let _ = writeln!(
                 s,
                 "| | {} |\n|---|{}",

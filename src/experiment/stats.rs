@@ -1,7 +1,8 @@
-//! Non-parametric tests for comparing algorithms over several datasets, the protocol of paper
-//! 000 (after Demšar, *Statistical comparisons of classifiers over multiple data sets*, JMLR
-//! 2006): the Friedman test on average ranks with the Iman–Davenport correction, and pairwise
-//! Wilcoxon signed-rank tests with exact p-values.
+//! Non-parametric tests for comparing algorithms over several datasets, the protocol of
+//! Ñanculef, Frandi, Sartori, Allende, *A Novel Frank-Wolfe Algorithm. Analysis and
+//! Applications to Large-Scale SVM Training*, 2014 (after Demšar, *Statistical comparisons of
+//! classifiers over multiple data sets*, JMLR 2006): the Friedman test on average ranks with
+//! the Iman–Davenport correction, and pairwise Wilcoxon signed-rank tests with exact p-values.
 
 /// Ranks of `v` (1 = smallest), ties given their average rank.
 pub fn ranks(v: &[f64]) -> Vec<f64> {

@@ -1,6 +1,6 @@
-//! Core Vector Machine (the baseline of paper 001: Frandi, Gasparo, Lodi, Ñanculef, Sartori,
-//! *Training Support Vector Machines Using Frank-Wolfe Optimization Methods*, IJPRAI 2013,
-//! after Tsang, Kwok, Cheung's CVM; ALGORITHMS.md §4).
+//! Core Vector Machine (the baseline of Frandi, Gasparo, Lodi, Ñanculef, Sartori, *Training
+//! Support Vector Machines Using Frank-Wolfe Optimization Methods*, IJPRAI 2013, after Tsang,
+//! Kwok, Cheung's CVM; docs/METHODS.md, Core Vector Machine).
 //!
 //! Bădoiu–Clarkson on the same Q: a core set C, initially the support of the starting point.
 //! Each outer iteration the backend's full reduction names the farthest point

@@ -1,6 +1,6 @@
 //! Plain Frank–Wolfe (toward steps only), as specialised to the L2-SVM by the Core Vector
-//! Machine line of work (paper 001: Frandi, Gasparo, Lodi, Ñanculef, Sartori, *Training Support
-//! Vector Machines Using Frank-Wolfe Optimization Methods*, IJPRAI 2013).
+//! Machine line of work (Frandi, Gasparo, Lodi, Ñanculef, Sartori, *Training Support Vector
+//! Machines Using Frank-Wolfe Optimization Methods*, IJPRAI 2013).
 //!
 //! ```text
 //! s = argmin_i g_i,  Δ = 2f − g_s,  λ = clip(Δ / (Q_ss − 2g_s + 2f), 0, 1)

@@ -1,6 +1,8 @@
-//! Initialisation (ALGORITHMS.md §1; paper 000 uses 20 points): draw p random indices, solve
-//! the problem restricted to them to a tight gap with pairwise steps on the exact p×p Q, and
-//! start from that α (zero elsewhere). p = 0 or 1 starts from one random vertex.
+//! Initialisation (docs/METHODS.md, "The solvers"; Ñanculef, Frandi, Sartori, Allende, *A
+//! Novel Frank-Wolfe Algorithm. Analysis and Applications to Large-Scale SVM Training*, 2014,
+//! use 20 points): draw p random indices, solve the problem restricted to them to a tight gap
+//! with pairwise steps on the exact p×p Q, and start from that α (zero elsewhere). p = 0 or 1
+//! starts from one random vertex.
 
 use super::steps;
 use crate::active::ActiveSet;

@@ -1,6 +1,6 @@
 //! SimpleSVM's linear algebra: the free set's kernel block H_WW and the solves of
-//! (H_WW + τI) z = r it needs twice per step (ALGORITHMS.md §6; Vishwanathan, Smola and Murty,
-//! *SimpleSVM*, ICML 2003, keep the same factor updated as points join and leave W).
+//! (H_WW + τI) z = r it needs twice per step (docs/METHODS.md, SimpleSVM; Vishwanathan, Smola
+//! and Murty, *SimpleSVM*, ICML 2003, keep the same factor updated as points join and leave W).
 //!
 //! Two ways to solve: a Cholesky factor L Lᵀ = H_WW + τI updated by one row per added point
 //! and by Givens rotations per removed one (O(|W|²) each), or conjugate gradients on the

@@ -1,5 +1,7 @@
-//! Modified Frank–Wolfe (MFW): Wolfe's away steps, as used for the L2-SVM in paper 001
-//! (Frandi et al., IJPRAI 2013) and compared against in paper 000 (Ñanculef et al. 2014).
+//! Modified Frank–Wolfe (MFW): Wolfe's away steps, as used for the L2-SVM by Frandi, Gasparo,
+//! Lodi, Ñanculef, Sartori, *Training Support Vector Machines Using Frank-Wolfe Optimization
+//! Methods* (IJPRAI 2013) and compared against by Ñanculef, Frandi, Sartori, Allende, *A Novel
+//! Frank-Wolfe Algorithm. Analysis and Applications to Large-Scale SVM Training* (2014).
 //!
 //! Each iteration compares the FW gap Δ = 2f − g_s with the away gap g_v − 2f
 //! (v = argmax of g over the active set) and takes the larger:

@@ -1,5 +1,5 @@
-//! PARTAN-accelerated Frank–Wolfe (paper 004: Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated
-//! Frank-Wolfe Algorithm for Large-Scale SVM Classification*, 2015).
+//! PARTAN-accelerated Frank–Wolfe (Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe
+//! Algorithm for Large-Scale SVM Classification*, 2015).
 //!
 //! Each iteration takes a FW step α → α̃, then a second exact line search along the
 //! "parallel tangent" p = α̃ − α⁻ through the previous iterate α⁻. With W = αᵀQα⁻ and the
@@ -28,10 +28,10 @@ use crate::error::Result;
 
 /// The PARTAN variant.
 ///
-/// The host work is O(|A|) per iteration and, on problems with thousands of support vectors,
-/// a third of the run (ijcnn1), so it runs over arrays aligned with `idx` (supp α first, in
-/// α's storage order, then supp α⁻ \ supp α, then s): α⁻ is a dense m-vector read once per
-/// entry, and α is rewritten in place through [`ActiveSet::weights_mut`].
+/// The host work is O(|A|) per iteration and, on problems with thousands of support vectors
+/// (ijcnn1), a large share of the run, so it runs over arrays aligned with `idx` (supp α
+/// first, in α's storage order, then supp α⁻ \ supp α, then s): α⁻ is a dense m-vector read
+/// once per entry, and α is rewritten in place through [`ActiveSet::weights_mut`].
 #[derive(Default)]
 pub struct Partan {
     /// α⁻ over all m points (0 off its support); empty before the first step.

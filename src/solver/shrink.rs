@@ -1,7 +1,7 @@
 //! Working-set shrinking with an exact finish.
 //!
 //! Most points of a large problem never matter: at the optimum of the L2-SVM on the simplex
-//! every point has g_i ≥ 2f* (the KKT condition of ALGORITHMS.md §1), with equality on the
+//! every point has g_i ≥ 2f* (the KKT condition; docs/METHODS.md), with equality on the
 //! support vectors, and a point whose g_i stays well above 2f is never the FW vertex
 //! argmin g and never enters α. The iterations therefore run on a working set W: the points
 //! with α_i > 0 and those whose exact gradient is below (1 + ρ)·2f (ρ = `margin`, 0.5 by
@@ -38,10 +38,10 @@ pub struct ShrinkParams {
     /// The working set holds at least this many points (the lowest gradients).
     pub min_size: usize,
     /// Problems with fewer points are solved without rounds (read by [`crate::train`]; this
-    /// module's [`solve`] always runs them). Below 10⁵ points shrinking was measured neutral
-    /// to 3 % slower (ijcnn1, w8a, a9a: the column, not the pass over g, is the iteration's
-    /// cost there) and moves the loosely converged default solution around as much as a new
-    /// seed does; on KDD99-binary's 395,216 it saves a quarter of the run.
+    /// module's [`solve`] always runs them). Below 10⁵ points shrinking does not pay (ijcnn1,
+    /// w8a, a9a: the column, not the pass over g, is the iteration's cost there) and moves the
+    /// loosely converged default solution around as much as a new seed does; on larger sets
+    /// such as KDD99-binary (395,216 points) it saves a good part of the run.
     pub min_points: usize,
 }
 
@@ -103,9 +103,8 @@ pub const SHRINK_MIN_POINTS: usize = 100_000;
 
 /// The working-set solver shrinks from this many points on whatever `min_points` says above
 /// it: its outer iteration sweeps all m gradients for q columns, and with the round's columns
-/// carried over (not computed again) the rounds paid on ijcnn1 (49,990 points: solver 3.2 s →
-/// 2.5 s) and w8a (1.16 s → 0.98 s), and left a9a (32,561, no point set aside at ρ = 0.5)
-/// unchanged.
+/// carried over (not computed again) the rounds pay on sets such as ijcnn1 (49,990 points) and
+/// w8a, and leave a9a (32,561, no point set aside at ρ = 0.5) unchanged.
 pub const WS_MIN_POINTS: usize = 20_000;
 
 impl ShrinkParams {

@@ -1,6 +1,6 @@
-//! SimpleSVM (slides 003: Vishwanathan, Smola, Murty et al., *SimpleSVM / SimplerSVM*, after
-//! Vishwanathan, Smola, Murty, *SimpleSVM*, ICML 2003; ALGORITHMS.md §6): the active-set
-//! solver of LIBSVM's C-SVC dual, a different problem from the other algorithms':
+//! SimpleSVM (Vishwanathan, Smola, Murty et al., *SimpleSVM / SimplerSVM* slides, after
+//! Vishwanathan, Smola, Murty, *SimpleSVM*, ICML 2003; docs/METHODS.md, SimpleSVM): the
+//! active-set solver of LIBSVM's C-SVC dual, a different problem from the other algorithms':
 //!
 //! ```text
 //! min ½αᵀHα − 1ᵀα,   H_ij = y_i y_j k(x_i, x_j),   0 ≤ α_i ≤ C,   yᵀα = 0

@@ -1,6 +1,6 @@
-//! Sparse re-weighted Frank–Wolfe, "M-FW" (paper 002: Alaíz, Fanuel, Suykens, *Modified
-//! Frank-Wolfe Algorithm for Enhanced Sparsity in Support Vector Machine Classifiers*, 2017;
-//! ALGORITHMS.md §5).
+//! Sparse re-weighted Frank–Wolfe, "M-FW" (Alaíz, Fanuel, Suykens, *Modified Frank-Wolfe
+//! Algorithm for Enhanced Sparsity in Support Vector Machine Classifiers*, 2017;
+//! docs/METHODS.md, sparse re-weighted FW).
 //!
 //! The vectors are split into active ones (in the simplex: the working set W) and inactive
 //! ones (weight 0 in the re-weighted SVM: their coordinate could grow without taking mass from

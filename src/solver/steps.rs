@@ -1,6 +1,6 @@
-//! Closed-form line searches of ALGORITHMS.md §2, as pure functions of scalars so they can be
-//! checked against brute force. All minimise f(α) = ½αᵀQα along a direction d, using
-//! gᵀd and dᵀQd expressed through f = ½αᵀg, gradient entries and Q entries.
+//! Closed-form line searches of the Frank–Wolfe steps (docs/METHODS.md), as pure functions of
+//! scalars so they can be checked against brute force. All minimise f(α) = ½αᵀQα along a
+//! direction d, using gᵀd and dᵀQd expressed through f = ½αᵀg, gradient entries and Q entries.
 
 /// Toward (FW) step α ← (1−λ)α + λe_s: returns (λ, f after the step).
 ///
@@ -55,7 +55,8 @@ pub fn pairwise(g_s: f64, g_v: f64, q_ss: f64, q_vv: f64, q_sv: f64, alpha_v: f6
     (lambda, lambda * gain - 0.5 * lambda * lambda * curv)
 }
 
-/// PARTAN's second line search along p = α̃ − α⁻ (paper 004):
+/// PARTAN's second line search along p = α̃ − α⁻ (Frandi, Ñanculef, Suykens, *A
+/// PARTAN-Accelerated Frank-Wolfe Algorithm for Large-Scale SVM Classification*, 2015):
 /// with f̃ = f(α̃), W̃ = α̃ᵀQα⁻ and f⁻ = f(α⁻), returns (μ, f⁺) where
 /// μ = clip((W̃ − 2f̃) / pᵀQp, 0, μ_max), pᵀQp = 2f̃ − 2W̃ + 2f⁻, f⁺ = f̃ + μ(2f̃ − W̃) + ½μ²pᵀQp.
 pub fn partan(f_t: f64, w_t: f64, f_prev: f64, mu_max: f64) -> (f64, f64) {

@@ -1,5 +1,5 @@
-//! SWAP (paper 000: Ñanculef, Frandi, Sartori, Allende, *A Novel Frank-Wolfe Algorithm.
-//! Analysis and Applications to Large-Scale SVM Training*, 2014).
+//! SWAP (Ñanculef, Frandi, Sartori, Allende, *A Novel Frank-Wolfe Algorithm. Analysis and
+//! Applications to Large-Scale SVM Training*, 2014).
 //!
 //! Each iteration computes both the toward step and the pairwise ("swap") step that moves
 //! mass from the worst active vertex v to the FW vertex s, each by exact line search, and takes

@@ -1,4 +1,5 @@
-//! SWAP second order (SWAP-2o, paper 000: Ñanculef, Frandi, Sartori, Allende 2014).
+//! SWAP second order (SWAP-2o: Ñanculef, Frandi, Sartori, Allende, *A Novel Frank-Wolfe
+//! Algorithm. Analysis and Applications to Large-Scale SVM Training*, 2014).
 //!
 //! Like [SWAP](super::swap), but the away vertex is the active j that maximises the exact
 //! decrease of the pairwise step toward s, not merely the largest gradient:

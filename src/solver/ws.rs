@@ -28,8 +28,8 @@
 //! m/512, between 64 and 1024, and never more than m or half the columns the backend can hold
 //! at once. An outer iteration has O(m) work besides its columns (the reduction, the
 //! selection of W, the update's sweep over g); q ∝ m keeps that a fixed share of the columns'
-//! cost. Measured on a9a, w8a and ijcnn1 (30,000–50,000 points) q = 64 beat 256 and 1024 by
-//! 10–45 %; on KDD99 (395,216 points) q = 1024 beat 64 by 2.4×.
+//! cost. Of q = 64, 256 and 1024, sets of 30,000–50,000 points (a9a, w8a, ijcnn1) train
+//! fastest at 64, and KDD99 (395,216 points) trains faster at 1024 than at 64.
 
 use super::{State, Step, StepKind, Variant, steps};
 use crate::backend::{Backend, Reduction};
@@ -37,7 +37,7 @@ use crate::error::Result;
 
 /// The command line's default `--rel-eps` for ws: the duality gap at most a tenth of 2f. On
 /// a9a, ijcnn1, w8a and KDD99 the test accuracy then lies within 0.1 point of the converged
-/// model's (see README, "Methods").
+/// model's (see docs/METHODS.md, "The default stop").
 pub const REL_EPS: f64 = 0.1;
 
 /// Smallest and largest automatic working-set sizes.

@@ -5,17 +5,20 @@ use std::path::PathBuf;
 
 pub mod problems;
 
-/// `data/<name>` (shipped in the repository: heart_scale, a9a, a9a.t), else
-/// `../shared/datasets/<name>` (the workspace's larger sets), or None (with a loud message)
-/// when neither has it outside CI. In CI (`CI=true`) a missing dataset is a failure, never a
-/// skip.
+/// `data/<name>` (shipped in the repository: heart_scale, a9a, a9a.t), else the folder named by
+/// `FWSVM_DATASETS` (default: the workspace's shared datasets folder beside the clone, where
+/// the larger sets are), or None (with a loud message) when neither has it outside CI. In CI (`CI=true`) a missing dataset is a failure,
+/// never a skip.
 pub fn dataset(name: &str) -> Option<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let shipped = root.join("data").join(name);
     if shipped.exists() {
         return Some(shipped);
     }
-    let p = root.join("../shared/datasets").join(name);
+    let folder = std::env::var_os("FWSVM_DATASETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/datasets"));
+    let p = folder.join(name);
     if p.exists() {
         return Some(p);
     }

@@ -75,8 +75,9 @@ pub fn reference_optimum(prob: &Problem<'_>) -> (f64, Vec<f64>) {
 
 /// (name, data, kernel, C, interior): with a small C every point is a support vector and the
 /// optimum lies inside the simplex, where plain FW converges linearly; elsewhere the optimum is
-/// sparse and FW is O(1/k) (paper 004, Table 3), so only the variants with away, pairwise or
-/// PARTAN steps are asked for 1e-8 there.
+/// sparse and FW is O(1/k) (Frandi, Ñanculef, Suykens, *A PARTAN-Accelerated Frank-Wolfe
+/// Algorithm for Large-Scale SVM Classification*, 2015, Table 3), so only the variants with
+/// away, pairwise or PARTAN steps are asked for 1e-8 there.
 pub fn problems() -> Vec<(String, Dataset, Kernel, f64, bool)> {
     vec![
         (

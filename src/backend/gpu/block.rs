@@ -1,5 +1,6 @@
-//! The sampled iterations' kernel blocks on the device (ALGORITHMS.md §3; paper 004 §4.2):
-//! a [`BlockEngine`] running `shaders/block.wgsl`.
+//! The sampled iterations' kernel blocks on the device (docs/METHODS.md; Frandi, Ñanculef,
+//! Suykens, *A PARTAN-Accelerated Frank-Wolfe Algorithm for Large-Scale SVM Classification*,
+//! 2015, §4.2): a [`BlockEngine`] running `shaders/block.wgsl`.
 //!
 //! The rows a block touches — the draw's |S| rows, the tracked set T and the support of α —
 //! are kept resident on the device as dense f32 rows in one buffer of slots, managed on the
