@@ -237,6 +237,60 @@ fn overflowing_polynomial_kernel_is_refused() {
         .success();
 }
 
+/// svmlight's query ids (`qid:N` after the label, which scikit-learn's reader accepts) are
+/// skipped with a note naming the file and the first line: the model is the one the file
+/// without them gives, byte for byte. A malformed one is an error at its line; `-q` silences
+/// the note.
+#[test]
+fn svmlight_query_ids_are_skipped_with_a_note() {
+    let d = common::tempdir();
+    let plain = write_train(d.path());
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let with_qid: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match l.split_once(' ') {
+            Some((y, rest)) if !l.starts_with('#') => format!("{y} qid:{} {rest}\n", i / 10),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let q = d.path().join("qid.txt");
+    std::fs::write(&q, with_qid).unwrap();
+    let (m1, m2) = (d.path().join("plain.model"), d.path().join("qid.model"));
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&plain)
+        .arg(&m1)
+        .assert()
+        .success();
+    fwsvm()
+        .arg("train")
+        .arg(&q)
+        .arg(&m2)
+        .assert()
+        .success()
+        .stderr(
+            predicate::str::contains("qid.txt")
+                .and(predicate::str::contains("query id"))
+                .and(predicate::str::contains("60 lines"))
+                .and(predicate::str::contains("first on line 3")),
+        );
+    assert_eq!(std::fs::read(&m1).unwrap(), std::fs::read(&m2).unwrap());
+    fwsvm()
+        .args(["train", "-q"])
+        .arg(&q)
+        .arg(&m2)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("query id").not());
+    bad_input(
+        d.path(),
+        "badqid.txt",
+        b"1 qid:1 1:0.5\n-1 qid:x 1:0.1\n",
+        &[":2:", "malformed query id `qid:x`"],
+    );
+}
+
 /// A model whose kernel training would refuse — γ ≤ 0 for rbf (every entry 1: one class
 /// everywhere), a polynomial of degree 0 — is refused as malformed, naming its line.
 #[test]

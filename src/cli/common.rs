@@ -1,6 +1,6 @@
 //! Options and helpers shared by subcommands: data format, threads, progress and traces.
 
-use crate::data::{Dataset, Format, ReadOptions, read_dataset};
+use crate::data::{Dataset, Format, ReadOptions, read_dataset_noted};
 use crate::error::{Error, Result};
 use crate::output::OutputFile;
 use crate::solver::{Observer, Progress};
@@ -81,13 +81,19 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    /// Reads a dataset with these options; refuses an empty one.
-    pub fn read(&self, path: &Path) -> Result<Dataset> {
+    /// Reads a dataset with these options; refuses an empty one. What the reader skipped
+    /// (svmlight query ids) is said on stderr unless `quiet`.
+    pub fn read(&self, path: &Path, quiet: bool) -> Result<Dataset> {
         let opts = ReadOptions {
             format: self.format,
             label_col: self.label_col,
         };
-        let ds = read_dataset(path, &opts)?;
+        let (ds, notes) = read_dataset_noted(path, &opts)?;
+        if !quiet {
+            for n in notes {
+                eprintln!("fwsvm: note: {n}");
+            }
+        }
         if ds.is_empty() {
             return Err(Error::InvalidData {
                 path: path.to_path_buf(),

@@ -236,9 +236,9 @@ struct CliHooks<'a> {
 
 impl MatrixHooks for CliHooks<'_> {
     fn load(&mut self, spec: &DatasetSpec) -> Result<(Dataset, Dataset)> {
-        let ds = self.data.read(&spec.train)?;
+        let ds = self.data.read(&spec.train, self.quiet)?;
         match &spec.test {
-            Some(t) => Ok((ds, self.data.read(t)?)),
+            Some(t) => Ok((ds, self.data.read(t, self.quiet)?)),
             None => Ok(split_70_30(&ds, self.seed)),
         }
     }

@@ -58,7 +58,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
         .output_opt("predictions file", a.output.as_deref())
         .check()?;
     let model = Model::load(&a.model)?;
-    let ds = a.data.read(&a.test)?;
+    let ds = a.data.read(&a.test, a.quiet)?;
     if ds.n_features() > model.n_features() && !a.quiet {
         eprintln!(
             "fwsvm: warning: {} has features beyond index {} that no support vector uses \

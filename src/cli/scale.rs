@@ -45,7 +45,7 @@ pub fn run(a: ScaleArgs) -> Result<()> {
         .output_opt("ranges file", a.save.as_deref())
         .output_opt("output", a.output.as_deref())
         .check()?;
-    let mut ds = a.data.read(&a.data_file)?;
+    let mut ds = a.data.read(&a.data_file, false)?;
     let params = match &a.restore {
         Some(p) => ScaleParams::load(p)?,
         None => ScaleParams::fit(&ds, a.lower, a.upper)?,

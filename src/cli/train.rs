@@ -374,7 +374,7 @@ impl TrainOpts {
         set_threads(self.threads, self.quiet);
         check_cache_mb(self.cache_mb)?;
         let t0 = Instant::now();
-        let ds = self.data.read(train)?;
+        let ds = self.data.read(train, self.quiet)?;
         let read_s = t0.elapsed().as_secs_f64();
         if self.sample > ds.len() {
             return Err(Error::param(format!(
@@ -386,7 +386,7 @@ impl TrainOpts {
             )));
         }
         let test = match test {
-            Some(p) => Some(self.data.read(p)?),
+            Some(p) => Some(self.data.read(p, self.quiet)?),
             None => None,
         };
         Ok((ds, test, read_s))
@@ -955,7 +955,7 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     let scored = match (&args.test, root) {
         (Some(path), true) => a
             .data
-            .read(path)
+            .read(path, a.quiet)
             .and_then(|test| score_test(&params, &model, &test, path, a.quiet)),
         _ => Ok(()),
     };

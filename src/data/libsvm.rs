@@ -26,6 +26,13 @@ use std::path::Path;
 /// data, [`Error::Parse`] for a malformed line, [`Error::InvalidData`] when the file
 /// holds no data rows.
 pub fn read_libsvm(path: &Path) -> Result<Dataset> {
+    read_libsvm_noted(path).map(|(ds, _)| ds)
+}
+
+/// [`read_libsvm`], with a note when the file's lines carry svmlight query ids (`qid:N`
+/// after the label, which scikit-learn's reader also accepts): they are skipped, since they
+/// only group rows for ranking.
+pub fn read_libsvm_noted(path: &Path) -> Result<(Dataset, Option<String>)> {
     let (mut reader, format) = open_with_format(path)?;
     let parts = parse_lines(&mut *reader, path, format, 0..usize::MAX, true)?;
     if parts.labels.is_empty() {
@@ -34,7 +41,17 @@ pub fn read_libsvm(path: &Path) -> Result<Dataset> {
             msg: "no data rows".into(),
         });
     }
-    Ok(parts.into_dataset(None))
+    let note = match parts.qid {
+        (0, _) => None,
+        (n, first) => Some(format!(
+            "{}: {n} line{} carr{} an svmlight query id (`qid:N`, first on line {first}); \
+             skipped: query ids group rows for ranking, which classification does not use",
+            path.display(),
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "ies" } else { "y" },
+        )),
+    };
+    Ok((parts.into_dataset(None), note))
 }
 
 /// The rows of a LIBSVM text read so far, in CSR parts.
@@ -49,6 +66,9 @@ pub(crate) struct Parts {
     pub max_index: usize,
     /// Lines read (parsed or skipped) before the reading stopped.
     pub lines: usize,
+    /// Lines carrying an svmlight `qid:N` token (skipped: query ids group rows for ranking,
+    /// which classification does not use), and the first of them (1-based; 0 when none).
+    pub qid: (usize, usize),
 }
 
 impl Parts {
@@ -130,6 +150,7 @@ fn parse_lines_up_to(
         ..Builder::default()
     };
     let mut line = 0usize;
+    let mut first_qid = 0usize;
     let walk = for_each_line_chunk(&mut *reader, path, format, |chunk| {
         let mut p = 0;
         if at_file_start && line == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
@@ -147,8 +168,14 @@ fn parse_lines_up_to(
                     .map_or(chunk.len(), |k| p + k + 1);
                 continue;
             }
+            let had = b.qid_lines;
             match parse_line(chunk, p, &mut b) {
-                Ok(next) => p = next,
+                Ok(next) => {
+                    p = next;
+                    if had == 0 && b.qid_lines == 1 {
+                        first_qid = line;
+                    }
+                }
                 Err(msg) => {
                     return Err(Flow::Fail(Error::Parse {
                         path: path.to_path_buf(),
@@ -171,6 +198,7 @@ fn parse_lines_up_to(
         labels: b.labels,
         max_index: b.max_index,
         lines: line,
+        qid: (b.qid_lines, first_qid),
     })
 }
 
@@ -288,6 +316,8 @@ struct Builder {
     /// The highest index this machine holds per-feature arrays for
     /// ([`crate::util::max_features`]).
     limit: usize,
+    /// Lines whose svmlight `qid:N` token was skipped.
+    qid_lines: usize,
 }
 
 impl Default for Builder {
@@ -299,6 +329,7 @@ impl Default for Builder {
             labels: Vec::new(),
             max_index: 0,
             limit: crate::util::max_features(),
+            qid_lines: 0,
         }
     }
 }
@@ -340,6 +371,26 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
         return Err(format!("label `{}` is not a finite number", token(b, p)));
     }
     p += n;
+
+    // svmlight's query id (`qid:N` after the label, as scikit-learn's reader accepts): skipped.
+    let mut q = p;
+    while is_blank(b[q]) {
+        q += 1;
+    }
+    if b[q..].starts_with(b"qid:") {
+        let mut e = q + 4;
+        while b[e].is_ascii_digit() {
+            e += 1;
+        }
+        if e == q + 4 || !ends_token(b[e]) {
+            return Err(format!(
+                "malformed query id `{}`: expected qid:N with N a non-negative integer",
+                token(b, q)
+            ));
+        }
+        out.qid_lines += 1;
+        p = e;
+    }
 
     // index:value pairs.
     let mut last: u64 = 0;

@@ -396,8 +396,17 @@ pub struct ReadOptions {
 
 /// Reads a dataset from `path` (plain, gzip, bzip2 or xz, detected by magic bytes).
 pub fn read_dataset(path: &Path, opts: &ReadOptions) -> Result<Dataset> {
+    read_dataset_noted(path, opts).map(|(ds, _)| ds)
+}
+
+/// [`read_dataset`], with what the reader skipped and the user should hear about (svmlight
+/// query ids), as sentences naming the file.
+pub fn read_dataset_noted(path: &Path, opts: &ReadOptions) -> Result<(Dataset, Vec<String>)> {
     match opts.format {
-        Format::Libsvm => read_libsvm(path),
-        Format::Csv => read_csv(path, opts.label_col),
+        Format::Libsvm => {
+            let (ds, note) = libsvm::read_libsvm_noted(path)?;
+            Ok((ds, note.into_iter().collect()))
+        }
+        Format::Csv => Ok((read_csv(path, opts.label_col)?, Vec::new())),
     }
 }
