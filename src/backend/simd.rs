@@ -1024,9 +1024,6 @@ fn kernel_row_sum_impl<const F: bool>(
 mod tests {
     use super::*;
 
-    /// A batch of columns equals the columns one by one, bit for bit, for every batch size
-    /// the dispatch splits differently (1, 2, 3, 5, 8), dense and CSR, on a chunk that does
-    /// not start at row 0 and ends inside a block.
     /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
     /// rows), and its columns equal the plain dense layout's to rounding (the sums are
     /// grouped differently), batched columns equal single ones bit for bit, and a query
@@ -1127,6 +1124,24 @@ mod tests {
         }
     }
 
+    /// The CSR layout over a sparse dataset's own arrays.
+    fn csr_layout(ds: &crate::data::Dataset) -> Layout<'_> {
+        let crate::data::Features::Sparse {
+            indptr,
+            indices,
+            values,
+            ..
+        } = &ds.features
+        else {
+            panic!("a sparse dataset")
+        };
+        Layout::Sparse {
+            indptr: Cow::Borrowed(indptr),
+            indices: Cow::Borrowed(indices),
+            values: Cow::Borrowed(values),
+        }
+    }
+
     /// Rows whose values are all 1 are kept as bit sets (from the dataset and from a
     /// selection of its rows), and give the CSR layout's columns bit for bit, for binary
     /// queries (popcounts) and for a query with other values (sums over the bits); batches too.
@@ -1152,20 +1167,7 @@ mod tests {
         assert!(matches!(binary, Layout::Binary { words: 3, .. }));
         let rows: Vec<usize> = (0..m).rev().step_by(2).collect();
         assert!(matches!(Layout::of_rows(&ds, &rows), Layout::Binary { .. }));
-        let crate::data::Features::Sparse {
-            indptr,
-            indices,
-            values,
-            ..
-        } = &ds.features
-        else {
-            unreachable!()
-        };
-        let csr = Layout::Sparse {
-            indptr: Cow::Borrowed(indptr),
-            indices: Cow::Borrowed(indices),
-            values: Cow::Borrowed(values),
-        };
+        let csr = csr_layout(&ds);
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         for kernel in [Kernel::Rbf { gamma: 0.2 }, Kernel::Linear] {
             let mut queries: Vec<(usize, Vec<f64>)> = [3usize, 77, 150, 299]
@@ -1210,6 +1212,9 @@ mod tests {
         }
     }
 
+    /// A batch of columns equals the columns one by one, bit for bit, for every batch size
+    /// the dispatch splits differently (1, 2, 3, 5, 8), dense and CSR, on a chunk that does
+    /// not start at row 0 and ends inside a block.
     #[test]
     fn batched_columns_equal_single_columns() {
         let mut r = crate::rng::SplitMix64::new(9);
@@ -1344,20 +1349,7 @@ mod tests {
         assert!(!ds.is_dense());
         let dense = Layout::new(&ds);
         assert!(matches!(dense, Layout::Dense { .. }));
-        let crate::data::Features::Sparse {
-            indptr,
-            indices,
-            values,
-            ..
-        } = &ds.features
-        else {
-            unreachable!()
-        };
-        let csr = Layout::Sparse {
-            indptr: Cow::Borrowed(indptr),
-            indices: Cow::Borrowed(indices),
-            values: Cow::Borrowed(values),
-        };
+        let csr = csr_layout(&ds);
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         let kernel = Kernel::Rbf { gamma: 0.4 };
         let j = 77;

@@ -19,10 +19,11 @@ use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::solver::shrink::{CLOSE, Offset, RoundsEnd, SHRINK_WHEN, ShrinkParams, ShrinkStats};
+use crate::solver::shrink::{
+    CLOSE, ExactPasses, Offset, Rounds, SHRINK_WHEN, ShrinkParams, ShrinkStats,
+};
 use crate::solver::{
     Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
-    stop_rule_met,
 };
 use std::time::Instant;
 
@@ -186,21 +187,24 @@ pub fn solve(
         }
     };
     known.fetch(&init::sample(m, params.init_size, params.seed))?;
-    let mut alpha =
-        init::initial_alpha_by(m, params.init_size, params.seed, params.eps, &|i, j| {
-            known.q(i, j)
-        });
+    let alpha = init::initial_alpha_by(m, params.init_size, params.seed, params.eps, &|i, j| {
+        known.q(i, j)
+    });
     let mut g = known.exact_gradient(&alpha, None)?;
     let mut in_w = vec![false; n_own];
     grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
     let mut pinned = vec![false; n_own];
-    let mut stats = ShrinkStats {
-        m,
-        ..Default::default()
+    let mut run = Rounds {
+        alpha,
+        iterations: 0,
+        start,
+        backend_stats: BackendStats::default(),
+        stats: ShrinkStats {
+            m,
+            ..Default::default()
+        },
+        idle: 0,
     };
-    let mut backend_stats = BackendStats::default();
-    let mut iterations = 0u64;
-    let mut idle_rounds = 0;
     loop {
         // This rank's rows in W, and where they stand among W's rows of all ranks.
         let rows: Vec<usize> = (0..n_own).filter(|&i| in_w[i]).collect();
@@ -211,13 +215,13 @@ pub fn solve(
             total: counts.iter().map(|&c| c as usize).sum(),
         };
         let n = round.total;
-        stats.rounds += 1;
-        if stats.rounds == 1 {
-            stats.first_size = n;
-            stats.smallest = n;
+        run.stats.rounds += 1;
+        if run.stats.rounds == 1 {
+            run.stats.first_size = n;
+            run.stats.smallest = n;
         }
-        stats.smallest = stats.smallest.min(n);
-        stats.last_size = n;
+        run.stats.smallest = run.stats.smallest.min(n);
+        run.stats.last_size = n;
         let sub;
         let sub_prob;
         // The round's problem: W's rows (the whole problem when W is everything, as in one
@@ -242,16 +246,16 @@ pub fn solve(
         for (k, &i) in rows.iter().enumerate() {
             pos[i] = round.first + k;
         }
-        let at = from_owners(comm, &alpha, &slice, |i| pos[i])?;
+        let at = from_owners(comm, &run.alpha, &slice, |i| pos[i])?;
         let mut start_w = ActiveSet::new(n);
-        for ((_, a), &k) in alpha.iter().zip(&at) {
+        for ((_, a), &k) in run.alpha.iter().zip(&at) {
             start_w.set(k, a);
         }
         let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
-        let elapsed = start.elapsed();
+        let elapsed = run.start.elapsed();
         let round_params = SolverParams {
             certify: false,
-            max_iter: params.max_iter.saturating_sub(iterations),
+            max_iter: params.max_iter.saturating_sub(run.iterations),
             time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
             ..params.clone()
         };
@@ -304,7 +308,7 @@ pub fn solve(
                 DistBackend::new(comm, round_prob, local, round)?.with_partial_sums(partial_sums);
             let mut off = Offset {
                 inner: &mut *observers,
-                iter: iterations,
+                iter: run.iterations,
                 seconds: elapsed.as_secs_f64(),
             };
             let mut obs: [&mut dyn Observer; 1] = [&mut off];
@@ -320,53 +324,43 @@ pub fn solve(
                 }),
             )?
         };
-        iterations += r.iterations;
-        backend_stats.add(&r.stats);
+        run.iterations += r.iterations;
+        run.backend_stats.add(&r.stats);
         // Back to global numbering: each round point's owner knows its row.
         let global = from_owners(comm, &r.alpha, &round, |k| slice.first + rows[k])?;
-        alpha = ActiveSet::new(m);
+        run.alpha = ActiveSet::new(m);
         for ((_, a), &j) in r.alpha.iter().zip(&global) {
-            alpha.set(j, a);
+            run.alpha.set(j, a);
         }
         if r.stop == StopReason::Yielded {
             for (k, &i) in rows.iter().enumerate() {
                 g[i] = gw[k];
             }
             in_w = smaller.take().expect("a yield carries the smaller set");
-            stats.shrinks += 1;
+            run.stats.shrinks += 1;
             continue;
         }
-        let t = Instant::now();
-        let (f, gap) = known.certify(&alpha)?;
-        let two_f = 2.0 * f;
-        let mut pass = t.elapsed();
-        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
-        if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
-            let end = RoundsEnd {
-                alpha,
-                iterations,
-                two_f,
-                gap,
-                met,
-                start,
-                pass,
-                backend_stats,
-                stats,
-            };
-            return Ok(end.result(params, &r, observers));
+        if let Some(result) = run.close(&mut known, &mut g, &r, params, kappa, observers)? {
+            return Ok(result);
         }
-        let t = Instant::now();
-        g = known.exact_gradient(&alpha, None)?;
-        pass += t.elapsed();
-        stats.rebuilds += 1;
-        stats.rebuild_seconds += pass.as_secs_f64();
         let before = in_w.clone();
-        let added = grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
+        let added = grow(comm, &slice, &mut in_w, &g, &run.alpha, sp)?;
         for i in 0..n_own {
             if in_w[i] && !before[i] {
                 pinned[i] = true;
             }
         }
-        idle_rounds = if added == 0 { idle_rounds + 1 } else { 0 };
+        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+    }
+}
+
+impl ExactPasses for Known<'_> {
+    fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)> {
+        Known::certify(self, alpha)
+    }
+
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<()> {
+        *g = self.exact_gradient(alpha, None)?;
+        Ok(())
     }
 }

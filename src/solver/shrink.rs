@@ -185,6 +185,86 @@ fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> u
     added
 }
 
+/// The exact passes over every point that close a round: one process computes them itself,
+/// a distributed run collectively (each rank its own rows).
+pub(crate) trait ExactPasses {
+    /// The certified (f, gap) of α.
+    fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)>;
+    /// The whole gradient Qα, into `g` (m entries).
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<()>;
+}
+
+/// One process's exact passes ([`crate::backend::exact`]; the certification screened where
+/// it can be: the same numbers as the full pass).
+struct Local<'p, 'a>(&'p Problem<'a>);
+
+impl ExactPasses for Local<'_, '_> {
+    fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)> {
+        let (f, gap, _) = crate::backend::exact::certify(self.0, alpha);
+        Ok((f, gap))
+    }
+
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<()> {
+        crate::backend::exact::full_gradient(self.0, alpha, g);
+        Ok(())
+    }
+}
+
+/// The bookkeeping of a run by rounds that outlives each round.
+pub(crate) struct Rounds {
+    pub alpha: ActiveSet,
+    pub iterations: u64,
+    pub start: Instant,
+    pub backend_stats: BackendStats,
+    pub stats: ShrinkStats,
+    /// Consecutive rebuilds that brought no point back into W.
+    pub idle: u32,
+}
+
+impl Rounds {
+    /// The exact pass that closes round `r`. The certification first; the run ends with it
+    /// (`Some(result)`) when the round stopped on something other than convergence, the stop
+    /// rule holds, or twice in a row every point that breaks the rule was in W already (W
+    /// converged on a gradient that drifted from the exact one: the arithmetic cannot do
+    /// better). Otherwise the whole gradient is rebuilt into `g` (`None`): the caller grows
+    /// W from it.
+    pub(crate) fn close(
+        &mut self,
+        exact: &mut dyn ExactPasses,
+        g: &mut Vec<f64>,
+        r: &SolveResult,
+        params: &SolverParams,
+        kappa: f64,
+        observers: &mut [&mut dyn Observer],
+    ) -> Result<Option<SolveResult>> {
+        let t = Instant::now();
+        let (f, gap) = exact.certify(&self.alpha)?;
+        let two_f = 2.0 * f;
+        let mut pass = t.elapsed();
+        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
+        if r.stop != StopReason::Converged || met || self.idle >= 2 {
+            let end = RoundsEnd {
+                alpha: std::mem::replace(&mut self.alpha, ActiveSet::new(0)),
+                iterations: self.iterations,
+                two_f,
+                gap,
+                met,
+                start: self.start,
+                pass,
+                backend_stats: std::mem::take(&mut self.backend_stats),
+                stats: std::mem::take(&mut self.stats),
+            };
+            return Ok(Some(end.result(params, r, observers)));
+        }
+        let t = Instant::now();
+        exact.gradient(&self.alpha, g)?;
+        pass += t.elapsed();
+        self.stats.rebuilds += 1;
+        self.stats.rebuild_seconds += pass.as_secs_f64();
+        Ok(None)
+    }
+}
+
 /// Passes each observer the progress with the iterations and seconds of earlier rounds
 /// added, so a run reads as one.
 pub(crate) struct Offset<'o, 'b> {
@@ -226,33 +306,37 @@ pub fn solve(
             prob.q_diag(0)
         }
     };
-    let mut alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+    let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
     let mut g = vec![0.0; m];
     crate::backend::exact::full_gradient(prob, &alpha, &mut g);
     let mut in_w = vec![false; m];
     grow(&mut in_w, &g, &alpha, sp);
     // Points brought back by a rebuild stay in W: the rounds cannot cycle.
     let mut pinned = vec![false; m];
-    let mut stats = ShrinkStats {
-        m,
-        ..Default::default()
+    let mut run = Rounds {
+        alpha,
+        iterations: 0,
+        start,
+        backend_stats: BackendStats::default(),
+        stats: ShrinkStats {
+            m,
+            ..Default::default()
+        },
+        idle: 0,
     };
-    let mut backend_stats = BackendStats::default();
-    let mut iterations = 0u64;
-    let mut idle_rounds = 0;
     // The last round's column cache restricted to the next W (after a shrink): the next round
     // starts with the columns computed so far instead of computing them again.
     let mut carried: Option<crate::backend::ColumnExport> = None;
     loop {
         let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
         let n = rows.len();
-        stats.rounds += 1;
-        if stats.rounds == 1 {
-            stats.first_size = n;
-            stats.smallest = n;
+        run.stats.rounds += 1;
+        if run.stats.rounds == 1 {
+            run.stats.first_size = n;
+            run.stats.smallest = n;
         }
-        stats.smallest = stats.smallest.min(n);
-        stats.last_size = n;
+        run.stats.smallest = run.stats.smallest.min(n);
+        run.stats.last_size = n;
         // The round's problem: W's rows (the whole problem when W is everything).
         let sub;
         let sub_prob;
@@ -277,13 +361,13 @@ pub fn solve(
         for (k, &i) in rows.iter().enumerate() {
             pos[i] = k as u32;
         }
-        for (i, a) in alpha.iter() {
+        for (i, a) in run.alpha.iter() {
             start_w.set(pos[i] as usize, a);
         }
-        let elapsed = start.elapsed();
+        let elapsed = run.start.elapsed();
         let round_params = SolverParams {
             certify: false,
-            max_iter: params.max_iter.saturating_sub(iterations),
+            max_iter: params.max_iter.saturating_sub(run.iterations),
             time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
             ..params.clone()
         };
@@ -340,7 +424,7 @@ pub fn solve(
             }
             let mut off = Offset {
                 inner: &mut *observers,
-                iter: iterations,
+                iter: run.iterations,
                 seconds: elapsed.as_secs_f64(),
             };
             let mut obs: [&mut dyn Observer; 1] = [&mut off];
@@ -363,11 +447,11 @@ pub fn solve(
             }
             r
         };
-        iterations += r.iterations;
-        backend_stats.add(&r.stats);
-        alpha = ActiveSet::new(m);
+        run.iterations += r.iterations;
+        run.backend_stats.add(&r.stats);
+        run.alpha = ActiveSet::new(m);
         for (k, a) in r.alpha.iter() {
-            alpha.set(rows[k], a);
+            run.alpha.set(rows[k], a);
         }
         if r.stop == StopReason::Yielded {
             // The check that yielded gathered the gradient of the α the round ended with.
@@ -375,47 +459,22 @@ pub fn solve(
                 g[i] = gw[k];
             }
             in_w = smaller.take().expect("a yield carries the smaller set");
-            stats.shrinks += 1;
+            run.stats.shrinks += 1;
             continue;
         }
-        // The exact pass over every point: the rebuild of the set-aside gradients and, when
-        // the rule holds, the certification.
-        // The certification first (screened where it can be: the same numbers as the full
-        // pass); the whole gradient only when the points below the threshold must join W.
-        let t = Instant::now();
-        let (f, gap, _) = crate::backend::exact::certify(prob, &alpha);
-        let two_f = 2.0 * f;
-        let mut pass = t.elapsed();
-        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
-        if r.stop != StopReason::Converged || met || idle_rounds >= 2 {
-            // Twice in a row every point that breaks the rule was in W already (W converged
-            // on a gradient that drifted from the exact one): the arithmetic cannot do better.
-            let end = RoundsEnd {
-                alpha,
-                iterations,
-                two_f,
-                gap,
-                met,
-                start,
-                pass,
-                backend_stats,
-                stats,
-            };
-            return Ok(end.result(params, &r, observers));
+        // The exact pass over every point: the certification, and the rebuild of the set-aside
+        // gradients when the run goes on.
+        if let Some(result) = run.close(&mut Local(prob), &mut g, &r, params, kappa, observers)? {
+            return Ok(result);
         }
-        let t = Instant::now();
-        crate::backend::exact::full_gradient(prob, &alpha, &mut g);
-        pass += t.elapsed();
-        stats.rebuilds += 1;
-        stats.rebuild_seconds += pass.as_secs_f64();
         let before = in_w.clone();
-        let added = grow(&mut in_w, &g, &alpha, sp);
+        let added = grow(&mut in_w, &g, &run.alpha, sp);
         for i in 0..m {
             if in_w[i] && !before[i] {
                 pinned[i] = true;
             }
         }
-        idle_rounds = if added == 0 { idle_rounds + 1 } else { 0 };
+        run.idle = if added == 0 { run.idle + 1 } else { 0 };
     }
 }
 
