@@ -167,13 +167,7 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
         let w = PyBuffer::<f64>::get(&w)?;
         p.sample_weights = Some(w.to_vec(opts.py())?.into());
     }
-    p.cpu.precision = precision(opts)?.unwrap_or(
-        if p.solver.algorithm == fwsvm::solver::Algorithm::SimpleSvm {
-            Precision::F64
-        } else {
-            Precision::F32
-        },
-    );
+    p.cpu.precision = precision(opts)?.unwrap_or(p.solver.algorithm.default_precision());
     Ok(p)
 }
 

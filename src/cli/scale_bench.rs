@@ -3,7 +3,7 @@
 //! and the least-squares exponent b of seconds ∝ m^b.
 
 use super::common::{BackendArg, ProgressLine, open_device, set_threads};
-use crate::backend::cpu::{CpuConfig, Precision};
+use crate::backend::cpu::CpuConfig;
 use crate::error::{Error, Result};
 use crate::experiment::scale::{ScaleHooks, ScalePlan, SizeRun, chart, csv, markdown, run_scale};
 use crate::output::{RunFiles, write_output};
@@ -135,12 +135,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             "--time-limit must be a positive number of seconds, got {t}"
         )));
     }
-    // simplesvm's α reach C: f64 columns, as train.
-    let precision = if alg == Algorithm::SimpleSvm {
-        Precision::F64
-    } else {
-        Precision::F32
-    };
+    let precision = alg.default_precision();
     let device = open_device(
         a.backend,
         a.device.as_deref(),

@@ -271,11 +271,8 @@ impl TrainOpts {
 
     /// `--precision`, or the algorithm's default.
     pub fn precision(&self) -> Precision {
-        match self.precision {
-            Some(p) => p,
-            None if self.algorithm() == Algorithm::SimpleSvm => Precision::F64,
-            None => Precision::F32,
-        }
+        self.precision
+            .unwrap_or_else(|| self.algorithm().default_precision())
     }
 
     /// Kernel-cache bytes.

@@ -138,11 +138,7 @@ impl Plan {
             },
             cpu: CpuConfig {
                 cache_bytes,
-                precision: if alg == Algorithm::SimpleSvm {
-                    Precision::F64
-                } else {
-                    Precision::F32
-                },
+                precision: alg.default_precision(),
             },
             // simplesvm's α reach C: f64 where the adapter has it, as train.
             device: if alg == Algorithm::SimpleSvm {

@@ -109,6 +109,15 @@ impl Algorithm {
         }
     }
 
+    /// The kernel columns' precision when the caller names none: f64 for SimpleSVM, whose α
+    /// reach the box C and whose linear solves need the digits; f32 for the others.
+    pub fn default_precision(&self) -> crate::backend::cpu::Precision {
+        match self {
+            Algorithm::SimpleSvm => crate::backend::cpu::Precision::F64,
+            _ => crate::backend::cpu::Precision::F32,
+        }
+    }
+
     /// True for the algorithms that solve the L2-SVM on the simplex (all but SimpleSVM).
     pub fn is_l2svm(&self) -> bool {
         !matches!(self, Algorithm::SimpleSvm)
