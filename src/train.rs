@@ -347,7 +347,10 @@ pub fn train(
             reports.push(report);
         }
     }
-    Ok((sv.into_model(ds, kernel, labels, rho), reports))
+    Ok((
+        sv.into_model(kernel, labels, rho, |rows, _, y| sv_dataset(ds, rows, y)),
+        reports,
+    ))
 }
 
 /// One class pair trained for [`train_dealt`]: its index, ρ, its support vectors as (training
@@ -419,7 +422,7 @@ pub fn train_dealt(
                     for (c, rows) in one.coef.iter().enumerate() {
                         let other = if c == a { b } else { a };
                         let slot = if other > c { other - 1 } else { other };
-                        svs.extend(rows.iter().map(|(&gi, cs)| (gi, cs[slot])));
+                        svs.extend(rows.iter().map(|(&gi, (_, cs))| (gi, cs[slot])));
                     }
                     own.push(PairOutcome {
                         index,
@@ -447,14 +450,17 @@ pub fn train_dealt(
         for b in a + 1..k {
             for &(gi, v) in &all[pair].svs {
                 let c = class_of[gi];
-                sv.set(c, if c == a { b } else { a }, gi, v);
+                sv.set(c, if c == a { b } else { a }, gi, v, || ());
             }
             pair += 1;
         }
     }
     let rho = all.iter().map(|p| p.rho).collect();
     let reports = all.into_iter().map(|p| p.report).collect();
-    Ok((sv.into_model(ds, kernel, labels, rho), reports))
+    Ok((
+        sv.into_model(kernel, labels, rho, |rows, _, y| sv_dataset(ds, rows, y)),
+        reports,
+    ))
 }
 
 /// One class pair of a one-versus-one training: classes `a` < `b` (indices into `labels`),
@@ -469,37 +475,58 @@ struct ClassPair<'a> {
 
 /// Per class, the training rows of its SVs with their k − 1 coefficients (LIBSVM's layout:
 /// SV of class c, in the model of pair (c, d), stores its coefficient in row d − 1 if d > c,
-/// else row d).
-struct SvCoefficients {
-    coef: Vec<std::collections::BTreeMap<usize, Vec<f64>>>,
+/// else row d), and what the caller keeps of each SV's row (`R`: nothing in one process, where
+/// the rows are the dataset's; the row itself in a distributed run, where it came from its
+/// rank).
+pub(crate) struct SvCoefficients<R = ()> {
+    coef: Vec<std::collections::BTreeMap<usize, (R, Vec<f64>)>>,
 }
 
-impl SvCoefficients {
-    fn new(k: usize) -> Self {
+impl<R> SvCoefficients<R> {
+    pub(crate) fn new(k: usize) -> Self {
         SvCoefficients {
-            coef: vec![Default::default(); k],
+            coef: (0..k).map(|_| Default::default()).collect(),
         }
     }
 
-    /// Row `gi` (of class `c`) has coefficient `v` against class `other`.
-    fn set(&mut self, c: usize, other: usize, gi: usize, v: f64) {
+    /// Row `gi` (of class `c`) has coefficient `v` against class `other`; `row` gives its
+    /// payload the first time the row is seen.
+    pub(crate) fn set(
+        &mut self,
+        c: usize,
+        other: usize,
+        gi: usize,
+        v: f64,
+        row: impl FnOnce() -> R,
+    ) {
         let k = self.coef.len();
-        let row = if other > c { other - 1 } else { other };
-        self.coef[c].entry(gi).or_insert_with(|| vec![0.0; k - 1])[row] = v;
+        let slot = if other > c { other - 1 } else { other };
+        self.coef[c]
+            .entry(gi)
+            .or_insert_with(|| (row(), vec![0.0; k - 1]))
+            .1[slot] = v;
     }
 
-    /// The model: SVs grouped by class in label order, each class's by training row.
-    fn into_model(self, ds: &Dataset, kernel: Kernel, labels: Vec<f64>, rho: Vec<f64>) -> Model {
+    /// The model: SVs grouped by class in label order, each class's by training row; `sv`
+    /// makes the support vectors' dataset from their rows, payloads and labels.
+    pub(crate) fn into_model(
+        self,
+        kernel: Kernel,
+        labels: Vec<f64>,
+        rho: Vec<f64>,
+        sv: impl FnOnce(&[usize], Vec<R>, Vec<f64>) -> Dataset,
+    ) -> Model {
         let k = labels.len();
-        let (mut sv_rows, mut sv_labels) = (Vec::new(), Vec::new());
+        let (mut sv_rows, mut sv_labels, mut payload) = (Vec::new(), Vec::new(), Vec::new());
         let mut nr_sv = vec![0; k];
         let mut sv_coef = vec![Vec::new(); k - 1];
-        for (c, rows) in self.coef.iter().enumerate() {
-            for (&gi, cs) in rows {
+        for (c, rows) in self.coef.into_iter().enumerate() {
+            for (gi, (r, cs)) in rows {
                 sv_rows.push(gi);
                 sv_labels.push(labels[c]);
-                for (t, v) in cs.iter().enumerate() {
-                    sv_coef[t].push(*v);
+                payload.push(r);
+                for (t, v) in cs.into_iter().enumerate() {
+                    sv_coef[t].push(v);
                 }
                 nr_sv[c] += 1;
             }
@@ -508,7 +535,7 @@ impl SvCoefficients {
             kernel,
             labels,
             nr_sv,
-            sv: sv_dataset(ds, &sv_rows, sv_labels),
+            sv: sv(&sv_rows, payload, sv_labels),
             sv_coef,
             rho,
             prob_a: Vec::new(),
@@ -577,7 +604,7 @@ fn train_pair(
         let yi = prob.y[li];
         r -= al * yi;
         let c = class_of[gi];
-        sv.set(c, if c == a { b } else { a }, gi, al * yi);
+        sv.set(c, if c == a { b } else { a }, gi, al * yi, || ());
     }
     let rho = result.rho.unwrap_or(r);
     let report = PairReport {

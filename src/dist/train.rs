@@ -141,8 +141,8 @@ pub fn train_model_observed(
     let k = labels.len();
     let class_of = |l: f64| labels.iter().position(|&c| c == l).unwrap_or(0);
     // Per class, its support vectors by global row: (row, coefficients against the others).
-    let mut coef: Vec<std::collections::BTreeMap<usize, (crate::data::OwnedRow, Vec<f64>)>> =
-        vec![Default::default(); k];
+    let mut coef: crate::train::SvCoefficients<crate::data::OwnedRow> =
+        crate::train::SvCoefficients::new(k);
     let (mut rho, mut results) = (Vec::new(), Vec::new());
     for a in 0..k {
         for b in a + 1..k {
@@ -211,43 +211,17 @@ pub fn train_model_observed(
                 r -= al * yi;
                 let c = if *yi > 0.0 { a } else { b };
                 let other = if c == a { b } else { a };
-                let slot = if other > c { other - 1 } else { other };
-                let entry = coef[c]
-                    .entry(*gi as usize)
-                    .or_insert_with(|| (row.clone(), vec![0.0; k - 1]));
-                entry.1[slot] = al * yi;
+                coef.set(c, other, *gi as usize, al * yi, || row.clone());
             }
             rho.push(result.rho.unwrap_or(r));
             results.push(result);
         }
     }
     // The model as train::train builds it: SVs by class in label order, each class's by row.
-    let mut nr_sv = vec![0; k];
-    let mut sv_coef = vec![Vec::new(); k - 1];
-    let (mut sv_rows_data, mut sv_labels, mut sv_rows) = (Vec::new(), Vec::new(), Vec::new());
-    for (c, rows) in coef.iter().enumerate() {
-        for (&gi, (row, cs)) in rows {
-            sv_rows.push(gi);
-            sv_rows_data.push(row);
-            sv_labels.push(labels[c]);
-            for (t, v) in cs.iter().enumerate() {
-                sv_coef[t].push(*v);
-            }
-            nr_sv[c] += 1;
-        }
-    }
-    let model = Model {
-        kernel,
-        labels,
-        nr_sv,
-        sv: super::backend::with_rows(&local.subset(&[]), &sv_rows_data, &sv_labels),
-        sv_coef,
-        rho,
-        prob_a: Vec::new(),
-        prob_b: Vec::new(),
-        one_class: false,
-        sv_rows,
-    };
+    let model = coef.into_model(kernel, labels, rho, |_, rows, y| {
+        let rows: Vec<&crate::data::OwnedRow> = rows.iter().collect();
+        super::backend::with_rows(&local.subset(&[]), &rows, &y)
+    });
     Ok((model, results))
 }
 
