@@ -195,6 +195,18 @@ impl<'a> Problem<'a> {
         Ok(self)
     }
 
+    /// The problem on the rows `rows` of this one, whose data `sub` holds (`data.subset(rows)`):
+    /// the same kernel, C, class weights and row weights.
+    pub fn restricted<'b>(&self, sub: &'b Dataset, rows: &[usize]) -> Result<Problem<'b>> {
+        let y: Vec<f64> = rows.iter().map(|&i| self.y[i]).collect();
+        let mut p = Problem::new(sub, y, self.kernel, self.c)?
+            .with_class_weights(self.weights.0, self.weights.1)?;
+        if let Some(w) = self.row_weights_of(rows) {
+            p = p.with_row_weights(w)?;
+        }
+        Ok(p)
+    }
+
     /// The row weights s_i of the rows `rows` (None without row weights), for a problem on
     /// those rows.
     pub fn row_weights_of(&self, rows: &[usize]) -> Option<Vec<f64>> {

@@ -710,30 +710,22 @@ fn solve_one(
     device: &Device,
     obs_refs: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
-    let alg = params.solver.algorithm;
-    let shrinking =
-        params.sample == 0 && params.shrink.is_some_and(|sp| sp.applies(alg, prob.len()));
-    if shrinking {
-        let sp = params.shrink.unwrap_or_default();
-        return crate::solver::shrink::solve(
+    if params.sample == 0 {
+        return crate::solver::warm::solve_on(
             prob,
             device,
             params.cpu,
             &params.solver,
-            &sp,
+            params.shrink,
             obs_refs,
         );
     }
-    let mut be: Box<dyn crate::backend::Backend> = if params.sample > 0 {
-        Box::new(crate::backend::sampled::Sampled::with_engine(
-            params.sampled_config(),
-            // Sampled blocks hold their own rows: the whole device, not the pair's view.
-            params.device.blocks(prob)?,
-        ))
-    } else {
-        device.backend(prob, params.cpu)?
-    };
-    solve(prob, be.as_mut(), &params.solver, obs_refs)
+    let mut be = crate::backend::sampled::Sampled::with_engine(
+        params.sampled_config(),
+        // Sampled blocks hold their own rows: the whole device, not the pair's view.
+        params.device.blocks(prob)?,
+    );
+    solve(prob, &mut be, &params.solver, obs_refs)
 }
 
 /// Folds of the internal cross-validation behind probabilities (LIBSVM's).

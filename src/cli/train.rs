@@ -155,6 +155,10 @@ pub struct TrainOpts {
     /// automatic: a power of two from 64 to 1024 that grows with the support; see docs/METHODS.md).
     #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     ws_size: usize,
+    /// ws: start cold (20 random points) instead of from a tenth of the points solved first
+    /// and extended to all (the default on 20,000 points or more; see docs/METHODS.md).
+    #[arg(help_heading = STOPPING, long)]
+    no_warm_start: bool,
     /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
     #[arg(help_heading = STOPPING, short = 'h', value_name = "0|1", value_parser = parse_switch,
           conflicts_with_all = ["no_shrink", "shrink"])]
@@ -334,6 +338,7 @@ impl TrainOpts {
                 seed: self.seed,
                 init_size: self.init_size,
                 ws_size: self.ws_size,
+                warm_start: !self.no_warm_start,
                 certify: !self.no_certify,
                 stop: self.stop,
                 simple: crate::solver::simple_svm::SimpleParams {
@@ -1184,6 +1189,13 @@ fn summarize(
         cache.1
     );
     for r in reports {
+        if let Some(w) = &r.result.warm {
+            eprintln!(
+                "fwsvm: warm start: {} points solved first ({} iterations), extended to {} \
+                 starting support vectors ({:.2}s)",
+                w.points, w.iterations, w.support, w.seconds
+            );
+        }
         if let Some(w) = &r.result.shrink {
             eprintln!("fwsvm: {}", describe_shrink(w));
         }

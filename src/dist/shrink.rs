@@ -230,15 +230,8 @@ pub fn solve(
             prob
         } else {
             sub = prob.data.subset(&rows);
-            let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
             let group = super::backend::grouping_over_ranks(comm, &sub)?;
-            let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
-                .with_class_weights(prob.weights.0, prob.weights.1)?
-                .with_distinct_rows(group);
-            if let Some(w) = prob.row_weights_of(&rows) {
-                p = p.with_row_weights(w)?;
-            }
-            sub_prob = p;
+            sub_prob = prob.restricted(&sub, &rows)?.with_distinct_rows(group);
             &sub_prob
         };
         // α in the round's numbering (each point's owner knows its place in W).

@@ -691,6 +691,7 @@ fn read_outcome(buf: &[u8], at: &mut usize) -> Option<crate::train::PairOutcome>
             classes,
             m,
             result: SolveResult {
+                warm: None,
                 alpha,
                 iterations,
                 f,

@@ -22,6 +22,7 @@ pub mod stepper;
 pub mod steps;
 pub mod swap;
 pub mod swap2;
+pub mod warm;
 pub mod ws;
 
 use crate::active::ActiveSet;
@@ -241,6 +242,8 @@ pub struct SolverParams {
     pub simple: simple_svm::SimpleParams,
     /// The working-set solver's |W| (0: the automatic rule of [`ws`]).
     pub ws_size: usize,
+    /// ws on large problems starts from a subsample's solution ([`warm`]).
+    pub warm_start: bool,
 }
 
 impl Default for SolverParams {
@@ -257,6 +260,7 @@ impl Default for SolverParams {
             stop: StopRule::Gap,
             simple: Default::default(),
             ws_size: 0,
+            warm_start: true,
         }
     }
 }
@@ -420,6 +424,8 @@ pub struct SolveResult {
     pub stats: BackendStats,
     /// The working-set rounds, when the run shrank (see [`shrink`]).
     pub shrink: Option<shrink::ShrinkStats>,
+    /// The warm start, when the run had one (see [`warm`]).
+    pub warm: Option<warm::WarmStats>,
     /// LIBSVM's rho when the solver has a bias of its own (SimpleSVM's −b); None for the
     /// L2-SVM, whose bias is the +1 in Q (rho = −Σ α_i y_i).
     pub rho: Option<f64>,

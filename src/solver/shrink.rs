@@ -78,6 +78,7 @@ impl RoundsEnd {
             r.stop
         };
         let result = SolveResult {
+            warm: None,
             alpha: self.alpha,
             iterations: self.iterations,
             f: r.f,
@@ -306,7 +307,13 @@ pub fn solve(
             prob.q_diag(0)
         }
     };
-    let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+    let (alpha, warm) = if super::warm::applies(params, m) {
+        let (a, w) = super::warm::start(prob, device, cpu, params, Some(*sp))?;
+        (a, Some(w))
+    } else {
+        let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+        (a, None)
+    };
     let mut g = vec![0.0; m];
     crate::backend::exact::full_gradient(prob, &alpha, &mut g);
     let mut in_w = vec![false; m];
@@ -344,13 +351,7 @@ pub fn solve(
             (prob, device.clone())
         } else {
             sub = prob.data.subset(&rows);
-            let y: Vec<f64> = rows.iter().map(|&i| prob.y[i]).collect();
-            let mut p = Problem::new(&sub, y, prob.kernel, prob.c)?
-                .with_class_weights(prob.weights.0, prob.weights.1)?;
-            if let Some(w) = prob.row_weights_of(&rows) {
-                p = p.with_row_weights(w)?;
-            }
-            sub_prob = p;
+            sub_prob = prob.restricted(&sub, &rows)?;
             (&sub_prob, device.restrict(&rows))
         };
         // The round starts from the gradient the last one ended with (`g` holds it on W's
@@ -464,7 +465,10 @@ pub fn solve(
         }
         // The exact pass over every point: the certification, and the rebuild of the set-aside
         // gradients when the run goes on.
-        if let Some(result) = run.close(&mut Local(prob), &mut g, &r, params, kappa, observers)? {
+        if let Some(mut result) =
+            run.close(&mut Local(prob), &mut g, &r, params, kappa, observers)?
+        {
+            result.warm = warm;
             return Ok(result);
         }
         let before = in_w.clone();

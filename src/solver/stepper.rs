@@ -127,6 +127,7 @@ pub fn run<S: Stepper>(
     }
     let (alpha, rho) = stepper.finish();
     let result = SolveResult {
+        warm: None,
         iterations: iter,
         f: at.f,
         gap: at.gap,
