@@ -246,6 +246,39 @@ pub fn certify_screened(
     certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows)
 }
 
+/// g = Qα on every row in f32 arithmetic (the screen's row sums, about 1e-6 of each term off),
+/// where the screen applies (RBF kernel, AVX-512, neither grouped nor binary rows): a starting
+/// gradient for runs whose exact passes come later (the warm start's). False, with `out`
+/// untouched, where it does not apply.
+pub fn screened_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) -> bool {
+    let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
+        return false;
+    };
+    let act = alpha.indices();
+    if act.is_empty()
+        || prob.distinct_rows().is_some()
+        || super::binary::applies(prob.kernel, prob.data)
+    {
+        return false;
+    }
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
+    let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
+    let Some(screen) =
+        super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)
+    else {
+        return false;
+    };
+    let m = prob.len();
+    let rows: Vec<usize> = (0..m).collect();
+    let mut bound = vec![0.0; m];
+    screen.row_sums(prob.data, &prob.norms, &rows, out, &mut bound);
+    let c1: f64 = coef.iter().sum();
+    for (i, g) in out.iter_mut().enumerate() {
+        *g = prob.y[i] * (*g + c1) + alpha.get(i) * prob.inv_c(i);
+    }
+    true
+}
+
 /// The rows 0..m not in `act`, ascending.
 fn rows_off(m: usize, act: &[usize]) -> Vec<usize> {
     let mut on = vec![false; m];
