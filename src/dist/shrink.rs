@@ -16,12 +16,10 @@ use super::backend::{DistBackend, Known};
 use super::comm::Comm;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, CpuConfig, Device};
+use crate::backend::{Backend, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::solver::shrink::{
-    CLOSE, ExactPasses, Offset, Rounds, SHRINK_WHEN, ShrinkParams, ShrinkStats,
-};
+use crate::solver::shrink::{CLOSE, ExactPasses, Offset, Rounds, SHRINK_WHEN, ShrinkParams};
 use crate::solver::{
     Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
 };
@@ -194,17 +192,7 @@ pub fn solve(
     let mut in_w = vec![false; n_own];
     grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
     let mut pinned = vec![false; n_own];
-    let mut run = Rounds {
-        alpha,
-        iterations: 0,
-        start,
-        backend_stats: BackendStats::default(),
-        stats: ShrinkStats {
-            m,
-            ..Default::default()
-        },
-        idle: 0,
-    };
+    let mut run = Rounds::new(alpha, m, start);
     loop {
         // This rank's rows in W, and where they stand among W's rows of all ranks.
         let rows: Vec<usize> = (0..n_own).filter(|&i| in_w[i]).collect();

@@ -223,6 +223,21 @@ pub(crate) struct Rounds {
 }
 
 impl Rounds {
+    /// A run of `m` points by rounds, started at `start` from `alpha`.
+    pub(crate) fn new(alpha: ActiveSet, m: usize, start: Instant) -> Self {
+        Rounds {
+            alpha,
+            iterations: 0,
+            start,
+            backend_stats: BackendStats::default(),
+            stats: ShrinkStats {
+                m,
+                ..Default::default()
+            },
+            idle: 0,
+        }
+    }
+
     /// The exact pass that closes round `r`. The certification first; the run ends with it
     /// (`Some(result)`) when the round stopped on something other than convergence, the stop
     /// rule holds, or twice in a row every point that breaks the rule was in W already (W
@@ -324,17 +339,7 @@ pub fn solve(
     grow(&mut in_w, &g, &alpha, sp);
     // Points brought back by a rebuild stay in W: the rounds cannot cycle.
     let mut pinned = vec![false; m];
-    let mut run = Rounds {
-        alpha,
-        iterations: 0,
-        start,
-        backend_stats: BackendStats::default(),
-        stats: ShrinkStats {
-            m,
-            ..Default::default()
-        },
-        idle: 0,
-    };
+    let mut run = Rounds::new(alpha, m, start);
     // The last round's column cache restricted to the next W (after a shrink): the next round
     // starts with the columns computed so far instead of computing them again.
     let mut carried: Option<crate::backend::ColumnExport> = None;
