@@ -203,13 +203,7 @@ pub fn solve(
             total: counts.iter().map(|&c| c as usize).sum(),
         };
         let n = round.total;
-        run.stats.rounds += 1;
-        if run.stats.rounds == 1 {
-            run.stats.first_size = n;
-            run.stats.smallest = n;
-        }
-        run.stats.smallest = run.stats.smallest.min(n);
-        run.stats.last_size = n;
+        run.stats.round(n);
         let sub;
         let sub_prob;
         // The round's problem: W's rows (the whole problem when W is everything, as in one

@@ -151,6 +151,19 @@ pub struct ShrinkStats {
     pub rebuild_seconds: f64,
 }
 
+impl ShrinkStats {
+    /// Counts a round on a working set of `n` points.
+    pub(crate) fn round(&mut self, n: usize) {
+        self.rounds += 1;
+        if self.rounds == 1 {
+            self.first_size = n;
+            self.smallest = n;
+        }
+        self.smallest = self.smallest.min(n);
+        self.last_size = n;
+    }
+}
+
 /// Adds to W the support of α, the points with g_i < (1 + ρ)·2f, and, while W is smaller
 /// than `min_size`, the lowest remaining g. Returns how many joined.
 fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> usize {
@@ -346,13 +359,7 @@ pub fn solve(
     loop {
         let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
         let n = rows.len();
-        run.stats.rounds += 1;
-        if run.stats.rounds == 1 {
-            run.stats.first_size = n;
-            run.stats.smallest = n;
-        }
-        run.stats.smallest = run.stats.smallest.min(n);
-        run.stats.last_size = n;
+        run.stats.round(n);
         // The round's problem: W's rows (the whole problem when W is everything).
         let sub;
         let sub_prob;
