@@ -50,6 +50,9 @@ pub struct KernelTiming {
     pub iteration_s: f64,
     /// Active-set size during the iteration timing.
     pub active: usize,
+    /// Median seconds of one submit-and-read-back of a single gradient entry: the floor of
+    /// every iteration on a GPU (on the CPU, a function call).
+    pub round_trip_s: f64,
     /// Columns and iterations timed.
     pub samples: (usize, usize),
 }
@@ -99,12 +102,72 @@ pub fn time_backend(be: &mut dyn Backend, min_time: Duration) -> Result<KernelTi
         iters += 1;
     }
     let iteration_s = t.elapsed().as_secs_f64() / iters as f64;
+    let round_trip_s = time_round_trip(be, 200)?;
     Ok(KernelTiming {
         column_s,
         iteration_s,
         active,
+        round_trip_s,
         samples: (cols, iters),
     })
+}
+
+/// Median seconds of `n` reads of one gradient entry, after a warm-up.
+pub fn time_round_trip(be: &mut dyn Backend, n: usize) -> Result<f64> {
+    let mut sink = [0.0];
+    be.gather(&[0], &mut sink)?;
+    let mut t = Vec::with_capacity(n.max(1));
+    for _ in 0..n.max(1) {
+        let t0 = Instant::now();
+        be.gather(&[0], &mut sink)?;
+        t.push(t0.elapsed().as_secs_f64());
+    }
+    t.sort_by(f64::total_cmp);
+    Ok(t[t.len() / 2])
+}
+
+/// Seconds per column of the working-set solver's batched pass: `block` of `q` fresh points
+/// (their q columns in batched passes, Q_WW and g_W read back) and the `update_many` that
+/// folds the q columns into g, repeated with new points until `min_time` has passed. `be`
+/// needs a column cache of at least 2q + 2 columns, else `block` falls back to single columns.
+pub fn time_batched(be: &mut dyn Backend, q: usize, min_time: Duration) -> Result<f64> {
+    let m = be.len();
+    let q = q.clamp(1, m);
+    let mut alpha = ActiveSet::new(m);
+    alpha.set(0, 1.0);
+    be.set_alpha(&alpha)?;
+    let mut qww = vec![0.0; q * q];
+    let mut g_w = vec![0.0; q];
+    let mut w = vec![0usize; q];
+    let mut cols = vec![(0usize, 0.0f64); q];
+    let mut start = 0usize;
+    let mut round = |be: &mut dyn Backend| -> Result<()> {
+        // q distinct points spread over the rows, shifted each round so no column repeats
+        // until the rows are used up.
+        for (k, wk) in w.iter_mut().enumerate() {
+            *wk = (start + k * (m / q).max(1)) % m;
+        }
+        w.sort_unstable();
+        w.dedup();
+        start = (start + 1) % m;
+        let n = w.len();
+        be.block(&w, &mut qww[..n * n], &mut g_w[..n])?;
+        for (c, &j) in cols.iter_mut().zip(&w) {
+            *c = (j, 1e-12);
+        }
+        be.update_many(1.0, &cols[..n])
+    };
+    round(be)?;
+    let t = Instant::now();
+    let mut rounds = 0usize;
+    while t.elapsed() < min_time || rounds < 3 {
+        round(be)?;
+        rounds += 1;
+    }
+    // The next round's block reads back g_W: end on a readback so that all work is counted.
+    let mut sink = [0.0];
+    be.gather(&[0], &mut sink)?;
+    Ok(t.elapsed().as_secs_f64() / (rounds * q) as f64)
 }
 
 /// The host's streaming-read bandwidth in bytes/s: a parallel sum over 256 MiB of f32, best

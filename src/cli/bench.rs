@@ -4,7 +4,9 @@
 use super::common::{BackendArg, open_device, set_threads};
 use crate::backend::Device;
 use crate::backend::cpu::{CpuConfig, Precision, cpu_backend};
-use crate::bench::{KernelTiming, data_bytes, host_bandwidth, synthetic, time_backend};
+use crate::bench::{
+    KernelTiming, data_bytes, host_bandwidth, synthetic, time_backend, time_batched,
+};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::problem::Problem;
@@ -78,10 +80,18 @@ pub struct KernelsArgs {
     /// The CPU's memory bandwidth in GB/s [default: measured, a parallel streaming sum].
     #[arg(long, value_name = "GB/S", value_parser = super::common::parse_positive)]
     cpu_peak: Option<f64>,
-    /// The GPU's memory bandwidth in GB/s [default: the published figure for known GPUs
-    /// (H100, H200, A100, …), else measured with device-to-device copies].
+    /// The GPU's memory bandwidth in GB/s [default: measured, device-to-device copies
+    /// counting bytes read and written; the published figure of known GPUs is printed beside].
     #[arg(long, value_name = "GB/S", value_parser = super::common::parse_positive)]
     gpu_peak: Option<f64>,
+    /// Working-set size q of the batched measurement (the q columns of a working set in
+    /// batched passes and their fold into the gradient); 0 skips it. Capped so that the
+    /// 2q + 2 cached columns fit in 1 GiB.
+    #[arg(long, default_value_t = 64, value_parser = super::common::parse_count::<usize>)]
+    batch: usize,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
     /// GPU adapter: an index or part of a name, as `fwsvm info` lists them.
     #[arg(long, value_name = "INDEX|NAME")]
     device: Option<String>,
@@ -154,17 +164,20 @@ fn kernels(a: KernelsArgs) -> Result<()> {
         let dev = open_device(arg, a.device.as_deref(), precision, true, 0, false)?;
         #[cfg(feature = "gpu")]
         if let Device::Gpu { ctx, .. } = &dev {
-            let (peak, src) = match (a.gpu_peak, crate::bench::known_gpu_peak(&ctx.adapter.name)) {
-                (Some(p), _) => (p * 1e9, "given".to_string()),
-                (None, Some(p)) => (p, "published".into()),
-                (None, None) => (
-                    ctx.copy_bandwidth(256 << 20, 3)?,
-                    "measured: device-to-device copies".into(),
+            let published = crate::bench::known_gpu_peak(&ctx.adapter.name)
+                .map(|p| format!("; published {:.0} GB/s", p / 1e9))
+                .unwrap_or_default();
+            let (peak, src) = match a.gpu_peak {
+                Some(p) => (p * 1e9, format!("given{published}")),
+                None => (
+                    ctx.copy_bandwidth(1 << 30, 5)?,
+                    format!("measured: device-to-device copies, read + write{published}"),
                 ),
             };
             targets.push((dev.describe(), dev.clone(), peak, src));
         }
     }
+    let mut json = Vec::new();
     for (name, dev, peak, src) in &targets {
         println!(
             "{name}: memory bandwidth {:.1} GB/s ({src}); {} kernel, {} precision",
@@ -173,9 +186,9 @@ fn kernels(a: KernelsArgs) -> Result<()> {
             format!("{precision:?}").to_lowercase()
         );
         println!(
-            "| layout | m | d | non-zeros/row | data MB | column + update | GB/s | of peak | kernel evals/s | iteration (cached column) |"
+            "| layout | m | d | non-zeros/row | data MB | column + update | GB/s | of peak | kernel evals/s | batched column (q) | batched evals/s | batched GB/s (effective) | iteration (cached column) | round trip |"
         );
-        println!("|---|---|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
         for &layout in &a.layouts {
             for &d in &a.dims {
                 for &m in &a.rows {
@@ -198,23 +211,52 @@ fn kernels(a: KernelsArgs) -> Result<()> {
                     };
                     let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
                     let t = measure(dev, &prob, precision, a.min_time)?;
+                    let col_bytes = m as u64 * if precision == Precision::F64 { 8 } else { 4 };
+                    let q = a
+                        .batch
+                        .min(((1u64 << 30) / col_bytes).saturating_sub(2) as usize / 2);
+                    let batched = if q >= 2 {
+                        Some(measure_batched(
+                            dev, &prob, precision, q, col_bytes, a.min_time,
+                        )?)
+                    } else {
+                        None
+                    };
                     let bytes = data_bytes(&ds) as f64;
                     let gbs = bytes / t.column_s / 1e9;
+                    let layout = if ds.is_dense() { "dense" } else { "csr" };
+                    let nnz_row = ds.nnz() as f64 / m as f64;
                     println!(
-                        "| {} | {m} | {d} | {:.1} | {} | {} | {} | {} % | {:.3e} | {} |",
-                        if ds.is_dense() { "dense" } else { "csr" },
-                        ds.nnz() as f64 / m as f64,
+                        "| {layout} | {m} | {d} | {nnz_row:.1} | {} | {} | {} | {} % | {:.3e} | {} | {} | {} | {} | {} |",
                         sig(bytes / 1e6),
                         fmt_s(t.column_s),
                         sig(gbs),
                         sig(100.0 * gbs * 1e9 / peak),
                         m as f64 / t.column_s,
+                        batched.map_or("-".into(), |b| format!("{} ({q})", fmt_s(b))),
+                        batched.map_or("-".into(), |b| format!("{:.3e}", m as f64 / b)),
+                        batched.map_or("-".into(), |b| sig(bytes / b / 1e9)),
                         fmt_s(t.iteration_s),
+                        fmt_s(t.round_trip_s),
                     );
+                    json.push(format!(
+                        "{{\"backend\": {:?}, \"peak_gbs\": {}, \"layout\": \"{layout}\", \"m\": {m}, \"d\": {d}, \"nnz_per_row\": {nnz_row}, \"data_bytes\": {bytes}, \"column_s\": {}, \"column_gbs\": {gbs}, \"column_of_peak\": {}, \"batch_q\": {q}, \"batched_column_s\": {}, \"iteration_s\": {}, \"round_trip_s\": {}}}",
+                        name,
+                        peak / 1e9,
+                        t.column_s,
+                        gbs * 1e9 / peak,
+                        batched.map_or("null".into(), |b| b.to_string()),
+                        t.iteration_s,
+                        t.round_trip_s,
+                    ));
                 }
             }
         }
         println!();
+    }
+    if let Some(path) = &a.json {
+        let text = format!("[\n  {}\n]\n", json.join(",\n  "));
+        crate::output::write_output(path, |f| std::io::Write::write_all(f, text.as_bytes()))?;
     }
     Ok(())
 }
@@ -252,6 +294,42 @@ fn measure(
     }
 }
 
+fn measure_batched(
+    dev: &Device,
+    prob: &Problem<'_>,
+    precision: Precision,
+    q: usize,
+    col_bytes: u64,
+    min_time: f64,
+) -> Result<f64> {
+    let min = Duration::from_secs_f64(min_time);
+    let cache_bytes = (2 * q as u64 + 4) * col_bytes;
+    match dev {
+        Device::Cpu => {
+            let mut be = cpu_backend(
+                prob,
+                CpuConfig {
+                    cache_bytes: cache_bytes as usize,
+                    precision,
+                },
+            );
+            time_batched(be.as_mut(), q, min)
+        }
+        #[cfg(feature = "gpu")]
+        Device::Gpu { ctx, cfg, .. } => {
+            let mut be = crate::backend::gpu::GpuBackend::new(
+                prob,
+                ctx,
+                crate::backend::gpu::GpuConfig {
+                    cache_bytes: cache_bytes as usize,
+                    ..*cfg
+                },
+            )?;
+            time_batched(&mut be, q, min)
+        }
+    }
+}
+
 /// Three significant digits for small values, one decimal otherwise.
 fn sig(v: f64) -> String {
     if v >= 100.0 {
@@ -266,6 +344,8 @@ fn sig(v: f64) -> String {
 fn fmt_s(s: f64) -> String {
     if s >= 1e-3 {
         format!("{:.3} ms", s * 1e3)
+    } else if s < 1e-6 {
+        format!("{:.0} ns", s * 1e9)
     } else {
         format!("{:.1} µs", s * 1e6)
     }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Packs what benches/gpu-device.sh needs on a machine without Rust or network into .devcarry/
+# (ignored by git; name it and .gl in the device run's carry): a stripped release binary without
+# MPI, the KDD Cup 99 10 % file and ThunderSVM's source. Fetches the loader .debs into .gl/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release
+mkdir -p .devcarry
+strip -o .devcarry/fwsvm target/release/fwsvm
+shared=${FWSVM_SHARED:-../shared}
+cp "$shared/datasets/kddcup.data_10_percent.gz" "$shared/peers/thundersvm-5c6a056.tar.xz" .devcarry/
+git rev-parse --short HEAD >.devcarry/commit
+if ! ls .gl/libvulkan1*.deb >/dev/null 2>&1; then
+    mkdir -p .gl /tmp/amd64/partial
+    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+    apt-get $o update >/dev/null
+    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+du -sh .devcarry .gl

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""One prepared measurement of fwsvm on a GPU machine: the body of benches/gpu-device.sh.
+
+Runs, in order of importance, within a time budget (steps that no longer fit are recorded as
+skipped, never silently dropped):
+
+  1. `fwsvm info`;
+  2. `fwsvm bench kernels --backend both`: dense d = 38 and CSR d = 123 at 11 % non-zeros, single
+     and batched columns, the cached-column iteration and the submit-and-read-back round trip,
+     against the device-to-device copy bandwidth measured by the tool;
+  3. training with `--backend gpu` and `--backend cpu` (all cores) on KDD99-binary, a9a and the
+     generated checkerboard (10^6 and 4*10^6 rows), with the working-set solver and PARTAN:
+     seconds, iterations, round trips per iteration, test accuracy, GPU/CPU label agreement;
+  4. `fwsvm check` on KDD99 in f32 and f64;
+  5. ThunderSVM's CUDA build (built in the background from the start of the run) and
+     scikit-learn's SVC at the same C and gamma.
+
+Writes table.md, results.json and log.txt to $OUT (default target/gpu-device) and prints the
+table last. Standard library only; scikit-learn is used when importable.
+
+    benches/gpu-device.sh [--quick] [--budget SECONDS]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# (C, gamma) per set: the values of README's peers table and the KDD section; the checkerboard
+# at C = 1000, gamma = 1 (few support vectors per row, so the large sets finish).
+PARAMS = {
+    "kdd99": (100.0, 0.232),
+    "a9a": (1.0, 0.064882),
+    "cb1m": (1000.0, 1.0),
+    "cb4m": (1000.0, 1.0),
+}
+
+
+class Run:
+    def __init__(self, out, budget):
+        self.out = out
+        self.t0 = time.monotonic()
+        self.budget = budget
+        self.log = open(os.path.join(out, "log.txt"), "w")
+        self.results = {"steps": [], "skipped": []}
+
+    def left(self):
+        return self.budget - (time.monotonic() - self.t0)
+
+    def sh(self, cmd, timeout=None, env=None):
+        """Runs cmd (a list); returns (rc, combined output, seconds). Logs everything."""
+        t = time.monotonic()
+        self.log.write(f"\n$ {' '.join(cmd)}\n")
+        self.log.flush()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=timeout, env=env)
+            rc, text = p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            rc = 124
+            text = (e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or ""))
+            text += f"\n[killed after {timeout} s]"
+        except FileNotFoundError as e:
+            rc, text = 127, str(e)
+        dt = time.monotonic() - t
+        self.log.write(text)
+        self.log.write(f"[rc {rc}, {dt:.2f} s]\n")
+        self.log.flush()
+        return rc, text, dt
+
+    def fits(self, name, need):
+        if self.left() < need:
+            self.results["skipped"].append(f"{name}: {need:.0f} s needed, {self.left():.0f} s left")
+            print(f"[skip] {name}", flush=True)
+            return False
+        print(f"[{time.monotonic() - self.t0:6.1f} s] {name}", flush=True)
+        return True
+
+
+def find_data(name):
+    for d in [os.environ.get("FWSVM_DATASETS", ""), os.path.join(ROOT, ".devcarry"),
+              os.path.join(ROOT, "data"), os.path.join(ROOT, "..", "shared", "datasets")]:
+        if d and os.path.exists(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
+
+
+def parse_train(text):
+    r = {}
+    m = re.search(r": (\w[\w-]*): iterations (\d+), SVs (\d+), certified gap ([\d.e+-]+|n/a)"
+                  r".*?, objective ([\d.e+-]+), ([\d.]+)s.*?stop: ([^;(]+)", text)
+    if m:
+        r.update(algorithm=m.group(1), iterations=int(m.group(2)), svs=int(m.group(3)),
+                 gap=m.group(4), objective=float(m.group(5)), solver_s=float(m.group(6)),
+                 stop=m.group(7).strip())
+    m = re.search(r"device traffic per iteration: ([\d.]+) round trips, ([\d.]+) submits, "
+                  r"([\d.]+) dispatches, (\d+) B up, (\d+) B down", text)
+    if m:
+        r.update(round_trips_per_iter=float(m.group(1)), submits_per_iter=float(m.group(2)),
+                 dispatches_per_iter=float(m.group(3)), up_bytes_per_iter=int(m.group(4)),
+                 down_bytes_per_iter=int(m.group(5)))
+    m = re.search(r"read in ([\d.]+)s", text)
+    if m:
+        r["read_s"] = float(m.group(1))
+    m = re.search(r"Accuracy = ([\d.]+)%", text)
+    if m:
+        r["accuracy"] = float(m.group(1))
+    m = re.search(r"; (gpu: [^\n]*|cpu[^\n]*)$", text.split("\n")[0] if text else "")
+    if m:
+        r["device"] = m.group(1)
+    return r
+
+
+def labels(path):
+    with open(path) as f:
+        return [ln.split()[0] for ln in f if ln.strip() and not ln.startswith("labels")]
+
+
+def prepare(run, fw, quick, work):
+    """Training and test files per set: {name: (train, test)}."""
+    sets = {}
+    raw = find_data("kddcup.data_10_percent.gz")
+    if raw:
+        pre = os.path.join(work, "kdd99")
+        tr, te = pre + ".train.scaled", pre + ".test.scaled"
+        if not os.path.exists(te):
+            run.sh([fw, "convert", "kdd99", raw, pre])
+            run.sh([fw, "scale", "-l", "0", "-u", "1", "-s", pre + ".range", pre + ".train", tr])
+            run.sh([fw, "scale", "-r", pre + ".range", pre + ".test", te])
+        if quick:  # every 40th row: the same steps at lavapipe's pace
+            for src in (tr, te):
+                with open(src) as f, open(src + ".quick", "w") as g:
+                    g.writelines(ln for k, ln in enumerate(f) if k % 40 == 0)
+            tr, te = tr + ".quick", te + ".quick"
+        sets["kdd99"] = (tr, te)
+    else:
+        run.results["skipped"].append("kdd99: kddcup.data_10_percent.gz not found")
+    a9a, a9at = find_data("a9a.xz"), find_data("a9a.t.xz")
+    if a9a and a9at:
+        sets["a9a"] = (a9a, a9at)
+    test = os.path.join(work, "cb.test")
+    rows = {"cb1m": 20000 if quick else 1000000, "cb4m": 40000 if quick else 4000000}
+    run.sh([fw, "gen", "checkerboard", "--rows", "10000" if quick else "100000",
+            "--seed", "99", test])
+    for name, n in rows.items():
+        p = os.path.join(work, f"{name}.txt")
+        if not os.path.exists(p):
+            run.sh([fw, "gen", "checkerboard", "--rows", str(n), "--seed", "1", p])
+        sets[name] = (p, test)
+    return sets
+
+
+def start_thundersvm(run, work):
+    """Starts ThunderSVM's CUDA build in the background; returns (Popen or None, bin dir)."""
+    tar = find_data("thundersvm-5c6a056.tar.xz") or os.path.join(
+        ROOT, "..", "shared", "peers", "thundersvm-5c6a056.tar.xz")
+    if not shutil.which("nvcc") and not os.path.exists("/usr/local/cuda/bin/nvcc"):
+        run.results["thundersvm"] = {"built": False, "why": "nvcc not found (no CUDA here)"}
+        return None, None
+    if not os.path.exists(tar) or not shutil.which("cmake"):
+        run.results["thundersvm"] = {"built": False, "why": "source tarball or cmake missing"}
+        return None, None
+    src = os.path.join(work, "thundersvm-5c6a056")
+    with tarfile.open(tar) as t:
+        t.extractall(work)
+    # CUDA 12+'s Thrust/CUB need C++17 (the tree asks for C++11/14); build for this card only.
+    cm = os.path.join(src, "CMakeLists.txt")
+    s = open(cm).read().replace("-std=c++14", "-std=c++17").replace(
+        "set(CMAKE_CXX_STANDARD 11)", "set(CMAKE_CXX_STANDARD 17)")
+    open(cm, "w").write(s)
+    b = os.path.join(src, "build")
+    os.makedirs(b, exist_ok=True)
+    env = dict(os.environ)
+    env["PATH"] = env.get("PATH", "") + ":/usr/local/cuda/bin"
+    script = (f"cd {b} && cmake .. -DCMAKE_BUILD_TYPE=Release -DUSE_CUDA=ON "
+              f"-DCMAKE_POLICY_VERSION_MINIMUM=3.5 "
+              f"'-DCUDA_NVCC_FLAGS=-gencode=arch=compute_90,code=sm_90' "
+              f"&& make -j{os.cpu_count() or 4} thundersvm-train thundersvm-predict")
+    log = open(os.path.join(run.out, "thundersvm-build.log"), "w")
+    p = subprocess.Popen(["bash", "-c", script], stdout=log, stderr=subprocess.STDOUT, env=env)
+    return p, os.path.join(b, "bin")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes, for a software GPU (lavapipe) on a CI-sized machine")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for the whole run (default 450; 600 with --quick)")
+    args = ap.parse_args()
+    quick = args.quick
+    out = os.environ.get("OUT") or os.path.join(ROOT, "target", "gpu-device")
+    os.makedirs(out, exist_ok=True)
+    work = os.environ.get("GPU_DEVICE_WORK") or os.path.join(ROOT, "target", "gpu-device-work")
+    os.makedirs(work, exist_ok=True)
+    fw = os.environ.get("FWSVM") or next(
+        p for p in [os.path.join(ROOT, ".devcarry", "fwsvm"),
+                    os.path.join(ROOT, "target", "release", "fwsvm"), "fwsvm"]
+        if os.path.exists(p) or p == "fwsvm")
+    run = Run(out, args.budget or (600.0 if quick else 450.0))
+    res = run.results
+    res["quick"] = quick
+    res["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    carried = os.path.join(ROOT, ".devcarry", "commit")
+    res["commit"] = os.environ.get("FWSVM_COMMIT") or (
+        open(carried).read().strip() if os.path.exists(carried) else None) or subprocess.run(
+        ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+        text=True).stdout.strip()
+    res["cpus"] = os.cpu_count()
+
+    tsvm, tsvm_bin = start_thundersvm(run, work)
+
+    print(f"[{0:6.1f} s] fwsvm info", flush=True)
+    _, text, _ = run.sh([fw, "info"], timeout=60)
+    res["info"] = text.strip()
+    _, smi, _ = run.sh(["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm",
+                        "--format=csv,noheader"], timeout=30)
+    res["nvidia_smi"] = smi.strip()
+
+    # The GPU steps run while ThunderSVM compiles (they use one host thread); the CPU steps
+    # wait for the build to end, so that it does not take their cores.
+    res["kernels"] = []
+    res["training"] = []
+    kern_md = []
+    sets = None
+    preds = {}
+    for phase in ("gpu", "cpu"):
+        if phase == "cpu" and tsvm is not None:
+            print(f"[{time.monotonic() - run.t0:6.1f} s] waiting for the ThunderSVM build",
+                  flush=True)
+            try:
+                tsvm.wait(timeout=max(1.0, min(run.left() - 150, 240)))
+            except subprocess.TimeoutExpired:
+                tsvm.kill()
+                tsvm.wait()
+                run.results["thundersvm_killed"] = True
+        kernels(run, fw, quick, work, phase, kern_md)
+        if sets is None:
+            sets = prepare(run, fw, quick, work)
+        train_all(run, fw, quick, work, sets, phase, preds)
+    for r in res["training"]:
+        key = (r["set"], r["algorithm"])
+        p = preds.get(key, {})
+        if len(p) == 2 and len(p["gpu"]) == len(p["cpu"]):
+            r["gpu_cpu_agreement"] = sum(a == b for a, b in zip(p["gpu"], p["cpu"])) / len(p["cpu"])
+
+    # 4. fwsvm check on KDD99.
+    res["check"] = []
+    if "kdd99" in sets:
+        tr, te = sets["kdd99"]
+        for prec in ("f32", "f64"):
+            if not run.fits(f"check kdd99 {prec}", 40):
+                continue
+            rc, text, wall = run.sh([fw, "check", "--precision", prec, "-c", "100", "-g", "0.232",
+                                     "--time-limit", "15", "--test", te, tr], timeout=120)
+            res["check"].append({"precision": prec, "rc": rc, "wall_s": round(wall, 2),
+                                 "summary": "\n".join(text.strip().split("\n")[-10:])})
+
+    # 5. Peers: ThunderSVM (CUDA) and scikit-learn's SVC.
+    res["peers"] = []
+    if tsvm is not None:
+        ok = tsvm.returncode == 0 and os.path.exists(os.path.join(tsvm_bin, "thundersvm-train"))
+        tail = open(os.path.join(out, "thundersvm-build.log")).read().strip().split("\n")[-15:]
+        res["thundersvm"] = {"built": ok, "rc": tsvm.returncode, "log_tail": tail}
+        if ok:
+            for name in ("kdd99", "a9a", "cb1m"):
+                if name not in sets or not run.fits(f"thundersvm {name}", 60):
+                    continue
+                tr, te = sets[name]
+                c, g = PARAMS[name]
+                tr_plain, te_plain = plain(run, tr, work), plain(run, te, work)
+                model = os.path.join(work, f"{name}.thunder.model")
+                rc, text, wall = run.sh([os.path.join(tsvm_bin, "thundersvm-train"), "-c", str(c),
+                                         "-g", str(g), tr_plain, model], timeout=120)
+                r = {"set": name, "tool": "thundersvm-cuda", "C": c, "gamma": g, "rc": rc,
+                     "wall_s": round(wall, 3)}
+                m = re.search(r"all training time = ([\d.e+-]+)", text)
+                if m:
+                    r["train_s"] = float(m.group(1))
+                m = re.search(r"#total sv = (\d+)|#sv = (\d+)", text)
+                if m:
+                    r["svs"] = int(m.group(1) or m.group(2))
+                if rc == 0:
+                    prc, ptext, _ = run.sh([os.path.join(tsvm_bin, "thundersvm-predict"),
+                                            te_plain, model, model + ".pred"], timeout=120)
+                    m = re.search(r"Accuracy = ([\d.]+)", ptext)
+                    if m:
+                        r["accuracy"] = float(m.group(1)) * (100 if float(m.group(1)) <= 1 else 1)
+                res["peers"].append(r)
+    sk_sets = ["a9a"] if not quick else ["a9a"]
+    for name in sk_sets:
+        if name not in sets or not run.fits(f"sklearn SVC {name}", 70):
+            continue
+        tr, te = sets[name]
+        c, g = PARAMS[name]
+        code = (
+            "import time,sys\n"
+            "from sklearn.datasets import load_svmlight_file as L\n"
+            "from sklearn.svm import SVC\n"
+            f"X,y=L({plain(run, tr, work)!r});Xt,yt=L({plain(run, te, work)!r},"
+            "n_features=X.shape[1]);X,Xt=X.toarray(),Xt.toarray()\n"
+            f"t=time.time();m=SVC(C={c},gamma={g},tol=1e-3,cache_size=1024).fit(X,y)\n"
+            "s=time.time()-t;print('SK',s,len(m.support_),100*(m.predict(Xt)==yt).mean())\n")
+        py = os.environ.get("PYTHON", sys.executable)
+        rc, text, wall = run.sh([py, "-c", code], timeout=max(10, min(90, run.left() - 5)))
+        m = re.search(r"SK ([\d.]+) (\d+) ([\d.]+)", text)
+        r = {"set": name, "tool": "sklearn-SVC (LIBSVM, 1 thread)", "C": c, "gamma": g, "rc": rc}
+        if m:
+            r.update(train_s=float(m.group(1)), svs=int(m.group(2)), accuracy=float(m.group(3)))
+        res["peers"].append(r)
+
+    res["elapsed_s"] = round(time.monotonic() - run.t0, 1)
+    json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
+    md = table(res, kern_md)
+    open(os.path.join(out, "table.md"), "w").write(md)
+    print(md)
+    trained = [r for r in res["training"] if r.get("rc") == 0]
+    return 0 if trained and res["kernels"] and not any("error" in k for k in res["kernels"]) else 1
+
+
+def kernels(run, fw, quick, work, backend, kern_md):
+    """Column pass, batched columns, cached-column iteration and round trip on one backend."""
+    rows = "20000" if quick else "1000000,4000000"
+    for layout, d in (("dense", "38"), ("csr", "123")):
+        if not run.fits(f"bench kernels {backend} {layout} d={d}", 20 if quick else 45):
+            continue
+        j = os.path.join(work, f"kernels-{backend}-{layout}.json")
+        rc, text, _ = run.sh([fw, "bench", "kernels", "--backend", backend, "--rows", rows,
+                              "--dims", d, "--layouts", layout, "--min-time",
+                              "0.2" if quick else "0.4", "--json", j], timeout=240)
+        kern_md.append(text.strip())
+        if rc == 0 and os.path.exists(j):
+            run.results["kernels"] += json.load(open(j))
+        else:
+            run.results["kernels"].append({"error": f"rc {rc}", "layout": layout,
+                                           "backend": backend})
+
+
+def train_all(run, fw, quick, work, sets, backend, preds):
+    """The training plan on one backend; predicted test labels go to preds[(set, alg)]."""
+    limit = {"kdd99": 30, "a9a": 20, "cb1m": 40, "cb4m": 50}
+    plan = [(s, "ws") for s in ("kdd99", "a9a", "cb1m", "cb4m")] + \
+           [(s, "partan") for s in ("kdd99", "a9a")]
+    for name, alg in plan:
+        if name not in sets:
+            continue
+        tr, te = sets[name]
+        c, g = PARAMS[name]
+        lim = (10 if alg == "partan" else 25) if quick else (15 if alg == "partan" else limit[name])
+        if not run.fits(f"train {name} {alg} {backend}", lim + 10):
+            continue
+        model = os.path.join(work, f"{name}.{alg}.{backend}.model")
+        rc, text, wall = run.sh([fw, "train", "--backend", backend, "-a", alg, "-c", str(c),
+                                 "-g", str(g), "--time-limit", str(lim), tr, model],
+                                timeout=lim * 1.5 + 40)
+        r = {"set": name, "algorithm": alg, "backend": backend, "C": c, "gamma": g,
+             "time_limit_s": lim, "rc": rc, "wall_s": round(wall, 3)}
+        r.update(parse_train(text))
+        r["algorithm"] = alg
+        if rc == 0:
+            pout = model + ".pred"
+            prc, ptext, _ = run.sh([fw, "predict", "--backend", "cpu", te, model, pout],
+                                   timeout=300)
+            m = re.search(r"Accuracy = ([\d.]+)%", ptext)
+            if m:
+                r["accuracy"] = float(m.group(1))
+            if prc == 0:
+                preds.setdefault((name, alg), {})[backend] = labels(pout)
+        else:
+            r["error"] = text.strip().split("\n")[-1][:300]
+        run.results["training"].append(r)
+
+
+def plain(run, path, work):
+    """A decompressed copy of path (peers read plain LIBSVM text only)."""
+    if not path.endswith((".xz", ".gz", ".bz2")):
+        return path
+    dst = os.path.join(work, os.path.basename(path).rsplit(".", 1)[0] + ".plain")
+    if not os.path.exists(dst):
+        import bz2
+        import gzip
+        import lzma
+        op = {"xz": lzma.open, "gz": gzip.open, "bz2": bz2.open}[path.rsplit(".", 1)[1]]
+        with op(path, "rt") as f, open(dst, "w") as g:
+            shutil.copyfileobj(f, g)
+    return dst
+
+
+def table(res, kern_md):
+    L = [f"# fwsvm on {res.get('nvidia_smi') or 'this machine'}", "",
+         f"{res['date']}, commit {res['commit']}, {res['cpus']} CPU threads"
+         f"{' (--quick)' if res['quick'] else ''}; {res['elapsed_s']} s in all.", "",
+         "```", res.get("info", ""), "```", "", "## Kernel columns (`fwsvm bench kernels`)", ""]
+    L += kern_md
+    L += ["", "## Training (whole process; accuracy on the test set)", "",
+          "| set | solver | backend | C, γ | seconds | solver s | iterations | round trips/it "
+          "| SVs | objective | stop | test acc % | GPU/CPU labels |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    order = {"ws": 0, "partan": 1}
+    rows = sorted(res["training"], key=lambda r: (
+        order.get(r["algorithm"], 2), list(PARAMS).index(r["set"]), r["backend"] != "gpu"))
+    for r in rows:
+        agree = r.get("gpu_cpu_agreement")
+        L.append(f"| {r['set']} | {r['algorithm']} | {r['backend']} | {r['C']:g}, {r['gamma']:g} | "
+                 f"{r['wall_s']} | {r.get('solver_s', '-')} | {r.get('iterations', '-')} | "
+                 f"{r.get('round_trips_per_iter', '-')} | {r.get('svs', '-')} | "
+                 f"{r.get('objective', '-')} | {r.get('stop', r.get('error', '-'))} | "
+                 f"{r.get('accuracy', '-')} | "
+                 f"{'-' if agree is None else f'{100 * agree:.3f} %'} |")
+    L += ["", "## `fwsvm check` on KDD99", ""]
+    for c in res["check"]:
+        L += [f"{c['precision']} (rc {c['rc']}, {c['wall_s']} s):", "```", c["summary"], "```"]
+    L += ["", "## Peers", "", "| set | tool | C, γ | train s | wall s | SVs | test acc % |",
+          "|---|---|---|---|---|---|---|"]
+    for r in res["peers"]:
+        L.append(f"| {r['set']} | {r['tool']} | {r['C']:g}, {r['gamma']:g} | "
+                 f"{r.get('train_s', '-')} | {r.get('wall_s', '-')} | {r.get('svs', '-')} | "
+                 f"{r.get('accuracy', '-')} |")
+    t = res.get("thundersvm", {})
+    L += ["", f"ThunderSVM CUDA build: {'built' if t.get('built') else 'not built'}"
+          f"{': ' + t['why'] if t.get('why') else ''}"]
+    if t.get("log_tail") and not t.get("built"):
+        L += ["```"] + t["log_tail"] + ["```"]
+    if res["skipped"]:
+        L += ["", "Skipped: " + "; ".join(res["skipped"])]
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
