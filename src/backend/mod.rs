@@ -179,6 +179,9 @@ pub struct BackendStats {
     pub bytes_up: u64,
     /// Bytes read back from the device.
     pub bytes_down: u64,
+    /// Nanoseconds the host spent in round trips: submitting the pending work and waiting
+    /// for its results.
+    pub wait_ns: u64,
 }
 
 impl BackendStats {
@@ -193,6 +196,7 @@ impl BackendStats {
         self.dispatches += o.dispatches;
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
+        self.wait_ns += o.wait_ns;
     }
 
     /// True when a device was used (any traffic counted).

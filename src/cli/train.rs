@@ -1207,13 +1207,14 @@ fn summarize(
     if traffic.has_device_traffic() {
         eprintln!(
             "fwsvm: device traffic {} ({} round trips, {} submits, {} dispatches, {} bytes \
-             up, {} bytes down in all)",
+             up, {} bytes down in all); {:.2}s in round trips",
             traffic.per_iteration(iters),
             traffic.round_trips,
             traffic.submits,
             traffic.dispatches,
             traffic.bytes_up,
-            traffic.bytes_down
+            traffic.bytes_down,
+            traffic.wait_ns as f64 * 1e-9
         );
     }
 }

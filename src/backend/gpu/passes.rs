@@ -57,16 +57,19 @@ impl<'a> GpuBackend<'a> {
 
     /// Flushes, waits, and copies `bytes` of the readback buffer into `self.readback`.
     pub(super) fn submit_and_read(&mut self, bytes: u64) -> Result<()> {
+        let t = std::time::Instant::now();
         self.flush();
         self.stats.round_trips += 1;
         self.stats.bytes_down += bytes;
-        read_back(
+        let r = read_back(
             self.ctx,
             &self.staging,
             bytes,
             &self.map_state,
             &mut self.readback,
-        )
+        );
+        self.stats.wait_ns += t.elapsed().as_nanos() as u64;
+        r
     }
 
     pub(super) fn base_params(&self) -> Params {
