@@ -868,10 +868,11 @@ pub fn column_pass_bytes(ds: &crate::data::Dataset) -> u64 {
 }
 
 /// Data smaller than this (bytes per column pass) train on the CPU under `--backend auto`.
-/// The CPU streams a column pass at tens of GB/s, so 2 MiB is an iteration of tens of µs; a
-/// GPU iteration waits for two submit-and-readback round trips, commonly tens of µs each on
-/// discrete cards, and cannot win below that.
-pub const AUTO_GPU_MIN_BYTES: u64 = 2 << 20;
+/// Measured on an H100 against its host's 16 cores: a GPU iteration waits for three or four
+/// submit-and-readback round trips of about 100 µs each plus the host's recording of about a
+/// hundred dispatches, so below a few tens of MB per pass the CPU's iteration is as fast or
+/// faster (docs/BENCHMARKS.md, "On an NVIDIA H100").
+pub const AUTO_GPU_MIN_BYTES: u64 = 64 << 20;
 
 /// Rows × support vectors below which `--backend auto` predicts on the CPU: the device's
 /// set-up and upload cost more than the kernel evaluations it would take over (see

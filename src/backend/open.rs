@@ -172,13 +172,19 @@ impl DeviceRequest {
             && self.device.is_none()
             && bytes < super::AUTO_GPU_MIN_BYTES
         {
+            let size = if bytes >= 1 << 20 {
+                format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+            } else {
+                format!("{} KiB", bytes.div_ceil(1024))
+            };
             notes(&format!(
-                "--backend auto: {} rows × {} features ({} KiB per kernel column pass) train \
-                 on the CPU: a GPU's round trips (two per iteration, tens of µs each) would \
-                 cost more than the CPU's whole iteration (--backend gpu to insist)",
+                "--backend auto: {} rows × {} features ({size} per kernel column pass) train \
+                 on the CPU: below {} MiB a GPU's round trips (three or four per iteration, \
+                 about 100 µs each on an H100) and their host work cost more than the CPU's \
+                 iteration (--backend gpu to insist)",
                 ds.len(),
                 ds.n_features(),
-                bytes.div_ceil(1024)
+                super::AUTO_GPU_MIN_BYTES >> 20
             ));
             return Ok(Device::Cpu);
         }
