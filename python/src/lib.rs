@@ -200,6 +200,7 @@ fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceR
         precision: precision(opts)?,
         default_precision: p.cpu.precision,
         cache_bytes: p.cpu.cache_bytes,
+        local_rank: None,
     })
 }
 

@@ -58,6 +58,10 @@ pub struct DeviceRequest {
     pub default_precision: Precision,
     /// GPU column-cache bytes (the CPU's cache is a training parameter).
     pub cache_bytes: usize,
+    /// This process's rank among the processes on its machine (an MPI job's local rank): with
+    /// [`BackendChoice::Gpu`] and no adapter named, the adapter
+    /// [`DeviceSelector::Share`](super::gpu::DeviceSelector::Share) picks for it.
+    pub local_rank: Option<usize>,
 }
 
 impl Default for DeviceRequest {
@@ -68,6 +72,7 @@ impl Default for DeviceRequest {
             precision: None,
             default_precision: Precision::F32,
             cache_bytes: 1024 << 20,
+            local_rank: None,
         }
     }
 }
@@ -90,10 +95,13 @@ impl DeviceRequest {
         #[cfg(feature = "gpu")]
         {
             use super::gpu::{DeviceSelector, GpuConfig, GpuContext};
-            let default = if arg == BackendChoice::Auto {
-                DeviceSelector::Hardware
-            } else {
-                DeviceSelector::Any
+            let default = match (arg, self.local_rank) {
+                (BackendChoice::Auto, _) => DeviceSelector::Hardware,
+                (_, Some(k)) => DeviceSelector::Share {
+                    k,
+                    f64: self.precision == Some(Precision::F64),
+                },
+                (_, None) => DeviceSelector::Any,
             };
             let sel = DeviceSelector::from_arg(self.device.as_deref(), default);
             let opened = match GpuContext::open(&sel) {

@@ -66,6 +66,7 @@ pub fn device_request(
         precision: precision_given.then_some(precision),
         default_precision: precision,
         cache_bytes,
+        local_rank: None,
     }
 }
 

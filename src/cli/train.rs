@@ -395,7 +395,8 @@ impl TrainOpts {
     }
 
     /// This rank's device in an MPI job: the CPU for `--backend cpu`; for `--backend gpu`
-    /// adapter `local rank` unless `--device` names one; `--backend auto` as in one process
+    /// the local rank's share of the adapters that can run the job (modulo their number, so
+    /// ranks share one GPU) unless `--device` names one; `--backend auto` as in one process
     /// (a hardware GPU where the rank's rows pay for it). An error on any rank ends every rank;
     /// each rank says which adapter it took.
     #[cfg(feature = "mpi")]
@@ -409,23 +410,20 @@ impl TrainOpts {
         let device = match backend {
             BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
             backend => {
-                // --backend gpu: adapter `local rank` by default. --backend auto keeps its own
-                // choice (a hardware GPU where the rows pay for one, never a software adapter),
-                // which an index into all adapters could miss.
-                let name = self.device.clone().or_else(|| {
-                    (backend == BackendArg::Gpu)
-                        .then(crate::dist::local_rank)
-                        .flatten()
-                        .map(|r| r.to_string())
-                });
-                super::common::device_request(
+                // --backend gpu: the local rank's share of the adapters that can run the job
+                // by default. --backend auto keeps its own choice (a hardware GPU where the rows
+                // pay for one, never a software adapter).
+                let mut req = super::common::device_request(
                     backend,
-                    name.as_deref(),
+                    self.device.as_deref(),
                     self.precision(),
                     self.precision.is_some(),
                     self.cache_bytes(),
-                )
-                .open_for(local, &mut |s| {
+                );
+                if backend == BackendArg::Gpu {
+                    req.local_rank = crate::dist::local_rank();
+                }
+                req.open_for(local, &mut |s| {
                     // The choice's note once (rank 0's); every rank names a GPU it took below.
                     if !self.quiet && rank == 0 {
                         rank_line(rank, s);

@@ -171,3 +171,26 @@ pub fn solve_on(
     r.warm = Some(warm);
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::extend;
+
+    #[test]
+    fn extension_keeps_the_most_violated_points_up_to_the_cap() {
+        // Points 1 and 4 are the most violated; 0 and 3 tie below them; 2 is not violated.
+        let guess = [0.5, 2.0, 0.0, 0.5, 3.0];
+        let a = extend(&guess, 3).expect("positive guesses");
+        let kept: Vec<usize> = a.iter().map(|(i, _)| i).collect();
+        assert_eq!(a.len(), 3);
+        for i in [0, 1, 4] {
+            assert!(kept.contains(&i), "{kept:?}");
+        }
+        let total = 0.5 + 2.0 + 3.0;
+        assert!((a.get(4) - 3.0 / total).abs() < 1e-15);
+        assert!((a.iter().map(|(_, v)| v).sum::<f64>() - 1.0).abs() < 1e-15);
+        // Under the cap every positive guess stays.
+        assert_eq!(extend(&guess, 10).expect("positive").len(), 4);
+        assert!(extend(&[0.0, -1.0], 5).is_none());
+    }
+}

@@ -50,6 +50,17 @@ pub enum DeviceSelector {
     Index(usize),
     /// `--device <name>`: the first adapter whose name contains it (case-insensitive).
     Name(String),
+    /// One of several processes on a machine (an MPI rank's local rank `k`): the `k`-th,
+    /// modulo their number, of the adapters that can run the job — those with SHADER_F64
+    /// where `f64` is asked; hardware ones where there are any, else software ones; Vulkan
+    /// ones where there are any (one card listed under Vulkan and GL counts once) — best
+    /// first, as [`best`] orders them. Ranks beyond the adapters share them.
+    Share {
+        /// The process's rank on its machine.
+        k: usize,
+        /// The job needs SHADER_F64.
+        f64: bool,
+    },
 }
 
 impl DeviceSelector {
@@ -123,6 +134,21 @@ pub fn best(list: &[AdapterSummary], software: bool) -> Option<usize> {
         .filter(|s| software || s.is_hardware())
         .min_by_key(|s| (rank(s.device_type), s.backend != "Vulkan", s.index))
         .map(|s| s.index)
+}
+
+/// The adapter [`DeviceSelector::Share`] picks for local rank `k`.
+pub fn shared(list: &[AdapterSummary], k: usize, f64: bool) -> Option<usize> {
+    let able: Vec<&AdapterSummary> = list.iter().filter(|s| s.f64 || !f64).collect();
+    let hardware = able.iter().any(|s| s.is_hardware());
+    let mut pool: Vec<&AdapterSummary> = able
+        .into_iter()
+        .filter(|s| s.is_hardware() == hardware)
+        .collect();
+    if pool.iter().any(|s| s.backend == "Vulkan") {
+        pool.retain(|s| s.backend == "Vulkan");
+    }
+    pool.sort_by_key(|s| (rank(s.device_type), s.index));
+    (!pool.is_empty()).then(|| pool[k % pool.len()].index)
 }
 
 /// An open device and everything built on it once.
@@ -203,6 +229,7 @@ impl GpuContext {
             }
             DeviceSelector::Hardware => best(&sums, false),
             DeviceSelector::Any => best(&sums, true),
+            DeviceSelector::Share { k, f64 } => shared(&sums, *k, *f64),
         };
         let Some(k) = pick else {
             return Ok(None);
@@ -318,5 +345,54 @@ impl GpuContext {
             })
             .clone()
             .map_err(|e| Error::Backend(format!("shader pipelines on {}: {e}", self.adapter.name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AdapterSummary, shared};
+    use wgpu::DeviceType;
+
+    fn adapter(index: usize, backend: &str, t: DeviceType, f64: bool) -> AdapterSummary {
+        AdapterSummary {
+            index,
+            name: format!("a{index}"),
+            backend: backend.into(),
+            device_type: t,
+            driver: String::new(),
+            f64,
+            max_binding: 1 << 27,
+            max_buffer: 1 << 31,
+        }
+    }
+
+    #[test]
+    fn ranks_share_the_adapters_that_can_run_the_job() {
+        // lavapipe as wgpu lists it: Vulkan with f64, GL without.
+        let soft = [
+            adapter(0, "Vulkan", DeviceType::Cpu, true),
+            adapter(1, "Gl", DeviceType::Cpu, false),
+        ];
+        for k in 0..4 {
+            assert_eq!(shared(&soft, k, true), Some(0));
+            assert_eq!(
+                shared(&soft, k, false),
+                Some(0),
+                "one card under two APIs counts once"
+            );
+        }
+        // Two cards and a software adapter: hardware only, round robin, best first.
+        let two = [
+            adapter(0, "Vulkan", DeviceType::Cpu, true),
+            adapter(1, "Vulkan", DeviceType::IntegratedGpu, true),
+            adapter(2, "Vulkan", DeviceType::DiscreteGpu, true),
+            adapter(3, "Gl", DeviceType::DiscreteGpu, false),
+        ];
+        let picks: Vec<_> = (0..4).map(|k| shared(&two, k, false).unwrap()).collect();
+        assert_eq!(picks, [2, 1, 2, 1]);
+        // f64 asked and no card has it: none (the caller says why).
+        let no64 = [adapter(0, "Gl", DeviceType::DiscreteGpu, false)];
+        assert_eq!(shared(&no64, 0, true), None);
+        assert_eq!(shared(&[], 0, false), None);
     }
 }
