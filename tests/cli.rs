@@ -646,9 +646,13 @@ fn info_and_gpu_backend() {
     assert_eq!(rows.len(), 8, "{out}");
     // The first table is the CPU's, judged against the given 20 GB/s.
     for (k, r) in rows.into_iter().enumerate() {
-        // layout, m, d, nnz/row, MB, column time, GB/s, % of peak, evals/s, iteration time
+        // layout, m, d, nnz/row, MB, column time, GB/s, % of peak, evals/s, batched column
+        // (q), batched evals/s, batched GB/s, iteration time, round trip
         let cells: Vec<&str> = r.trim_matches('|').split('|').map(str::trim).collect();
-        assert_eq!(cells.len(), 10, "{r}");
+        assert_eq!(cells.len(), 14, "{r}");
+        let batched: f64 = cells[10].parse().unwrap();
+        assert!(batched > 0.0 && cells[9].ends_with(')'), "{r}");
+        assert!(cells[13].ends_with('s'), "{r}");
         let gbs: f64 = cells[6].parse().unwrap();
         let evals: f64 = cells[8].parse().unwrap();
         let pct: f64 = cells[7].trim_end_matches(" %").parse().unwrap();

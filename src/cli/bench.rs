@@ -170,7 +170,7 @@ fn kernels(a: KernelsArgs) -> Result<()> {
             let (peak, src) = match a.gpu_peak {
                 Some(p) => (p * 1e9, format!("given{published}")),
                 None => (
-                    ctx.copy_bandwidth(1 << 30, 5)?,
+                    ctx.copy_bandwidth(256 << 20, 3)?,
                     format!("measured: device-to-device copies, read + write{published}"),
                 ),
             };

@@ -170,8 +170,8 @@ pub struct GpuBackend<'a> {
     /// gathers are then served from it without a round trip.
     g_host: Vec<f64>,
     g_host_valid: bool,
-    /// (g_i, i) of every point: the working set's candidates (reused).
-    low_buf: Vec<(f64, usize)>,
+    /// (k, the 2k-th smallest g) of the last `lowest`: the next call's filter.
+    lowest_bound: (usize, f64),
     /// The working set's cache slots ([`Backend::block`]; reused).
     slot_buf: Vec<usize>,
     fresh: usize,
@@ -383,7 +383,7 @@ impl<'a> GpuBackend<'a> {
             min_valid: false,
             g_host: Vec::new(),
             g_host_valid: false,
-            low_buf: Vec::new(),
+            lowest_bound: (0, f64::NEG_INFINITY),
             slot_buf: Vec::new(),
             guests: Vec::new(),
             fresh: usize::MAX,
@@ -739,13 +739,10 @@ impl Backend for GpuBackend<'_> {
     /// gathers that follow are served from it), the selection on the host.
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
         self.read_gradient()?;
-        let mut all = std::mem::take(&mut self.low_buf);
-        all.clear();
-        all.extend(self.g_host.iter().copied().zip(0..));
-        super::select_lowest(&mut all, k);
-        out.clear();
-        out.extend_from_slice(&all);
-        self.low_buf = all;
+        let g = &self.g_host;
+        let mut bound = self.lowest_bound;
+        super::select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut bound, out);
+        self.lowest_bound = bound;
         Ok(())
     }
 
