@@ -57,6 +57,8 @@ fn gpu<'a>(
             cache_bytes: 1 << 20,
             precision: if wide { Precision::F64 } else { Precision::F32 },
             max_chunk_bytes: chunk,
+            // The working set's candidates by the device's compaction at every size.
+            compact_min_rows: 0,
         },
     )
     .expect("GPU backend")
@@ -554,6 +556,7 @@ fn gpu_prediction_matches_the_cpu() {
                     cache_bytes: 0,
                     precision: if wide { Precision::F64 } else { Precision::F32 },
                     max_chunk_bytes: Some(512),
+                    ..GpuConfig::default()
                 };
                 let (labels, dec) =
                     fwsvm::predict::gpu::predict(&model, test, ctx, cfg, None).expect("gpu");
@@ -908,6 +911,7 @@ fn shared_data_views_match_separate_uploads() {
             cache_bytes: 1 << 20,
             precision: Precision::F32,
             max_chunk_bytes: chunk,
+            ..GpuConfig::default()
         };
         for alg in [Algorithm::Partan, Algorithm::Swap2] {
             let params = SolverParams {
@@ -1331,6 +1335,72 @@ fn working_set_solver_matches_the_cpu() {
             "{name}: {trips} round trips in {} outer iterations",
             rg.iterations
         );
+    }
+}
+
+/// The working set's candidates compacted on the device (shaders/below.wgsl, f32 gradient)
+/// are the ones read from g whole: the same run, iterate for iterate, with less read back.
+#[test]
+#[ignore = "needs a GPU adapter: bash .ci/run installs lavapipe and runs it"]
+fn compacted_candidates_give_the_run_of_the_whole_gradient() {
+    let Some(ctx) = context() else { return };
+    // The shared problems, and one of 6,000 points where the compaction reads back less.
+    let big = random_dataset(6000, 5, false, 11);
+    let mut cases: Vec<(String, fwsvm::data::Dataset, Kernel, f64, bool)> = problems()
+        .into_iter()
+        .map(|(name, ds, kernel, c, _)| (name, ds, kernel, c, false))
+        .collect();
+    cases.push((
+        "6000 points".into(),
+        big,
+        Kernel::Rbf { gamma: 0.5 },
+        10.0,
+        true,
+    ));
+    for (name, ds, kernel, c, large) in cases {
+        let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
+        let params = SolverParams {
+            algorithm: Algorithm::Ws,
+            ws_size: 8,
+            eps: 1e-6,
+            rel_eps: f64::INFINITY,
+            // The large case's first 300 outer iterations are enough to compare.
+            max_iter: if large { 300 } else { 100_000 },
+            seed: 5,
+            init_size: 4,
+            ..Default::default()
+        };
+        let run = |min_rows: usize| {
+            let cfg = GpuConfig {
+                cache_bytes: 1 << 20,
+                precision: Precision::F32,
+                max_chunk_bytes: None,
+                compact_min_rows: min_rows,
+            };
+            let mut be = Recorder::new(Box::new(GpuBackend::new(&prob, ctx, cfg).unwrap()));
+            let r = solve(&prob, &mut be, &params, &mut []).unwrap();
+            (r, be.reds)
+        };
+        let (whole, wr) = run(usize::MAX);
+        let (compact, cr) = run(0);
+        assert_eq!(whole.iterations, compact.iterations, "{name}");
+        assert_eq!(wr.len(), cr.len(), "{name}");
+        for (k, (a, b)) in wr.iter().zip(&cr).enumerate() {
+            assert_eq!(
+                (a.s, a.v, a.g_s, a.g_v),
+                (b.s, b.v, b.g_s, b.g_v),
+                "{name}: {k}"
+            );
+        }
+        assert_eq!(whole.certified_f, compact.certified_f, "{name}");
+        if large {
+            assert!(
+                compact.stats.bytes_down < whole.stats.bytes_down,
+                "{name}: {} bytes down compacted, {} whole",
+                compact.stats.bytes_down,
+                whole.stats.bytes_down
+            );
+        }
     }
 }
 

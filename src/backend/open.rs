@@ -152,7 +152,7 @@ impl DeviceRequest {
                 cfg: GpuConfig {
                     cache_bytes: self.cache_bytes,
                     precision,
-                    max_chunk_bytes: None,
+                    ..GpuConfig::default()
                 },
                 fallback: arg == BackendChoice::Auto,
                 shared: None,

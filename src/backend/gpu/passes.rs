@@ -375,6 +375,62 @@ impl<'a> GpuBackend<'a> {
         self.submit_and_read(bytes)
     }
 
+    /// The `k` lowest (g_i, i) by the device's compaction (shaders/below.wgsl) of the rows at
+    /// or below the last call's bound: one pass and a readback of at most 4k + 64 candidates
+    /// instead of all of g. False, with nothing to use in `out`, when there is no bound for
+    /// this k yet or the bound let through fewer than k rows or more than the capacity; the
+    /// caller then reads g whole. Otherwise the same selection as from g read whole (the same
+    /// f32 values, sorted by value, then index), and the bound moves as it would there.
+    pub(super) fn lowest_below(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<bool> {
+        let (bk, bound) = self.lowest_bound;
+        let cap = 4 * k + 64;
+        let bytes = 4 * (1 + 2 * cap) as u64;
+        if bk != k || !bound.is_finite() || bytes > self.out_bytes {
+            return Ok(false);
+        }
+        // The counter starts at zero: the write lands before the next submit, after the
+        // readbacks that used the buffer before.
+        self.ctx.queue.write_buffer(&self.out, 0, &[0u8; 4]);
+        self.stats.bytes_up += 4;
+        let m = self.prob.len();
+        let nwg = self.list_nwg(m);
+        let p = Params {
+            n: cap as u32,
+            nwg,
+            scale: split(bound),
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let mut enc = self.take_encoder();
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&self.pipes.below);
+            pass.set_bind_group(0, &self.below_bg, &[off]);
+            pass.dispatch_workgroups(nwg, 1, 1);
+            self.stats.dispatches += 1;
+        }
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes);
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)?;
+        let word = |w: usize| {
+            let b = &self.readback[4 * w..4 * w + 4];
+            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+        };
+        let count = word(0) as usize;
+        if count < k || count > cap {
+            return Ok(false);
+        }
+        out.clear();
+        out.extend((0..count).map(|c| {
+            let v = f32::from_bits(word(1 + 2 * c)) as f64;
+            (v, word(2 + 2 * c) as usize)
+        }));
+        super::super::select_lowest(out, 2 * k);
+        self.lowest_bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
+        out.truncate(k);
+        Ok(true)
+    }
+
     /// Reads all of g back into `g_host` (one copy, one round trip) unless it is current.
     pub(super) fn read_gradient(&mut self) -> Result<()> {
         let m = self.prob.len();

@@ -33,6 +33,8 @@ pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
 pub const FINAL: &str = include_str!("../../../shaders/final.wgsl");
 /// shaders/gather.wgsl
 pub const GATHER: &str = include_str!("../../../shaders/gather.wgsl");
+/// shaders/below.wgsl
+pub const BELOW: &str = include_str!("../../../shaders/below.wgsl");
 /// shaders/marked_common.wgsl
 pub const MARKED_COMMON: &str = include_str!("../../../shaders/marked_common.wgsl");
 /// shaders/marked.wgsl
@@ -69,6 +71,8 @@ pub enum Program {
     Final,
     /// Gather.
     Gather,
+    /// The rows with g at or below a bound, compacted (the working set's candidates).
+    Below,
     /// Marked reduction, first stage.
     Marked,
     /// Marked reduction, combine.
@@ -79,7 +83,7 @@ pub enum Program {
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 13] = [
+    pub const ALL: [Program; 14] = [
         Program::ColumnDense,
         Program::ColumnCsr,
         Program::ColumnBatchDense,
@@ -90,6 +94,7 @@ impl Program {
         Program::Active,
         Program::Final,
         Program::Gather,
+        Program::Below,
         Program::Marked,
         Program::MarkedFinal,
         Program::Block,
@@ -155,6 +160,7 @@ pub fn source(prog: Program, wide: bool) -> String {
         Program::Active => s.push_str(ACTIVE),
         Program::Final => s.push_str(FINAL),
         Program::Gather => s.push_str(GATHER),
+        Program::Below => s.push_str(BELOW),
         Program::Marked => {
             s.push_str(MARKED_COMMON);
             s.push_str(MARKED);
@@ -268,6 +274,7 @@ pub struct Pipelines {
     pub active_bgl: wgpu::BindGroupLayout,
     pub final_bgl: wgpu::BindGroupLayout,
     pub gather_bgl: wgpu::BindGroupLayout,
+    pub below_bgl: wgpu::BindGroupLayout,
     pub marked_bgl: wgpu::BindGroupLayout,
     pub block_bgl: wgpu::BindGroupLayout,
     pub block_row: wgpu::ComputePipeline,
@@ -285,6 +292,7 @@ pub struct Pipelines {
     pub active: wgpu::ComputePipeline,
     pub fin: wgpu::ComputePipeline,
     pub gather: wgpu::ComputePipeline,
+    pub below: wgpu::ComputePipeline,
 }
 
 /// The batched column pass's layout and pipelines.
@@ -417,6 +425,7 @@ impl Pipelines {
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
+        let below_bgl = layout(dev, "below", &[ParamsDyn, Ro, Rw]);
         let marked_bgl = layout(dev, "marked", &[ParamsDyn, Ro, Ro, Ro, Rw, Rw]);
         let block_bgl = layout(dev, "block", &[ParamsDyn, Ro, Ro, Ro, Ro, Ro, Rw]);
         Pipelines {
@@ -434,6 +443,8 @@ impl Pipelines {
             active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
             fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
             gather: pipeline(dev, Program::Gather, wide, &[&gather_bgl]),
+            below: pipeline(dev, Program::Below, wide, &[&below_bgl]),
+            below_bgl,
             column_bgl,
             dense_bgl,
             csr_bgl,

@@ -233,6 +233,8 @@ pub(super) struct BindGroups {
     /// The final reduction's.
     pub last: wgpu::BindGroup,
     pub gather: wgpu::BindGroup,
+    /// The compaction of the working set's candidates into the gather output.
+    pub below: wgpu::BindGroup,
     pub marked: wgpu::BindGroup,
 }
 
@@ -356,6 +358,11 @@ impl BindGroups {
                     entry(4, &b.gidx),
                     entry(5, &b.out),
                 ],
+            ),
+            below: group(
+                "below",
+                &pipes.below_bgl,
+                &[pbind(0), entry(1, &b.g), entry(2, &b.out)],
             ),
             marked: group(
                 "marked",
