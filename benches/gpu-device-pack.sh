@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 cargo build --release
 mkdir -p .devcarry
 strip -o .devcarry/fwsvm target/release/fwsvm
+# An MPI build too, for two ranks sharing the GPU where the machine has Open MPI's mpirun and
+# libraries (it links libmpi.so.40); the run records it when they are missing.
+if cargo build --release --features mpi --target-dir target/device-mpi 2>/dev/null; then
+    strip -o .devcarry/fwsvm-mpi target/device-mpi/release/fwsvm
+fi
 shared=${FWSVM_SHARED:-../shared}
 cp "$shared/datasets/kddcup.data_10_percent.gz" "$shared/peers/thundersvm-5c6a056.tar.xz" .devcarry/
 git rev-parse --short HEAD >.devcarry/commit

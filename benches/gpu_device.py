@@ -328,6 +328,7 @@ def main():
             r.update(train_s=float(m.group(1)), svs=int(m.group(2)), accuracy=float(m.group(3)))
         res["peers"].append(r)
 
+    mpi_ranks(run, work, sets)
     res["elapsed_s"] = round(time.monotonic() - run.t0, 1)
     json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
     md = table(res, kern_md)
@@ -335,6 +336,36 @@ def main():
     print(md)
     trained = [r for r in res["training"] if r.get("rc") == 0]
     return 0 if trained and res["kernels"] and not any("error" in k for k in res["kernels"]) else 1
+
+
+def mpi_ranks(run, work, sets):
+    """Two MPI ranks sharing the GPU against one process (seconds per iteration), where an
+    MPI build of fwsvm (FWSVM_MPI, default .devcarry/fwsvm-mpi) and an `mpirun` that runs it
+    are there; otherwise records what is missing."""
+    fw = os.environ.get("FWSVM_MPI") or os.path.join(ROOT, ".devcarry", "fwsvm-mpi")
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    out = {"binary": os.path.exists(fw), "mpirun": mpirun}
+    run.results["mpi"] = out
+    if not (os.path.exists(fw) and mpirun and "a9a" in sets):
+        return
+    if not run.fits("two ranks sharing the GPU (a9a, PARTAN)", 40):
+        return
+    tr, _ = sets["a9a"]
+    c, g = PARAMS["a9a"]
+    args = ["train", "--backend", "gpu", "-a", "partan", "-c", str(c), "-g", str(g),
+            "--time-limit", "15", tr]
+    for np_ in (1, 2):
+        model = os.path.join(work, f"a9a.mpi{np_}.model")
+        cmd = ([fw] if np_ == 1 else
+               [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), fw])
+        rc, text, wall = run.sh(cmd + args + [model], timeout=60)
+        r = parse_train(text)
+        m = re.search(r"iterations (\d+).*?([\d.]+)s \(\+", text)
+        if m:
+            r.setdefault("iterations", int(m.group(1)))
+            r.setdefault("solver_s", float(m.group(2)))
+        r.update(rc=rc, wall_s=round(wall, 2))
+        out[f"np{np_}"] = r
 
 
 def copy_bandwidth(run):
@@ -465,6 +496,16 @@ def table(res, kern_md):
         L.append(f"| {r['set']} | {r['tool']} | {r['C']:g}, {r['gamma']:g} | "
                  f"{r.get('train_s', '-')} | {r.get('wall_s', '-')} | {r.get('svs', '-')} | "
                  f"{r.get('accuracy', '-')} |")
+    mpi = res.get("mpi", {})
+    L += ["", "## MPI ranks sharing the GPU", ""]
+    if "np1" in mpi:
+        for k in ("np1", "np2"):
+            r = mpi.get(k, {})
+            L.append(f"- {k}: rc {r.get('rc')}, {r.get('iterations', '-')} iterations in "
+                     f"{r.get('solver_s', '-')} s")
+    else:
+        L.append(f"Not run: MPI binary {'found' if mpi.get('binary') else 'missing'}, "
+                 f"mpirun {mpi.get('mpirun') or 'missing'}.")
     t = res.get("thundersvm", {})
     L += ["", f"ThunderSVM CUDA build: {'built' if t.get('built') else 'not built'}"
           f"{': ' + t['why'] if t.get('why') else ''}"]
