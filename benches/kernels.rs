@@ -174,6 +174,7 @@ fn working_set_block(c: &mut Criterion) {
                     cache_bytes: (2 * q + 4) * m * 4,
                     precision: Precision::F32,
                     max_chunk_bytes: None,
+                    ..Default::default()
                 },
             ) else {
                 eprintln!("gpu ws-block bench skipped at q = {q}: the device cannot hold it");
@@ -227,6 +228,7 @@ fn gpu_passes(c: &mut Criterion) {
                         cache_bytes: 0,
                         precision: Precision::F32,
                         max_chunk_bytes: None,
+                        ..Default::default()
                     },
                 )
                 .unwrap();
@@ -268,6 +270,7 @@ fn gpu_passes(c: &mut Criterion) {
                     cache_bytes: 1 << 26,
                     precision: Precision::F32,
                     max_chunk_bytes: None,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -302,6 +305,7 @@ fn gpu_passes(c: &mut Criterion) {
                     cache_bytes: 2 * k * (m * 4 + 4096),
                     precision: Precision::F32,
                     max_chunk_bytes: None,
+                    ..Default::default()
                 },
             )
             .unwrap();
