@@ -268,30 +268,7 @@ fn measure(
     min_time: f64,
 ) -> Result<KernelTiming> {
     let min = Duration::from_secs_f64(min_time);
-    match dev {
-        Device::Cpu => {
-            let mut be = cpu_backend(
-                prob,
-                CpuConfig {
-                    cache_bytes: 0,
-                    precision,
-                },
-            );
-            time_backend(be.as_mut(), min)
-        }
-        #[cfg(feature = "gpu")]
-        Device::Gpu { ctx, cfg, .. } => {
-            let mut be = crate::backend::gpu::GpuBackend::new(
-                prob,
-                ctx,
-                crate::backend::gpu::GpuConfig {
-                    cache_bytes: 0,
-                    ..*cfg
-                },
-            )?;
-            time_backend(&mut be, min)
-        }
-    }
+    with_backend(dev, prob, precision, 0, |be| time_backend(be, min))
 }
 
 fn measure_batched(
@@ -303,17 +280,30 @@ fn measure_batched(
     min_time: f64,
 ) -> Result<f64> {
     let min = Duration::from_secs_f64(min_time);
-    let cache_bytes = (2 * q as u64 + 4) * col_bytes;
+    let cache_bytes = ((2 * q as u64 + 4) * col_bytes) as usize;
+    with_backend(dev, prob, precision, cache_bytes, |be| {
+        time_batched(be, q, min)
+    })
+}
+
+/// Runs `f` on a backend of `dev` over `prob` with a column cache of `cache_bytes`.
+fn with_backend<T>(
+    dev: &Device,
+    prob: &Problem<'_>,
+    precision: Precision,
+    cache_bytes: usize,
+    f: impl FnOnce(&mut dyn crate::backend::Backend) -> Result<T>,
+) -> Result<T> {
     match dev {
         Device::Cpu => {
             let mut be = cpu_backend(
                 prob,
                 CpuConfig {
-                    cache_bytes: cache_bytes as usize,
+                    cache_bytes,
                     precision,
                 },
             );
-            time_batched(be.as_mut(), q, min)
+            f(be.as_mut())
         }
         #[cfg(feature = "gpu")]
         Device::Gpu { ctx, cfg, .. } => {
@@ -321,11 +311,11 @@ fn measure_batched(
                 prob,
                 ctx,
                 crate::backend::gpu::GpuConfig {
-                    cache_bytes: cache_bytes as usize,
+                    cache_bytes,
                     ..*cfg
                 },
             )?;
-            time_batched(&mut be, q, min)
+            f(&mut be)
         }
     }
 }

@@ -602,13 +602,8 @@ impl Backend for GpuBackend<'_> {
             };
             let off = self.push_params(&p);
             let mut enc = self.take_encoder();
-            {
-                let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-                pass.set_pipeline(&self.pipes.active);
-                pass.set_bind_group(0, &self.active_bg, &[off]);
-                pass.dispatch_workgroups(nwg2, 1, 1);
-                self.stats.dispatches += 1;
-            }
+            passes::dispatch(&mut enc, &self.pipes.active, &self.active_bg, &[off], nwg2);
+            self.stats.dispatches += 1;
             self.enc = Some(enc);
         }
         let p = Params {
@@ -619,13 +614,8 @@ impl Backend for GpuBackend<'_> {
         let off = self.push_params(&p);
         let vbytes = 4 * self.gt;
         let mut enc = self.take_encoder();
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(&self.pipes.fin);
-            pass.set_bind_group(0, &self.final_bg, &[off]);
-            pass.dispatch_workgroups(1, 1, 1);
-            self.stats.dispatches += 1;
-        }
+        passes::dispatch(&mut enc, &self.pipes.fin, &self.final_bg, &[off], 1);
+        self.stats.dispatches += 1;
         enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
         enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
         self.enc = Some(enc);

@@ -332,13 +332,15 @@ impl<'a> GpuBackend<'a> {
         let off = self.push_params(&p);
         let [oa, ob, oc, od] = slots.map(|s| (s as u64 * self.slot_stride) as u32);
         let mut enc = self.take_encoder();
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(&self.pipes.update);
-            pass.set_bind_group(0, &self.update_bg, &[off, oa, ob, oc, od]);
-            pass.dispatch_workgroups(self.nwg_rows, 1, 1);
-            self.stats.dispatches += 1;
-        }
+        let offsets = [off, oa, ob, oc, od];
+        dispatch(
+            &mut enc,
+            &self.pipes.update,
+            &self.update_bg,
+            &offsets,
+            self.nwg_rows,
+        );
+        self.stats.dispatches += 1;
         self.enc = Some(enc);
         self.min_valid = true;
     }
@@ -402,13 +404,8 @@ impl<'a> GpuBackend<'a> {
         };
         let off = self.push_params(&p);
         let mut enc = self.take_encoder();
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(&self.pipes.below);
-            pass.set_bind_group(0, &self.below_bg, &[off]);
-            pass.dispatch_workgroups(nwg, 1, 1);
-            self.stats.dispatches += 1;
-        }
+        dispatch(&mut enc, &self.pipes.below, &self.below_bg, &[off], nwg);
+        self.stats.dispatches += 1;
         enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes);
         self.enc = Some(enc);
         self.submit_and_read(bytes)?;
@@ -480,13 +477,14 @@ impl<'a> GpuBackend<'a> {
     /// Records one gather pass with parameter slot `off` and column-slot offset `so`.
     pub(super) fn record_gather(&mut self, off: u32, so: u32, nwg: u32) {
         let mut enc = self.take_encoder();
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(&self.pipes.gather);
-            pass.set_bind_group(0, &self.gather_bg, &[off, so]);
-            pass.dispatch_workgroups(nwg, 1, 1);
-            self.stats.dispatches += 1;
-        }
+        dispatch(
+            &mut enc,
+            &self.pipes.gather,
+            &self.gather_bg,
+            &[off, so],
+            nwg,
+        );
+        self.stats.dispatches += 1;
         self.enc = Some(enc);
     }
 
@@ -514,6 +512,21 @@ impl<'a> GpuBackend<'a> {
                 .write_buffer(buf, 0, bytemuck::cast_slice(&f));
         }
     }
+}
+
+/// Records one compute pass of one dispatch: `pipe` with `bg` at the dynamic `offsets`, `nwg`
+/// workgroups.
+pub(super) fn dispatch(
+    enc: &mut wgpu::CommandEncoder,
+    pipe: &wgpu::ComputePipeline,
+    bg: &wgpu::BindGroup,
+    offsets: &[u32],
+    nwg: u32,
+) {
+    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+    pass.set_pipeline(pipe);
+    pass.set_bind_group(0, bg, offsets);
+    pass.dispatch_workgroups(nwg, 1, 1);
 }
 
 /// Maps the first `bytes` of `staging` once the submitted work has run and copies them into
