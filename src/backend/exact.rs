@@ -170,16 +170,35 @@ fn panel_gradient(
 /// The certified duality gap of α: (f, gap, s) with f = ½αᵀQα, gap = 2f − min_i g_i, from the
 /// exact gradient.
 pub fn certify(prob: &Problem<'_>, alpha: &ActiveSet) -> (f64, f64, usize) {
-    if let Some((r, _)) = certify_screened(prob, alpha) {
+    if let Some((r, _)) = certify_screened(prob, alpha, None) {
         return r;
     }
-    certify_full(prob, alpha)
-}
-
-/// [`certify`] by the full f64 gradient.
-fn certify_full(prob: &Problem<'_>, alpha: &ActiveSet) -> (f64, f64, usize) {
     let mut g = vec![0.0; prob.len()];
     full_gradient(prob, alpha, &mut g);
+    gap_of(alpha, &g)
+}
+
+/// [`certify`], leaving in `g` (m entries) the gradient the pass computed on the way: exact
+/// where the full f64 pass runs; with the screen, exact on every row it computed in f64 (A,
+/// the probes, every row whose interval reached the minimum) and the screen's f32 value,
+/// within its rigorous bound (about 1e-6 of each term), on the rest — rows well above
+/// min g. A gradient to go on from where exact passes follow (the rebuild of the set-aside
+/// gradients between working-set rounds), for the price of the certification alone.
+pub fn certify_with_gradient(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    g: &mut [f64],
+) -> (f64, f64, usize) {
+    assert_eq!(g.len(), prob.len());
+    if let Some((r, _)) = certify_screened(prob, alpha, Some(&mut *g)) {
+        return r;
+    }
+    full_gradient(prob, alpha, g);
+    gap_of(alpha, g)
+}
+
+/// (f, 2f − min g, argmin) from the whole gradient.
+fn gap_of(alpha: &ActiveSet, g: &[f64]) -> (f64, f64, usize) {
     let f = 0.5 * alpha.iter().map(|(i, a)| a * g[i]).sum::<f64>();
     let (mut s, mut gs) = (0, f64::INFINITY);
     for (i, &v) in g.iter().enumerate() {
@@ -199,11 +218,13 @@ const PROBES: usize = 64;
 /// f32 pass with a rigorous error bound (`super::screen`) over every row; then g exactly on
 /// the `PROBES` rows of lowest upper bound, whose minimum U bounds min g from above, and on
 /// every row whose lower bound does not clear U. A row left out has g_i > U ≥ min g, so the
-/// minimum, the row holding it and the gap are those of `certify_full`, to the bit. Also
-/// returns how many rows were computed in f64.
+/// minimum, the row holding it and the gap are those of the full f64 pass, to the bit. Also
+/// returns how many rows were computed in f64. With `grad`, leaves there the gradient of
+/// [`certify_with_gradient`].
 pub fn certify_screened(
     prob: &Problem<'_>,
     alpha: &ActiveSet,
+    grad: Option<&mut [f64]>,
 ) -> Option<((f64, f64, usize), usize)> {
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return None;
@@ -243,7 +264,14 @@ pub fn certify_screened(
         let centre = prob.y[rest[k]] * (*l + c1);
         (*l, *h) = (centre - *h - SLACK, centre + *h);
     }
-    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows)
+    let mut grad = grad;
+    if let Some(g) = grad.as_deref_mut() {
+        // The screen's value (α_i = 0 off A), overwritten below where computed exactly.
+        for (k, &i) in rest.iter().enumerate() {
+            g[i] = 0.5 * (lo[k] + SLACK + hi[k]);
+        }
+    }
+    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad)
 }
 
 /// g = Qα on every row in f32 arithmetic (the screen's row sums, about 1e-6 of each term off),
@@ -291,13 +319,15 @@ fn rows_off(m: usize, act: &[usize]) -> Vec<usize> {
 /// which gives 2f and an upper bound U ≥ min g; then every other row whose lower bound `lo`
 /// does not clear U. A row left out has g_i > U, so it holds neither the minimum nor a tie
 /// with it: (f, gap, argmin) are the full pass's, provided `exact_rows` gives each row the
-/// full pass's number. None when `exact_rows` returns false or every g is NaN.
+/// full pass's number. None when `exact_rows` returns false or every g is NaN. Every row
+/// computed exactly is also written to `grad` (indexed by row) when given.
 fn certify_by_intervals(
     alpha: &ActiveSet,
     rest: &[usize],
     lo: &[f64],
     hi: &[f64],
     exact_rows: impl Fn(&[usize], &mut [f64]) -> bool,
+    grad: Option<&mut [f64]>,
 ) -> Option<((f64, f64, usize), usize)> {
     let act = alpha.indices();
     let mut rows: Vec<usize> = act.to_vec();
@@ -339,6 +369,11 @@ fn certify_by_intervals(
     if best == usize::MAX {
         // NaN everywhere: the full pass reports it the same way.
         return None;
+    }
+    if let Some(out) = grad {
+        for (&i, &v) in rows.iter().zip(&g).chain(undecided.iter().zip(&gu)) {
+            out[i] = v;
+        }
     }
     Some(((f, 2.0 * f - gs, best), rows.len() + undecided.len()))
 }
@@ -650,12 +685,24 @@ mod tests {
                 }
                 let total = a.sum();
                 a.scale(1.0 / total);
-                let full = certify_full(&prob, &a);
-                match certify_screened(&prob, &a) {
+                let mut exact = vec![0.0; m];
+                full_gradient(&prob, &a, &mut exact);
+                let full = gap_of(&a, &exact);
+                let mut g = vec![f64::NAN; m];
+                match certify_screened(&prob, &a, Some(&mut g)) {
                     Some((got, rows)) => {
                         assert_eq!(got, full, "dense {dense} γ {gamma} |A| {spread}");
                         assert!(rows <= m);
                         screened_any |= rows < m;
+                        // The gradient left behind: exact on A, within the screen's
+                        // error elsewhere.
+                        for i in 0..m {
+                            if a.contains(i) {
+                                assert_eq!(g[i], exact[i], "row {i} of A");
+                            }
+                            assert!((g[i] - exact[i]).abs() <= 1e-5 * (1.0 + exact[i].abs()));
+                        }
+                        assert_eq!(certify_with_gradient(&prob, &a, &mut g), full);
                     }
                     None => assert!(
                         !std::is_x86_feature_detected!("avx512f"),

@@ -309,10 +309,10 @@ impl<'a> Known<'a> {
         Ok((f, gap))
     }
 
-    /// The certified (f, gap) of α over every rank's rows, as one process computes them.
-    /// Collective.
-    pub(super) fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)> {
-        let g = self.exact_gradient(alpha, None)?;
+    /// The certified (f, gap) of α over every rank's rows, as one process computes them,
+    /// leaving this rank's rows' exact gradient in `g`. Collective.
+    pub(super) fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)> {
+        *g = self.exact_gradient(alpha, None)?;
         let mut low = [Loc::NONE_MIN];
         for (i, &v) in g.iter().enumerate() {
             if v < low[0].value {
@@ -598,7 +598,7 @@ impl Backend for DistBackend<'_> {
     }
 
     fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        self.known.certify(alpha).map(Some)
+        self.known.certify(alpha, &mut Vec::new()).map(Some)
     }
 
     fn certify_exact_rows(

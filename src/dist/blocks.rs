@@ -73,7 +73,7 @@ impl BlockEngine for DistBlocks<'_> {
     }
 
     fn certify(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        self.known.certify(alpha).map(Some)
+        self.known.certify(alpha, &mut Vec::new()).map(Some)
     }
 
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()> {

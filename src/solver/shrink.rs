@@ -9,10 +9,10 @@
 //! vectors'), at least `min_size` of them (the lowest g). This is the FW analogue of
 //! LIBSVM's shrinking (Fan, Chen and Lin 2005, as in `Solver::do_shrinking`), with the same
 //! safety net: when the run converges on W, the stop rule is tested on the whole set from an
-//! exact certification of α ([`crate::backend::exact::certify`]), and if it fails the gradient
-//! of every point is rebuilt exactly ([`crate::backend::exact::full_gradient`], a
-//! compute-bound pass), the points below the threshold join W and the run resumes from the
-//! same α. W only grows, so the rounds end; the last exact pass is the
+//! exact certification of α ([`crate::backend::exact::certify_with_gradient`]), and if it
+//! fails the gradient of every point is rebuilt from the same pass (exact on the support and
+//! near the minimum, within the f32 screen's rigorous bound elsewhere), the points below the
+//! threshold join W and the run resumes from the same α. W only grows, so the rounds end; the last exact pass is the
 //! certification, so the stop rule and the certified gap mean exactly what they mean without
 //! shrinking.
 //!
@@ -199,28 +199,24 @@ fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> u
     added
 }
 
-/// The exact passes over every point that close a round: one process computes them itself,
-/// a distributed run collectively (each rank its own rows).
+/// The exact pass over every point that closes a round: one process computes it itself, a
+/// distributed run collectively (each rank its own rows).
 pub(crate) trait ExactPasses {
-    /// The certified (f, gap) of α.
-    fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)>;
-    /// The whole gradient Qα, into `g` (m entries).
-    fn gradient(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<()>;
+    /// The certified (f, gap) of α, leaving in `g` the gradient Qα of every point the pass
+    /// computed on the way (exact, or within the certification's screen where it applies):
+    /// the rebuild of the set-aside gradients when the run goes on.
+    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)>;
 }
 
-/// One process's exact passes ([`crate::backend::exact`]; the certification screened where
-/// it can be: the same numbers as the full pass).
+/// One process's exact pass ([`crate::backend::exact::certify_with_gradient`]: the same
+/// certificate as the full f64 pass, screened where it can be).
 struct Local<'p, 'a>(&'p Problem<'a>);
 
 impl ExactPasses for Local<'_, '_> {
-    fn certify(&mut self, alpha: &ActiveSet) -> Result<(f64, f64)> {
-        let (f, gap, _) = crate::backend::exact::certify(self.0, alpha);
+    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)> {
+        g.resize(self.0.len(), 0.0);
+        let (f, gap, _) = crate::backend::exact::certify_with_gradient(self.0, alpha, g);
         Ok((f, gap))
-    }
-
-    fn gradient(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<()> {
-        crate::backend::exact::full_gradient(self.0, alpha, g);
-        Ok(())
     }
 }
 
@@ -251,12 +247,12 @@ impl Rounds {
         }
     }
 
-    /// The exact pass that closes round `r`. The certification first; the run ends with it
-    /// (`Some(result)`) when the round stopped on something other than convergence, the stop
-    /// rule holds, or twice in a row every point that breaks the rule was in W already (W
-    /// converged on a gradient that drifted from the exact one: the arithmetic cannot do
-    /// better). Otherwise the whole gradient is rebuilt into `g` (`None`): the caller grows
-    /// W from it.
+    /// The exact pass that closes round `r`: the certification, which leaves the whole
+    /// gradient in `g`. The run ends with it (`Some(result)`) when the round stopped on
+    /// something other than convergence, the stop rule holds, or twice in a row every point
+    /// that breaks the rule was in W already (W converged on a gradient that drifted from the
+    /// exact one: the arithmetic cannot do better). Otherwise (`None`) the caller grows W
+    /// from `g`.
     pub(crate) fn close(
         &mut self,
         exact: &mut dyn ExactPasses,
@@ -267,9 +263,9 @@ impl Rounds {
         observers: &mut [&mut dyn Observer],
     ) -> Result<Option<SolveResult>> {
         let t = Instant::now();
-        let (f, gap) = exact.certify(&self.alpha)?;
+        let (f, gap) = exact.certify(&self.alpha, g)?;
         let two_f = 2.0 * f;
-        let mut pass = t.elapsed();
+        let pass = t.elapsed();
         let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
         if r.stop != StopReason::Converged || met || self.idle >= 2 {
             let end = RoundsEnd {
@@ -285,9 +281,6 @@ impl Rounds {
             };
             return Ok(Some(end.result(params, r, observers)));
         }
-        let t = Instant::now();
-        exact.gradient(&self.alpha, g)?;
-        pass += t.elapsed();
         self.stats.rebuilds += 1;
         self.stats.rebuild_seconds += pass.as_secs_f64();
         Ok(None)
