@@ -106,6 +106,8 @@ pub struct CpuBackend<'a, T: Elem> {
     /// Rows that repeat earlier rows' features: columns are computed (and cached) once per
     /// distinct row.
     distinct: Option<Distinct>,
+    /// The RBF entries by squared distance for bit rows (other layouts and kernels: None).
+    rbf_table: Option<super::simd::RbfTable>,
     /// The gradient per group of equal rows, when rows are deduplicated (then `g` and `gp`
     /// are empty).
     groups: Option<Groups>,
@@ -213,11 +215,16 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         let groups = distinct
             .as_ref()
             .map(|dd| Groups::new(&dd.rep, &prob.y, dd.norms.len()));
+        let rbf_table = match prob.kernel {
+            crate::kernel::Kernel::Rbf { gamma } => super::simd::RbfTable::new(gamma, &layout),
+            _ => None,
+        };
         // With groups, g lives in them (per group and per touched row).
         let g_len = if groups.is_some() { 0 } else { m };
         CpuBackend {
             prob,
             layout,
+            rbf_table,
             distinct,
             groups,
             up_j: [usize::MAX; 2],
@@ -374,6 +381,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             } else {
                 &self.y_ext
             },
+            rbf_table: self.rbf_table.as_ref(),
         };
         // (slot pointer, column j, query buffer k)
         assert!(compute.len() <= BATCH);
@@ -481,6 +489,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             kernel: self.prob.kernel,
             norms: &dd.norms,
             y: &dd.ones,
+            rbf_table: self.rbf_table.as_ref(),
         };
         assert!(compute.len() <= BATCH);
         let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
@@ -663,6 +672,88 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// the new g. Each chunk applies the columns two at a time with the arithmetic of
     /// [`update`](Backend::update), so the result is the same, bit for bit, as one update per
     /// pair ([`super::update_by_pairs`]) — but the chunk's g stays in cache across the pairs.
+    /// True when columns cost less to compute than to read back from memory: bit rows under
+    /// the RBF kernel with f32 entries, a table lookup each ([`super::simd::RbfTable`];
+    /// a9a: a column of 32,561 rows in about 10 µs, while reading a cached one from memory
+    /// takes as long and writing it into the cache longer). No deduplicated rows, no guests.
+    /// The working-set solver's block and update then compute their entries where they are
+    /// used ([`Self::update_in_place`]) and the cache is left alone.
+    fn computes_in_place(&self) -> bool {
+        T::SINGLE && self.rbf_table.is_some() && self.distinct.is_none() && self.guests.is_empty()
+    }
+
+    /// Q_ij as a cached column holds it (f32 entry, the 1/C diagonal added in f32), for
+    /// [`Self::computes_in_place`] backends.
+    fn entry_in_place(&self, i: usize, j: usize) -> f64 {
+        let prob = self.prob;
+        let table = self.rbf_table.as_ref().expect("bit rows with their table");
+        let k =
+            super::simd::binary_rbf_entry(&self.layout, table, &prob.y, i, j).expect("bit rows");
+        let e = T::from_f64(k as f64);
+        if i == j {
+            T::from_f64(e.to_f64() + prob.inv_c(j)).to_f64()
+        } else {
+            e.to_f64()
+        }
+    }
+
+    /// [`Self::update_resident`] for [`Self::computes_in_place`] backends: each chunk of rows
+    /// computes its entries of the columns two at a time into buffers of its own and applies
+    /// them as the resident update does, so g gets the same numbers without a column being
+    /// written to or read from memory.
+    fn update_in_place(&mut self, scale: f64, cols: &[(usize, f64)]) {
+        let m = self.prob.len();
+        let (prob, layout) = (self.prob, &self.layout);
+        let table = self.rbf_table.as_ref().expect("bit rows with their table");
+        let gptr = SendPtr(self.g.as_mut_ptr());
+        (0..m.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let r0 = c * CHUNK;
+                let n = CHUNK.min(m - r0);
+                // SAFETY: rows r0..r0+n of g belong to this chunk.
+                let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
+                let mut buf = [[0.0f32; CHUNK]; 2];
+                for (k, two) in cols.chunks(2).enumerate() {
+                    for (b, &(j, _)) in buf.iter_mut().zip(two) {
+                        let out = &mut b[..n];
+                        super::simd::binary_rbf_entries(layout, table, &prob.y, j, r0, out);
+                        if (r0..r0 + n).contains(&j) {
+                            let e = &mut out[j - r0];
+                            *e = (*e as f64 + prob.inv_c(j)) as f32;
+                        }
+                    }
+                    let col = |u: usize| -> (&[T], f64) {
+                        match two.get(u) {
+                            // SAFETY: T is f32 (computes_in_place), the buffer's layout.
+                            Some(&(_, a)) => (
+                                unsafe { std::slice::from_raw_parts(buf[u].as_ptr().cast(), n) },
+                                a,
+                            ),
+                            None => (&[], 0.0),
+                        }
+                    };
+                    let upd = ChunkUpdate {
+                        scale: if k == 0 { scale } else { 1.0 },
+                        pc: 0.0,
+                        rotate: false,
+                        cols: [col(0), col(1)],
+                        nu: two.len(),
+                        rep: None,
+                        distinct: 0,
+                        base: 0,
+                    };
+                    update::apply(g, &mut [], &upd);
+                }
+                match update::argmin(g) {
+                    (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                    (v, k) => (v, r0 + k),
+                }
+            })
+            .collect_into_vec(&mut self.chunk_min);
+        self.stats.columns_computed += cols.len() as u64;
+    }
+
     fn update_resident(&mut self, scale: f64, cols: &[(usize, f64)], slots: &[usize]) {
         let m = self.prob.len();
         let mut ptrs = std::mem::take(&mut self.ptr_buf);
@@ -1054,6 +1145,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         if cols.len() <= 2 {
             return super::update_by_pairs(self, scale, cols);
         }
+        if self.computes_in_place() {
+            self.update_in_place(scale, cols);
+            return Ok(());
+        }
         let mut js = std::mem::take(&mut self.col_buf);
         js.clear();
         js.extend(cols.iter().map(|c| c.0));
@@ -1082,6 +1177,14 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
         let n = w.len();
         self.gather(w, g_w)?;
+        if self.computes_in_place() {
+            for (k, &j) in w.iter().enumerate() {
+                for (o, &i) in out[k * n..(k + 1) * n].iter_mut().zip(w) {
+                    *o = self.entry_in_place(i, j);
+                }
+            }
+            return Ok(0);
+        }
         let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
         self.stats.cache_hits += held as u64;
         let mut slots = std::mem::take(&mut self.slot_buf);
@@ -1380,6 +1483,71 @@ mod tests {
                     let red = be.reduce(&a).unwrap();
                     let s = (0..g.len()).min_by(|&x, &y| g[x].total_cmp(&g[y])).unwrap();
                     assert_eq!((red.s, red.g_s), (s, g[s]), "step {n}");
+                }
+            }
+        }
+    }
+
+    /// Bit rows under the RBF kernel in f32: the working-set update and block computed in
+    /// place give g and Q_WW bit for bit as the cached columns do (one row count that is not
+    /// a multiple of the vector blocks; rows with few ones, looked up by permutation, and with
+    /// many, by gather), and the entries are the f64 kernel's to f32 rounding.
+    #[test]
+    fn bit_rows_computed_in_place_match_cached_columns() {
+        for (d, ones, gamma) in [(123usize, 14usize, 0.07), (300, 90, 0.01)] {
+            let (m, mut r) = (5003usize, SplitMix64::new(d as u64));
+            let (mut ip, mut ix, mut y) = (vec![0usize], Vec::new(), Vec::new());
+            for _ in 0..m {
+                let mut row: Vec<u32> = (0..ones)
+                    .map(|_| (r.next_f64() * d as f64) as u32)
+                    .collect();
+                row.sort_unstable();
+                row.dedup();
+                ix.extend(row);
+                ip.push(ix.len());
+                y.push(if r.next_f64() < 0.4 { 1.0 } else { -1.0 });
+            }
+            let vs = vec![1.0f32; ix.len()];
+            let ds = Dataset::from_csr(d, ip, ix, vs, y.clone());
+            let prob = Problem::new(&ds, y, Kernel::Rbf { gamma }, 3.0).unwrap();
+            let cfg = CpuConfig {
+                cache_bytes: 64 << 20,
+                precision: Precision::F32,
+            };
+            let (mut fused, mut cached) = (
+                CpuBackend::<f32>::new(&prob, cfg),
+                CpuBackend::<f32>::new(&prob, cfg),
+            );
+            assert!(fused.computes_in_place(), "bit rows with a table");
+            let mut a = ActiveSet::new(m);
+            a.set(5, 1.0);
+            fused.set_alpha(&a).unwrap();
+            cached.set_alpha(&a).unwrap();
+            let cols: Vec<(usize, f64)> = [5usize, 17, 4999, 5002, 300, 2048, 2049]
+                .iter()
+                .map(|&j| (j, 0.1 + j as f64 * 1e-4))
+                .collect();
+            fused.update_many(0.9, &cols).unwrap();
+            crate::backend::update_by_pairs(&mut cached, 0.9, &cols).unwrap();
+            let idx: Vec<usize> = (0..m).collect();
+            let (mut gf, mut gc) = (vec![0.0; m], vec![0.0; m]);
+            fused.gather(&idx, &mut gf).unwrap();
+            cached.gather(&idx, &mut gc).unwrap();
+            assert_eq!(gf, gc, "d = {d}");
+            assert_eq!(fused.reduce(&a).unwrap().s, cached.reduce(&a).unwrap().s);
+            let w = [3usize, 5, 17, 4999, 5002];
+            let (mut qf, mut gw) = (vec![0.0; 25], vec![0.0; 5]);
+            fused.block(&w, &mut qf, &mut gw).unwrap();
+            for (k, &j) in w.iter().enumerate() {
+                let mut col = vec![0.0; 5];
+                cached.column_entries(j, &w, &mut col).unwrap();
+                assert_eq!(&qf[k * 5..(k + 1) * 5], &col[..], "column {j}");
+                for (e, &i) in col.iter().zip(&w) {
+                    let exact = prob.q(i, j);
+                    assert!(
+                        (e - exact).abs() <= 1e-7 * exact.abs(),
+                        "Q[{i}, {j}] {e} vs {exact}"
+                    );
                 }
             }
         }
