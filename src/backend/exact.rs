@@ -86,6 +86,16 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     }
 }
 
+/// g_i for i = rows[k] into out[k], exactly, by the fastest product that applies: the panel
+/// products of [`full_gradient`] (the same numbers it gives those rows), else
+/// [`gradient_rows`].
+pub fn gradient_on_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
+    if !alpha.is_empty() && panel_gradient(prob, alpha, Some(rows), out) {
+        return;
+    }
+    gradient_rows(prob, alpha, rows, out);
+}
+
 /// g_i for i = rows[k] into out[k] (every row when `rows` is None) by the panel products of
 /// [`full_gradient`] — per distinct row, the binary product or the f64 panel, whichever it
 /// takes — so a row gets the same number to the bit whichever rows are asked for. False (and
@@ -274,11 +284,16 @@ pub fn certify_screened(
     certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad)
 }
 
-/// g = Qα on every row in f32 arithmetic (the screen's row sums, about 1e-6 of each term off),
-/// where the screen applies (RBF kernel, AVX-512, neither grouped nor binary rows): a starting
-/// gradient for runs whose exact passes come later (the warm start's). False, with `out`
-/// untouched, where it does not apply.
-pub fn screened_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) -> bool {
+/// g_i = (Qα)_i for i = rows[k] into out[k] in f32 arithmetic (the screen's row sums, about
+/// 1e-6 of each term off), where the screen applies (RBF kernel, AVX-512, neither grouped
+/// nor binary rows): a starting gradient for runs whose exact passes come later (the warm
+/// start's). False, with `out` untouched, where it does not apply.
+pub fn screened_gradient_rows(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    rows: &[usize],
+    out: &mut [f64],
+) -> bool {
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return false;
     };
@@ -296,12 +311,10 @@ pub fn screened_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64])
     else {
         return false;
     };
-    let m = prob.len();
-    let rows: Vec<usize> = (0..m).collect();
-    let mut bound = vec![0.0; m];
-    screen.row_sums(prob.data, &prob.norms, &rows, out, &mut bound);
+    let mut bound = vec![0.0; rows.len()];
+    screen.row_sums(prob.data, &prob.norms, rows, out, &mut bound);
     let c1: f64 = coef.iter().sum();
-    for (i, g) in out.iter_mut().enumerate() {
+    for (&i, g) in rows.iter().zip(out.iter_mut()) {
         *g = prob.y[i] * (*g + c1) + alpha.get(i) * prob.inv_c(i);
     }
     true

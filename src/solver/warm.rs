@@ -81,14 +81,17 @@ pub fn applies(params: &SolverParams, m: usize) -> bool {
 }
 
 /// The warm start of `prob` (see the module documentation): its subsample solved on `device`
-/// (rounds where `sp` applies to it), and the extended α.
+/// (rounds where `sp` applies to it), the extended α, and an estimate of α's gradient on
+/// every point, y_i F_sub(x_i) + α_i / C_i (the subsample's margins: where a run by rounds
+/// can start its working set without the whole gradient of α; the rounds' exact passes
+/// bring back any point it leaves out wrongly).
 pub fn start(
     prob: &Problem<'_>,
     device: &Device,
     cpu: CpuConfig,
     params: &SolverParams,
     sp: Option<ShrinkParams>,
-) -> Result<(ActiveSet, WarmStats)> {
+) -> Result<(ActiveSet, WarmStats, Vec<f64>)> {
     let t = Instant::now();
     let m = prob.len();
     let mut rows = init::sample(m, m / FRACTION, params.seed);
@@ -122,14 +125,17 @@ pub fn start(
         })
         .collect();
     let sub_support = r.alpha.len();
-    let alpha = extend(&guess, sub_support * FRACTION * SUPPORT_GROWTH).unwrap_or(placed);
+    let alpha = extend(&guess, sub_support * FRACTION * SUPPORT_GROWTH).unwrap_or(placed.clone());
+    for (i, gi) in g.iter_mut().enumerate() {
+        *gi += (alpha.get(i) - placed.get(i)) * prob.inv_c(i);
+    }
     let stats = WarmStats {
         points: rows.len(),
         iterations: r.iterations + r.warm.map_or(0, |w| w.iterations),
         support: alpha.len(),
         seconds: t.elapsed().as_secs_f64(),
     };
-    Ok((alpha, stats))
+    Ok((alpha, stats, g))
 }
 
 /// Solves `prob` on `device` as training solves one problem without sampling: by
@@ -151,7 +157,7 @@ pub fn solve_on(
         let mut be = device.backend(prob, cpu)?;
         return solve(prob, be.as_mut(), params, observers);
     }
-    let (alpha, warm) = start(prob, device, cpu, params, sp)?;
+    let (alpha, warm, _) = start(prob, device, cpu, params, sp)?;
     let rest = SolverParams {
         time_limit: params
             .time_limit
