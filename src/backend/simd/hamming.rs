@@ -1,0 +1,315 @@
+//! RBF columns of bit rows ([`Layout::Binary`]: a9a, w8a) by table lookup: for 0/1 rows the
+//! squared distance ‖x_i − x_j‖² is the Hamming distance popcount(x_i ⊕ x_j), so every entry
+//! is one of 64·words + 1 values, computed once ([`RbfTable`]). AVX-512 computes the distances
+//! of eight rows per instruction (VPOPCNTQ) and looks them up by a two-register permutation
+//! (distances below 32) or a gather; a portable loop does the rest.
+
+use super::{LANES, Layout, MAX_BINARY_WORDS};
+
+/// The RBF kernel on [`Layout::Binary`] rows by lookup: for 0/1 rows the squared distance is
+/// a Hamming distance, ‖x_i − x_j‖² = popcount(x_i ⊕ x_j), so every entry is one of the
+/// values e^{−γd} + 1, d = 0..=64·words, each rounded once from f64 to f32 here (the
+/// correctly rounded f32 of the exact k + 1; the f32 exponential is within about an ulp).
+pub struct RbfTable {
+    /// e^{−γd} + 1 for d = 0..=64·words.
+    pub values: Vec<f32>,
+    /// The most ones in a row of the layout: two rows are at most twice this apart.
+    pub max_ones: u32,
+}
+
+impl RbfTable {
+    /// The table for `layout`'s rows under the RBF kernel of `gamma` (None unless bit rows).
+    pub fn new(gamma: f64, layout: &Layout<'_>) -> Option<RbfTable> {
+        let Layout::Binary { words, bits } = layout else {
+            return None;
+        };
+        let mut max_ones = 0;
+        for blk in bits.chunks_exact(words * LANES) {
+            for l in 0..LANES {
+                let ones: u32 = (0..*words).map(|w| blk[w * LANES + l].count_ones()).sum();
+                max_ones = max_ones.max(ones);
+            }
+        }
+        let values = (0..=64 * words)
+            .map(|d| ((-gamma * d as f64).exp() + 1.0) as f32)
+            .collect();
+        Some(RbfTable { values, max_ones })
+    }
+}
+
+/// out_i = ±values[popcount(row_i ⊕ q)] (the sign of y_i y_j) for the blocked bit rows of
+/// `W` words ([`Layout::Binary`]), `bits` holding ⌈out.len() / LANES⌉ blocks; `q_ones` is
+/// the query's number of ones.
+#[inline(always)]
+fn hamming_lookup<const W: usize>(
+    bits: &[u64],
+    qb: &[u64],
+    q_ones: u32,
+    table: &RbfTable,
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+) {
+    let q: [u64; W] = std::array::from_fn(|w| qb[w]);
+    let values = &table.values[..=64 * W];
+    let n = out.len();
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512dq")
+        && std::is_x86_feature_detected!("avx512vpopcntdq")
+    {
+        let blocks = n / LANES;
+        let bits = &bits[..blocks * W * LANES];
+        // Every distance is at most the two rows' ones: within the first 32 values, the
+        // table sits in two registers and a permutation looks 16 entries up at once.
+        if (table.max_ones + q_ones) < 32 && values.len() >= 32 {
+            // SAFETY: the CPU has the features; the slices are as the function asks.
+            done = unsafe { hamming_permute_avx512::<W>(bits, &q, values, y, yj, out) };
+        } else {
+            // SAFETY: as above.
+            done = unsafe { hamming_gather_avx512::<W>(bits, &q, values, y, yj, out) };
+        }
+    }
+    let full = n / LANES;
+    for b in done / LANES..full {
+        let (o, yb) = (
+            &mut out[b * LANES..(b + 1) * LANES],
+            &y[b * LANES..(b + 1) * LANES],
+        );
+        hamming_block::<W>(
+            &bits[b * W * LANES..(b + 1) * W * LANES],
+            &q,
+            values,
+            yb,
+            yj,
+            o,
+        );
+    }
+    if n > full * LANES {
+        let (mut o, mut yb) = ([0.0f32; LANES], [1.0f64; LANES]);
+        let k = n - full * LANES;
+        yb[..k].copy_from_slice(&y[full * LANES..]);
+        let blk = &bits[full * W * LANES..(full + 1) * W * LANES];
+        hamming_block::<W>(blk, &q, values, &yb, yj, &mut o);
+        out[full * LANES..].copy_from_slice(&o[..k]);
+    }
+}
+
+/// The Hamming distances of one block's LANES rows to `q` (AVX-512 VPOPCNTQ).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+#[inline]
+unsafe fn hamming_distances<const W: usize>(
+    bits: *const u64,
+    q: &[std::arch::x86_64::__m512i; W],
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    let mut d = _mm512_setzero_si512();
+    for (w, qw) in q.iter().enumerate() {
+        // SAFETY: the caller's block has W·LANES words.
+        let x = unsafe { _mm512_loadu_si512(bits.add(w * LANES).cast()) };
+        d = _mm512_add_epi64(d, _mm512_popcnt_epi64(_mm512_xor_si512(x, *qw)));
+    }
+    d
+}
+
+/// The blocks of [`hamming_lookup`] in pairs (16 rows) by a two-register permutation of the
+/// table's first 32 values (every distance below 32); returns the rows done (a multiple of
+/// 2·LANES).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
+unsafe fn hamming_permute_avx512<const W: usize>(
+    bits: &[u64],
+    q: &[u64; W],
+    values: &[f32],
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let pairs = bits.len() / (2 * W * LANES);
+    assert!(values.len() >= 32 && y.len() >= pairs * 2 * LANES && out.len() >= pairs * 2 * LANES);
+    let qv: [__m512i; W] = std::array::from_fn(|w| _mm512_set1_epi64(q[w] as i64));
+    // SAFETY: values has at least 32 entries.
+    let (lo, hi) = unsafe {
+        (
+            _mm512_loadu_ps(values.as_ptr()),
+            _mm512_loadu_ps(values.as_ptr().add(16)),
+        )
+    };
+    let yjv = _mm512_set1_ps(yj as f32);
+    for p in 0..pairs {
+        let r = 2 * p * LANES;
+        // SAFETY: rows r..r + 16 are inside bits, y and out (asserted above).
+        unsafe {
+            let d0 = hamming_distances::<W>(bits.as_ptr().add(r * W), &qv);
+            let d1 = hamming_distances::<W>(bits.as_ptr().add((r + LANES) * W), &qv);
+            let idx = _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d0)),
+                _mm512_cvtepi64_epi32(d1),
+            );
+            let k = _mm512_permutex2var_ps(lo, idx, hi);
+            let yi = _mm512_insertf32x8::<1>(
+                _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r)))),
+                _mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r + LANES))),
+            );
+            _mm512_storeu_ps(
+                out.as_mut_ptr().add(r),
+                _mm512_mul_ps(k, _mm512_mul_ps(yi, yjv)),
+            );
+        }
+    }
+    pairs * 2 * LANES
+}
+
+/// The blocks of [`hamming_lookup`] by an AVX2 gather from the table (any distance); returns
+/// the rows done.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2")]
+unsafe fn hamming_gather_avx512<const W: usize>(
+    bits: &[u64],
+    q: &[u64; W],
+    values: &[f32],
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let blocks = bits.len() / (W * LANES);
+    assert!(values.len() > 64 * W && y.len() >= blocks * LANES && out.len() >= blocks * LANES);
+    let qv: [__m512i; W] = std::array::from_fn(|w| _mm512_set1_epi64(q[w] as i64));
+    let yjv = _mm256_set1_ps(yj as f32);
+    for b in 0..blocks {
+        let r = b * LANES;
+        // SAFETY: every distance is at most 64·W, inside values; rows r..r + LANES are
+        // inside bits, y and out (asserted above).
+        unsafe {
+            let d = hamming_distances::<W>(bits.as_ptr().add(r * W), &qv);
+            let k = _mm256_i32gather_ps::<4>(values.as_ptr(), _mm512_cvtepi64_epi32(d));
+            let yi = _mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r)));
+            _mm256_storeu_ps(
+                out.as_mut_ptr().add(r),
+                _mm256_mul_ps(k, _mm256_mul_ps(yi, yjv)),
+            );
+        }
+    }
+    blocks * LANES
+}
+
+/// One block of [`hamming_lookup`], portably.
+#[inline(always)]
+fn hamming_block<const W: usize>(
+    blk: &[u64],
+    q: &[u64; W],
+    values: &[f32],
+    y: &[f64],
+    yj: f64,
+    o: &mut [f32],
+) {
+    let mut d = [0u64; LANES];
+    for w in 0..W {
+        for l in 0..LANES {
+            d[l] += (blk[w * LANES + l] ^ q[w]).count_ones() as u64;
+        }
+    }
+    for l in 0..LANES {
+        // d ≤ 64·W: in the table.
+        let k = values[(d[l] as usize).min(64 * W)];
+        o[l] = k * (y[l] * yj) as f32;
+    }
+}
+
+/// The bits of row `j` of [`Layout::Binary`] rows into `qb` (`words` entries).
+#[inline(always)]
+fn row_bits(bits: &[u64], words: usize, j: usize, qb: &mut [u64]) {
+    let (b, l) = (j / LANES, j % LANES);
+    for (w, q) in qb[..words].iter_mut().enumerate() {
+        *q = bits[(b * words + w) * LANES + l];
+    }
+}
+
+/// [`hamming_lookup`] for the unrolled widths (1 to 6 words); false (nothing written) for
+/// wider rows.
+#[inline(always)]
+pub(super) fn hamming_any(
+    bits: &[u64],
+    words: usize,
+    qb: &[u64],
+    table: &RbfTable,
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+) -> bool {
+    let ones = qb[..words].iter().map(|w| w.count_ones()).sum();
+    match words {
+        1 => hamming_lookup::<1>(bits, qb, ones, table, y, yj, out),
+        2 => hamming_lookup::<2>(bits, qb, ones, table, y, yj, out),
+        3 => hamming_lookup::<3>(bits, qb, ones, table, y, yj, out),
+        4 => hamming_lookup::<4>(bits, qb, ones, table, y, yj, out),
+        5 => hamming_lookup::<5>(bits, qb, ones, table, y, yj, out),
+        6 => hamming_lookup::<6>(bits, qb, ones, table, y, yj, out),
+        _ => return false,
+    }
+    true
+}
+
+/// Q[r0..r0 + out.len(), j] without the 1/C diagonal, in f32, for [`Layout::Binary`] rows
+/// under the RBF kernel by `table`: the entries a cached column holds, computed where they
+/// are used. False (nothing written) for other layouts and widths. `r0` must be a multiple
+/// of LANES; `y` holds every row's label.
+pub fn binary_rbf_entries(
+    layout: &Layout<'_>,
+    table: &RbfTable,
+    y: &[f64],
+    j: usize,
+    r0: usize,
+    out: &mut [f32],
+) -> bool {
+    let Layout::Binary { words, bits } = layout else {
+        return false;
+    };
+    let (words, n) = (*words, out.len());
+    let mut qb = [0u64; MAX_BINARY_WORDS];
+    row_bits(bits, words, j, &mut qb);
+    let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
+    let rows = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
+    hamming_any(rows, words, &qb, table, &y[r0..r0 + n], y[j], out)
+}
+
+/// Q_ij without the 1/C diagonal, in f32, for [`Layout::Binary`] rows by `table`: the entry
+/// [`binary_rbf_entries`] gives (None for other layouts).
+pub fn binary_rbf_entry(
+    layout: &Layout<'_>,
+    table: &RbfTable,
+    y: &[f64],
+    i: usize,
+    j: usize,
+) -> Option<f32> {
+    let Layout::Binary { words, bits } = layout else {
+        return None;
+    };
+    let (b, l, c) = (i / LANES, i % LANES, j / LANES);
+    let mut d = 0;
+    for w in 0..*words {
+        d += (bits[(b * words + w) * LANES + l] ^ bits[(c * words + w) * LANES + j % LANES])
+            .count_ones();
+    }
+    let k = *table.values.get(d as usize)?;
+    Some(k * (y[i] * y[j]) as f32)
+}
+
+/// The bits of a query that is a bit row (every value 0 or 1) into `qb`; false otherwise.
+#[inline(always)]
+pub(super) fn query_bits(q: &[f64], qb: &mut [u64]) -> bool {
+    let mut other = false;
+    for (w, chunk) in q.chunks(64).enumerate() {
+        let mut x = 0u64;
+        for (b, &v) in chunk.iter().enumerate() {
+            x |= ((v != 0.0) as u64) << b;
+            other |= v != 0.0 && v != 1.0;
+        }
+        qb[w] = x;
+    }
+    !other
+}
