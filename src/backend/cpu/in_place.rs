@@ -255,13 +255,18 @@ mod tests {
 
     #[test]
     fn columns_computed_in_place_match_cached_columns() {
-        for (d, ones, gamma) in [(123usize, 14usize, 0.07), (300, 90, 0.01)] {
-            let (m, mut r) = (5003usize, SplitMix64::new(d as u64));
+        // Few ones (distances below 32), some (below 64, every 37th row with three times as
+        // many: pairs of blocks by permutation and by gather), many (gather only).
+        for (d, ones, gamma) in [(123usize, 14usize, 0.07), (300, 20, 0.03), (300, 90, 0.01)] {
+            let (m, mut r) = (5003usize, SplitMix64::new(d as u64 + ones as u64));
             let (mut ip, mut ix, mut y) = (vec![0usize], Vec::new(), Vec::new());
-            for _ in 0..m {
-                let mut row: Vec<u32> = (0..ones)
-                    .map(|_| (r.next_f64() * d as f64) as u32)
-                    .collect();
+            for i in 0..m {
+                let k = if ones == 20 && i % 37 == 0 {
+                    3 * ones
+                } else {
+                    ones
+                };
+                let mut row: Vec<u32> = (0..k).map(|_| (r.next_f64() * d as f64) as u32).collect();
                 row.sort_unstable();
                 row.dedup();
                 ix.extend(row);

@@ -68,7 +68,7 @@ fn hamming_lookup<const W: usize>(
             done = unsafe { hamming_permute_avx512::<W>(bits, &q, values, y, yj, out) };
         } else {
             // SAFETY: as above.
-            done = unsafe { hamming_gather_avx512::<W>(bits, &q, values, y, yj, out) };
+            done = unsafe { hamming_wide_avx512::<W>(bits, &q, values, y, yj, out) };
         }
     }
     let full = n / LANES;
@@ -163,11 +163,13 @@ unsafe fn hamming_permute_avx512<const W: usize>(
     pairs * 2 * LANES
 }
 
-/// The blocks of [`hamming_lookup`] by an AVX2 gather from the table (any distance); returns
-/// the rows done.
+/// The blocks of [`hamming_lookup`] in pairs (16 rows) for any distance: the table's first 64
+/// values in four registers, looked up by two permutations and a blend where every distance
+/// of the pair is below 64 (most rows of sparse bit data: w8a's have 9 ones at the median),
+/// by a gather otherwise; returns the rows done (a multiple of 2·LANES).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2")]
-unsafe fn hamming_gather_avx512<const W: usize>(
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
+unsafe fn hamming_wide_avx512<const W: usize>(
     bits: &[u64],
     q: &[u64; W],
     values: &[f32],
@@ -176,25 +178,48 @@ unsafe fn hamming_gather_avx512<const W: usize>(
     out: &mut [f32],
 ) -> usize {
     use std::arch::x86_64::*;
-    let blocks = bits.len() / (W * LANES);
-    assert!(values.len() > 64 * W && y.len() >= blocks * LANES && out.len() >= blocks * LANES);
+    let pairs = bits.len() / (2 * W * LANES);
+    assert!(
+        values.len() > 64 * W
+            && values.len() >= 64
+            && y.len() >= pairs * 2 * LANES
+            && out.len() >= pairs * 2 * LANES
+    );
     let qv: [__m512i; W] = std::array::from_fn(|w| _mm512_set1_epi64(q[w] as i64));
-    let yjv = _mm256_set1_ps(yj as f32);
-    for b in 0..blocks {
-        let r = b * LANES;
-        // SAFETY: every distance is at most 64·W, inside values; rows r..r + LANES are
-        // inside bits, y and out (asserted above).
+    // SAFETY: values has at least 64 entries.
+    let t: [__m512; 4] =
+        std::array::from_fn(|k| unsafe { _mm512_loadu_ps(values.as_ptr().add(16 * k)) });
+    let (c32, c64) = (_mm512_set1_epi32(32), _mm512_set1_epi32(64));
+    let yjv = _mm512_set1_ps(yj as f32);
+    for p in 0..pairs {
+        let r = 2 * p * LANES;
+        // SAFETY: rows r..r + 16 are inside bits, y and out (asserted above); every distance
+        // is at most 64·W, inside values.
         unsafe {
-            let d = hamming_distances::<W>(bits.as_ptr().add(r * W), &qv);
-            let k = _mm256_i32gather_ps::<4>(values.as_ptr(), _mm512_cvtepi64_epi32(d));
-            let yi = _mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r)));
-            _mm256_storeu_ps(
+            let d0 = hamming_distances::<W>(bits.as_ptr().add(r * W), &qv);
+            let d1 = hamming_distances::<W>(bits.as_ptr().add((r + LANES) * W), &qv);
+            let idx = _mm512_inserti64x4::<1>(
+                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d0)),
+                _mm512_cvtepi64_epi32(d1),
+            );
+            let k = if _mm512_cmpge_epi32_mask(idx, c64) == 0 {
+                let lo = _mm512_permutex2var_ps(t[0], idx, t[1]);
+                let hi = _mm512_permutex2var_ps(t[2], idx, t[3]);
+                _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(idx, c32), lo, hi)
+            } else {
+                _mm512_i32gather_ps::<4>(idx, values.as_ptr())
+            };
+            let yi = _mm512_insertf32x8::<1>(
+                _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r)))),
+                _mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r + LANES))),
+            );
+            _mm512_storeu_ps(
                 out.as_mut_ptr().add(r),
-                _mm256_mul_ps(k, _mm256_mul_ps(yi, yjv)),
+                _mm512_mul_ps(k, _mm512_mul_ps(yi, yjv)),
             );
         }
     }
-    blocks * LANES
+    pairs * 2 * LANES
 }
 
 /// One block of [`hamming_lookup`], portably.
