@@ -771,24 +771,20 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
     let params = a.params(device);
     refuse_what_does_not_apply(&args, &params)?;
     if let Some(k) = args.cv {
-        use crate::dist::plan::{Distribute, choose, gather_dataset};
-        let plan = choose(&comm, &local, k, "folds", args.distribute)?;
-        if !quiet {
-            eprintln!("fwsvm: {}", plan.why);
-        }
-        let folds: Vec<crate::dist::train::FoldCount> = if plan.plan == Distribute::Tasks {
-            let all = gather_dataset(&comm, &local, &slice)?;
-            drop(local);
-            crate::dist::train::cross_validate_tasks(&comm, &all, &[params], k, a.seed)?
-                .swap_remove(0)
-        } else {
-            let folds =
-                crate::dist::train::cross_validate(&comm, &local, slice, &params, k, a.seed);
-            agree(&comm, folds)?
-                .into_iter()
-                .map(|(n, c, rs)| (n, c, rs.iter().map(|r| r.iterations).sum()))
-                .collect()
+        let mut on_plan = |why: &str| {
+            if !quiet {
+                eprintln!("fwsvm: {why}");
+            }
         };
+        let folds = crate::dist::run::cross_validate_run(
+            &comm,
+            local,
+            slice,
+            &params,
+            (k, a.seed),
+            args.distribute,
+            &mut on_plan,
+        )?;
         let (held, right) = folds
             .iter()
             .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
@@ -873,35 +869,17 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         (model, results, None)
     };
     if a.probability {
-        // Platt's sigmoids: each pair's internal cross-validation needs the pair's rows
-        // together, so the pairs are dealt to ranks that hold every row.
+        // Platt's sigmoids, the class pairs dealt to ranks that hold every row.
         let t = Instant::now();
-        let plan = crate::dist::plan::choose(
+        crate::dist::run::add_probabilities_run(
             &comm,
-            &local,
-            usize::MAX,
-            "class pairs' sigmoids",
+            (&local, slice),
+            all_rows,
+            &params,
+            &mut model,
             args.distribute,
+            &mut |_| {},
         )?;
-        if plan.plan != crate::dist::plan::Distribute::Tasks {
-            return Err(Error::param(format!(
-                "-b 1 over ranks fits each class pair's sigmoid on one rank holding all rows, \
-                 but {}",
-                plan.why
-                    .trim_start_matches("every training is split over the ranks by rows: ")
-            )));
-        }
-        let all = match all_rows {
-            Some(all) => all,
-            None => crate::dist::plan::gather_dataset(&comm, &local, &slice)?,
-        };
-        let params = params.with_gamma_of(&model.kernel);
-        let (rank, size) = (comm.rank(), comm.size());
-        let fitted =
-            crate::train::add_probabilities_dealt(&all, &params, &mut model, &|p| p % size == rank);
-        agree(&comm, fitted)?;
-        comm.sum(&mut model.prob_a)?;
-        comm.sum(&mut model.prob_b)?;
         if !quiet {
             eprintln!(
                 "fwsvm: probability estimates: Platt's sigmoid for each class pair from {}-fold \

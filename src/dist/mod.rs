@@ -67,6 +67,7 @@ pub mod exchange;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod plan;
+pub mod run;
 pub mod shrink;
 pub mod slice;
 pub mod train;
