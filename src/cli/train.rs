@@ -816,58 +816,41 @@ fn run_distributed(args: TrainArgs) -> Result<()> {
         _ => Ok(None),
     };
     let trace = agree(&comm, trace)?;
-    let pairs = classes * classes.saturating_sub(1) / 2;
-    let plan = if classes >= 3 && !params.one_class {
-        let plan = crate::dist::plan::choose(&comm, &local, pairs, "class pairs", args.distribute)?;
-        if !quiet {
-            eprintln!("fwsvm: {}", plan.why);
+    // Pairs dealt to ranks: rank 0's show progress, and every rank keeps its pairs' trace
+    // lines for rank 0. Pairs over all ranks: rank 0 traces them itself.
+    let lines: PairLines = Rc::default();
+    let (mut progress, mut shared) = (observers(None, quiet), observers(trace.clone(), quiet));
+    let tracing = args.trace.is_some();
+    let mut per_pair = |plan, info: &PairInfo| -> Vec<Box<dyn Observer>> {
+        if plan == crate::dist::plan::Distribute::Rows {
+            return shared(info);
         }
-        plan.plan
-    } else {
-        crate::dist::plan::Distribute::Rows
-    };
-    let (mut model, results, all_rows) = if plan == crate::dist::plan::Distribute::Tasks {
-        let all = crate::dist::plan::gather_dataset(&comm, &local, &slice)?;
-        let mut params = params.clone();
-        if params.sample == 0 {
-            let shared = params.device.share(&all);
-            params.device = agree(&comm, shared)?;
-        }
-        // Rank 0's pairs show progress; every rank keeps its pairs' trace lines.
-        let lines: PairLines = Rc::default();
-        let mut progress = observers(None, quiet);
-        let tracing = args.trace.is_some();
-        let mut per_pair = |info: &PairInfo| -> Vec<Box<dyn Observer>> {
-            let mut v = progress(info);
-            if tracing {
-                v.push(Box::new(TraceLines(lines.clone(), info.index)));
-            }
-            v
-        };
-        let (model, reports) =
-            crate::dist::train::train_pairs_dealt_observed(&comm, &all, &params, &mut per_pair)?;
-        let results: Vec<_> = reports.into_iter().map(|r| r.result).collect();
+        let mut v = progress(info);
         if tracing {
-            let mut got = gather_trace_lines(&comm, &lines.borrow())?;
-            got.sort_by_key(|&(pair, _)| pair);
-            if let Some(t) = &trace {
-                let mut t = t.borrow_mut();
-                got.iter().for_each(|(_, block)| t.write_bytes(block));
-            }
+            v.push(Box::new(TraceLines(lines.clone(), info.index)));
         }
-        (model, results, Some(all))
-    } else {
-        let trained = crate::dist::train::train_model_observed(
-            &comm,
-            &local,
-            slice,
-            &params,
-            &mut [],
-            &mut observers(trace.clone(), quiet),
-        );
-        let (model, results) = agree(&comm, trained)?;
-        (model, results, None)
+        v
     };
+    let (mut model, results, all_rows) = crate::dist::run::train_run(
+        &comm,
+        (&local, slice, classes),
+        &params,
+        args.distribute,
+        &mut per_pair,
+        &mut |why| {
+            if !quiet {
+                eprintln!("fwsvm: {why}");
+            }
+        },
+    )?;
+    if tracing && all_rows.is_some() {
+        let mut got = crate::dist::run::gather_pair_blocks(&comm, &lines.borrow())?;
+        got.sort_by_key(|&(pair, _)| pair);
+        if let Some(t) = &trace {
+            let mut t = t.borrow_mut();
+            got.iter().for_each(|(_, block)| t.write_bytes(block));
+        }
+    }
     if a.probability {
         // Platt's sigmoids, the class pairs dealt to ranks that hold every row.
         let t = Instant::now();
@@ -1245,48 +1228,6 @@ impl Observer for TraceLines {
             let _ = Trace::write_line(block, Some(self.1), p);
         }
     }
-}
-
-/// Every rank's (pair, block of trace lines), in rank order (one broadcast per rank).
-/// Collective.
-#[cfg(feature = "mpi")]
-fn gather_trace_lines(
-    comm: &dyn crate::dist::comm::Comm,
-    own: &[(usize, Vec<u8>)],
-) -> Result<Vec<(usize, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            for (pair, line) in own {
-                buf.extend_from_slice(&(*pair as u64).to_le_bytes());
-                buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
-                buf.extend_from_slice(line);
-            }
-        }
-        comm.broadcast(root, &mut buf)?;
-        let damaged = || Error::Backend(format!("the trace lines of rank {root} arrived damaged"));
-        let mut rest: &[u8] = &buf;
-        let mut next = |n: usize| -> Result<&[u8]> {
-            if rest.len() < n {
-                return Err(damaged());
-            }
-            let (head, tail) = rest.split_at(n);
-            rest = tail;
-            Ok(head)
-        };
-        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize;
-        let mut left = buf.len();
-        while left > 0 {
-            let pair = word(next(8)?);
-            let n = word(next(8)?);
-            let line = next(n)?.to_vec();
-            left -= 16 + n;
-            out.push((pair, line));
-        }
-    }
-    Ok(out)
 }
 
 impl Observer for SharedTrace {

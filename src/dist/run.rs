@@ -10,7 +10,8 @@ use super::train::FoldCount;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::train::TrainParams;
+use crate::solver::{Observer, SolveResult};
+use crate::train::{PairInfo, TrainParams};
 
 /// k-fold cross-validation of `params` over the ranks (`local`: this rank's rows, `slice`
 /// where they lie): the folds dealt to ranks that gather every row when that is cheaper
@@ -45,6 +46,94 @@ pub fn cross_validate_run(
         .into_iter()
         .map(|(n, c, rs)| (n, c, rs.iter().map(|r| r.iterations).sum()))
         .collect())
+}
+
+/// Each class pair's observers, given how the pairs are spread over the ranks.
+pub type PlanObservers<'f> = &'f mut dyn FnMut(Distribute, &PairInfo) -> Vec<Box<dyn Observer>>;
+
+/// A model trained over the ranks, `classes` of them ([`super::train::class_order`]): a binary
+/// problem (or one-class) over every rank's rows;
+/// one-versus-one class pairs either each trained over all ranks by rows, or dealt whole to
+/// ranks that gather every row when that is cheaper (`distribute` can insist either way;
+/// the device is then shared by the pairs). `observers(plan, pair)` gives each pair's
+/// observers; `on_plan` hears the choice for several classes before the work starts. Returns
+/// the model and every pair's result, the same on every rank, and the gathered rows when the
+/// pairs were dealt.
+pub fn train_run(
+    comm: &dyn Comm,
+    (local, slice, classes): (&Dataset, RowSlice, usize),
+    params: &TrainParams,
+    distribute: Distribute,
+    observers: PlanObservers<'_>,
+    on_plan: &mut dyn FnMut(&str),
+) -> Result<(Model, Vec<SolveResult>, Option<Dataset>)> {
+    let plan = if classes >= 3 && !params.one_class {
+        let pairs = classes * (classes - 1) / 2;
+        let plan = choose(comm, local, pairs, "class pairs", distribute)?;
+        on_plan(&plan.why);
+        plan.plan
+    } else {
+        Distribute::Rows
+    };
+    if plan == Distribute::Tasks {
+        let all = gather_dataset(comm, local, &slice)?;
+        let mut params = params.clone();
+        if params.sample == 0 {
+            let shared = params.device.share(&all);
+            params.device = agree(comm, shared)?;
+        }
+        let mut per_pair = |info: &PairInfo| observers(Distribute::Tasks, info);
+        let (model, reports) =
+            super::train::train_pairs_dealt_observed(comm, &all, &params, &mut per_pair)?;
+        let results = reports.into_iter().map(|r| r.result).collect();
+        return Ok((model, results, Some(all)));
+    }
+    let mut per_pair = |info: &PairInfo| observers(Distribute::Rows, info);
+    let trained =
+        super::train::train_model_observed(comm, local, slice, params, &mut [], &mut per_pair);
+    let (model, results) = agree(comm, trained)?;
+    Ok((model, results, None))
+}
+
+/// Every rank's (pair, block of bytes) — the trace lines of the class pairs it trained — in
+/// rank order, one broadcast per rank. Collective.
+pub fn gather_pair_blocks(
+    comm: &dyn Comm,
+    own: &[(usize, Vec<u8>)],
+) -> Result<Vec<(usize, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            for (pair, line) in own {
+                buf.extend_from_slice(&(*pair as u64).to_le_bytes());
+                buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
+                buf.extend_from_slice(line);
+            }
+        }
+        comm.broadcast(root, &mut buf)?;
+        let damaged = || Error::Backend(format!("the trace lines of rank {root} arrived damaged"));
+        let mut rest: &[u8] = &buf;
+        let mut next = |n: usize| -> Result<&[u8]> {
+            if rest.len() < n {
+                return Err(damaged());
+            }
+            let (head, tail) = rest.split_at(n);
+            rest = tail;
+            Ok(head)
+        };
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize;
+        let mut left = buf.len();
+        while left > 0 {
+            let pair = word(next(8)?);
+            let n = word(next(8)?);
+            let line = next(n)?.to_vec();
+            left -= 16 + n;
+            out.push((pair, line));
+        }
+    }
+    Ok(out)
 }
 
 /// Platt's sigmoids for every class pair of `model` over the ranks: each pair's internal
@@ -82,4 +171,31 @@ pub fn add_probabilities_run(
     comm.sum(&mut model.prob_a)?;
     comm.sum(&mut model.prob_b)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::comm::on_threads;
+
+    /// Every rank gets every rank's blocks in rank order, empty blocks and ranks included.
+    #[test]
+    fn pair_blocks_reach_every_rank_in_rank_order() {
+        let got = on_threads(3, |c| {
+            let own: Vec<(usize, Vec<u8>)> = match c.rank() {
+                0 => vec![(2, b"two\n".to_vec()), (0, Vec::new())],
+                1 => Vec::new(),
+                _ => vec![(1, b"one\nmore\n".to_vec())],
+            };
+            gather_pair_blocks(c, &own).unwrap()
+        });
+        let want = vec![
+            (2, b"two\n".to_vec()),
+            (0, Vec::new()),
+            (1, b"one\nmore\n".to_vec()),
+        ];
+        for g in got {
+            assert_eq!(g, want);
+        }
+    }
 }
