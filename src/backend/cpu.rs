@@ -845,18 +845,40 @@ fn apply_by_pairs<T: Elem>(
                 None => (&[], 0.0),
             }
         };
-        let upd = ChunkUpdate {
-            scale: if k == 0 { scale } else { 1.0 },
-            pc: 0.0,
-            rotate: false,
-            cols: [col(0), col(1)],
-            nu: two.len(),
-            rep,
-            distinct: if rep.is_some() { len } else { 0 },
-            base: if rep.is_some() { r0 as u32 } else { 0 },
-        };
-        update::apply(h, &mut [], &upd);
+        apply_pair(
+            h,
+            k,
+            [col(0), col(1)],
+            two.len(),
+            scale,
+            rep.map(|r| (r, len, r0)),
+        );
     }
+}
+
+/// Pair `k` of an update applied pair by pair to one chunk: h ← s·h + a₀·col₀ + a₁·col₁ (`nu`
+/// columns), s = `scale` for the first pair and 1 after; `rep` = (each group's signed
+/// distinct row, the number of distinct rows the columns hold, the first of them) for
+/// deduplicated columns.
+fn apply_pair<T: Elem>(
+    h: &mut [f64],
+    k: usize,
+    cols: [(&[T], f64); 2],
+    nu: usize,
+    scale: f64,
+    rep: Option<(&[u32], usize, usize)>,
+) {
+    let upd = ChunkUpdate {
+        scale: if k == 0 { scale } else { 1.0 },
+        pc: 0.0,
+        rotate: false,
+        cols,
+        nu,
+        rep: rep.map(|r| r.0),
+        distinct: rep.map_or(0, |r| r.1),
+        base: rep.map_or(0, |r| r.2 as u32),
+    };
+    update::apply(h, &mut [], &upd);
 }
 
 impl<T: Elem> Backend for CpuBackend<'_, T> {

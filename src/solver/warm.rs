@@ -125,7 +125,8 @@ pub fn start(
         })
         .collect();
     let sub_support = r.alpha.len();
-    let alpha = extend(&guess, sub_support * FRACTION * SUPPORT_GROWTH).unwrap_or(placed.clone());
+    let alpha =
+        extend(&guess, sub_support * FRACTION * SUPPORT_GROWTH).unwrap_or_else(|| placed.clone());
     for (i, gi) in g.iter_mut().enumerate() {
         *gi += (alpha.get(i) - placed.get(i)) * prob.inv_c(i);
     }

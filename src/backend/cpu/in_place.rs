@@ -4,9 +4,9 @@
 //! entry costs less to compute than its bytes cost to move (bit rows by table lookup, dense
 //! rows of a few features). The entries are those the cached columns hold, bit for bit.
 
-use super::{CHUNK, CpuBackend, SendPtr, with_dots};
+use super::{CHUNK, CpuBackend, SendPtr, apply_pair, with_dots};
 use crate::backend::simd::{ColumnArgs, Elem, Layout, columns_chunk};
-use crate::backend::update::{self, ChunkUpdate};
+use crate::backend::update;
 use rayon::prelude::*;
 
 /// Dense rows of at most this many features compute their columns in place.
@@ -113,17 +113,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                             None => (&[], 0.0),
                         }
                     };
-                    let upd = ChunkUpdate {
-                        scale: if k == 0 { scale } else { 1.0 },
-                        pc: 0.0,
-                        rotate: false,
-                        cols: [col(0), col(1)],
-                        nu: two.len(),
-                        rep: None,
-                        distinct: 0,
-                        base: 0,
-                    };
-                    update::apply(g, &mut [], &upd);
+                    apply_pair(g, k, [col(0), col(1)], two.len(), scale, None);
                 }
                 match update::argmin(g) {
                     (_, usize::MAX) => (f64::INFINITY, usize::MAX),

@@ -61,15 +61,14 @@ fn hamming_lookup<const W: usize>(
     {
         let blocks = n / LANES;
         let bits = &bits[..blocks * W * LANES];
-        // Every distance is at most the two rows' ones: within the first 32 values, the
-        // table sits in two registers and a permutation looks 16 entries up at once.
-        if (table.max_ones + q_ones) < 32 && values.len() >= 32 {
+        // Every distance is at most the two rows' ones.
+        done = if table.max_ones + q_ones < 32 {
             // SAFETY: the CPU has the features; the slices are as the function asks.
-            done = unsafe { hamming_permute_avx512::<W>(bits, &q, values, y, yj, out) };
+            unsafe { hamming_pairs_avx512::<W, true>(bits, &q, values, y, yj, out) }
         } else {
             // SAFETY: as above.
-            done = unsafe { hamming_wide_avx512::<W>(bits, &q, values, y, yj, out) };
-        }
+            unsafe { hamming_pairs_avx512::<W, false>(bits, &q, values, y, yj, out) }
+        };
     }
     let full = n / LANES;
     for b in done / LANES..full {
@@ -114,62 +113,14 @@ unsafe fn hamming_distances<const W: usize>(
     d
 }
 
-/// The blocks of [`hamming_lookup`] in pairs (16 rows) by a two-register permutation of the
-/// table's first 32 values (every distance below 32); returns the rows done (a multiple of
-/// 2·LANES).
+/// The blocks of [`hamming_lookup`] in pairs (16 rows); returns the rows done (a multiple of
+/// 2·LANES). The table's first 64 values sit in four registers: with `NARROW` (every distance
+/// below 32, known from the rows' ones) one two-register permutation looks 16 entries up;
+/// otherwise two permutations and a blend where every distance of the pair is below 64 (most
+/// rows of sparse bit data: w8a's have 9 ones at the median), a gather where one is not.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
-unsafe fn hamming_permute_avx512<const W: usize>(
-    bits: &[u64],
-    q: &[u64; W],
-    values: &[f32],
-    y: &[f64],
-    yj: f64,
-    out: &mut [f32],
-) -> usize {
-    use std::arch::x86_64::*;
-    let pairs = bits.len() / (2 * W * LANES);
-    assert!(values.len() >= 32 && y.len() >= pairs * 2 * LANES && out.len() >= pairs * 2 * LANES);
-    let qv: [__m512i; W] = std::array::from_fn(|w| _mm512_set1_epi64(q[w] as i64));
-    // SAFETY: values has at least 32 entries.
-    let (lo, hi) = unsafe {
-        (
-            _mm512_loadu_ps(values.as_ptr()),
-            _mm512_loadu_ps(values.as_ptr().add(16)),
-        )
-    };
-    let yjv = _mm512_set1_ps(yj as f32);
-    for p in 0..pairs {
-        let r = 2 * p * LANES;
-        // SAFETY: rows r..r + 16 are inside bits, y and out (asserted above).
-        unsafe {
-            let d0 = hamming_distances::<W>(bits.as_ptr().add(r * W), &qv);
-            let d1 = hamming_distances::<W>(bits.as_ptr().add((r + LANES) * W), &qv);
-            let idx = _mm512_inserti64x4::<1>(
-                _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d0)),
-                _mm512_cvtepi64_epi32(d1),
-            );
-            let k = _mm512_permutex2var_ps(lo, idx, hi);
-            let yi = _mm512_insertf32x8::<1>(
-                _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r)))),
-                _mm512_cvtpd_ps(_mm512_loadu_pd(y.as_ptr().add(r + LANES))),
-            );
-            _mm512_storeu_ps(
-                out.as_mut_ptr().add(r),
-                _mm512_mul_ps(k, _mm512_mul_ps(yi, yjv)),
-            );
-        }
-    }
-    pairs * 2 * LANES
-}
-
-/// The blocks of [`hamming_lookup`] in pairs (16 rows) for any distance: the table's first 64
-/// values in four registers, looked up by two permutations and a blend where every distance
-/// of the pair is below 64 (most rows of sparse bit data: w8a's have 9 ones at the median),
-/// by a gather otherwise; returns the rows done (a multiple of 2·LANES).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
-unsafe fn hamming_wide_avx512<const W: usize>(
+unsafe fn hamming_pairs_avx512<const W: usize, const NARROW: bool>(
     bits: &[u64],
     q: &[u64; W],
     values: &[f32],
@@ -202,7 +153,9 @@ unsafe fn hamming_wide_avx512<const W: usize>(
                 _mm512_castsi256_si512(_mm512_cvtepi64_epi32(d0)),
                 _mm512_cvtepi64_epi32(d1),
             );
-            let k = if _mm512_cmpge_epi32_mask(idx, c64) == 0 {
+            let k = if NARROW {
+                _mm512_permutex2var_ps(t[0], idx, t[1])
+            } else if _mm512_cmpge_epi32_mask(idx, c64) == 0 {
                 let lo = _mm512_permutex2var_ps(t[0], idx, t[1]);
                 let hi = _mm512_permutex2var_ps(t[2], idx, t[3]);
                 _mm512_mask_blend_ps(_mm512_cmpge_epi32_mask(idx, c32), lo, hi)
