@@ -159,6 +159,24 @@ impl<T: Copy + Default> ColumnCache<T> {
         self.m
     }
 
+    /// Drops every column and makes the slots columns of length `m`, keeping the region: its
+    /// pages, already touched, cost no page faults when the next backend fills them (after
+    /// the working set grows) — and the byte budget stays.
+    pub fn clear_to(&mut self, m: usize) {
+        let budget = self.capacity * self.m;
+        self.map.clear();
+        self.ghosts.clear();
+        self.ghost_set.clear();
+        self.slots.clear();
+        self.newest = NIL;
+        self.oldest = NIL;
+        self.m = m.max(1);
+        self.capacity = (budget / self.m).min(self.m).clamp(2, 1 << 24);
+        if self.region.len() < self.capacity * self.m {
+            self.region = Vec::new();
+        }
+    }
+
     /// Restricts every column to the rows `keep` (ascending) in place and renumbers column j
     /// as `key(j)` (None drops it): the region, already touched, is reused — a fresh one costs
     /// a page fault per 4 KiB on first write — and the byte budget stays. Dropped slots
@@ -307,6 +325,34 @@ mod tests {
 
     /// Restricting keeps each kept column's entries at the kept rows under its new number,
     /// drops the others (their slots reused first), and keeps the byte budget.
+    #[test]
+    fn cleared_to_other_rows_keeps_the_memory_and_no_column() {
+        let mut c: ColumnCache<f32> = ColumnCache::new(10, 6 * 10 * 4);
+        for j in 0..4 {
+            let (s, _) = c.get_or_assign(j, None);
+            c.mark_valid(s);
+        }
+        let region = c.region.as_ptr();
+        c.clear_to(20);
+        assert_eq!(
+            (c.len(), c.capacity()),
+            (20, 3),
+            "60 values hold 3 columns of 20"
+        );
+        assert_eq!(c.region.as_ptr(), region, "the region is kept");
+        for j in 0..4 {
+            assert!(!c.holds(j), "column {j} was over other rows");
+        }
+        let (s, hit) = c.get_or_assign(1, None);
+        assert!(!hit);
+        assert_eq!(c.data(s).len(), 20);
+        // More rows than the region holds two columns of: a fresh region.
+        c.clear_to(40);
+        assert_eq!(c.capacity(), 2);
+        let (s, _) = c.get_or_assign(0, None);
+        assert_eq!(c.data(s).len(), 40);
+    }
+
     #[test]
     fn restrict_keeps_the_kept_columns_in_place() {
         let m = 10;

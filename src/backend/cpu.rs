@@ -1151,17 +1151,23 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     /// The cache itself, its columns restricted in place to `keep`'s rows (point columns
-    /// only: deduplicated ones are over distinct rows); this backend is left without one.
+    /// only: deduplicated ones are over distinct rows), or with `keep` empty the cache emptied;
+    /// this backend is left without one.
     fn export_columns(&mut self, keep: &[usize]) -> Option<super::ColumnExport> {
-        if self.distinct.is_some() || keep.is_empty() {
+        if self.distinct.is_some() {
             return None;
+        }
+        let mut cache = std::mem::replace(&mut self.cache, ColumnCache::new(1, 0));
+        if keep.is_empty() {
+            let m = cache.len();
+            cache.clear_to(m);
+            return Some(super::ColumnExport(Box::new(cache)));
         }
         let m = self.prob.len();
         let mut pos = vec![u32::MAX; m];
         for (k, &i) in keep.iter().enumerate() {
             pos[i] = k as u32;
         }
-        let mut cache = std::mem::replace(&mut self.cache, ColumnCache::new(1, 0));
         cache.restrict(keep, |j| {
             (j < m && pos[j] != u32::MAX).then(|| pos[j] as usize)
         });
@@ -1169,10 +1175,12 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn adopt_columns(&mut self, cols: super::ColumnExport) {
-        if let Ok(cache) = cols.0.downcast::<ColumnCache<T>>()
+        if let Ok(mut cache) = cols.0.downcast::<ColumnCache<T>>()
             && self.distinct.is_none()
-            && cache.len() == self.prob.len()
         {
+            if cache.len() != self.prob.len() {
+                cache.clear_to(self.prob.len());
+            }
             self.cache = *cache;
         }
     }

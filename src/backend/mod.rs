@@ -430,14 +430,17 @@ pub trait Backend {
     /// The cached columns of the points `keep` (ascending, this backend's numbering),
     /// restricted to those points' rows: what a backend built over `keep` alone takes with
     /// [`adopt_columns`](Self::adopt_columns), so that a round of working-set shrinking keeps
-    /// the columns computed before it. None by default.
+    /// the columns computed before it. With `keep` empty, no column but the cache's memory,
+    /// for a backend over any rows (a grown working set) to fill without first-touch page
+    /// faults. None by default.
     fn export_columns(&mut self, keep: &[usize]) -> Option<ColumnExport> {
         let _ = keep;
         None
     }
 
     /// Takes columns from [`export_columns`](Self::export_columns) of a backend of the same
-    /// kind, numbered as this backend's points; ignores what it cannot use.
+    /// kind, numbered as this backend's points (or only their memory, when they are columns
+    /// over other rows); ignores what it cannot use.
     fn adopt_columns(&mut self, cols: ColumnExport) {
         let _ = cols;
     }

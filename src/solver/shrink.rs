@@ -496,6 +496,9 @@ pub fn solve(
             {
                 let keep: Vec<usize> = (0..n).filter(|&k| mask[rows[k]]).collect();
                 carried = be.export_columns(&keep);
+            } else if r.stop == StopReason::Converged {
+                // No column survives a grown W, but the cache's memory does.
+                carried = be.export_columns(&[]);
             }
             r
         };
