@@ -1114,7 +1114,12 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         let m = self.prob.len();
         let mut bound = self.lowest_bound;
         let gv = self.grad();
-        super::select_lowest_bounded(|| (0..m).map(|i| (gv.g(i), i)), m, k, &mut bound, out);
+        match gv.groups {
+            None => super::select_lowest_bounded_slice(&self.g[..m], k, &mut bound, out),
+            Some(_) => {
+                super::select_lowest_bounded(|| (0..m).map(|i| (gv.g(i), i)), m, k, &mut bound, out)
+            }
+        }
         self.lowest_bound = bound;
         Ok(())
     }

@@ -507,10 +507,51 @@ pub fn select_lowest_bounded<I: Iterator<Item = (f64, usize)>>(
     bound: &mut (usize, f64),
     out: &mut Vec<(f64, usize)>,
 ) {
+    let below = |t: f64, out: &mut Vec<(f64, usize)>| out.extend(all().filter(|e| e.0 <= t));
+    select_lowest_from(below, &all, n, k, bound, out);
+}
+
+/// [`select_lowest_bounded`] over the values of a slice (index = position), its bounded pass
+/// testing eight values at a time: most blocks hold none at or below the bound.
+pub fn select_lowest_bounded_slice(
+    g: &[f64],
+    k: usize,
+    bound: &mut (usize, f64),
+    out: &mut Vec<(f64, usize)>,
+) {
+    let below = |t: f64, out: &mut Vec<(f64, usize)>| {
+        let mut blocks = g.chunks_exact(8);
+        for (b, blk) in (&mut blocks).enumerate() {
+            if blk.iter().fold(false, |any, &v| any | (v <= t)) {
+                let i0 = 8 * b;
+                out.extend(
+                    blk.iter()
+                        .zip(i0..)
+                        .filter(|e| *e.0 <= t)
+                        .map(|(&v, i)| (v, i)),
+                );
+            }
+        }
+        let i0 = g.len() - blocks.remainder().len();
+        let rest = blocks.remainder().iter().zip(i0..);
+        out.extend(rest.filter(|e| *e.0 <= t).map(|(&v, i)| (v, i)));
+    };
+    let all = || g.iter().copied().zip(0..);
+    select_lowest_from(below, all, g.len(), k, bound, out);
+}
+
+/// The common part: `below(t, out)` pushes the pairs at or below t, `all()` yields every pair.
+fn select_lowest_from<I: Iterator<Item = (f64, usize)>>(
+    below: impl Fn(f64, &mut Vec<(f64, usize)>),
+    all: impl Fn() -> I,
+    n: usize,
+    k: usize,
+    bound: &mut (usize, f64),
+    out: &mut Vec<(f64, usize)>,
+) {
     out.clear();
     if bound.0 == k {
-        let t = bound.1;
-        out.extend(all().filter(|e| e.0 <= t));
+        below(bound.1, out);
     }
     if out.len() < k.min(n) {
         out.clear();
@@ -894,5 +935,36 @@ mod tests {
         );
         let u = Update::two(1.0, 3, 0.5, 4, 0.25);
         assert_eq!(u.merged_cols(), u.cols);
+    }
+
+    #[test]
+    fn bounded_selections_are_the_k_smallest() {
+        use super::{select_lowest_bounded, select_lowest_bounded_slice};
+        // Values that drift between calls, with ties and a NaN; lengths not a multiple of 8.
+        let mut g: Vec<f64> = (0..1003).map(|i| ((i * 7919) % 1009) as f64).collect();
+        g[17] = f64::NAN;
+        let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
+        let (mut o1, mut o2) = (Vec::new(), Vec::new());
+        for round in 0..6 {
+            for (i, v) in g.iter_mut().enumerate() {
+                if i != 17 {
+                    *v -= ((i * round) % 13) as f64;
+                }
+            }
+            for k in [1, 5, 64] {
+                select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut b1, &mut o1);
+                select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
+                let mut want: Vec<(f64, usize)> = g
+                    .iter()
+                    .copied()
+                    .zip(0..)
+                    .filter(|e| !e.0.is_nan())
+                    .collect();
+                want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                want.truncate(k);
+                assert_eq!(o1, want, "round {round}, k = {k}");
+                assert_eq!(o2, want, "round {round}, k = {k}");
+            }
+        }
     }
 }

@@ -752,7 +752,7 @@ impl Backend for GpuBackend<'_> {
         self.read_gradient()?;
         let g = &self.g_host;
         let mut bound = self.lowest_bound;
-        super::select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut bound, out);
+        super::select_lowest_bounded_slice(g, k, &mut bound, out);
         self.lowest_bound = bound;
         Ok(())
     }
