@@ -362,288 +362,265 @@ impl Model {
 
     /// [`load`](Self::load) from any reader; `path` names the source in error messages.
     pub fn read<R: BufRead>(reader: R, path: &Path) -> Result<Model> {
-        let bad = |line: usize, msg: String| Error::Model {
-            path: path.to_path_buf(),
+        let src = Source(path);
+        let mut lines = reader.split(b'\n').enumerate();
+        let mut h = Header::parse(&mut lines, src)?;
+        let kernel = h.kernel(src)?;
+        let (k, total) = h.counts(src)?;
+        let (sv, sv_coef) = read_support_vectors(lines, src, &h, k, total)?;
+        h.check_probabilities(src, k * (k - 1) / 2)?;
+        Ok(Model {
+            kernel,
+            labels: h.labels,
+            nr_sv: h.nr_sv,
+            sv,
+            sv_coef,
+            rho: h.rho,
+            prob_a: h.prob_a,
+            prob_b: h.prob_b,
+            one_class: h.one_class,
+            sv_rows: Vec::new(),
+        })
+    }
+}
+
+/// A model file's name, for its errors.
+#[derive(Clone, Copy)]
+struct Source<'a>(&'a Path);
+
+impl Source<'_> {
+    /// The error at `line` (0: the file as a whole).
+    fn bad(self, line: usize, msg: String) -> Error {
+        Error::Model {
+            path: self.0.to_path_buf(),
             line,
             msg,
-        };
-        let mut lines = reader.split(b'\n').enumerate();
-        let (mut svm_type, mut kernel_type) = (None::<String>, None::<String>);
-        let (mut gamma, mut coef0, mut degree) = (None::<f64>, 0.0, 3u32);
-        // Lines of `gamma` and `degree`, for the kernel's checks once its type is known.
-        let (mut gamma_line, mut degree_line) = (0, 0);
-        let (mut nr_class, mut total_sv) = (None::<usize>, None::<usize>);
-        let (mut rho, mut labels, mut nr_sv) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut prob_a, mut prob_b) = (Vec::new(), Vec::new());
-        let mut saw_sv = false;
-        let num = |ln: usize, key: &str, tok: &str| -> Result<f64> {
-            tok.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| bad(ln, format!("`{key}` expects numbers, found `{tok}`")))
-        };
+        }
+    }
+
+    /// A finite number, or the error naming `key`.
+    fn num(self, line: usize, key: &str, tok: &str) -> Result<f64> {
+        tok.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| self.bad(line, format!("`{key}` expects numbers, found `{tok}`")))
+    }
+
+    /// An integer, or the error naming `key`.
+    fn int<T: std::str::FromStr>(self, line: usize, key: &str, tok: &str) -> Result<T> {
+        tok.parse()
+            .map_err(|_| self.bad(line, format!("`{key}` expects an integer, found `{tok}`")))
+    }
+}
+
+/// The lines of a model file, numbered from 0.
+type Lines<R> = std::iter::Enumerate<std::io::Split<R>>;
+
+/// A model file's header, as written (checked by the methods that read it).
+#[derive(Default)]
+struct Header {
+    svm_type: Option<String>,
+    kernel_type: Option<String>,
+    gamma: Option<f64>,
+    coef0: f64,
+    degree: Option<u32>,
+    /// Lines of `gamma` and `degree`, for the kernel's checks once its type is known.
+    gamma_line: usize,
+    degree_line: usize,
+    nr_class: Option<usize>,
+    total_sv: Option<usize>,
+    rho: Vec<f64>,
+    labels: Vec<f64>,
+    nr_sv: Vec<usize>,
+    prob_a: Vec<f64>,
+    prob_b: Vec<f64>,
+    one_class: bool,
+}
+
+impl Header {
+    /// The `key value…` lines up to and including `SV`.
+    fn parse<R: BufRead>(lines: &mut Lines<R>, src: Source<'_>) -> Result<Header> {
+        let mut h = Header::default();
         for (k, line) in lines.by_ref() {
             let ln = k + 1;
-            let line = line.map_err(|e| Error::io(path, e))?;
+            let line = line.map_err(|e| Error::io(src.0, e))?;
             let text = String::from_utf8_lossy(&line);
             let mut toks = text.split_whitespace();
             let Some(key) = toks.next() else { continue };
             let rest: Vec<&str> = toks.collect();
-            macro_rules! one {
-                ($r:expr) => {
-                    $r.first()
-                        .copied()
-                        .ok_or_else(|| bad(ln, format!("`{key}` needs a value")))
-                };
+            if key == "SV" {
+                h.svm_type(src)?;
+                return Ok(h);
             }
-            match key {
-                "svm_type" => svm_type = Some(one!(rest)?.to_string()),
-                "kernel_type" => kernel_type = Some(one!(rest)?.to_string()),
-                "gamma" => {
-                    gamma = Some(num(ln, key, one!(rest)?)?);
-                    gamma_line = ln;
-                }
-                "coef0" => coef0 = num(ln, key, one!(rest)?)?,
-                "degree" => {
-                    let t = one!(rest)?;
-                    degree = t.parse().map_err(|_| {
-                        bad(ln, format!("`degree` expects an integer, found `{t}`"))
-                    })?;
-                    degree_line = ln;
-                }
-                "nr_class" => {
-                    let t = one!(rest)?;
-                    nr_class = Some(t.parse().map_err(|_| {
-                        bad(ln, format!("`nr_class` expects an integer, found `{t}`"))
-                    })?)
-                }
-                "total_sv" => {
-                    let t = one!(rest)?;
-                    total_sv = Some(t.parse().map_err(|_| {
-                        bad(ln, format!("`total_sv` expects an integer, found `{t}`"))
-                    })?)
-                }
-                "rho" => {
-                    rho = rest
-                        .iter()
-                        .map(|t| num(ln, key, t))
-                        .collect::<Result<_>>()?;
-                }
-                "label" => {
-                    labels = rest
-                        .iter()
-                        .map(|t| num(ln, key, t))
-                        .collect::<Result<_>>()?;
-                }
-                "nr_sv" => {
-                    nr_sv = rest
-                        .iter()
-                        .map(|t| {
-                            t.parse::<usize>().map_err(|_| {
-                                bad(ln, format!("`nr_sv` expects integers, found `{t}`"))
-                            })
+            h.set(src, ln, key, &rest)?;
+        }
+        Err(src.bad(0, "no `SV` section (is this a LIBSVM model file?)".into()))
+    }
+
+    /// One header line: `key` and its values.
+    fn set(&mut self, src: Source<'_>, ln: usize, key: &str, rest: &[&str]) -> Result<()> {
+        let one = || {
+            rest.first()
+                .copied()
+                .ok_or_else(|| src.bad(ln, format!("`{key}` needs a value")))
+        };
+        let nums = || {
+            rest.iter()
+                .map(|t| src.num(ln, key, t))
+                .collect::<Result<Vec<f64>>>()
+        };
+        match key {
+            "svm_type" => self.svm_type = Some(one()?.to_string()),
+            "kernel_type" => self.kernel_type = Some(one()?.to_string()),
+            "gamma" => {
+                self.gamma = Some(src.num(ln, key, one()?)?);
+                self.gamma_line = ln;
+            }
+            "coef0" => self.coef0 = src.num(ln, key, one()?)?,
+            "degree" => {
+                self.degree = Some(src.int(ln, key, one()?)?);
+                self.degree_line = ln;
+            }
+            "nr_class" => self.nr_class = Some(src.int(ln, key, one()?)?),
+            "total_sv" => self.total_sv = Some(src.int(ln, key, one()?)?),
+            "rho" => self.rho = nums()?,
+            "label" => self.labels = nums()?,
+            "nr_sv" => {
+                self.nr_sv = rest
+                    .iter()
+                    .map(|t| {
+                        t.parse().map_err(|_| {
+                            src.bad(ln, format!("`nr_sv` expects integers, found `{t}`"))
                         })
-                        .collect::<Result<_>>()?;
-                }
-                "probA" | "probB" => {
-                    let v: Vec<f64> = rest
-                        .iter()
-                        .map(|t| num(ln, key, t))
-                        .collect::<Result<_>>()?;
-                    if key == "probA" {
-                        prob_a = v;
-                    } else {
-                        prob_b = v;
-                    }
-                }
-                "prob_density_marks" => {}
-                "SV" => {
-                    saw_sv = true;
-                    break;
-                }
-                other => {
-                    return Err(bad(
-                        ln,
-                        format!("unknown header key `{other}` (is this a LIBSVM model file?)"),
-                    ));
-                }
+                    })
+                    .collect::<Result<_>>()?
+            }
+            "probA" => self.prob_a = nums()?,
+            "probB" => self.prob_b = nums()?,
+            "prob_density_marks" => {}
+            other => {
+                return Err(src.bad(
+                    ln,
+                    format!("unknown header key `{other}` (is this a LIBSVM model file?)"),
+                ));
             }
         }
-        if !saw_sv {
-            return Err(bad(
+        Ok(())
+    }
+
+    /// Checks `svm_type` (c_svc, nu_svc, one_class).
+    fn svm_type(&mut self, src: Source<'_>) -> Result<()> {
+        match self.svm_type.as_deref() {
+            Some("c_svc") | Some("nu_svc") => Ok(()),
+            Some("one_class") => {
+                self.one_class = true;
+                Ok(())
+            }
+            Some(t) => Err(src.bad(
                 0,
-                "no `SV` section (is this a LIBSVM model file?)".into(),
-            ));
+                format!(
+                    "svm_type `{t}` is not supported (c_svc and nu_svc classifiers, one_class)"
+                ),
+            )),
+            None => Err(src.bad(0, "missing `svm_type`".into())),
         }
-        let one_class = svm_type.as_deref() == Some("one_class");
-        match svm_type.as_deref() {
-            Some("c_svc") | Some("nu_svc") | Some("one_class") => {}
-            Some(t) => {
-                return Err(bad(
+    }
+
+    /// The kernel. What training refuses, a model may not hold: γ ≤ 0 makes every RBF entry
+    /// 1 (one class everywhere), a polynomial of degree 0 is a constant.
+    fn kernel(&self, src: Source<'_>) -> Result<Kernel> {
+        let name = self.kernel_type.as_deref();
+        let gamma = || {
+            let g = self.gamma.ok_or_else(|| {
+                src.bad(
                     0,
+                    format!("{} kernel without `gamma`", name.unwrap_or_default()),
+                )
+            })?;
+            if g <= 0.0 {
+                return Err(src.bad(
+                    self.gamma_line,
                     format!(
-                        "svm_type `{t}` is not supported (c_svc and nu_svc classifiers, one_class)"
+                        "`gamma {g}` for the {} kernel: it must be positive",
+                        name.unwrap_or_default()
                     ),
                 ));
             }
-            None => return Err(bad(0, "missing `svm_type`".into())),
-        }
-        let kernel = match kernel_type.as_deref() {
+            Ok(g)
+        };
+        let kernel = match name {
             Some("linear") => Kernel::Linear,
-            Some("rbf") => Kernel::Rbf {
-                gamma: gamma.ok_or_else(|| bad(0, "rbf kernel without `gamma`".into()))?,
-            },
+            Some("rbf") => Kernel::Rbf { gamma: gamma()? },
             Some("polynomial") => Kernel::Poly {
-                gamma: gamma.ok_or_else(|| bad(0, "polynomial kernel without `gamma`".into()))?,
-                coef0,
-                degree,
+                gamma: gamma()?,
+                coef0: self.coef0,
+                degree: self.degree.unwrap_or(3),
             },
             Some("sigmoid") => Kernel::Sigmoid {
-                gamma: gamma.ok_or_else(|| bad(0, "sigmoid kernel without `gamma`".into()))?,
-                coef0,
+                gamma: gamma()?,
+                coef0: self.coef0,
             },
-            Some(t) => return Err(bad(0, format!("kernel_type `{t}` is not supported"))),
-            None => return Err(bad(0, "missing `kernel_type`".into())),
+            Some(t) => return Err(src.bad(0, format!("kernel_type `{t}` is not supported"))),
+            None => return Err(src.bad(0, "missing `kernel_type`".into())),
         };
-        // What training refuses, a model may not hold: γ ≤ 0 makes every RBF entry 1 (one class
-        // everywhere), a polynomial of degree 0 is a constant.
-        if let Some(g) = gamma.filter(|&g| g <= 0.0 && kernel != Kernel::Linear) {
-            return Err(bad(
-                gamma_line,
-                format!(
-                    "`gamma {g}` for the {} kernel: it must be positive",
-                    kernel_type.as_deref().unwrap_or_default()
-                ),
-            ));
-        }
         if matches!(kernel, Kernel::Poly { degree: 0, .. }) {
-            return Err(bad(
-                degree_line,
+            return Err(src.bad(
+                self.degree_line,
                 "`degree 0` for the polynomial kernel: it must be at least 1".into(),
             ));
         }
-        let k = nr_class.ok_or_else(|| bad(0, "missing `nr_class`".into()))?;
-        let total = total_sv.ok_or_else(|| bad(0, "missing `total_sv`".into()))?;
+        Ok(kernel)
+    }
+
+    /// (nr_class, total_sv), checked against the labels, nr_sv and rho (a one-class model's
+    /// labels and nr_sv are set here: inside (+1) and outside (−1), every SV inside).
+    fn counts(&mut self, src: Source<'_>) -> Result<(usize, usize)> {
+        let k = self
+            .nr_class
+            .ok_or_else(|| src.bad(0, "missing `nr_class`".into()))?;
+        let total = self
+            .total_sv
+            .ok_or_else(|| src.bad(0, "missing `total_sv`".into()))?;
         if k < 2 {
-            return Err(bad(0, format!("nr_class must be at least 2, found {k}")));
+            return Err(src.bad(0, format!("nr_class must be at least 2, found {k}")));
         }
-        if one_class {
-            if k != 2 || rho.len() != 1 {
-                return Err(bad(
+        if self.one_class {
+            if k != 2 || self.rho.len() != 1 {
+                return Err(src.bad(
                     0,
                     format!(
                         "one_class model with nr_class {k} and {} rho (expected 2 and 1)",
-                        rho.len()
+                        self.rho.len()
                     ),
                 ));
             }
-            // Inside (+1) and outside (−1); every SV is of the inside class.
-            labels = vec![1.0, -1.0];
-            nr_sv = vec![total, 0];
+            self.labels = vec![1.0, -1.0];
+            self.nr_sv = vec![total, 0];
         }
-        if labels.len() != k || nr_sv.len() != k || rho.len() != k * (k - 1) / 2 {
-            return Err(bad(
-                0,
-                format!(
-                    "inconsistent header: nr_class {k} but {} labels, {} nr_sv, {} rho (expected {})",
-                    labels.len(),
-                    nr_sv.len(),
-                    rho.len(),
-                    k * (k - 1) / 2
-                ),
-            ));
-        }
-        if nr_sv.iter().sum::<usize>() != total {
-            return Err(bad(
-                0,
-                format!(
-                    "nr_sv sums to {} but total_sv is {total}",
-                    nr_sv.iter().sum::<usize>()
-                ),
-            ));
-        }
-        let mut sv_coef = vec![Vec::with_capacity(total); k - 1];
-        let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
-        let mut sv_labels = Vec::with_capacity(total);
-        let mut class = 0;
-        let mut max_f = 0usize;
-        for (kk, line) in lines {
-            let ln = kk + 1;
-            let line = line.map_err(|e| Error::io(path, e))?;
-            let text = String::from_utf8_lossy(&line);
-            let mut toks = text.split_whitespace().peekable();
-            if toks.peek().is_none() {
-                continue;
-            }
-            if sv_labels.len() == total {
-                return Err(bad(
-                    ln,
-                    format!("more than total_sv = {total} support vectors"),
-                ));
-            }
-            for c in sv_coef.iter_mut() {
-                let t = toks
-                    .next()
-                    .ok_or_else(|| bad(ln, format!("expected {} coefficients", k - 1)))?;
-                c.push(num(ln, "SV coefficient", t)?);
-            }
-            let mut last = 0usize;
-            for t in toks {
-                let (i, v) = t
-                    .split_once(':')
-                    .ok_or_else(|| bad(ln, format!("expected index:value, found `{t}`")))?;
-                let i: usize = i.parse().ok().filter(|&i| i > last).ok_or_else(|| {
-                    bad(ln, format!("bad or non-ascending feature index in `{t}`"))
-                })?;
-                // The data reader's limit: indices are kept as u32.
-                if i > u32::MAX as usize {
-                    return Err(bad(
-                        ln,
-                        format!(
-                            "feature index too large in `{t}`: at most {} is supported",
-                            u32::MAX
-                        ),
-                    ));
-                }
-                if i > crate::util::max_features() {
-                    return Err(bad(
-                        ln,
-                        format!(
-                            "feature index {i} in `{t}`: {}",
-                            crate::util::too_many_features(i)
-                        ),
-                    ));
-                }
-                let v: f32 = v
-                    .parse()
-                    .ok()
-                    .filter(|v: &f32| v.is_finite())
-                    .ok_or_else(|| bad(ln, format!("bad feature value in `{t}`")))?;
-                last = i;
-                max_f = max_f.max(i);
-                indices.push((i - 1) as u32);
-                values.push(v);
-            }
-            indptr.push(indices.len());
-            while class < k && sv_labels.len() >= nr_sv[..=class].iter().sum::<usize>() {
-                class += 1;
-            }
-            sv_labels.push(labels[class.min(k - 1)]);
-        }
-        if sv_labels.len() != total {
-            return Err(bad(
-                0,
-                format!(
-                    "expected {total} support vectors, found {} (truncated file?)",
-                    sv_labels.len()
-                ),
-            ));
-        }
-        let sv = Dataset::from_csr(max_f, indptr, indices, values, sv_labels);
         let pairs = k * (k - 1) / 2;
-        for (key, v) in [("probA", &prob_a), ("probB", &prob_b)] {
+        if self.labels.len() != k || self.nr_sv.len() != k || self.rho.len() != pairs {
+            return Err(src.bad(
+                0,
+                format!(
+                    "inconsistent header: nr_class {k} but {} labels, {} nr_sv, {} rho (expected {pairs})",
+                    self.labels.len(),
+                    self.nr_sv.len(),
+                    self.rho.len(),
+                ),
+            ));
+        }
+        let sum: usize = self.nr_sv.iter().sum();
+        if sum != total {
+            return Err(src.bad(0, format!("nr_sv sums to {sum} but total_sv is {total}")));
+        }
+        Ok((k, total))
+    }
+
+    /// `probA` and `probB`: both absent, or one value per class pair each.
+    fn check_probabilities(&self, src: Source<'_>, pairs: usize) -> Result<()> {
+        for (key, v) in [("probA", &self.prob_a), ("probB", &self.prob_b)] {
             if !(v.is_empty() || v.len() == pairs) {
-                return Err(bad(
+                return Err(src.bad(
                     0,
                     format!(
                         "`{key}` has {} values, expected {pairs} (one per class pair)",
@@ -652,22 +629,80 @@ impl Model {
                 ));
             }
         }
-        if prob_a.len() != prob_b.len() {
-            return Err(bad(0, "`probA` and `probB` must come together".into()));
+        if self.prob_a.len() != self.prob_b.len() {
+            return Err(src.bad(0, "`probA` and `probB` must come together".into()));
         }
-        Ok(Model {
-            kernel,
-            labels,
-            nr_sv,
-            sv,
-            sv_coef,
-            rho,
-            prob_a,
-            prob_b,
-            one_class,
-            sv_rows: Vec::new(),
-        })
+        Ok(())
     }
+}
+
+/// The `SV` section: per line k − 1 coefficients, then the support vector's `index:value`
+/// pairs (the data reader's parser); `total` lines, grouped by class as `nr_sv` says.
+fn read_support_vectors<R: BufRead>(
+    lines: Lines<R>,
+    src: Source<'_>,
+    h: &Header,
+    k: usize,
+    total: usize,
+) -> Result<(Dataset, Vec<Vec<f64>>)> {
+    let mut sv_coef = vec![Vec::with_capacity(total); k - 1];
+    let mut rows = crate::data::libsvm::Builder::default();
+    // Each SV's class: the first class whose running count of nr_sv it falls below.
+    let mut ends = h.nr_sv.iter().scan(0, |acc, &n| {
+        *acc += n;
+        Some(*acc)
+    });
+    let (mut class, mut end) = (0, ends.next().unwrap_or(0));
+    let mut buf = Vec::new();
+    for (kk, line) in lines {
+        let ln = kk + 1;
+        let line = line.map_err(|e| Error::io(src.0, e))?;
+        // The coefficients are the line's first k − 1 tokens; the pairs follow.
+        let mut p = 0;
+        let skip_blanks = |p: &mut usize| {
+            while line.get(*p).is_some_and(|c| c.is_ascii_whitespace()) {
+                *p += 1;
+            }
+        };
+        skip_blanks(&mut p);
+        if p == line.len() {
+            continue;
+        }
+        if rows.rows() == total {
+            return Err(src.bad(ln, format!("more than total_sv = {total} support vectors")));
+        }
+        for c in sv_coef.iter_mut() {
+            skip_blanks(&mut p);
+            let start = p;
+            while line.get(p).is_some_and(|c| !c.is_ascii_whitespace()) {
+                p += 1;
+            }
+            if p == start {
+                return Err(src.bad(ln, format!("expected {} coefficients", k - 1)));
+            }
+            let tok = String::from_utf8_lossy(&line[start..p]);
+            c.push(src.num(ln, "SV coefficient", &tok)?);
+        }
+        buf.clear();
+        buf.extend_from_slice(&line[p..]);
+        buf.push(b'\n');
+        crate::data::libsvm::parse_features(&buf, 0, &mut rows).map_err(|m| src.bad(ln, m))?;
+        while rows.rows() >= end && class + 1 < k {
+            class += 1;
+            end = ends.next().unwrap_or(end);
+        }
+        rows.end_row(h.labels[class]);
+    }
+    if rows.rows() != total {
+        return Err(src.bad(
+            0,
+            format!(
+                "expected {total} support vectors, found {} (truncated file?)",
+                rows.rows()
+            ),
+        ));
+    }
+    Ok((rows.into_dataset(), sv_coef))
 }
 
 /// Builds a model's SV dataset with the layout of `like` (dense stays dense).
@@ -785,7 +820,7 @@ mod tests {
         std::fs::write(&path, huge).unwrap();
         let err = Model::load(&path).unwrap_err().to_string();
         assert!(
-            err.contains("feature index too large in `14294967296:-1`"),
+            err.contains(":12:") && err.contains("index too large in `14294967296:-1`"),
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

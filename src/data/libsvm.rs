@@ -307,7 +307,7 @@ pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
 }
 
 /// CSR parts accumulated while reading.
-struct Builder {
+pub(crate) struct Builder {
     indptr: Vec<usize>,
     indices: Vec<u32>,
     values: Vec<f32>,
@@ -318,6 +318,30 @@ struct Builder {
     limit: usize,
     /// Lines whose svmlight `qid:N` token was skipped.
     qid_lines: usize,
+}
+
+impl Builder {
+    /// Closes the row whose features were parsed last, with its label.
+    pub(crate) fn end_row(&mut self, label: f64) {
+        self.labels.push(label);
+        self.indptr.push(self.indices.len());
+    }
+
+    /// Rows closed so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The rows as a sparse dataset over the highest index seen.
+    pub(crate) fn into_dataset(self) -> Dataset {
+        Dataset::from_csr(
+            self.max_index,
+            self.indptr,
+            self.indices,
+            self.values,
+            self.labels,
+        )
+    }
 }
 
 impl Default for Builder {
@@ -392,7 +416,21 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
         p = e;
     }
 
-    // index:value pairs.
+    let p = parse_features(b, p, out)?;
+    out.end_row(y);
+    Ok(p)
+}
+
+/// Parses the `index:value` pairs from `b[p]` to the line's end (indices from 1, ascending,
+/// at most the builder's limit; finite values, zeros skipped) into the builder's indices and
+/// values, and raises its highest index. Returns the position just after the line's `\n`
+/// (`b` ends with one), or the error message. The model reader parses its support vectors
+/// with it too.
+pub(crate) fn parse_features(
+    b: &[u8],
+    mut p: usize,
+    out: &mut Builder,
+) -> std::result::Result<usize, String> {
     let mut last: u64 = 0;
     loop {
         while is_blank(b[p]) {
@@ -472,8 +510,6 @@ fn parse_line(b: &[u8], mut p: usize, out: &mut Builder) -> std::result::Result<
             out.values.push(v);
         }
     }
-    out.labels.push(y);
-    out.indptr.push(out.indices.len());
     if last as usize > out.max_index {
         out.max_index = last as usize;
     }
