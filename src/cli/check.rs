@@ -184,16 +184,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     };
     #[cfg(not(feature = "gpu"))]
     let gpu_precision = o.precision();
-    let grad_tol = args.grad_tol.unwrap_or(match gpu_precision {
-        Precision::F32 => 1e-5,
-        Precision::F64 => 1e-12,
-    });
-    if !(args.min_agreement >= 0.0 && args.min_agreement <= 100.0) {
-        return Err(Error::param(format!(
-            "--min-agreement must be a percentage, got {}",
-            args.min_agreement
-        )));
-    }
+    let grad_tol = gradient_tolerance(&args, gpu_precision)?;
     let cpu_params = o.params(Device::Cpu);
     if cpu_params.sample > 0 {
         return Err(Error::param(
@@ -232,6 +223,38 @@ pub fn run(args: CheckArgs) -> Result<()> {
     } = lockstep(&ds, &classes, &gpu_params, &args.checkpoints)?;
 
     let mut failures = Vec::new();
+    print_summary(&cpu, &gpu, &mut failures);
+    print_gradient_checks(
+        &classes,
+        &lock,
+        (s_mis, v_mis, first_mis),
+        &checks,
+        grad_tol,
+        &mut failures,
+    );
+    println!();
+    print_label_agreement(
+        &ds,
+        test.as_ref(),
+        &cpu,
+        &gpu,
+        args.min_agreement,
+        &mut failures,
+    );
+    if failures.is_empty() {
+        println!(
+            "check: passed (objective within the certified gaps, gradients within {grad_tol:.1e}, labels ≥ {}%)",
+            args.min_agreement
+        );
+        Ok(())
+    } else {
+        Err(Error::Mismatch(failures.join("; ")))
+    }
+}
+
+/// The side-by-side table of the two runs; objectives further apart than their certified gaps
+/// allow go to `failures`.
+fn print_summary(cpu: &Run, gpu: &Run, failures: &mut Vec<String>) {
     println!("| | cpu | gpu |");
     println!("|---|---|---|");
     let sum = |r: &Run, f: &dyn Fn(&PairReport) -> f64| r.reports.iter().map(f).sum::<f64>();
@@ -242,17 +265,17 @@ pub fn run(args: CheckArgs) -> Result<()> {
             .map(|p| p.result.certified_gap.unwrap_or(f64::INFINITY))
             .fold(0.0f64, f64::max)
     };
-    println!("| iterations | {} | {} |", iters(&cpu), iters(&gpu));
+    println!("| iterations | {} | {} |", iters(cpu), iters(gpu));
     println!(
         "| certified gap (max over pairs) | {:.3e} | {:.3e} |",
-        max_gap(&cpu),
-        max_gap(&gpu)
+        max_gap(cpu),
+        max_gap(gpu)
     );
     let obj = |r: &PairReport| r.result.certified_f.unwrap_or(r.result.f);
     println!(
         "| objective | {:.9} | {:.9} |",
-        sum(&cpu, &obj),
-        sum(&gpu, &obj)
+        sum(cpu, &obj),
+        sum(gpu, &obj)
     );
     println!(
         "| SVs | {} | {} |",
@@ -261,8 +284,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     );
     println!(
         "| solver seconds | {:.2} | {:.2} |",
-        sum(&cpu, &|p| p.result.seconds),
-        sum(&gpu, &|p| p.result.seconds)
+        sum(cpu, &|p| p.result.seconds),
+        sum(gpu, &|p| p.result.seconds)
     );
     println!("| wall seconds | {:.2} | {:.2} |", cpu.wall, gpu.wall);
     let traffic = |r: &Run| {
@@ -272,7 +295,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         }
         t
     };
-    let (tc, tg) = (traffic(&cpu), traffic(&gpu));
+    let (tc, tg) = (traffic(cpu), traffic(gpu));
     let per = |v: u64, r: &Run| crate::util::fmt_g(v as f64 / iters(r).max(1) as f64, 4);
     type Field = fn(&crate::backend::BackendStats) -> u64;
     let rows: [(&str, Field); 5] = [
@@ -285,8 +308,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     for (name, field) in rows {
         println!(
             "| {name} / iteration | {} | {} |",
-            per(field(&tc), &cpu),
-            per(field(&tg), &gpu)
+            per(field(&tc), cpu),
+            per(field(&tg), gpu)
         );
     }
     for (pc, pg) in cpu.reports.iter().zip(&gpu.reports) {
@@ -304,6 +327,18 @@ pub fn run(args: CheckArgs) -> Result<()> {
             ));
         }
     }
+}
+
+/// The lockstep run's vertex agreement and gradient checks; checks past `grad_tol` go to
+/// `failures`.
+fn print_gradient_checks(
+    classes: &[f64],
+    lock: &SolveResult,
+    (s_mis, v_mis, first_mis): (u64, u64, Option<u64>),
+    checks: &[GradientCheck],
+    grad_tol: f64,
+    failures: &mut Vec<String>,
+) {
     println!();
     println!(
         "lockstep (gpu drives, cpu follows; pair {} vs {}): {} iterations, {} with a different \
@@ -322,7 +357,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         "| iteration | max abs(g_gpu - g_cpu) | max abs(g_cpu) | relative | abs(2f_gpu - 2f_cpu) |"
     );
     println!("|---|---|---|---|---|");
-    for c in &checks {
+    for c in checks {
         println!(
             "| {} | {:.3e} | {:.3e} | {:.3e} | {:.3e} |",
             c.iteration,
@@ -339,9 +374,20 @@ pub fn run(args: CheckArgs) -> Result<()> {
             ));
         }
     }
-    println!();
-    let mut label_rows = vec![("training", &ds)];
-    if let Some(t) = &test {
+}
+
+/// How often the two models give the same label, on the training and test rows; below
+/// `min_agreement` % goes to `failures`.
+fn print_label_agreement(
+    ds: &Dataset,
+    test: Option<&Dataset>,
+    cpu: &Run,
+    gpu: &Run,
+    min_agreement: f64,
+    failures: &mut Vec<String>,
+) {
+    let mut label_rows = vec![("training", ds)];
+    if let Some(t) = test {
         label_rows.push(("test", t));
     }
     for (name, data) in label_rows {
@@ -358,20 +404,27 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "{name} labels: {agree:.3}% identical ({} rows); accuracy cpu {acc_c:.3}%, gpu {acc_g:.3}%",
             data.len()
         );
-        if agree < args.min_agreement {
+        if agree < min_agreement {
             failures.push(format!(
                 "{name} labels agree on {agree:.3}% < --min-agreement {}%",
-                args.min_agreement
+                min_agreement
             ));
         }
     }
-    if failures.is_empty() {
-        println!(
-            "check: passed (objective within the certified gaps, gradients within {grad_tol:.1e}, labels ≥ {}%)",
+}
+
+/// `--grad-tol` (by default what the device's precision allows), with `--min-agreement`
+/// checked to be a percentage.
+fn gradient_tolerance(args: &CheckArgs, gpu_precision: Precision) -> Result<f64> {
+    let grad_tol = args.grad_tol.unwrap_or(match gpu_precision {
+        Precision::F32 => 1e-5,
+        Precision::F64 => 1e-12,
+    });
+    if !(args.min_agreement >= 0.0 && args.min_agreement <= 100.0) {
+        return Err(Error::param(format!(
+            "--min-agreement must be a percentage, got {}",
             args.min_agreement
-        );
-        Ok(())
-    } else {
-        Err(Error::Mismatch(failures.join("; ")))
+        )));
     }
+    Ok(grad_tol)
 }
