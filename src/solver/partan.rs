@@ -63,35 +63,35 @@ impl Partan {
     }
 }
 
-impl Variant for Partan {
-    fn prepare(&mut self, be: &mut dyn Backend) {
-        be.enable_prev();
+impl Partan {
+    /// The first iteration: a plain FW step; g⁻ ← g.
+    fn first_step(
+        &mut self,
+        alpha: &mut ActiveSet,
+        s: usize,
+        lambda: f64,
+        be: &mut dyn Backend,
+    ) -> Result<Step> {
+        self.prev_w = vec![0.0; alpha.dim()];
+        self.idx.clear();
+        self.idx.extend_from_slice(alpha.indices());
+        self.remember(alpha);
+        super::apply_toward(alpha, s, lambda);
+        be.update(&Update {
+            scale: 1.0 - lambda,
+            cols: [Some((s, lambda)), None],
+            prev_coef: 0.0,
+            rotate: true,
+        })?;
+        Ok(Step {
+            kind: StepKind::Toward,
+            size: lambda,
+        })
     }
 
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
-        let s = red.s;
-        let q_ss = be.q_diag(s);
-        let (lambda, _) = steps::toward(state.f, red.g_s, q_ss);
-        let alpha = &mut state.alpha;
-        if self.prev_w.is_empty() {
-            // First iteration: plain FW step; g⁻ ← g.
-            self.prev_w = vec![0.0; alpha.dim()];
-            self.idx.clear();
-            self.idx.extend_from_slice(alpha.indices());
-            self.remember(alpha);
-            super::apply_toward(alpha, s, lambda);
-            be.update(&Update {
-                scale: 1.0 - lambda,
-                cols: [Some((s, lambda)), None],
-                prev_coef: 0.0,
-                rotate: true,
-            })?;
-            return Ok(Step {
-                kind: StepKind::Toward,
-                size: lambda,
-            });
-        }
-        // Union of the supports, then g, g⁻ and Q[·,s] there.
+    /// idx = supp α, then supp α⁻ \ supp α, then s if in neither; α̃ = (1−λ)α + λe_s and α⁻
+    /// on idx. Returns s's position in idx.
+    fn align(&mut self, alpha: &ActiveSet, s: usize, lambda: f64) -> usize {
         let na = alpha.len();
         self.idx.clear();
         self.idx.extend_from_slice(alpha.indices());
@@ -130,11 +130,22 @@ impl Variant for Partan {
             };
             self.ap[k] = self.prev_w[self.idx[k]];
         }
-        // Σp_i = 0, so subtracting a constant from g̃ leaves the slope unchanged in exact
-        // arithmetic and removes the O(‖p‖·|g|·ulp) rounding that otherwise swamps it near the
-        // optimum (where all active g_i are ≈ 2f).
-        let shift = red.alpha_g;
+        ks
+    }
+
+    /// The slope ∇f(α̃)ᵀp and curvature pᵀQp along p = α̃ − α⁻, and (μ_max, the point that
+    /// binds it): the largest μ keeping (1+μ)α̃ − μα⁻ on the simplex.
+    fn slope_and_bound(
+        &mut self,
+        be: &mut dyn Backend,
+        s: usize,
+        lambda: f64,
+        shift: f64,
+    ) -> Result<([f64; 2], f64, usize)> {
         // Point k's part of the slope and curvature, and the μ at which it leaves the simplex.
+        // Σp_i = 0, so subtracting a constant (`shift`) from g̃ leaves the slope unchanged in
+        // exact arithmetic and removes the O(‖p‖·|g|·ulp) rounding that otherwise swamps it
+        // near the optimum (where all active g_i are ≈ 2f).
         let (at, ap) = (&self.at, &self.ap);
         let term = |k: usize, g: f64, gp: f64, q: f64| -> ([f64; 2], Option<f64>) {
             let p = at[k] - ap[k];
@@ -142,8 +153,6 @@ impl Variant for Partan {
             let bound = (ap[k] > at[k]).then(|| at[k] / (ap[k] - at[k]));
             ([p * (gt - shift), p * (gt - gp)], bound)
         };
-        let (mut slope, mut curv) = (0.0, 0.0);
-        let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
         if be.partial_sums() {
             // Each process over the points it holds (a distributed run's partial sums).
             let ask = crate::backend::FoldAsk {
@@ -153,37 +162,35 @@ impl Variant for Partan {
                 min: true,
             };
             let fold = be.fold_entries(&self.idx, ask, &mut |k, e| term(k, e.g, e.gp, e.q))?;
-            [slope, curv] = fold.sums;
-            if let Some((r, i)) = fold.best {
-                (mu_max, bind) = (r, i);
-            }
-        } else {
-            be.gather_fused(
-                &self.idx,
-                &mut self.g,
-                Some(&mut self.gp),
-                Some((s, &mut self.qs)),
-            )?;
-            for k in 0..n {
-                let ([ds, dc], bound) = term(k, self.g[k], self.gp[k], self.qs[k]);
-                slope += ds;
-                curv += dc;
-                if let Some(r) = bound {
-                    let i = self.idx[k];
-                    if r < mu_max || (r == mu_max && i < bind) {
-                        mu_max = r;
-                        bind = i;
-                    }
+            let (mu_max, bind) = fold.best.unwrap_or((f64::INFINITY, usize::MAX));
+            return Ok((fold.sums, mu_max, bind));
+        }
+        be.gather_fused(
+            &self.idx,
+            &mut self.g,
+            Some(&mut self.gp),
+            Some((s, &mut self.qs)),
+        )?;
+        let (mut slope, mut curv) = (0.0, 0.0);
+        let (mut mu_max, mut bind) = (f64::INFINITY, usize::MAX);
+        for k in 0..self.idx.len() {
+            let ([ds, dc], bound) = term(k, self.g[k], self.gp[k], self.qs[k]);
+            slope += ds;
+            curv += dc;
+            if let Some(r) = bound {
+                let i = self.idx[k];
+                if r < mu_max || (r == mu_max && i < bind) {
+                    mu_max = r;
+                    bind = i;
                 }
             }
         }
-        let mu = if slope < 0.0 && curv > 0.0 {
-            (-slope / curv).min(mu_max)
-        } else {
-            0.0
-        };
-        self.remember(alpha);
-        // α⁺ = (1+μ)α̃ − μα⁻ on idx: rewritten in place over supp α, collected past it.
+        Ok(([slope, curv], mu_max, bind))
+    }
+
+    /// α ← α⁺ = (1+μ)α̃ − μα⁻ on idx: rewritten in place over supp α (its first `na`
+    /// entries), collected past it; `bind` leaves exactly when μ reaches μ_max.
+    fn apply(&mut self, alpha: &mut ActiveSet, na: usize, mu: f64, mu_max: f64, bind: usize) {
         let value = |k: usize| -> f64 {
             if mu > 0.0 {
                 if self.idx[k] == bind && mu >= mu_max {
@@ -205,7 +212,7 @@ impl Variant for Partan {
                 self.leave.push(self.idx[k]);
             }
         }
-        for k in na..n {
+        for k in na..self.idx.len() {
             let v = value(k);
             if v > 0.0 {
                 self.join.push((self.idx[k], v));
@@ -217,6 +224,32 @@ impl Variant for Partan {
         for &(i, v) in &self.join {
             alpha.set(i, v);
         }
+    }
+}
+
+impl Variant for Partan {
+    fn prepare(&mut self, be: &mut dyn Backend) {
+        be.enable_prev();
+    }
+
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+        let s = red.s;
+        let q_ss = be.q_diag(s);
+        let (lambda, _) = steps::toward(state.f, red.g_s, q_ss);
+        let alpha = &mut state.alpha;
+        if self.prev_w.is_empty() {
+            return self.first_step(alpha, s, lambda, be);
+        }
+        let na = alpha.len();
+        self.align(alpha, s, lambda);
+        let ([slope, curv], mu_max, bind) = self.slope_and_bound(be, s, lambda, red.alpha_g)?;
+        let mu = if slope < 0.0 && curv > 0.0 {
+            (-slope / curv).min(mu_max)
+        } else {
+            0.0
+        };
+        self.remember(alpha);
+        self.apply(alpha, na, mu, mu_max, bind);
         be.update(&Update {
             scale: (1.0 + mu) * (1.0 - lambda),
             cols: [Some((s, (1.0 + mu) * lambda)), None],
