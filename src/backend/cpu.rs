@@ -14,6 +14,7 @@ use crate::problem::Problem;
 use rayon::prelude::*;
 
 mod in_place;
+mod touched;
 
 /// Rows per parallel task (a multiple of LANES).
 const CHUNK: usize = 2048;
@@ -130,6 +131,8 @@ pub struct CpuBackend<'a, T: Elem> {
     /// (k, the 2k-th lowest g) of the last [`Backend::lowest`] (see there).
     lowest_bound: (usize, f64),
     ptr_buf: Vec<(SendPtr<T>, f64)>,
+    /// The touched rows' bits, for their entries computed in place (see `touched.rs`).
+    touched_bits: touched::TouchedBits,
 }
 
 /// A point held for its columns only ([`Backend::add_guest`]).
@@ -251,6 +254,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             col_buf: Vec::new(),
             lowest_bound: (0, f64::NEG_INFINITY),
             ptr_buf: Vec::new(),
+            touched_bits: touched::TouchedBits::default(),
         }
     }
 
@@ -732,9 +736,19 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         grr.chunk_row(k0, h, min)
                     })
                     .collect_into_vec(&mut self.chunk_min);
-                // The touched rows' own entries, in column order as updates by pairs add them
-                // (`pass_distinct`'s arithmetic: a_u·(y_i y_j k̃ + δ_ij/C_j)).
+            }
+        }
+
+        if self.groups.is_some() {
+            // The touched rows' own entries, in column order as updates by pairs add them
+            // (`pass_distinct`'s arithmetic: a_u·(y_i y_j k̃ + δ_ij/C_j)): computed where they
+            // are used for bit rows, else read from the columns.
+            if !self.update_touched_in_place(scale, cols) {
+                let dd = self.distinct.as_ref().expect("groups have distinct rows");
+                let n = dd.n;
+                let gr = self.groups.as_mut().expect("groups");
                 let (prob, guests, rep) = (self.prob, &self.guests, &dd.rep);
+                let ptrs = &ptrs;
                 gr.update_touched_many(scale, cols.len(), |i, u| {
                     let ((p, _), (j, c)) = (ptrs[u], cols[u]);
                     let (yj, inv_c) = if j < m {
@@ -750,8 +764,9 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     }
                     c * q
                 });
-                self.chunk_min.push(gr.touched_min());
             }
+            let gr = self.groups.as_ref().expect("groups");
+            self.chunk_min.push(gr.touched_min());
         }
         self.ptr_buf = ptrs;
         self.min_valid = true;

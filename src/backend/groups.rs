@@ -23,6 +23,9 @@
 
 use super::update::NEGATIVE;
 
+/// Touched rows per task of [`Groups::update_touched_chunks`] (a multiple of the SIMD lanes).
+pub const TOUCHED_CHUNK: usize = 256;
+
 /// Groups of equal rows and the gradient kept per group; see the module documentation.
 pub struct Groups {
     /// Per group: its distinct row, the label's sign in the top bit ([`NEGATIVE`] for −1).
@@ -48,9 +51,11 @@ pub struct Groups {
     /// g and g⁻ per row, kept on the touched rows only (t⁻ empty until `enable_prev`).
     t: Vec<f64>,
     tp: Vec<f64>,
-    /// The touched rows, in the order they were touched.
+    /// The touched rows, in the order they were touched (only appended to between resets).
     touched: Vec<u32>,
     is_touched: Vec<bool>,
+    /// Times the touched rows were reset (so a copy of them knows when to start over).
+    resets: u64,
     /// The touched rows' new g of [`Groups::update_touched_many`] (kept between calls).
     scratch: Vec<f64>,
 }
@@ -110,6 +115,7 @@ impl Groups {
             tp: Vec::new(),
             touched: Vec::new(),
             is_touched: vec![false; m],
+            resets: 0,
             scratch: Vec::new(),
         };
         g.untouch_all();
@@ -127,6 +133,7 @@ impl Groups {
             self.is_touched[i as usize] = false;
         }
         self.touched.clear();
+        self.resets += 1;
         self.untouched = (0..n).map(|k| self.start[k + 1] - self.start[k]).collect();
         self.first = (0..n)
             .map(|k| self.members[self.start[k] as usize])
@@ -266,6 +273,12 @@ impl Groups {
         }
     }
 
+    /// The touched rows in the order they were touched, and how many times they were reset
+    /// (between two resets rows are only appended).
+    pub fn touched(&self) -> (&[u32], u64) {
+        (&self.touched, self.resets)
+    }
+
     /// g ← scale·g + Σ_u term(i, u) on the touched rows for `n` columns, added in column
     /// order: the numbers [`update_touched`](Self::update_touched) gives applied pair by pair
     /// (g⁻ unchanged), in one parallel pass over the rows.
@@ -275,20 +288,37 @@ impl Groups {
         n: usize,
         term: impl Fn(usize, usize) -> f64 + Sync,
     ) {
+        self.update_touched_chunks(scale, |_, rows, v| {
+            for (o, &i) in v.iter_mut().zip(rows) {
+                for u in 0..n {
+                    *o += term(i as usize, u);
+                }
+            }
+        });
+    }
+
+    /// g ← scale·g + terms on the touched rows, in parallel chunks of [`TOUCHED_CHUNK`]:
+    /// `add(k0, rows, v)` gets the chunk's first position among the touched rows, its rows and
+    /// their scale·g, and adds the terms.
+    pub fn update_touched_chunks(
+        &mut self,
+        scale: f64,
+        add: impl Fn(usize, &[u32], &mut [f64]) + Sync,
+    ) {
         use rayon::prelude::*;
         let t = &self.t;
+        self.scratch.clear();
+        self.scratch.resize(self.touched.len(), 0.0);
         self.touched
-            .par_iter()
-            .with_min_len(256)
-            .map(|&i| {
-                let i = i as usize;
-                let mut v = scale * t[i];
-                for u in 0..n {
-                    v += term(i, u);
+            .par_chunks(TOUCHED_CHUNK)
+            .zip(self.scratch.par_chunks_mut(TOUCHED_CHUNK))
+            .enumerate()
+            .for_each(|(c, (rows, v))| {
+                for (o, &i) in v.iter_mut().zip(rows) {
+                    *o = scale * t[i as usize];
                 }
-                v
-            })
-            .collect_into_vec(&mut self.scratch);
+                add(c * TOUCHED_CHUNK, rows, v);
+            });
         for (&i, &v) in self.touched.iter().zip(&self.scratch) {
             self.t[i as usize] = v;
         }

@@ -10,7 +10,9 @@ use crate::kernel::Kernel;
 use std::borrow::Cow;
 
 mod hamming;
-pub use hamming::{RbfTable, binary_rbf_entries, binary_rbf_entry};
+pub use hamming::{
+    RbfTable, binary_rbf_entries, binary_rbf_entries_against, binary_rbf_entry, push_bit_row,
+};
 use hamming::{hamming_any, query_bits};
 
 /// Rows per AoSoA block.

@@ -244,15 +244,55 @@ pub fn binary_rbf_entries(
     r0: usize,
     out: &mut [f32],
 ) -> bool {
-    let Layout::Binary { words, bits } = layout else {
+    let ys = &y[r0..r0 + out.len()];
+    binary_rbf_entries_against(layout, j, layout, table, ys, y[j], r0, out)
+}
+
+/// [`binary_rbf_entries`] for rows r0..r0 + out.len() of `rows` against row j of `of`, both
+/// bit rows of the same width (a selection of `of`'s rows, say): `y` holds those rows'
+/// labels (out.len() of them) and `yj` the query's. `r0` must be a multiple of LANES.
+#[allow(clippy::too_many_arguments)]
+pub fn binary_rbf_entries_against(
+    of: &Layout<'_>,
+    j: usize,
+    rows: &Layout<'_>,
+    table: &RbfTable,
+    y: &[f64],
+    yj: f64,
+    r0: usize,
+    out: &mut [f32],
+) -> bool {
+    let (Layout::Binary { words, bits: qbits }, Layout::Binary { words: rw, bits }) = (of, rows)
+    else {
         return false;
     };
+    if words != rw {
+        return false;
+    }
     let (words, n) = (*words, out.len());
     let mut qb = [0u64; MAX_BINARY_WORDS];
-    row_bits(bits, words, j, &mut qb);
+    row_bits(qbits, words, j, &mut qb);
     let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
     let rows = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
-    hamming_any(rows, words, &qb, table, &y[r0..r0 + n], y[j], out)
+    hamming_any(rows, words, &qb, table, y, yj, out)
+}
+
+/// Appends row j of the bit rows `of` to the blocked bit rows `bits` of `len` rows (`words`
+/// per row, as [`Layout::Binary`] holds them), growing it by a block when full.
+pub fn push_bit_row(of: &Layout<'_>, j: usize, bits: &mut Vec<u64>, len: usize) -> bool {
+    let Layout::Binary { words, bits: src } = of else {
+        return false;
+    };
+    let words = *words;
+    let (b, l) = (len / LANES, len % LANES);
+    if l == 0 {
+        bits.resize((b + 1) * words * LANES, 0);
+    }
+    let (sb, sl) = (j / LANES, j % LANES);
+    for w in 0..words {
+        bits[(b * words + w) * LANES + l] = src[(sb * words + w) * LANES + sl];
+    }
+    true
 }
 
 /// Q_ij without the 1/C diagonal, in f32, for [`Layout::Binary`] rows by `table`: the entry
