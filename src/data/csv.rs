@@ -109,6 +109,38 @@ impl CsvState<'_> {
             return Ok(());
         }
         let n = line.iter().filter(|&&c| c == b',').count() + 1;
+        if self.is_header_or_checked(line, n)? {
+            return Ok(());
+        }
+        let mut label = 0.0;
+        for (c, field) in line.split(|&c| c == b',').enumerate() {
+            let f = clean(field);
+            if f.is_empty() {
+                return Err(self.err(format!(
+                    "field {} of {n} is empty: expected a number",
+                    c + 1
+                )));
+            }
+            if c == self.label {
+                label = self.number::<f64>(f, c, "label", "")?;
+            } else {
+                let v: f32 = self.number(f, c, "value", " (f32 range is ±3.4e38)")?;
+                if v != 0.0 {
+                    let j = if c > self.label { c - 1 } else { c };
+                    self.indices.push(j as u32);
+                    self.values.push(v);
+                }
+            }
+        }
+        self.labels.push(label);
+        self.indptr.push(self.indices.len());
+        Ok(())
+    }
+
+    /// On the first line, the label column (checked against its fields) and whether the
+    /// line is a header (true: skip it); on the others, the field count checked against the
+    /// first line's.
+    fn is_header_or_checked(&mut self, line: &[u8], n: usize) -> Result<bool> {
         match self.first {
             None => {
                 self.first = Some((n, self.line));
@@ -135,9 +167,7 @@ impl CsvState<'_> {
                     .split(|&c| c == b',')
                     .map(clean)
                     .any(|f| !f.is_empty() && fast_float2::parse::<f64, _>(f).is_err());
-                if is_header {
-                    return Ok(());
-                }
+                return Ok(is_header);
             }
             Some((expected, first_line)) => {
                 if n != expected {
@@ -147,61 +177,31 @@ impl CsvState<'_> {
                 }
             }
         }
-        let mut label = 0.0;
-        for (c, field) in line.split(|&c| c == b',').enumerate() {
-            let f = clean(field);
-            if f.is_empty() {
-                return Err(self.err(format!(
-                    "field {} of {n} is empty: expected a number",
-                    c + 1
-                )));
-            }
-            if c == self.label {
-                label = match fast_float2::parse::<f64, _>(f) {
-                    Ok(y) if y.is_finite() => y,
-                    Ok(_) => {
-                        return Err(self.err(format!(
-                            "label `{}` in field {} is not a finite number",
-                            show(f),
-                            c + 1
-                        )));
-                    }
-                    Err(_) => {
-                        return Err(self.err(format!(
-                            "malformed label `{}` in field {}: expected a number",
-                            show(f),
-                            c + 1
-                        )));
-                    }
-                };
-            } else {
-                let v = match fast_float2::parse::<f32, _>(f) {
-                    Ok(v) if v.is_finite() => v,
-                    Ok(_) => {
-                        return Err(self.err(format!(
-                            "value `{}` in field {} is not a finite number (f32 range is ±3.4e38)",
-                            show(f),
-                            c + 1
-                        )));
-                    }
-                    Err(_) => {
-                        return Err(self.err(format!(
-                            "malformed value `{}` in field {}: expected a number",
-                            show(f),
-                            c + 1
-                        )));
-                    }
-                };
-                if v != 0.0 {
-                    let j = if c > self.label { c - 1 } else { c };
-                    self.indices.push(j as u32);
-                    self.values.push(v);
-                }
-            }
+        Ok(false)
+    }
+
+    /// The field's number: the label (f64) or a feature value (f32), finite, or the error
+    /// naming field c (0-based).
+    fn number<F: fast_float2::FastFloat + Into<f64>>(
+        &self,
+        f: &[u8],
+        c: usize,
+        what: &str,
+        range: &str,
+    ) -> Result<F> {
+        match fast_float2::parse::<F, _>(f) {
+            Ok(v) if v.into().is_finite() => Ok(v),
+            Ok(_) => Err(self.err(format!(
+                "{what} `{}` in field {} is not a finite number{range}",
+                show(f),
+                c + 1
+            ))),
+            Err(_) => Err(self.err(format!(
+                "malformed {what} `{}` in field {}: expected a number",
+                show(f),
+                c + 1
+            ))),
         }
-        self.labels.push(label);
-        self.indptr.push(self.indices.len());
-        Ok(())
     }
 }
 
