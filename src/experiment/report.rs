@@ -105,80 +105,8 @@ pub fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
                     .join(" | "),
                 "---|".repeat(plan.algorithms.len())
             );
-            let has_fw = plan.algorithms.contains(&Algorithm::Fw);
             for ds in &names {
-                let fw = mean(&cell(runs, ds, b, eps, Algorithm::Fw, |r| r.seconds));
-                let row = |label: &str, f: &dyn Fn(Algorithm) -> String| {
-                    let cells: Vec<String> = plan.algorithms.iter().map(|&a| f(a)).collect();
-                    format!("| {label} | {} |\n", cells.join(" | "))
-                };
-                let _ = writeln!(s, "| **{ds}** |{}", " |".repeat(plan.algorithms.len()));
-                let stat = |alg: Algorithm, f: fn(&Run) -> f64| cell(runs, ds, b, eps, alg, f);
-                s.push_str(&row("Acc (%)", &|a| {
-                    let v = stat(a, |r| r.accuracy);
-                    if v.is_empty() {
-                        "–".into()
-                    } else {
-                        format!("{:.2}", mean(&v))
-                    }
-                }));
-                s.push_str(&row("Time (s)", &|a| {
-                    let v = stat(a, |r| r.seconds);
-                    if v.is_empty() {
-                        return "–".into();
-                    }
-                    let capped = runs.iter().any(|r| {
-                        r.dataset == *ds
-                            && r.backend == b
-                            && r.eps == eps
-                            && r.algorithm == a
-                            && !r.stop.starts_with("converged")
-                    });
-                    format!(
-                        "{:.3}{}{}",
-                        mean(&v),
-                        if v.len() > 1 {
-                            format!(" ± {:.3}", sd(&v))
-                        } else {
-                            String::new()
-                        },
-                        if capped { " *" } else { "" }
-                    )
-                }));
-                if has_fw {
-                    s.push_str(&row("Speed-up vs fw", &|a| {
-                        let v = stat(a, |r| r.seconds);
-                        if v.is_empty() || !(fw > 0.0) {
-                            "–".into()
-                        } else {
-                            format!("{:.2}×", fw / mean(&v))
-                        }
-                    }));
-                }
-                s.push_str(&row("Iter", &|a| {
-                    let v = stat(a, |r| r.iterations as f64);
-                    if v.is_empty() {
-                        "–".into()
-                    } else {
-                        format!("{:.0}", mean(&v))
-                    }
-                }));
-                s.push_str(&row("SVs", &|a| {
-                    let v = stat(a, |r| r.svs as f64);
-                    if v.is_empty() {
-                        "–".into()
-                    } else {
-                        format!("{:.0}", mean(&v))
-                    }
-                }));
-                s.push_str(&row("Certified gap", &|a| {
-                    let v = stat(a, |r| r.gap);
-                    if v.is_empty() {
-                        "–".into()
-                    } else {
-                        format!("{:.2e}", mean(&v))
-                    }
-                }));
+                dataset_rows(&mut s, plan, runs, ds, b, eps);
             }
             let _ = writeln!(
                 s,
@@ -197,6 +125,72 @@ pub fn report(plan: &Plan, runs: &[Run], backends: &[&str]) -> String {
         );
     }
     s
+}
+
+/// One dataset's block of rows in a backend's and ε's table (Table 2 of Frandi et al. 2015).
+fn dataset_rows(s: &mut String, plan: &Plan, runs: &[Run], ds: &str, b: &str, eps: f64) {
+    let has_fw = plan.algorithms.contains(&Algorithm::Fw);
+    let fw = mean(&cell(runs, ds, b, eps, Algorithm::Fw, |r| r.seconds));
+    let row = |label: &str, f: &dyn Fn(Algorithm) -> String| {
+        let cells: Vec<String> = plan.algorithms.iter().map(|&a| f(a)).collect();
+        format!("| {label} | {} |\n", cells.join(" | "))
+    };
+    let _ = writeln!(s, "| **{ds}** |{}", " |".repeat(plan.algorithms.len()));
+    let stat = |alg: Algorithm, f: fn(&Run) -> f64| cell(runs, ds, b, eps, alg, f);
+    s.push_str(&row("Acc (%)", &|a| {
+        mean_or_dash(&stat(a, |r| r.accuracy), |m| format!("{:.2}", m))
+    }));
+    s.push_str(&row("Time (s)", &|a| {
+        let v = stat(a, |r| r.seconds);
+        if v.is_empty() {
+            return "–".into();
+        }
+        let capped = runs.iter().any(|r| {
+            r.dataset == *ds
+                && r.backend == b
+                && r.eps == eps
+                && r.algorithm == a
+                && !r.stop.starts_with("converged")
+        });
+        format!(
+            "{:.3}{}{}",
+            mean(&v),
+            if v.len() > 1 {
+                format!(" ± {:.3}", sd(&v))
+            } else {
+                String::new()
+            },
+            if capped { " *" } else { "" }
+        )
+    }));
+    if has_fw {
+        s.push_str(&row("Speed-up vs fw", &|a| {
+            let v = stat(a, |r| r.seconds);
+            if v.is_empty() || !(fw > 0.0) {
+                "–".into()
+            } else {
+                format!("{:.2}×", fw / mean(&v))
+            }
+        }));
+    }
+    s.push_str(&row("Iter", &|a| {
+        mean_or_dash(&stat(a, |r| r.iterations as f64), |m| format!("{:.0}", m))
+    }));
+    s.push_str(&row("SVs", &|a| {
+        mean_or_dash(&stat(a, |r| r.svs as f64), |m| format!("{:.0}", m))
+    }));
+    s.push_str(&row("Certified gap", &|a| {
+        mean_or_dash(&stat(a, |r| r.gap), |m| format!("{:.2e}", m))
+    }));
+}
+
+/// `show` of the mean of `v`, or "–" when there are no runs.
+fn mean_or_dash(v: &[f64], show: impl Fn(f64) -> String) -> String {
+    if v.is_empty() {
+        "–".into()
+    } else {
+        show(mean(v))
+    }
 }
 
 fn stats_section(s: &mut String, plan: &Plan, runs: &[Run], names: &[String], b: &str, eps: f64) {
