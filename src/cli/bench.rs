@@ -117,6 +117,38 @@ pub fn run(a: BenchArgs) -> Result<()> {
 
 fn kernels(a: KernelsArgs) -> Result<()> {
     set_threads(a.threads, false);
+    check_kernels_args(&a)?;
+    let targets = kernel_targets(&a)?;
+    let mut json = Vec::new();
+    for (name, dev, peak, src) in &targets {
+        println!(
+            "{name}: memory bandwidth {:.1} GB/s ({src}); {} kernel, {} precision",
+            peak / 1e9,
+            format!("{:?}", a.kernel).to_lowercase(),
+            format!("{:?}", a.precision).to_lowercase()
+        );
+        println!(
+            "| layout | m | d | non-zeros/row | data MB | column + update | GB/s | of peak | kernel evals/s | batched column (q) | batched evals/s | batched GB/s (effective) | iteration (cached column) | round trip |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for &layout in &a.layouts {
+            for &d in &a.dims {
+                for &m in &a.rows {
+                    json.push(kernel_row(&a, (name, dev, *peak), layout, d, m)?);
+                }
+            }
+        }
+        println!();
+    }
+    if let Some(path) = &a.json {
+        let text = format!("[\n  {}\n]\n", json.join(",\n  "));
+        crate::output::write_output(path, |f| std::io::Write::write_all(f, text.as_bytes()))?;
+    }
+    Ok(())
+}
+
+/// Refuses arguments the measurement cannot use.
+fn check_kernels_args(a: &KernelsArgs) -> Result<()> {
     if !(a.density > 0.0 && a.density <= 1.0) {
         return Err(Error::param(format!(
             "--density must be in (0, 1], got {}",
@@ -140,6 +172,11 @@ fn kernels(a: KernelsArgs) -> Result<()> {
             "--dims: need at least 1 feature, got {bad}"
         )));
     }
+    Ok(())
+}
+
+/// The backends to measure: (name, device, memory bandwidth in bytes/s, where it came from).
+fn kernel_targets(a: &KernelsArgs) -> Result<Vec<(String, Device, f64, String)>> {
     let precision = a.precision;
     let mut targets: Vec<(String, Device, f64, String)> = Vec::new();
     if a.backend != BenchBackend::Gpu {
@@ -177,88 +214,76 @@ fn kernels(a: KernelsArgs) -> Result<()> {
             targets.push((dev.describe(), dev.clone(), peak, src));
         }
     }
-    let mut json = Vec::new();
-    for (name, dev, peak, src) in &targets {
-        println!(
-            "{name}: memory bandwidth {:.1} GB/s ({src}); {} kernel, {} precision",
-            peak / 1e9,
-            format!("{:?}", a.kernel).to_lowercase(),
-            format!("{precision:?}").to_lowercase()
-        );
-        println!(
-            "| layout | m | d | non-zeros/row | data MB | column + update | GB/s | of peak | kernel evals/s | batched column (q) | batched evals/s | batched GB/s (effective) | iteration (cached column) | round trip |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for &layout in &a.layouts {
-            for &d in &a.dims {
-                for &m in &a.rows {
-                    let density = if layout == LayoutArg::Dense {
-                        1.0
-                    } else {
-                        a.density
-                    };
-                    let ds = synthetic(m, d, density, a.seed);
-                    let gamma = 1.0 / d as f64;
-                    let kernel = match a.kernel {
-                        KernelKind::Rbf => Kernel::Rbf { gamma },
-                        KernelKind::Poly => Kernel::Poly {
-                            gamma,
-                            coef0: 1.0,
-                            degree: 3,
-                        },
-                        KernelKind::Linear => Kernel::Linear,
-                        KernelKind::Sigmoid => Kernel::Sigmoid { gamma, coef0: 0.0 },
-                    };
-                    let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
-                    let t = measure(dev, &prob, precision, a.min_time)?;
-                    let col_bytes = m as u64 * if precision == Precision::F64 { 8 } else { 4 };
-                    let q = a
-                        .batch
-                        .min(((1u64 << 30) / col_bytes).saturating_sub(2) as usize / 2);
-                    let batched = if q >= 2 {
-                        Some(measure_batched(
-                            dev, &prob, precision, q, col_bytes, a.min_time,
-                        )?)
-                    } else {
-                        None
-                    };
-                    let bytes = data_bytes(&ds) as f64;
-                    let gbs = bytes / t.column_s / 1e9;
-                    let layout = if ds.is_dense() { "dense" } else { "csr" };
-                    let nnz_row = ds.nnz() as f64 / m as f64;
-                    println!(
-                        "| {layout} | {m} | {d} | {nnz_row:.1} | {} | {} | {} | {} % | {:.3e} | {} | {} | {} | {} | {} |",
-                        sig(bytes / 1e6),
-                        fmt_s(t.column_s),
-                        sig(gbs),
-                        sig(100.0 * gbs * 1e9 / peak),
-                        m as f64 / t.column_s,
-                        batched.map_or("-".into(), |b| format!("{} ({q})", fmt_s(b))),
-                        batched.map_or("-".into(), |b| format!("{:.3e}", m as f64 / b)),
-                        batched.map_or("-".into(), |b| sig(bytes / b / 1e9)),
-                        fmt_s(t.iteration_s),
-                        fmt_s(t.round_trip_s),
-                    );
-                    json.push(format!(
-                        "{{\"backend\": {:?}, \"peak_gbs\": {}, \"layout\": \"{layout}\", \"m\": {m}, \"d\": {d}, \"nnz_per_row\": {nnz_row}, \"data_bytes\": {bytes}, \"column_s\": {}, \"column_gbs\": {gbs}, \"column_of_peak\": {}, \"batch_q\": {q}, \"batched_column_s\": {}, \"iteration_s\": {}, \"round_trip_s\": {}}}",
-                        name,
-                        peak / 1e9,
-                        t.column_s,
-                        gbs * 1e9 / peak,
-                        batched.map_or("null".into(), |b| b.to_string()),
-                        t.iteration_s,
-                        t.round_trip_s,
-                    ));
-                }
-            }
-        }
-        println!();
-    }
-    if let Some(path) = &a.json {
-        let text = format!("[\n  {}\n]\n", json.join(",\n  "));
-        crate::output::write_output(path, |f| std::io::Write::write_all(f, text.as_bytes()))?;
-    }
-    Ok(())
+    Ok(targets)
+}
+
+/// Measures one (layout, d, m) on one backend, prints its table row and returns its JSON
+/// object.
+fn kernel_row(
+    a: &KernelsArgs,
+    (name, dev, peak): (&str, &Device, f64),
+    layout: LayoutArg,
+    d: usize,
+    m: usize,
+) -> Result<String> {
+    let precision = a.precision;
+    let density = if layout == LayoutArg::Dense {
+        1.0
+    } else {
+        a.density
+    };
+    let ds = synthetic(m, d, density, a.seed);
+    let gamma = 1.0 / d as f64;
+    let kernel = match a.kernel {
+        KernelKind::Rbf => Kernel::Rbf { gamma },
+        KernelKind::Poly => Kernel::Poly {
+            gamma,
+            coef0: 1.0,
+            degree: 3,
+        },
+        KernelKind::Linear => Kernel::Linear,
+        KernelKind::Sigmoid => Kernel::Sigmoid { gamma, coef0: 0.0 },
+    };
+    let prob = Problem::new(&ds, ds.labels.clone(), kernel, 1.0)?;
+    let t = measure(dev, &prob, precision, a.min_time)?;
+    let col_bytes = m as u64 * if precision == Precision::F64 { 8 } else { 4 };
+    let q = a
+        .batch
+        .min(((1u64 << 30) / col_bytes).saturating_sub(2) as usize / 2);
+    let batched = if q >= 2 {
+        Some(measure_batched(
+            dev, &prob, precision, q, col_bytes, a.min_time,
+        )?)
+    } else {
+        None
+    };
+    let bytes = data_bytes(&ds) as f64;
+    let gbs = bytes / t.column_s / 1e9;
+    let layout = if ds.is_dense() { "dense" } else { "csr" };
+    let nnz_row = ds.nnz() as f64 / m as f64;
+    println!(
+        "| {layout} | {m} | {d} | {nnz_row:.1} | {} | {} | {} | {} % | {:.3e} | {} | {} | {} | {} | {} |",
+        sig(bytes / 1e6),
+        fmt_s(t.column_s),
+        sig(gbs),
+        sig(100.0 * gbs * 1e9 / peak),
+        m as f64 / t.column_s,
+        batched.map_or("-".into(), |b| format!("{} ({q})", fmt_s(b))),
+        batched.map_or("-".into(), |b| format!("{:.3e}", m as f64 / b)),
+        batched.map_or("-".into(), |b| sig(bytes / b / 1e9)),
+        fmt_s(t.iteration_s),
+        fmt_s(t.round_trip_s),
+    );
+    Ok(format!(
+        "{{\"backend\": {:?}, \"peak_gbs\": {}, \"layout\": \"{layout}\", \"m\": {m}, \"d\": {d}, \"nnz_per_row\": {nnz_row}, \"data_bytes\": {bytes}, \"column_s\": {}, \"column_gbs\": {gbs}, \"column_of_peak\": {}, \"batch_q\": {q}, \"batched_column_s\": {}, \"iteration_s\": {}, \"round_trip_s\": {}}}",
+        name,
+        peak / 1e9,
+        t.column_s,
+        gbs * 1e9 / peak,
+        batched.map_or("null".into(), |b| b.to_string()),
+        t.iteration_s,
+        t.round_trip_s,
+    ))
 }
 
 fn measure(
