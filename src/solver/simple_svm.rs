@@ -404,62 +404,16 @@ impl SimpleSvm {
     /// sends the blocking variable to L or U and repeats; then applies the change of α to g
     /// in one update.
     fn solve_block(&mut self, be: &mut dyn Backend) -> Result<()> {
-        // hu = H_WU α_U on W, from the synced gradient: g_W − H_WW α_W
-        let n = self.blk.len();
-        self.gbuf.resize(n, 0.0);
-        be.gather(&self.blk.idx, &mut self.gbuf)?;
-        self.hu.clear();
-        for r in 0..n {
-            let hw: f64 = self.blk.h[r]
-                .iter()
-                .zip(&self.blk.idx)
-                .map(|(h, &j)| h * self.alpha[j])
-                .sum();
-            self.hu.push(self.gbuf[r] - hw);
-        }
+        self.off_block_gradient(be)?;
         self.before.clear();
         self.before
             .extend(self.blk.idx.iter().map(|&j| (j, self.alpha[j])));
         while !self.blk.is_empty() {
-            let n = self.blk.len();
-            self.rhs.clear();
-            self.rhs.extend(self.hu.iter().map(|v| 1.0 - v));
-            self.yw.clear();
-            self.yw.extend(self.blk.idx.iter().map(|&j| self.y[j]));
-            self.z1.resize(n, 0.0);
-            self.z2.resize(n, 0.0);
-            self.blk.solve(&self.rhs, None, &mut self.z1, &mut self.ws);
-            self.blk.solve(&self.yw, None, &mut self.z2, &mut self.ws);
-            let ytz1: f64 = self.yw.iter().zip(&self.z1).map(|(a, b)| a * b).sum();
-            let ytz2: f64 = self.yw.iter().zip(&self.z2).map(|(a, b)| a * b).sum();
-            let c_eq = -self.sum_yu;
-            let bb = if ytz2.abs() > 0.0 {
-                (ytz1 - c_eq) / ytz2
-            } else {
-                self.b
-            };
-            self.target.clear();
-            self.target
-                .extend(self.z1.iter().zip(&self.z2).map(|(a, b)| a - bb * b));
-            // largest feasible fraction t of the way from α_W to the target
-            let (mut t, mut block_k) = (1.0f64, usize::MAX);
-            for k in 0..n {
-                let j = self.blk.idx[k];
-                let a = self.alpha[j];
-                let d = self.target[k] - a;
-                let lim = if d < 0.0 {
-                    a / -d
-                } else if d > 0.0 {
-                    (self.cost[j] - a) / d
-                } else {
-                    f64::INFINITY
-                };
-                if lim < t {
-                    t = lim;
-                    block_k = k;
-                }
-            }
+            let bb = self.newton_target();
+            // The largest feasible fraction t of the way from α_W to the target.
+            let (t, block_k) = self.feasible_fraction();
             self.last_t = t.max(0.0);
+            let n = self.blk.len();
             for (&j, &tk) in self.blk.idx.iter().zip(&self.target).take(n) {
                 self.alpha[j] += t.max(0.0) * (tk - self.alpha[j]);
             }
@@ -467,27 +421,7 @@ impl SimpleSvm {
                 self.b = bb;
                 break;
             }
-            let j = self.blk.idx[block_k];
-            let cj = self.cost[j];
-            let to_upper = self.target[block_k] > self.alpha[j] || self.alpha[j] >= 0.5 * cj;
-            if to_upper {
-                self.alpha[j] = cj;
-                self.status[j] = U;
-                self.sum_yu += self.y[j] * cj;
-                self.upper.insert(j);
-                self.hrow.clear();
-                self.hrow.extend_from_slice(&self.blk.h[block_k]);
-                for (r, h) in self.hu.iter_mut().zip(&self.hrow) {
-                    *r += h * cj;
-                }
-                be.set_marks(&[(j, mark::HIGH)])?;
-            } else {
-                self.alpha[j] = 0.0;
-                self.status[j] = L;
-                be.set_marks(&[(j, mark::LOW)])?;
-            }
-            self.blk.remove(block_k);
-            self.hu.remove(block_k);
+            self.send_to_bound(block_k, be)?;
         }
         self.changed.clear();
         for &(j, a0) in &self.before {
@@ -505,6 +439,98 @@ impl SimpleSvm {
         } else {
             0
         };
+        Ok(())
+    }
+
+    /// hu = H_WU α_U on W, from the synced gradient: g_W − H_WW α_W.
+    fn off_block_gradient(&mut self, be: &mut dyn Backend) -> Result<()> {
+        let n = self.blk.len();
+        self.gbuf.resize(n, 0.0);
+        be.gather(&self.blk.idx, &mut self.gbuf)?;
+        self.hu.clear();
+        for r in 0..n {
+            let hw: f64 = self.blk.h[r]
+                .iter()
+                .zip(&self.blk.idx)
+                .map(|(h, &j)| h * self.alpha[j])
+                .sum();
+            self.hu.push(self.gbuf[r] - hw);
+        }
+        Ok(())
+    }
+
+    /// The solution of the KKT system on W into `target` (α_W = z1 − b·z2 with H z1 = 1 − hu,
+    /// H z2 = y and yᵀα_W = −Σ_U y_j α_j fixing b); returns b.
+    fn newton_target(&mut self) -> f64 {
+        let n = self.blk.len();
+        self.rhs.clear();
+        self.rhs.extend(self.hu.iter().map(|v| 1.0 - v));
+        self.yw.clear();
+        self.yw.extend(self.blk.idx.iter().map(|&j| self.y[j]));
+        self.z1.resize(n, 0.0);
+        self.z2.resize(n, 0.0);
+        self.blk.solve(&self.rhs, None, &mut self.z1, &mut self.ws);
+        self.blk.solve(&self.yw, None, &mut self.z2, &mut self.ws);
+        let ytz1: f64 = self.yw.iter().zip(&self.z1).map(|(a, b)| a * b).sum();
+        let ytz2: f64 = self.yw.iter().zip(&self.z2).map(|(a, b)| a * b).sum();
+        let c_eq = -self.sum_yu;
+        let bb = if ytz2.abs() > 0.0 {
+            (ytz1 - c_eq) / ytz2
+        } else {
+            self.b
+        };
+        self.target.clear();
+        self.target
+            .extend(self.z1.iter().zip(&self.z2).map(|(a, b)| a - bb * b));
+        bb
+    }
+
+    /// (t, k): the largest fraction t ≤ 1 of the way from α_W to the target that keeps
+    /// 0 ≤ α ≤ C, and the point of W that blocks it (usize::MAX when none does).
+    fn feasible_fraction(&self) -> (f64, usize) {
+        let (mut t, mut block_k) = (1.0f64, usize::MAX);
+        for k in 0..self.blk.len() {
+            let j = self.blk.idx[k];
+            let a = self.alpha[j];
+            let d = self.target[k] - a;
+            let lim = if d < 0.0 {
+                a / -d
+            } else if d > 0.0 {
+                (self.cost[j] - a) / d
+            } else {
+                f64::INFINITY
+            };
+            if lim < t {
+                t = lim;
+                block_k = k;
+            }
+        }
+        (t, block_k)
+    }
+
+    /// Sends the blocking point W[k] to U (α = C) or L (α = 0) and takes it out of W.
+    fn send_to_bound(&mut self, block_k: usize, be: &mut dyn Backend) -> Result<()> {
+        let j = self.blk.idx[block_k];
+        let cj = self.cost[j];
+        let to_upper = self.target[block_k] > self.alpha[j] || self.alpha[j] >= 0.5 * cj;
+        if to_upper {
+            self.alpha[j] = cj;
+            self.status[j] = U;
+            self.sum_yu += self.y[j] * cj;
+            self.upper.insert(j);
+            self.hrow.clear();
+            self.hrow.extend_from_slice(&self.blk.h[block_k]);
+            for (r, h) in self.hu.iter_mut().zip(&self.hrow) {
+                *r += h * cj;
+            }
+            be.set_marks(&[(j, mark::HIGH)])?;
+        } else {
+            self.alpha[j] = 0.0;
+            self.status[j] = L;
+            be.set_marks(&[(j, mark::LOW)])?;
+        }
+        self.blk.remove(block_k);
+        self.hu.remove(block_k);
         Ok(())
     }
 
