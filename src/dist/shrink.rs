@@ -228,12 +228,7 @@ pub fn solve(
         }
         let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
         let elapsed = run.start.elapsed();
-        let round_params = SolverParams {
-            certify: false,
-            max_iter: params.max_iter.saturating_sub(run.iterations),
-            time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
-            ..params.clone()
-        };
+        let round_params = run.round_params(params, elapsed);
         let mut gw: Vec<f64> = Vec::new();
         let mut smaller: Option<Vec<bool>> = None;
         let mut check = |state: &crate::solver::State,
@@ -299,20 +294,11 @@ pub fn solve(
                 }),
             )?
         };
-        run.iterations += r.iterations;
-        run.backend_stats.add(&r.stats);
         // Back to global numbering: each round point's owner knows its row.
         let global = from_owners(comm, &r.alpha, &round, |k| slice.first + rows[k])?;
-        run.alpha = ActiveSet::new(m);
-        for ((_, a), &j) in r.alpha.iter().zip(&global) {
-            run.alpha.set(j, a);
-        }
+        run.took(&r, |p, _| global[p]);
         if r.stop == StopReason::Yielded {
-            for (k, &i) in rows.iter().enumerate() {
-                g[i] = gw[k];
-            }
-            in_w = smaller.take().expect("a yield carries the smaller set");
-            run.stats.shrinks += 1;
+            in_w = run.shrunk(&mut g, &rows, &gw, smaller.take());
             continue;
         }
         if let Some(result) = run.close(&mut known, &mut g, &r, params, kappa, observers)? {

@@ -204,6 +204,24 @@ fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, sp: &ShrinkParams) -> u
     added
 }
 
+/// [`grow`], with the points it adds pinned (they stay in W: the rounds cannot cycle).
+fn grow_pinned(
+    in_w: &mut [bool],
+    pinned: &mut [bool],
+    g: &[f64],
+    alpha: &ActiveSet,
+    sp: &ShrinkParams,
+) -> usize {
+    let before = in_w.to_vec();
+    let added = grow(in_w, g, alpha, sp);
+    for (p, (&now, &was)) in pinned.iter_mut().zip(in_w.iter().zip(&before)) {
+        if now && !was {
+            *p = true;
+        }
+    }
+    added
+}
+
 /// W = the support of α and the points of lowest `est` outside it (ties to the lower index),
 /// `size` points in all (every point when `size` ≥ m).
 fn first_working_set(in_w: &mut [bool], est: &[f64], alpha: &ActiveSet, size: usize) {
@@ -269,6 +287,48 @@ impl Rounds {
                 ..Default::default()
             },
             idle: 0,
+        }
+    }
+
+    /// A round's settings: no certification (the rounds' exact pass certifies), and what is
+    /// left of the iteration and time limits `elapsed` into the run.
+    pub(crate) fn round_params(
+        &self,
+        params: &SolverParams,
+        elapsed: std::time::Duration,
+    ) -> SolverParams {
+        SolverParams {
+            certify: false,
+            max_iter: params.max_iter.saturating_sub(self.iterations),
+            time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
+            ..params.clone()
+        }
+    }
+
+    /// After a round that yielded to shrink W: `g` takes the gradient the yield check gathered
+    /// on W's rows (that of the α the round ended with); returns the smaller W.
+    pub(crate) fn shrunk(
+        &mut self,
+        g: &mut [f64],
+        rows: &[usize],
+        gw: &[f64],
+        smaller: Option<Vec<bool>>,
+    ) -> Vec<bool> {
+        for (&i, &v) in rows.iter().zip(gw) {
+            g[i] = v;
+        }
+        self.stats.shrinks += 1;
+        smaller.expect("a yield carries the smaller set")
+    }
+
+    /// Counts round `r`'s iterations and work and takes its α, the round's point k (the p-th
+    /// entry of its support) being point `at(p, k)` of the whole problem.
+    pub(crate) fn took(&mut self, r: &SolveResult, at: impl Fn(usize, usize) -> usize) {
+        self.iterations += r.iterations;
+        self.backend_stats.add(&r.stats);
+        self.alpha = ActiveSet::new(self.stats.m);
+        for (p, (k, a)) in r.alpha.iter().enumerate() {
+            self.alpha.set(at(p, k), a);
         }
     }
 
@@ -348,11 +408,139 @@ pub fn solve(
     let m = prob.len();
     let kappa = match params.stop {
         StopRule::Gap => 0.0,
-        StopRule::Meb => {
-            super::check_meb_kernel(prob)?;
-            prob.q_diag(0)
-        }
+        StopRule::Meb => super::check_meb_kernel(prob).map(|()| prob.q_diag(0))?,
     };
+    let (alpha, warm, mut g, mut in_w) = starting_point(prob, device, cpu, params, sp)?;
+    // Points brought back by a rebuild stay in W: the rounds cannot cycle.
+    let mut pinned = vec![false; m];
+    let mut run = Rounds::new(alpha, m, start);
+    // The last round's column cache restricted to the next W (after a shrink): the next round
+    // starts with the columns computed so far instead of computing them again.
+    let mut carried: Option<crate::backend::ColumnExport> = None;
+    loop {
+        let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
+        let n = rows.len();
+        run.stats.round(n);
+        // The round's problem: W's rows (the whole problem when W is everything).
+        let sub;
+        let sub_prob;
+        let (round_prob, round_dev) = if n == m {
+            (prob, device.clone())
+        } else {
+            sub = prob.data.subset(&rows);
+            sub_prob = prob.restricted(&sub, &rows)?;
+            (&sub_prob, device.restrict(&rows))
+        };
+        // The round starts from the gradient the last one ended with (`g` holds it on W's
+        // rows): exact after a rebuild, the backend's own after a shrink.
+        let (start_w, start_g) = on_rows(&run.alpha, &g, &rows, m);
+        let elapsed = run.start.elapsed();
+        let round_params = run.round_params(params, elapsed);
+        // Every CHECK_EVERY iterations: would the rule set enough points aside to pay for a
+        // new backend? Then hand back, with the smaller set.
+        let mut gw = vec![0.0; n];
+        let mut smaller: Option<Vec<bool>> = None;
+        let mut check = shrink_check(&rows, &pinned, params, sp, &mut gw, &mut smaller);
+        let r = {
+            let mut be = round_dev.backend(round_prob, cpu)?;
+            if let Some(cols) = carried.take() {
+                be.adopt_columns(cols);
+            }
+            let mut off = Offset {
+                inner: &mut *observers,
+                iter: run.iterations,
+                seconds: elapsed.as_secs_f64(),
+            };
+            let mut obs: [&mut dyn Observer; 1] = [&mut off];
+            let r = solve_from(
+                round_prob,
+                be.as_mut(),
+                &round_params,
+                &mut obs,
+                Some((start_w, Some(start_g))),
+                Some(YieldCheck {
+                    every: check_every(params.algorithm),
+                    check: &mut check,
+                }),
+            )?;
+            drop(check);
+            if r.stop == StopReason::Yielded
+                && let Some(mask) = &smaller
+            {
+                let keep: Vec<usize> = (0..n).filter(|&k| mask[rows[k]]).collect();
+                carried = be.export_columns(&keep);
+            } else if r.stop == StopReason::Converged {
+                // No column survives a grown W, but the cache's memory does.
+                carried = be.export_columns(&[]);
+            }
+            r
+        };
+        run.took(&r, |_, k| rows[k]);
+        if r.stop == StopReason::Yielded {
+            in_w = run.shrunk(&mut g, &rows, &gw, smaller.take());
+            continue;
+        }
+        // The exact pass over every point: the certification, and the rebuild of the set-aside
+        // gradients when the run goes on.
+        if let Some(mut result) =
+            run.close(&mut Local(prob), &mut g, &r, params, kappa, observers)?
+        {
+            result.warm = warm;
+            return Ok(result);
+        }
+        let added = grow_pinned(&mut in_w, &mut pinned, &g, &run.alpha, sp);
+        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+    }
+}
+
+/// The rounds' yield check: once the gap is within [`CLOSE`] times what the stop rule asks
+/// (LIBSVM likewise reconsiders its shrinking near the end), gathers W's gradient into `gw`
+/// and yields when [`smaller_set`] gives a smaller W (left in `smaller`).
+fn shrink_check<'c>(
+    rows: &'c [usize],
+    pinned: &'c [bool],
+    params: &'c SolverParams,
+    sp: &'c ShrinkParams,
+    gw: &'c mut Vec<f64>,
+    smaller: &'c mut Option<Vec<bool>>,
+) -> impl FnMut(
+    &super::State,
+    &crate::backend::Reduction,
+    &mut dyn crate::backend::Backend,
+) -> Result<bool>
++ 'c {
+    let (n, m) = (rows.len(), pinned.len());
+    let all: Vec<usize> = (0..n).collect();
+    move |state, red, be| {
+        if n <= sp.min_size {
+            return Ok(false);
+        }
+        let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
+        if red.alpha_g - red.g_s > CLOSE * target {
+            return Ok(false);
+        }
+        be.gather(&all, gw)?;
+        *smaller = smaller_set(gw, rows, &state.alpha, pinned, red.alpha_g, sp, m);
+        Ok(smaller.is_some())
+    }
+}
+
+/// The run's start: α (warm-started or the initial vertex), the warm start's report, α's
+/// gradient (on the first W's rows) and the first W.
+#[allow(clippy::type_complexity)]
+fn starting_point(
+    prob: &Problem<'_>,
+    device: &Device,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: &ShrinkParams,
+) -> Result<(
+    ActiveSet,
+    Option<super::warm::WarmStats>,
+    Vec<f64>,
+    Vec<bool>,
+)> {
+    let m = prob.len();
     let (alpha, warm, estimate) = if super::warm::applies(params, m) {
         let (a, w, est) = super::warm::start(prob, device, cpu, params, Some(*sp))?;
         (a, Some(w), Some(est))
@@ -385,155 +573,60 @@ pub fn solve(
             grow(&mut in_w, &g, &alpha, sp);
         }
     }
-    // Points brought back by a rebuild stay in W: the rounds cannot cycle.
-    let mut pinned = vec![false; m];
-    let mut run = Rounds::new(alpha, m, start);
-    // The last round's column cache restricted to the next W (after a shrink): the next round
-    // starts with the columns computed so far instead of computing them again.
-    let mut carried: Option<crate::backend::ColumnExport> = None;
-    loop {
-        let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
-        let n = rows.len();
-        run.stats.round(n);
-        // The round's problem: W's rows (the whole problem when W is everything).
-        let sub;
-        let sub_prob;
-        let (round_prob, round_dev) = if n == m {
-            (prob, device.clone())
-        } else {
-            sub = prob.data.subset(&rows);
-            sub_prob = prob.restricted(&sub, &rows)?;
-            (&sub_prob, device.restrict(&rows))
-        };
-        // The round starts from the gradient the last one ended with (`g` holds it on W's
-        // rows): exact after a rebuild, the backend's own after a shrink.
-        let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
-        let mut start_w = ActiveSet::new(n);
-        let mut pos = vec![u32::MAX; m];
-        for (k, &i) in rows.iter().enumerate() {
-            pos[i] = k as u32;
-        }
-        for (i, a) in run.alpha.iter() {
-            start_w.set(pos[i] as usize, a);
-        }
-        let elapsed = run.start.elapsed();
-        let round_params = SolverParams {
-            certify: false,
-            max_iter: params.max_iter.saturating_sub(run.iterations),
-            time_limit: params.time_limit.map(|t| t.saturating_sub(elapsed)),
-            ..params.clone()
-        };
-        // Every CHECK_EVERY iterations: would the rule set enough points aside to pay for a
-        // new backend? Then hand back, with the smaller set.
-        let all: Vec<usize> = (0..n).collect();
-        let mut gw = vec![0.0; n];
-        let mut smaller: Option<Vec<bool>> = None;
-        let mut check = |state: &super::State,
-                         red: &crate::backend::Reduction,
-                         be: &mut dyn crate::backend::Backend|
-         -> Result<bool> {
-            if n <= sp.min_size {
-                return Ok(false);
-            }
-            // Only once the run is close: gap within CLOSE times what the stop rule asks
-            // (LIBSVM likewise reconsiders its shrinking near the end).
-            let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
-            if red.alpha_g - red.g_s > CLOSE * target {
-                return Ok(false);
-            }
-            be.gather(&all, &mut gw)?;
-            let threshold = (1.0 + sp.margin) * red.alpha_g;
-            let keep = |k: usize| gw[k] < threshold || state.alpha.contains(k) || pinned[rows[k]];
-            let kept = (0..n).filter(|&k| keep(k)).count();
-            if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
-                return Ok(false);
-            }
-            let mut mask = vec![false; m];
-            let mut missing = sp.min_size.saturating_sub(kept);
-            for k in 0..n {
-                if keep(k) {
-                    mask[rows[k]] = true;
-                }
-            }
-            if missing > 0 {
-                let mut rest: Vec<(f64, usize)> =
-                    (0..n).filter(|&k| !keep(k)).map(|k| (gw[k], k)).collect();
-                missing = missing.min(rest.len());
-                rest.select_nth_unstable_by(missing - 1, |a, b| {
-                    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-                });
-                for &(_, k) in &rest[..missing] {
-                    mask[rows[k]] = true;
-                }
-            }
-            smaller = Some(mask);
-            Ok(true)
-        };
-        let r = {
-            let mut be = round_dev.backend(round_prob, cpu)?;
-            if let Some(cols) = carried.take() {
-                be.adopt_columns(cols);
-            }
-            let mut off = Offset {
-                inner: &mut *observers,
-                iter: run.iterations,
-                seconds: elapsed.as_secs_f64(),
-            };
-            let mut obs: [&mut dyn Observer; 1] = [&mut off];
-            let r = solve_from(
-                round_prob,
-                be.as_mut(),
-                &round_params,
-                &mut obs,
-                Some((start_w, Some(start_g))),
-                Some(YieldCheck {
-                    every: check_every(params.algorithm),
-                    check: &mut check,
-                }),
-            )?;
-            if r.stop == StopReason::Yielded
-                && let Some(mask) = &smaller
-            {
-                let keep: Vec<usize> = (0..n).filter(|&k| mask[rows[k]]).collect();
-                carried = be.export_columns(&keep);
-            } else if r.stop == StopReason::Converged {
-                // No column survives a grown W, but the cache's memory does.
-                carried = be.export_columns(&[]);
-            }
-            r
-        };
-        run.iterations += r.iterations;
-        run.backend_stats.add(&r.stats);
-        run.alpha = ActiveSet::new(m);
-        for (k, a) in r.alpha.iter() {
-            run.alpha.set(rows[k], a);
-        }
-        if r.stop == StopReason::Yielded {
-            // The check that yielded gathered the gradient of the α the round ended with.
-            for (k, &i) in rows.iter().enumerate() {
-                g[i] = gw[k];
-            }
-            in_w = smaller.take().expect("a yield carries the smaller set");
-            run.stats.shrinks += 1;
-            continue;
-        }
-        // The exact pass over every point: the certification, and the rebuild of the set-aside
-        // gradients when the run goes on.
-        if let Some(mut result) =
-            run.close(&mut Local(prob), &mut g, &r, params, kappa, observers)?
-        {
-            result.warm = warm;
-            return Ok(result);
-        }
-        let before = in_w.clone();
-        let added = grow(&mut in_w, &g, &run.alpha, sp);
-        for i in 0..m {
-            if in_w[i] && !before[i] {
-                pinned[i] = true;
-            }
-        }
-        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+    Ok((alpha, warm, g, in_w))
+}
+
+/// The smaller W the shrinking rule gives (as marks over all m points), or None when it would
+/// keep more than [`SHRINK_WHEN`] of the current one: the points of W (`rows`, gradients
+/// `gw`) in α's support, brought back by a rebuild (`pinned`) or below (1 + ρ)·2f, and the
+/// lowest others up to the minimum size.
+fn smaller_set(
+    gw: &[f64],
+    rows: &[usize],
+    alpha: &ActiveSet,
+    pinned: &[bool],
+    two_f: f64,
+    sp: &ShrinkParams,
+    m: usize,
+) -> Option<Vec<bool>> {
+    let n = rows.len();
+    let threshold = (1.0 + sp.margin) * two_f;
+    let keep = |k: usize| gw[k] < threshold || alpha.contains(k) || pinned[rows[k]];
+    let kept = (0..n).filter(|&k| keep(k)).count();
+    if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
+        return None;
     }
+    let mut mask = vec![false; m];
+    let mut missing = sp.min_size.saturating_sub(kept);
+    for k in 0..n {
+        if keep(k) {
+            mask[rows[k]] = true;
+        }
+    }
+    if missing > 0 {
+        let mut rest: Vec<(f64, usize)> =
+            (0..n).filter(|&k| !keep(k)).map(|k| (gw[k], k)).collect();
+        missing = missing.min(rest.len());
+        rest.select_nth_unstable_by(missing - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for &(_, k) in &rest[..missing] {
+            mask[rows[k]] = true;
+        }
+    }
+    Some(mask)
+}
+
+/// α and its gradient `g` restricted to the rows of W (ascending), numbered as W's points.
+fn on_rows(alpha: &ActiveSet, g: &[f64], rows: &[usize], m: usize) -> (ActiveSet, Vec<f64>) {
+    let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
+    let mut start_w = ActiveSet::new(rows.len());
+    let mut pos = vec![u32::MAX; m];
+    for (k, &i) in rows.iter().enumerate() {
+        pos[i] = k as u32;
+    }
+    for (i, a) in alpha.iter() {
+        start_w.set(pos[i] as usize, a);
+    }
+    (start_w, start_g)
 }
 
 /// A warm-started run's first working set: the starting support and the points of lowest
