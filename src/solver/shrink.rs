@@ -501,7 +501,7 @@ fn shrink_check<'c>(
     pinned: &'c [bool],
     params: &'c SolverParams,
     sp: &'c ShrinkParams,
-    gw: &'c mut Vec<f64>,
+    gw: &'c mut [f64],
     smaller: &'c mut Option<Vec<bool>>,
 ) -> impl FnMut(
     &super::State,
