@@ -98,27 +98,7 @@ pub fn train_model_observed(
 ) -> Result<(Model, Vec<SolveResult>)> {
     let params = params.check()?;
     let alg = params.solver.algorithm;
-    // Sample weights: one per row of every rank (global order); this rank keeps its own.
-    let own_weights: Option<Vec<f64>> = match &params.sample_weights {
-        None => None,
-        Some(w) if w.len() != slice.total => {
-            return Err(crate::error::ParamError::Length {
-                what: "sample weights",
-                got: w.len(),
-                rows: slice.total,
-            }
-            .into());
-        }
-        Some(w) if params.device.is_gpu() => {
-            let _ = w;
-            return Err(Error::param(
-                "sample weights train on the CPU backend (the GPU's kernel columns take \
-                 per-class costs only): use the cpu or auto backend"
-                    .into(),
-            ));
-        }
-        Some(w) => Some(w[slice.range()].to_vec()),
-    };
+    let own_weights = rank_weights(&params, slice)?;
     if params.one_class {
         let info = crate::train::PairInfo {
             index: 0,
@@ -146,24 +126,7 @@ pub fn train_model_observed(
     let (mut rho, mut results) = (Vec::new(), Vec::new());
     for a in 0..k {
         for b in a + 1..k {
-            // The pair's rows on this rank, and where they stand among the pair's rows of all
-            // ranks (the numbering one process gives the pair's sub-problem).
-            let rows: Vec<usize> = (0..local.len())
-                .filter(|&i| matches!(class_of(local.labels[i]), c if c == a || c == b))
-                .collect();
-            let (sub, pair_slice) = if k == 2 {
-                (None, slice)
-            } else {
-                let counts = comm.gather_all(rows.len() as u64)?;
-                let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
-                let total: usize = counts.iter().map(|&c| c as usize).sum();
-                let slice = RowSlice {
-                    first,
-                    rows: rows.len(),
-                    total,
-                };
-                (Some(local.subset(&rows)), slice)
-            };
+            let (rows, sub, pair_slice) = pair_rows(comm, local, slice, &class_of, (a, b), k)?;
             let data = sub.as_ref().unwrap_or(local);
             let y: Vec<f64> = data
                 .labels
@@ -223,6 +186,60 @@ pub fn train_model_observed(
         super::backend::with_rows(&local.subset(&[]), &rows, &y)
     });
     Ok((model, results))
+}
+
+/// This rank's sample weights (of its rows), checked against the rows of all ranks.
+fn rank_weights(params: &TrainParams, slice: RowSlice) -> Result<Option<Vec<f64>>> {
+    // Sample weights: one per row of every rank (global order); this rank keeps its own.
+    Ok(match &params.sample_weights {
+        None => None,
+        Some(w) if w.len() != slice.total => {
+            return Err(crate::error::ParamError::Length {
+                what: "sample weights",
+                got: w.len(),
+                rows: slice.total,
+            }
+            .into());
+        }
+        Some(w) if params.device.is_gpu() => {
+            let _ = w;
+            return Err(Error::param(
+                "sample weights train on the CPU backend (the GPU's kernel columns take \
+                 per-class costs only): use the cpu or auto backend"
+                    .into(),
+            ));
+        }
+        Some(w) => Some(w[slice.range()].to_vec()),
+    })
+}
+
+/// Class pair (a, b)'s rows on this rank, as a dataset of their own when there are more than
+/// two classes (`None`: all of `local`), and where they stand among the pair's rows of all
+/// ranks (the numbering one process gives the pair's sub-problem). Collective.
+fn pair_rows(
+    comm: &dyn Comm,
+    local: &Dataset,
+    slice: RowSlice,
+    class_of: &dyn Fn(f64) -> usize,
+    (a, b): (usize, usize),
+    k: usize,
+) -> Result<(Vec<usize>, Option<Dataset>, RowSlice)> {
+    let rows: Vec<usize> = (0..local.len())
+        .filter(|&i| matches!(class_of(local.labels[i]), c if c == a || c == b))
+        .collect();
+    if k == 2 {
+        return Ok((rows, None, slice));
+    }
+    let counts = comm.gather_all(rows.len() as u64)?;
+    let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let pair_slice = RowSlice {
+        first,
+        rows: rows.len(),
+        total,
+    };
+    let sub = local.subset(&rows);
+    Ok((rows, Some(sub), pair_slice))
 }
 
 /// Every problem's observers followed by one pair's own.
