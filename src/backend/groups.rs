@@ -281,20 +281,30 @@ impl Groups {
 
     /// g ← scale·g + Σ_u term(i, u) on the touched rows for `n` columns, added in column
     /// order: the numbers [`update_touched`](Self::update_touched) gives applied pair by pair
-    /// (g⁻ unchanged), in one parallel pass over the rows.
+    /// (g⁻ unchanged), in one parallel pass over the rows (a row's own sum in a register:
+    /// running it through [`update_touched_chunks`](Self::update_touched_chunks) made KDD99
+    /// train 30 % slower).
     pub fn update_touched_many(
         &mut self,
         scale: f64,
         n: usize,
         term: impl Fn(usize, usize) -> f64 + Sync,
     ) {
-        self.update_touched_chunks(scale, |_, rows, v| {
-            for (o, &i) in v.iter_mut().zip(rows) {
+        use rayon::prelude::*;
+        let t = &self.t;
+        self.touched
+            .par_iter()
+            .with_min_len(TOUCHED_CHUNK)
+            .map(|&i| {
+                let i = i as usize;
+                let mut v = scale * t[i];
                 for u in 0..n {
-                    *o += term(i as usize, u);
+                    v += term(i, u);
                 }
-            }
-        });
+                v
+            })
+            .collect_into_vec(&mut self.scratch);
+        self.take_scratch();
     }
 
     /// g ← scale·g + terms on the touched rows, in parallel chunks of [`TOUCHED_CHUNK`]:
@@ -319,6 +329,11 @@ impl Groups {
                 }
                 add(c * TOUCHED_CHUNK, rows, v);
             });
+        self.take_scratch();
+    }
+
+    /// The touched rows' g from `scratch` (in touched order).
+    fn take_scratch(&mut self) {
         for (&i, &v) in self.touched.iter().zip(&self.scratch) {
             self.t[i as usize] = v;
         }
