@@ -477,13 +477,63 @@ fn run_distributed(a: GridArgs) -> Result<()> {
     let o = &a.opts;
     let root = comm.rank() == 0;
     o.refuse_train_only("grid")?;
+    let mut search = shared_search(&comm, &a)?;
+    o.apply_threads(o.quiet() || !root);
+    let (local, slice) = crate::dist::slice::read_libsvm_slice(&a.train, &comm)?;
+    let classes = crate::dist::train::class_order(&comm, &local)?;
+    if classes.len() < 2 {
+        return Err(Error::param(format!(
+            "{}: the training data have one class ({}); at least two are needed",
+            a.train.display(),
+            classes.first().copied().unwrap_or(f64::NAN)
+        )));
+    }
+    let base = o.params(o.open_rank_device(a.backend, &comm, &local)?);
+    let linear = matches!(base.kernel, crate::train::KernelKind::Linear);
+    let started = search.start(&a, &base, linear, slice.total, root);
+    agree(&comm, started)?;
+    let pending = search.pending();
+    let quiet = o.quiet() || !root;
+    let plan = choose(
+        &comm,
+        &local,
+        pending.len() * a.folds,
+        "grid points × folds",
+        a.distribute,
+    )?;
+    if !quiet {
+        eprintln!(
+            "fwsvm: {} ranks; {} rows; {} points to evaluate; {}",
+            comm.size(),
+            slice.total,
+            pending.len(),
+            plan.why
+        );
+    }
+    if plan.plan == Distribute::Tasks {
+        let all = gather_dataset(&comm, &local, &slice)?;
+        drop(local);
+        grid_by_tasks(&comm, &all, base, &pending, &mut search, &a)?;
+    } else {
+        grid_by_rows(&comm, (&local, slice), &base, pending, &mut search, &a)?;
+    }
+    let finished = search.finish(&a);
+    agree(&comm, finished)
+}
+
+/// Rank 0 opens the search (its files and the points a resumed search finished); the other
+/// ranks get the finished points from it. Collective.
+#[cfg(feature = "mpi")]
+fn shared_search(comm: &crate::dist::mpi::MpiComm, a: &GridArgs) -> Result<Search> {
+    use crate::dist::comm::{Comm, agree};
+    let root = comm.rank() == 0;
     // Rank 0's files and finished points; the others learn the points from it.
     let opened = if root {
-        Search::open(&a).map(Some)
+        Search::open(a).map(Some)
     } else {
         Ok(None)
     };
-    let opened = agree(&comm, opened)?;
+    let opened = agree(comm, opened)?;
     let mut buf = Vec::new();
     if let Some(s) = &opened {
         for p in &s.done {
@@ -493,7 +543,7 @@ fn run_distributed(a: GridArgs) -> Result<()> {
         }
     }
     comm.broadcast(0, &mut buf)?;
-    let mut search = match opened {
+    Ok(match opened {
         Some(s) => s,
         None => {
             let mut s = Search {
@@ -521,90 +571,75 @@ fn run_distributed(a: GridArgs) -> Result<()> {
                 .collect();
             s
         }
-    };
-    o.apply_threads(o.quiet() || !root);
-    let (local, slice) = crate::dist::slice::read_libsvm_slice(&a.train, &comm)?;
-    let classes = crate::dist::train::class_order(&comm, &local)?;
-    if classes.len() < 2 {
-        return Err(Error::param(format!(
-            "{}: the training data have one class ({}); at least two are needed",
-            a.train.display(),
-            classes.first().copied().unwrap_or(f64::NAN)
-        )));
+    })
+}
+
+/// The pending points × folds dealt to the ranks whole, P points at a time, every rank
+/// holding all rows (`all`); a point's seconds are its batch's wall time shared among the
+/// batch's points. Collective.
+#[cfg(feature = "mpi")]
+fn grid_by_tasks(
+    comm: &crate::dist::mpi::MpiComm,
+    all: &crate::data::Dataset,
+    mut base: TrainParams,
+    pending: &[Pending],
+    search: &mut Search,
+    a: &GridArgs,
+) -> Result<()> {
+    use crate::dist::comm::{Comm, agree};
+    // On a GPU the whole data go up once for every task of this rank.
+    if base.sample == 0 {
+        let shared = base.device.share(all);
+        base.device = agree(comm, shared)?;
     }
-    let mut base = o.params(o.open_rank_device(a.backend, &comm, &local)?);
-    let linear = matches!(base.kernel, crate::train::KernelKind::Linear);
-    let started = search.start(&a, &base, linear, slice.total, root);
-    agree(&comm, started)?;
-    let pending = search.pending();
-    let quiet = o.quiet() || !root;
-    let plan = choose(
-        &comm,
-        &local,
-        pending.len() * a.folds,
-        "grid points × folds",
-        a.distribute,
-    )?;
-    if !quiet {
-        eprintln!(
-            "fwsvm: {} ranks; {} rows; {} points to evaluate; {}",
-            comm.size(),
-            slice.total,
-            pending.len(),
-            plan.why
-        );
-    }
-    if plan.plan == Distribute::Tasks {
-        let all = gather_dataset(&comm, &local, &slice)?;
-        drop(local);
-        // On a GPU the whole data go up once for every task of this rank.
-        if base.sample == 0 {
-            let shared = base.device.share(&all);
-            base.device = agree(&comm, shared)?;
-        }
-        for batch in pending.chunks(comm.size()) {
-            let t = Instant::now();
-            let points: Vec<TrainParams> = batch
-                .iter()
-                .map(|&(_, lc, lg)| point_params(&base, lc, lg))
-                .collect();
-            let counts =
-                crate::dist::train::cross_validate_tasks(&comm, &all, &points, a.folds, o.seed())?;
-            let each = t.elapsed().as_secs_f64() / batch.len() as f64;
-            for (&p, folds) in batch.iter().zip(&counts) {
-                let (held, right) = folds
-                    .iter()
-                    .fold((0, 0), |(h, r), &(n, c, _)| (h + n, r + c));
-                let rec = search.record(p, 100.0 * right as f64 / held.max(1) as f64, each);
-                agree(&comm, rec)?;
-            }
-        }
-    } else {
-        for p @ (_, lc, lg) in pending {
-            let t = Instant::now();
-            let params = point_params(&base, lc, lg);
-            let folds = crate::dist::train::cross_validate(
-                &comm,
-                &local,
-                slice,
-                &params,
-                a.folds,
-                o.seed(),
-            );
-            let folds = agree(&comm, folds)?;
+    for batch in pending.chunks(comm.size()) {
+        let t = Instant::now();
+        let points: Vec<TrainParams> = batch
+            .iter()
+            .map(|&(_, lc, lg)| point_params(&base, lc, lg))
+            .collect();
+        let counts =
+            crate::dist::train::cross_validate_tasks(comm, all, &points, a.folds, a.opts.seed())?;
+        let each = t.elapsed().as_secs_f64() / batch.len() as f64;
+        for (&p, folds) in batch.iter().zip(&counts) {
             let (held, right) = folds
                 .iter()
-                .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
-            let rec = search.record(
-                p,
-                100.0 * right as f64 / held.max(1) as f64,
-                t.elapsed().as_secs_f64(),
-            );
-            agree(&comm, rec)?;
+                .fold((0, 0), |(h, r), &(n, c, _)| (h + n, r + c));
+            let rec = search.record(p, 100.0 * right as f64 / held.max(1) as f64, each);
+            agree(comm, rec)?;
         }
     }
-    let finished = search.finish(&a);
-    agree(&comm, finished)
+    Ok(())
+}
+
+/// Each fold of each pending point trained over all ranks by rows. Collective.
+#[cfg(feature = "mpi")]
+fn grid_by_rows(
+    comm: &crate::dist::mpi::MpiComm,
+    (local, slice): (&crate::data::Dataset, crate::dist::slice::RowSlice),
+    base: &TrainParams,
+    pending: Vec<Pending>,
+    search: &mut Search,
+    a: &GridArgs,
+) -> Result<()> {
+    use crate::dist::comm::agree;
+    for p @ (_, lc, lg) in pending {
+        let t = Instant::now();
+        let params = point_params(base, lc, lg);
+        let folds =
+            crate::dist::train::cross_validate(comm, local, slice, &params, a.folds, a.opts.seed());
+        let folds = agree(comm, folds)?;
+        let (held, right) = folds
+            .iter()
+            .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
+        let rec = search.record(
+            p,
+            100.0 * right as f64 / held.max(1) as f64,
+            t.elapsed().as_secs_f64(),
+        );
+        agree(comm, rec)?;
+    }
+    Ok(())
 }
 
 /// The points of `done` on the current grid (a resumed file may hold others).
