@@ -184,11 +184,7 @@ pub fn solve(
             known.q_diag(0)
         }
     };
-    known.fetch(&init::sample(m, params.init_size, params.seed))?;
-    let alpha = init::initial_alpha_by(m, params.init_size, params.seed, params.eps, &|i, j| {
-        known.q(i, j)
-    });
-    let mut g = known.exact_gradient(&alpha, None)?;
+    let (alpha, mut g) = initial_point(&mut known, m, params)?;
     let mut in_w = vec![false; n_own];
     grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
     let mut pinned = vec![false; n_own];
@@ -196,12 +192,7 @@ pub fn solve(
     loop {
         // This rank's rows in W, and where they stand among W's rows of all ranks.
         let rows: Vec<usize> = (0..n_own).filter(|&i| in_w[i]).collect();
-        let counts = comm.gather_all(rows.len() as u64)?;
-        let round = RowSlice {
-            first: counts[..comm.rank()].iter().map(|&c| c as usize).sum(),
-            rows: rows.len(),
-            total: counts.iter().map(|&c| c as usize).sum(),
-        };
+        let round = round_slice(comm, rows.len())?;
         let n = round.total;
         run.stats.round(n);
         let sub;
@@ -216,62 +207,20 @@ pub fn solve(
             sub_prob = prob.restricted(&sub, &rows)?.with_distinct_rows(group);
             &sub_prob
         };
-        // α in the round's numbering (each point's owner knows its place in W).
-        let mut pos = vec![usize::MAX; n_own];
-        for (k, &i) in rows.iter().enumerate() {
-            pos[i] = round.first + k;
-        }
-        let at = from_owners(comm, &run.alpha, &slice, |i| pos[i])?;
-        let mut start_w = ActiveSet::new(n);
-        for ((_, a), &k) in run.alpha.iter().zip(&at) {
-            start_w.set(k, a);
-        }
+        let start_w = round_alpha(comm, &run.alpha, (&slice, &round), &rows)?;
         let start_g: Vec<f64> = rows.iter().map(|&i| g[i]).collect();
         let elapsed = run.start.elapsed();
         let round_params = run.round_params(params, elapsed);
         let mut gw: Vec<f64> = Vec::new();
         let mut smaller: Option<Vec<bool>> = None;
-        let mut check = |state: &crate::solver::State,
-                         red: &crate::backend::Reduction,
-                         be: &mut dyn Backend|
-         -> Result<bool> {
-            if n <= sp.min_size {
-                return Ok(false);
-            }
-            let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
-            if red.alpha_g - red.g_s > CLOSE * target {
-                return Ok(false);
-            }
-            be.gather_own(&mut gw)?;
-            let threshold = (1.0 + sp.margin) * red.alpha_g;
-            let keep = |k: usize| {
-                gw[k] < threshold || state.alpha.contains(round.first + k) || pinned[rows[k]]
-            };
-            let mut kept = [(0..rows.len()).filter(|&k| keep(k)).count() as f64];
-            comm.sum(&mut kept)?;
-            let kept = kept[0] as usize;
-            if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
-                return Ok(false);
-            }
-            let mut mask = vec![false; n_own];
-            for k in 0..rows.len() {
-                if keep(k) {
-                    mask[rows[k]] = true;
-                }
-            }
-            let missing = sp.min_size.saturating_sub(kept);
-            if missing > 0 {
-                let rest: Vec<(f64, usize)> = (0..rows.len())
-                    .filter(|&k| !keep(k))
-                    .map(|k| (gw[k], round.first + k))
-                    .collect();
-                for j in lowest(comm, rest, missing)? {
-                    mask[rows[j - round.first]] = true;
-                }
-            }
-            smaller = Some(mask);
-            Ok(true)
-        };
+        let mut check = shrink_check(
+            comm,
+            (&rows, &pinned, round),
+            params,
+            sp,
+            &mut gw,
+            &mut smaller,
+        );
         let r = {
             let local = device.backend(round_prob, cpu)?;
             let mut be =
@@ -294,6 +243,7 @@ pub fn solve(
                 }),
             )?
         };
+        drop(check);
         // Back to global numbering: each round point's owner knows its row.
         let global = from_owners(comm, &r.alpha, &round, |k| slice.first + rows[k])?;
         run.took(&r, |p, _| global[p]);
@@ -306,12 +256,107 @@ pub fn solve(
         }
         let before = in_w.clone();
         let added = grow(comm, &slice, &mut in_w, &g, &run.alpha, sp)?;
-        for i in 0..n_own {
-            if in_w[i] && !before[i] {
-                pinned[i] = true;
+        crate::solver::shrink::pin_added(&before, &in_w, &mut pinned);
+        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+    }
+}
+
+/// The initial α (the single-process vertex choice over the ranks' rows) and its exact
+/// gradient on this rank's rows. Collective.
+fn initial_point(
+    known: &mut Known<'_>,
+    m: usize,
+    params: &SolverParams,
+) -> Result<(ActiveSet, Vec<f64>)> {
+    known.fetch(&init::sample(m, params.init_size, params.seed))?;
+    let alpha = init::initial_alpha_by(m, params.init_size, params.seed, params.eps, &|i, j| {
+        known.q(i, j)
+    });
+    let g = known.exact_gradient(&alpha, None)?;
+    Ok((alpha, g))
+}
+
+/// This rank's `rows` of a round's W as a slice of W's rows over all ranks. Collective.
+fn round_slice(comm: &dyn Comm, rows: usize) -> Result<RowSlice> {
+    let counts = comm.gather_all(rows as u64)?;
+    Ok(RowSlice {
+        first: counts[..comm.rank()].iter().map(|&c| c as usize).sum(),
+        rows,
+        total: counts.iter().map(|&c| c as usize).sum(),
+    })
+}
+
+/// α in the round's numbering (each point's owner knows its place in W: its `rows`, slice
+/// `round` of W). Collective.
+fn round_alpha(
+    comm: &dyn Comm,
+    alpha: &ActiveSet,
+    (slice, round): (&RowSlice, &RowSlice),
+    rows: &[usize],
+) -> Result<ActiveSet> {
+    let mut pos = vec![usize::MAX; slice.rows];
+    for (k, &i) in rows.iter().enumerate() {
+        pos[i] = round.first + k;
+    }
+    let at = from_owners(comm, alpha, slice, |i| pos[i])?;
+    let mut start_w = ActiveSet::new(round.total);
+    for ((_, a), &k) in alpha.iter().zip(&at) {
+        start_w.set(k, a);
+    }
+    Ok(start_w)
+}
+
+/// The rounds' yield check over the ranks, as one process's (`solver::shrink`): once the gap
+/// is within [`CLOSE`] times the stop rule's, each rank gathers its rows of W's gradient into
+/// `gw`, and the ranks agree on the smaller W (this rank's marks left in `smaller`) when the
+/// rule keeps at most [`SHRINK_WHEN`] of W. Collective.
+fn shrink_check<'c>(
+    comm: &'c dyn Comm,
+    (rows, pinned, round): (&'c [usize], &'c [bool], RowSlice),
+    params: &'c SolverParams,
+    sp: &'c ShrinkParams,
+    gw: &'c mut Vec<f64>,
+    smaller: &'c mut Option<Vec<bool>>,
+) -> impl FnMut(&crate::solver::State, &crate::backend::Reduction, &mut dyn Backend) -> Result<bool> + 'c
+{
+    let (n, n_own) = (round.total, pinned.len());
+    move |state, red, be| {
+        if n <= sp.min_size {
+            return Ok(false);
+        }
+        let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
+        if red.alpha_g - red.g_s > CLOSE * target {
+            return Ok(false);
+        }
+        be.gather_own(gw)?;
+        let threshold = (1.0 + sp.margin) * red.alpha_g;
+        let keep = |k: usize| {
+            gw[k] < threshold || state.alpha.contains(round.first + k) || pinned[rows[k]]
+        };
+        let mut kept = [(0..rows.len()).filter(|&k| keep(k)).count() as f64];
+        comm.sum(&mut kept)?;
+        let kept = kept[0] as usize;
+        if (kept.max(sp.min_size) as f64) > SHRINK_WHEN * n as f64 {
+            return Ok(false);
+        }
+        let mut mask = vec![false; n_own];
+        for k in 0..rows.len() {
+            if keep(k) {
+                mask[rows[k]] = true;
             }
         }
-        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+        let missing = sp.min_size.saturating_sub(kept);
+        if missing > 0 {
+            let rest: Vec<(f64, usize)> = (0..rows.len())
+                .filter(|&k| !keep(k))
+                .map(|k| (gw[k], round.first + k))
+                .collect();
+            for j in lowest(comm, rest, missing)? {
+                mask[rows[j - round.first]] = true;
+            }
+        }
+        *smaller = Some(mask);
+        Ok(true)
     }
 }
 

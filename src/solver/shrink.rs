@@ -214,12 +214,17 @@ fn grow_pinned(
 ) -> usize {
     let before = in_w.to_vec();
     let added = grow(in_w, g, alpha, sp);
-    for (p, (&now, &was)) in pinned.iter_mut().zip(in_w.iter().zip(&before)) {
+    pin_added(&before, in_w, pinned);
+    added
+}
+
+/// Pins the points in W now (`in_w`) that were not before (`before`).
+pub(crate) fn pin_added(before: &[bool], in_w: &[bool], pinned: &mut [bool]) {
+    for (p, (&now, &was)) in pinned.iter_mut().zip(in_w.iter().zip(before)) {
         if now && !was {
             *p = true;
         }
     }
-    added
 }
 
 /// W = the support of α and the points of lowest `est` outside it (ties to the lower index),
