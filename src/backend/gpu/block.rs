@@ -135,6 +135,84 @@ pub struct GpuBlocks<'a> {
 }
 
 impl<'a> GpuBlocks<'a> {
+    /// The jobs' row and weight lists (rows with their slots, weights with y) and one Job
+    /// block each, on the host.
+    fn fill_job_lists(&mut self, jobs: &[BlockJob<'_>]) {
+        self.rl_host.clear();
+        self.wl_host.clear();
+        self.wv_host.clear();
+        self.jobs_host.clear();
+        let mut out_off = 0u32;
+        for job in jobs.iter() {
+            let row_off = (self.rl_host.len() / 2) as u32;
+            for &i in job.rows {
+                self.rl_host.push(i as u32);
+                self.rl_host.push(self.slot_of[i]);
+            }
+            let w_off = (self.wl_host.len() / 2) as u32;
+            let mut ws = std::mem::take(&mut self.ws);
+            ws.clear();
+            job.weights.for_each(|j, w| ws.push((j, w)));
+            for &(j, w) in &ws {
+                self.wl_host.push(j as u32);
+                self.wl_host.push(self.slot_of[j]);
+                self.push_gt(w * self.prob.y[j]);
+            }
+            let nw = ws.len();
+            self.ws = ws;
+            let n = job.rows.len() as u64;
+            let per_row = nw > THREAD_MAX_W;
+            let groups = if per_row { n } else { n.div_ceil(256) };
+            self.jobs_host.push(Job {
+                nrows: n as u32,
+                nw: nw as u32,
+                row_off,
+                w_off,
+                out_off,
+                nx: groups.clamp(1, MAX_X) as u32,
+                ..self.base
+            });
+            out_off += n as u32;
+        }
+    }
+
+    /// Grows the device buffers to the jobs' lists and outputs, binding them anew when one
+    /// was replaced.
+    fn ensure_buffers(&mut self, njobs: usize, total_rows: usize) {
+        let dev = &self.ctx.device;
+        let gt = self.gt;
+        let mut rebind = self.bind.is_none();
+        rebind |= self.rl.ensure(dev, self.rl_host.len() as u64 * 4);
+        rebind |= self.wl.ensure(dev, (self.wl_host.len() as u64 * 4).max(8));
+        rebind |= self.wv.ensure(dev, (self.wv_host.len() as u64).max(gt));
+        rebind |= self.out.ensure(dev, total_rows as u64 * gt);
+        self.staging.ensure(dev, total_rows as u64 * gt);
+        rebind |= self.params.ensure(dev, njobs as u64 * self.param_stride);
+        if rebind {
+            let params = wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &self.params.buf,
+                    offset: 0,
+                    size: wgpu::BufferSize::new(std::mem::size_of::<Job>() as u64),
+                }),
+            };
+            self.bind = Some(dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("block"),
+                layout: &self.pipes.block_bgl,
+                entries: &[
+                    params,
+                    entry(1, &self.xs),
+                    entry(2, &self.ylab),
+                    entry(3, &self.rl.buf),
+                    entry(4, &self.wl.buf),
+                    entry(5, &self.wv.buf),
+                    entry(6, &self.out.buf),
+                ],
+            }));
+        }
+    }
+
     /// Blocks of `prob` on `ctx` (`cfg.precision` is the accumulation's; `cfg.max_chunk_bytes`
     /// caps the slot buffer, for tests).
     pub fn new(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig) -> Result<Self> {
@@ -419,77 +497,8 @@ impl BlockEngine for GpuBlocks<'_> {
             return self.cpu.run(jobs);
         }
         self.upload_rows();
-        // Index and weight lists, one Job block per job.
-        self.rl_host.clear();
-        self.wl_host.clear();
-        self.wv_host.clear();
-        self.jobs_host.clear();
-        let mut out_off = 0u32;
-        for job in jobs.iter() {
-            let row_off = (self.rl_host.len() / 2) as u32;
-            for &i in job.rows {
-                self.rl_host.push(i as u32);
-                self.rl_host.push(self.slot_of[i]);
-            }
-            let w_off = (self.wl_host.len() / 2) as u32;
-            let mut ws = std::mem::take(&mut self.ws);
-            ws.clear();
-            job.weights.for_each(|j, w| ws.push((j, w)));
-            for &(j, w) in &ws {
-                self.wl_host.push(j as u32);
-                self.wl_host.push(self.slot_of[j]);
-                self.push_gt(w * self.prob.y[j]);
-            }
-            let nw = ws.len();
-            self.ws = ws;
-            let n = job.rows.len() as u64;
-            let per_row = nw > THREAD_MAX_W;
-            let groups = if per_row { n } else { n.div_ceil(256) };
-            self.jobs_host.push(Job {
-                nrows: n as u32,
-                nw: nw as u32,
-                row_off,
-                w_off,
-                out_off,
-                nx: groups.clamp(1, MAX_X) as u32,
-                ..self.base
-            });
-            out_off += n as u32;
-        }
-        let dev = &self.ctx.device;
-        let gt = self.gt;
-        let mut rebind = self.bind.is_none();
-        rebind |= self.rl.ensure(dev, self.rl_host.len() as u64 * 4);
-        rebind |= self.wl.ensure(dev, (self.wl_host.len() as u64 * 4).max(8));
-        rebind |= self.wv.ensure(dev, (self.wv_host.len() as u64).max(gt));
-        rebind |= self.out.ensure(dev, total_rows as u64 * gt);
-        self.staging.ensure(dev, total_rows as u64 * gt);
-        rebind |= self
-            .params
-            .ensure(dev, jobs.len() as u64 * self.param_stride);
-        if rebind {
-            let params = wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &self.params.buf,
-                    offset: 0,
-                    size: wgpu::BufferSize::new(std::mem::size_of::<Job>() as u64),
-                }),
-            };
-            self.bind = Some(dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("block"),
-                layout: &self.pipes.block_bgl,
-                entries: &[
-                    params,
-                    entry(1, &self.xs),
-                    entry(2, &self.ylab),
-                    entry(3, &self.rl.buf),
-                    entry(4, &self.wl.buf),
-                    entry(5, &self.wv.buf),
-                    entry(6, &self.out.buf),
-                ],
-            }));
-        }
+        self.fill_job_lists(jobs);
+        self.ensure_buffers(jobs.len(), total_rows);
         let q = &self.ctx.queue;
         self.param_bytes.clear();
         self.param_bytes
@@ -505,6 +514,7 @@ impl BlockEngine for GpuBlocks<'_> {
             q.write_buffer(&self.wl.buf, 0, bytemuck::cast_slice(&self.wl_host));
             q.write_buffer(&self.wv.buf, 0, &self.wv_host);
         }
+        let dev = &self.ctx.device;
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let bind = self.bind.as_ref().expect("bound above");
@@ -529,7 +539,7 @@ impl BlockEngine for GpuBlocks<'_> {
                 pass.dispatch_workgroups(nx as u32, groups.div_ceil(nx) as u32, 1);
             }
         }
-        let bytes = total_rows as u64 * gt;
+        let bytes = total_rows as u64 * self.gt;
         enc.copy_buffer_to_buffer(
             &self.out.buf,
             0,
