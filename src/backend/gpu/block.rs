@@ -228,26 +228,10 @@ impl<'a> GpuBlocks<'a> {
         let m = prob.len();
         let d = prob.data.n_features().max(1);
         let dpad = d.next_multiple_of(4);
-        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
-        let limit = cfg.max_chunk_bytes.unwrap_or(max_bind).min(max_bind);
-        let row_bytes = dpad as u64 * 4;
-        let max_slots = ((limit / row_bytes) as usize).min(m.max(1));
-        if max_slots < 2 {
-            return Err(Error::Backend(format!(
-                "a dense row of {d} features ({row_bytes} bytes) leaves no room for two rows in {}'s {limit}-byte storage binding; use --backend cpu",
-                ctx.adapter.name
-            )));
-        }
+        let max_slots = Self::row_slots(ctx, cfg, m, d)?;
         let cap = max_slots.min(1024);
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
-        let mut ybytes: Vec<u8> = bytemuck::cast_slice(&y32).to_vec();
-        ybytes.resize(ybytes.len().max(16), 0);
-        let ylab = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("block y"),
-            contents: &ybytes,
-            usage: storage,
-        });
+        let ylab = Self::label_buffer(dev, prob);
         let param_stride = (std::mem::size_of::<Job>() as u64)
             .next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
         let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
@@ -319,6 +303,34 @@ impl<'a> GpuBlocks<'a> {
         };
         ctx.check("block engine set-up")?;
         Ok(engine)
+    }
+
+    /// Rows one storage binding holds (at most m): an error when not even two fit.
+    fn row_slots(ctx: &GpuContext, cfg: GpuConfig, m: usize, d: usize) -> Result<usize> {
+        let lim = &ctx.limits;
+        let max_bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
+        let limit = cfg.max_chunk_bytes.unwrap_or(max_bind).min(max_bind);
+        let row_bytes = d.next_multiple_of(4) as u64 * 4;
+        let max_slots = ((limit / row_bytes) as usize).min(m.max(1));
+        if max_slots < 2 {
+            return Err(Error::Backend(format!(
+                "a dense row of {d} features ({row_bytes} bytes) leaves no room for two rows in {}'s {limit}-byte storage binding; use the CPU backend",
+                ctx.adapter.name
+            )));
+        }
+        Ok(max_slots)
+    }
+
+    /// The labels as f32 (at least 16 bytes), uploaded.
+    fn label_buffer(dev: &wgpu::Device, prob: &Problem<'_>) -> wgpu::Buffer {
+        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
+        let mut ybytes: Vec<u8> = bytemuck::cast_slice(&y32).to_vec();
+        ybytes.resize(ybytes.len().max(16), 0);
+        dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("block y"),
+            contents: &ybytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        })
     }
 
     fn slot_buffer(dev: &wgpu::Device, cap: usize, dpad: usize) -> wgpu::Buffer {
