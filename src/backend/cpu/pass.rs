@@ -1,0 +1,370 @@
+//! The CPU backend's passes over the rows: computing columns into the cache (plain and
+//! deduplicated rows) with an optional fused update, and the batched update from resident
+//! columns.
+
+use super::*;
+
+impl<T: Elem> CpuBackend<'_, T> {
+    /// One fused parallel pass: compute the listed columns into their cache slots, then (if
+    /// `up` is given) apply the gradient update and record per-chunk minima.
+    pub(super) fn pass(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {
+        if self.distinct.is_some() {
+            self.pass_distinct(compute, up);
+            return;
+        }
+        let m = self.prob.len();
+        let nchunks = m.div_ceil(CHUNK);
+        let args = ColumnArgs {
+            layout: &self.layout,
+            kernel: self.prob.kernel,
+            norms: if self.guests.is_empty() {
+                &self.prob.norms
+            } else {
+                &self.norms_ext
+            },
+            y: if self.guests.is_empty() {
+                &self.prob.y
+            } else {
+                &self.y_ext
+            },
+            rbf_table: self.rbf_table.as_ref(),
+        };
+        // (slot pointer, column j, query buffer k)
+        assert!(compute.len() <= BATCH);
+        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
+        for (n, &(slot, j, k)) in compute.iter().enumerate() {
+            cptr[n] = (SendPtr(self.cache.data_ptr(slot)), j, k);
+        }
+        let ncomp = compute.len();
+        let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
+        let mut nu = 0;
+        let (mut scale, mut pc, mut rotate) = (1.0, 0.0, false);
+        if let Some((cols, s, p, r)) = up {
+            for (slot, coef) in cols.iter().flatten() {
+                ucols[nu] = (SendPtr(self.cache.data_ptr(*slot)), *coef);
+                nu += 1;
+            }
+            scale = s;
+            pc = p;
+            rotate = r;
+        }
+        let has_up = up.is_some();
+        let gptr = SendPtr(self.g.as_mut_ptr());
+        let gpptr = SendPtr(self.gp.as_mut_ptr());
+        let prev = self.prev;
+        let prob = self.prob;
+        let qbuf = &self.qbuf;
+        let args = &args;
+        (0..nchunks)
+            .into_par_iter()
+            .map(|c| {
+                let r0 = c * CHUNK;
+                let n = CHUNK.min(m - r0);
+                if ncomp > 0 {
+                    let cols: [(usize, &[f64]); BATCH] =
+                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
+                    // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
+                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
+                        if c < ncomp {
+                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), n) }
+                        } else {
+                            &mut []
+                        }
+                    });
+                    with_dots(|dots| {
+                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
+                    });
+                    for (col, &(_, j, _)) in outs.iter_mut().zip(&cptr[..ncomp]) {
+                        if (r0..r0 + n).contains(&j) {
+                            let e = &mut col[j - r0];
+                            *e = T::from_f64(e.to_f64() + prob.inv_c(j));
+                        }
+                    }
+                }
+                if !has_up {
+                    return (f64::INFINITY, usize::MAX);
+                }
+                // SAFETY: as above, rows r0..r0+n of g and g⁻ belong to this chunk; the column
+                // slots are only read.
+                let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
+                let gp: &mut [f64] = if prev {
+                    unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), n) }
+                } else {
+                    &mut []
+                };
+                let col = |u: usize| -> &[T] {
+                    if nu > u {
+                        unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), n) }
+                    } else {
+                        &[]
+                    }
+                };
+                let upd = ChunkUpdate {
+                    scale,
+                    pc,
+                    rotate,
+                    cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
+                    nu,
+                    rep: None,
+                    distinct: 0,
+                    base: 0,
+                };
+                update::apply(g, gp, &upd);
+                match update::argmin(g) {
+                    (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                    (v, k) => (v, r0 + k),
+                }
+            })
+            .collect_into_vec(&mut self.chunk_min);
+        for &(slot, _, _) in compute {
+            self.cache.mark_valid(slot);
+        }
+        self.stats.columns_computed += ncomp as u64;
+        self.min_valid = has_up;
+    }
+
+    /// [`pass`](Self::pass) over deduplicated rows: one parallel pass over chunks of distinct
+    /// rows, each computing its entries of the listed columns (k + 1 per distinct row), then
+    /// updating the groups of those rows (see [`Groups`]) and taking their minimum. `compute`
+    /// and `up` name original columns j; slots hold distinct columns.
+    pub(super) fn pass_distinct(
+        &mut self,
+        compute: &[(usize, usize, usize)],
+        up: Option<FusedUpdate>,
+    ) {
+        let dd = self.distinct.as_ref().expect("deduplicated rows");
+        let (n, m) = (dd.n, self.prob.len());
+        let args = ColumnArgs {
+            layout: &self.layout,
+            kernel: self.prob.kernel,
+            norms: &dd.norms,
+            y: &dd.ones,
+            rbf_table: self.rbf_table.as_ref(),
+        };
+        assert!(compute.len() <= BATCH);
+        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
+        for (c, &(slot, j, k)) in compute.iter().enumerate() {
+            cptr[c] = (
+                SendPtr(self.cache.data_ptr(slot)),
+                distinct_key(dd, m, j),
+                k,
+            );
+        }
+        let ncomp = compute.len();
+        // Per update column for the groups: (slot data, coef · y_j).
+        let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
+        let mut nu = 0;
+        let (mut scale, mut pc, mut rotate) = (1.0, 0.0, false);
+        let has_up = up.is_some();
+        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        // Per update column for the touched rows: (slot, a_u, y_j, j, 1/C_j).
+        let mut tcols = [(0usize, 0.0f64, 0.0f64, usize::MAX, 0.0f64); 2];
+        if let Some((cols, s, p, r)) = up {
+            for (k, c) in cols.iter().enumerate() {
+                if let Some((slot, coef)) = *c {
+                    let j = self.up_j[k];
+                    // A guest's column has no diagonal entry among these rows.
+                    let (y, inv_c) = if j < m {
+                        (self.prob.y[j], self.prob.inv_c(j))
+                    } else {
+                        (self.guests[j - m].y, 0.0)
+                    };
+                    ucols[nu] = (SendPtr(self.cache.data_ptr(slot)), coef * y);
+                    tcols[nu] = (slot, coef, y, j, inv_c);
+                    nu += 1;
+                }
+            }
+            (scale, pc, rotate) = (s, p, r);
+            // The update's own rows keep their g from now on (guests are no rows here).
+            let mut js = [0usize; 2];
+            let mut nj = 0;
+            for &(_, _, _, j, _) in &tcols[..nu] {
+                if j < m {
+                    js[nj] = j;
+                    nj += 1;
+                }
+            }
+            gr.touch_rows(&js[..nj]);
+        }
+        let prev = self.prev;
+        let hptr = SendPtr(gr.h.as_mut_ptr());
+        let hpptr = SendPtr(gr.hp.as_mut_ptr());
+        let gr = &*gr;
+        let qbuf = &self.qbuf;
+        let args = &args;
+        (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let r0 = c * CHUNK;
+                let len = CHUNK.min(n - r0);
+                if ncomp > 0 {
+                    let cols: [(usize, &[f64]); BATCH] =
+                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
+                    // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
+                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
+                        if c < ncomp {
+                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), len) }
+                        } else {
+                            &mut []
+                        }
+                    });
+                    with_dots(|dots| {
+                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
+                    });
+                }
+                if !has_up {
+                    return (f64::INFINITY, usize::MAX);
+                }
+                let (k0, k1) = (gr.by_rep[r0] as usize, gr.by_rep[r0 + len] as usize);
+                // SAFETY: the groups of distinct rows r0..r0+len (k0..k1) belong to this
+                // chunk, and so do those rows' column entries (written above, by this task
+                // only); nothing else in the groups is written during the pass.
+                let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
+                let hp: &mut [f64] = if prev {
+                    unsafe { std::slice::from_raw_parts_mut(hpptr.at(k0), k1 - k0) }
+                } else {
+                    &mut []
+                };
+                let col = |u: usize| -> &[T] {
+                    if nu > u {
+                        unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), len) }
+                    } else {
+                        &[]
+                    }
+                };
+                let upd = ChunkUpdate {
+                    scale,
+                    pc,
+                    rotate,
+                    cols: [(col(0), ucols[0].1), (col(1), ucols[1].1)],
+                    nu,
+                    rep: Some(&gr.signed[k0..k1]),
+                    distinct: len,
+                    base: r0 as u32,
+                };
+                update::apply(h, hp, &upd);
+                let min = update::min_open(h, &gr.closed[k0..k1]);
+                gr.chunk_row(k0, h, min)
+            })
+            .collect_into_vec(&mut self.chunk_min);
+        for &(slot, _, _) in compute {
+            self.cache.mark_valid(slot);
+        }
+        self.stats.columns_computed += ncomp as u64;
+        if has_up {
+            // The touched rows' own entries, as a backend without groups updates them: Q_ij =
+            // y_i y_j (k + 1), plus 1/C_j on the diagonal, times a_u.
+            let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+            let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
+            let cols: [&[T]; 2] =
+                std::array::from_fn(|u| if u < nu { cache.data(tcols[u].0) } else { &[] });
+            gr.update_touched(scale, pc, rotate, nu, |i, u| {
+                let (_, coef, yj, j, inv_c) = tcols[u];
+                let mut q = y[i] * yj * cols[u][rep[i] as usize].to_f64();
+                if i == j {
+                    q += inv_c;
+                }
+                coef * q
+            });
+            self.chunk_min.push(gr.touched_min());
+        }
+        self.min_valid = has_up;
+    }
+
+    /// g ← scale·g + Σ c_k·Q[:, j_k] in one parallel pass over the rows (or the groups of
+    /// deduplicated rows), every column already resident in `slots`, with the chunk minima of
+    /// the new g. Each chunk applies the columns two at a time with the arithmetic of
+    /// [`update`](Backend::update), so the result is the same, bit for bit, as one update per
+    /// pair ([`super::update_by_pairs`]) — but the chunk's g stays in cache across the pairs.
+    pub(super) fn update_resident(&mut self, scale: f64, cols: &[(usize, f64)], slots: &[usize]) {
+        let m = self.prob.len();
+        let mut ptrs = std::mem::take(&mut self.ptr_buf);
+        ptrs.clear();
+        for (&s, &(j, c)) in slots.iter().zip(cols) {
+            // Deduplicated columns carry no labels: the coefficient takes y_j.
+            let c = if self.groups.is_some() {
+                c * self.point(j).2
+            } else {
+                c
+            };
+            ptrs.push((SendPtr(self.cache.data_ptr(s)), c));
+        }
+        match self.groups.as_mut() {
+            None => {
+                let gptr = SendPtr(self.g.as_mut_ptr());
+                let ptrs = &ptrs;
+                (0..m.div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let r0 = c * CHUNK;
+                        let n = CHUNK.min(m - r0);
+                        // SAFETY: rows r0..r0+n of g belong to this chunk; columns are read.
+                        let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
+                        apply_by_pairs(g, ptrs, r0, n, scale, None);
+                        match update::argmin(g) {
+                            (_, usize::MAX) => (f64::INFINITY, usize::MAX),
+                            (v, k) => (v, r0 + k),
+                        }
+                    })
+                    .collect_into_vec(&mut self.chunk_min);
+            }
+            Some(gr) => {
+                let dd = self.distinct.as_ref().expect("groups have distinct rows");
+                let n = dd.n;
+                for &(j, _) in cols {
+                    if j < m {
+                        gr.touch_rows(&[j]);
+                    }
+                }
+                let hptr = SendPtr(gr.h.as_mut_ptr());
+                let (grr, ptrs) = (&*gr, &ptrs);
+                (0..n.div_ceil(CHUNK))
+                    .into_par_iter()
+                    .map(|c| {
+                        let r0 = c * CHUNK;
+                        let len = CHUNK.min(n - r0);
+                        let (k0, k1) = (grr.by_rep[r0] as usize, grr.by_rep[r0 + len] as usize);
+                        // SAFETY: the groups of distinct rows r0..r0+len belong to this chunk.
+                        let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
+                        apply_by_pairs(h, ptrs, r0, len, scale, Some(&grr.signed[k0..k1]));
+                        let min = update::min_open(h, &grr.closed[k0..k1]);
+                        grr.chunk_row(k0, h, min)
+                    })
+                    .collect_into_vec(&mut self.chunk_min);
+            }
+        }
+
+        if self.groups.is_some() {
+            // The touched rows' own entries, in column order as updates by pairs add them
+            // (`pass_distinct`'s arithmetic: a_u·(y_i y_j k̃ + δ_ij/C_j)): computed where they
+            // are used for bit rows, else read from the columns.
+            if !self.update_touched_in_place(scale, cols) {
+                let dd = self.distinct.as_ref().expect("groups have distinct rows");
+                let n = dd.n;
+                let gr = self.groups.as_mut().expect("groups");
+                let (prob, guests, rep) = (self.prob, &self.guests, &dd.rep);
+                let ptrs = &ptrs;
+                gr.update_touched_many(scale, cols.len(), |i, u| {
+                    let ((p, _), (j, c)) = (ptrs[u], cols[u]);
+                    let (yj, inv_c) = if j < m {
+                        (prob.y[j], prob.inv_c(j))
+                    } else {
+                        (guests[j - m].y, 0.0)
+                    };
+                    // SAFETY: a resident deduplicated column of n entries, only read.
+                    let col = unsafe { std::slice::from_raw_parts(p.at(0), n) };
+                    let mut q = prob.y[i] * yj * col[rep[i] as usize].to_f64();
+                    if i == j {
+                        q += inv_c;
+                    }
+                    c * q
+                });
+            }
+            let gr = self.groups.as_ref().expect("groups");
+            self.chunk_min.push(gr.touched_min());
+        }
+        self.ptr_buf = ptrs;
+        self.min_valid = true;
+        self.stats.updates += cols.len().div_ceil(2) as u64;
+    }
+}
