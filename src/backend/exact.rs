@@ -86,7 +86,7 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
     }
 }
 
-/// g_i for i = rows[k] into out[k], exactly, by the fastest product that applies: the panel
+/// g_i for i = rows\[k\] into out\[k\], exactly, by the fastest product that applies: the panel
 /// products of [`full_gradient`] (the same numbers it gives those rows), else
 /// [`gradient_rows`].
 pub fn gradient_on_rows(prob: &Problem<'_>, alpha: &ActiveSet, rows: &[usize], out: &mut [f64]) {
@@ -284,7 +284,7 @@ pub fn certify_screened(
     certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad)
 }
 
-/// g_i = (Qα)_i for i = rows[k] into out[k] in f32 arithmetic (the screen's row sums, about
+/// g_i = (Qα)_i for i = rows\[k\] into out\[k\] in f32 arithmetic (the screen's row sums, about
 /// 1e-6 of each term off), where the screen applies (RBF kernel, AVX-512, neither grouped
 /// nor binary rows): a starting gradient for runs whose exact passes come later (the warm
 /// start's). False, with `out` untouched, where it does not apply.

@@ -18,7 +18,7 @@
 //!
 //! A warm-started run ([`super::warm`]) does not compute its starting gradient on every point:
 //! its first W is the starting support and the points the subsample's solution puts closest
-//! to the margin ([`FIRST_W`] times the support in all), and the first round's exact pass
+//! to the margin (`FIRST_W` = 1.5 times the support in all), and the first round's exact pass
 //! brings in whatever that left out.
 //!
 //! Each round solves the L2-SVM restricted to W — the same quadratic on the simplex, with Q's

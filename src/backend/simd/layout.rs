@@ -1,0 +1,255 @@
+//! How the CPU backend stores the rows: dense AoSoA blocks, bit rows, a hybrid of the two,
+//! or CSR — chosen by what a column pass over them costs.
+
+use super::*;
+
+/// Data as the CPU backend stores it.
+pub enum Layout<'a> {
+    /// AoSoA blocks; rows padded with zeros to a multiple of LANES.
+    Dense {
+        /// d
+        d: usize,
+        /// blocks × d × LANES values
+        xb: Vec<f32>,
+    },
+    /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
+    /// features (one-hot categories: ijcnn1's first 10 of 22) as bit sets per row: the dot
+    /// of a row with a query is the continuous part's plus a popcount.
+    Hybrid {
+        /// Original index of each continuous feature, in block order.
+        cont: Vec<u32>,
+        /// Original index of the binary feature at each bit.
+        bin: Vec<u32>,
+        /// blocks × cont.len() × LANES values.
+        xb: Vec<f32>,
+        /// u64 words of bits per row.
+        words: usize,
+        /// blocks × words × LANES: word w of row l of block b at (b·words + w)·LANES + l.
+        bits: Vec<u64>,
+    },
+    /// Rows whose every stored value is 1 (one-hot and other binary features: a9a, w8a) as
+    /// bit sets, `words` u64 per row: ⟨x_i, x_j⟩ is a popcount of x_i ∧ x_j.
+    Binary {
+        /// u64 words per row (⌈d / 64⌉).
+        words: usize,
+        /// blocks × words × LANES: word w of row l of block b at (b·words + w)·LANES + l
+        /// (rows padded with empty sets to a multiple of LANES), so a block's word w of its
+        /// LANES rows is one vector load.
+        bits: Vec<u64>,
+    },
+    /// CSR, borrowed from the dataset (or owned, for a selection of its rows).
+    Sparse {
+        /// m+1 offsets
+        indptr: Cow<'a, [usize]>,
+        /// 0-based indices
+        indices: Cow<'a, [u32]>,
+        /// values
+        values: Cow<'a, [f32]>,
+    },
+}
+
+/// Binary rows as bit sets when every value is 1 and the bit set is smaller than the CSR rows.
+fn binary_pays(d: usize, nnz: usize, m: usize, values: &[f32]) -> bool {
+    let words = d.div_ceil(64);
+    m > 0
+        && words <= MAX_BINARY_WORDS
+        && 8 * words * m < 8 * nnz + 8 * m
+        && values.iter().all(|&v| v == 1.0)
+}
+
+/// The rows `rows` of a binary CSR matrix as bit sets of `words` words each.
+fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Vec<u64> {
+    let mut bits = Vec::new();
+    for (i, ix) in rows.enumerate() {
+        let (b, l) = (i / LANES, i % LANES);
+        if l == 0 {
+            bits.resize((b + 1) * words * LANES, 0u64);
+        }
+        for &f in ix {
+            bits[(b * words + f as usize / 64) * LANES + l] |= 1u64 << (f % 64);
+        }
+    }
+    bits
+}
+
+/// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
+fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
+    let dense_bytes = 4 * d * m;
+    let csr_bytes = 8 * nnz + 8 * m;
+    m > 0 && dense_bytes * 2 <= csr_bytes * 5
+}
+
+impl<'a> Layout<'a> {
+    /// The dense AoSoA layout of `d` features, or the hybrid one when enough features take
+    /// only the values 0 and 1 (at least 4 and a quarter of them, and some other feature).
+    fn dense(d: usize, xb: Vec<f32>) -> Layout<'a> {
+        let nb = xb.len() / (d * LANES).max(1);
+        let binary: Vec<bool> = (0..d)
+            .map(|f| {
+                (0..nb).all(|b| {
+                    xb[(b * d + f) * LANES..(b * d + f + 1) * LANES]
+                        .iter()
+                        .all(|&v| v == 0.0 || v == 1.0)
+                })
+            })
+            .collect();
+        let bin: Vec<u32> = (0..d as u32).filter(|&f| binary[f as usize]).collect();
+        let cont: Vec<u32> = (0..d as u32).filter(|&f| !binary[f as usize]).collect();
+        let words = bin.len().div_ceil(64);
+        if bin.len() < 4
+            || 4 * bin.len() < d
+            || cont.is_empty()
+            || cont.len() > MAX_HYBRID_CONT
+            || words > MAX_HYBRID_WORDS
+        {
+            return Layout::Dense { d, xb };
+        }
+        let dc = cont.len();
+        let mut xc = vec![0f32; nb * dc * LANES];
+        let mut bits = vec![0u64; nb * words * LANES];
+        for b in 0..nb {
+            for (k, &f) in cont.iter().enumerate() {
+                let src = (b * d + f as usize) * LANES;
+                xc[(b * dc + k) * LANES..(b * dc + k + 1) * LANES]
+                    .copy_from_slice(&xb[src..src + LANES]);
+            }
+            for (k, &f) in bin.iter().enumerate() {
+                for l in 0..LANES {
+                    if xb[(b * d + f as usize) * LANES + l] == 1.0 {
+                        bits[(b * words + k / 64) * LANES + l] |= 1u64 << (k % 64);
+                    }
+                }
+            }
+        }
+        Layout::Hybrid {
+            cont,
+            bin,
+            xb: xc,
+            words,
+            bits,
+        }
+    }
+
+    /// The backend's layout of a dataset: AoSoA copy when dense, borrowed CSR otherwise.
+    pub fn new(ds: &'a crate::data::Dataset) -> Self {
+        match &ds.features {
+            crate::data::Features::Dense { n_features, values } => {
+                let d = *n_features;
+                let m = ds.len();
+                let nb = m.div_ceil(LANES);
+                let mut xb = vec![0f32; nb * d * LANES];
+                for i in 0..m {
+                    let (b, l) = (i / LANES, i % LANES);
+                    for f in 0..d {
+                        xb[(b * d + f) * LANES + l] = values[i * d + f];
+                    }
+                }
+                Layout::dense(d, xb)
+            }
+            crate::data::Features::Sparse {
+                n_features,
+                indptr,
+                indices,
+                values,
+            } => {
+                let (d, m) = (*n_features, ds.len());
+                // The dense column loop streams 4·d bytes per row at close to memory speed; the
+                // CSR loop reads 8 bytes per non-zero plus 8 per row but runs at well under half
+                // that speed (gathers; `cargo bench --bench kernels` measures both), so a dense
+                // copy wins while it is at most ~2.5× the CSR bytes (KDD99: 25 % non-zero,
+                // d = 38 → 1.8×; a9a: 4.1×).
+                if binary_pays(d, values.len(), m, values) {
+                    let words = d.div_ceil(64);
+                    let rows = (0..m).map(|i| &indices[indptr[i]..indptr[i + 1]]);
+                    Layout::Binary {
+                        words,
+                        bits: binary_bits(words, rows),
+                    }
+                } else if dense_pays(d, m, values.len()) {
+                    let nb = m.div_ceil(LANES);
+                    let mut xb = vec![0f32; nb * d * LANES];
+                    for i in 0..m {
+                        let (b, l) = (i / LANES, i % LANES);
+                        for k in indptr[i]..indptr[i + 1] {
+                            xb[(b * d + indices[k] as usize) * LANES + l] = values[k];
+                        }
+                    }
+                    Layout::dense(d, xb)
+                } else {
+                    Layout::Sparse {
+                        indptr: Cow::Borrowed(indptr),
+                        indices: Cow::Borrowed(indices),
+                        values: Cow::Borrowed(values),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
+    /// [`Layout::new`] chooses.
+    pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
+        use crate::data::Row;
+        let d = ds.n_features();
+        let m = rows.len();
+        let nnz: usize = rows
+            .iter()
+            .map(|&i| match ds.row(i) {
+                Row::Dense(v) => v.len(),
+                Row::Sparse(ix, _) => ix.len(),
+            })
+            .sum();
+        if !ds.is_dense() {
+            let binary = rows.iter().all(|&i| match ds.row(i) {
+                Row::Sparse(_, v) => v.iter().all(|&x| x == 1.0),
+                Row::Dense(_) => false,
+            });
+            if binary && binary_pays(d, nnz, m, &[]) {
+                let words = d.div_ceil(64);
+                let ix = rows.iter().map(|&i| match ds.row(i) {
+                    Row::Sparse(ix, _) => ix,
+                    Row::Dense(_) => &[][..],
+                });
+                return Layout::Binary {
+                    words,
+                    bits: binary_bits(words, ix),
+                };
+            }
+        }
+        if ds.is_dense() || dense_pays(d, m, nnz) {
+            let nb = m.div_ceil(LANES);
+            let mut xb = vec![0f32; nb * d * LANES];
+            for (r, &i) in rows.iter().enumerate() {
+                let (b, l) = (r / LANES, r % LANES);
+                match ds.row(i) {
+                    Row::Dense(v) => {
+                        for (f, &x) in v.iter().enumerate() {
+                            xb[(b * d + f) * LANES + l] = x;
+                        }
+                    }
+                    Row::Sparse(ix, v) => {
+                        for (&f, &x) in ix.iter().zip(v) {
+                            xb[(b * d + f as usize) * LANES + l] = x;
+                        }
+                    }
+                }
+            }
+            return Layout::dense(d, xb);
+        }
+        let mut indptr = Vec::with_capacity(m + 1);
+        let (mut indices, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+        indptr.push(0);
+        for &i in rows {
+            if let Row::Sparse(ix, v) = ds.row(i) {
+                indices.extend_from_slice(ix);
+                values.extend_from_slice(v);
+            }
+            indptr.push(indices.len());
+        }
+        Layout::Sparse {
+            indptr: Cow::Owned(indptr),
+            indices: Cow::Owned(indices),
+            values: Cow::Owned(values),
+        }
+    }
+}
