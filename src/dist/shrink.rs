@@ -19,7 +19,7 @@ use crate::active::ActiveSet;
 use crate::backend::{Backend, CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
-use crate::solver::shrink::{CLOSE, ExactPasses, Offset, Rounds, SHRINK_WHEN, ShrinkParams};
+use crate::solver::shrink::{ExactPasses, Offset, Rounds, SHRINK_WHEN, ShrinkParams};
 use crate::solver::{
     Observer, SolveResult, SolverParams, StopReason, StopRule, YieldCheck, init, solve_from,
 };
@@ -307,7 +307,7 @@ fn round_alpha(
 }
 
 /// The rounds' yield check over the ranks, as one process's (`solver::shrink`): once the gap
-/// is within [`CLOSE`] times the stop rule's, each rank gathers its rows of W's gradient into
+/// is within [`CLOSE`](crate::solver::shrink::CLOSE) times the stop rule's, each rank gathers its rows of W's gradient into
 /// `gw`, and the ranks agree on the smaller W (this rank's marks left in `smaller`) when the
 /// rule keeps at most [`SHRINK_WHEN`] of W. Collective.
 fn shrink_check<'c>(
@@ -321,11 +321,7 @@ fn shrink_check<'c>(
 {
     let (n, n_own) = (round.total, pinned.len());
     move |state, red, be| {
-        if n <= sp.min_size {
-            return Ok(false);
-        }
-        let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
-        if red.alpha_g - red.g_s > CLOSE * target {
+        if !crate::solver::shrink::worth_checking(n, sp, params, red) {
             return Ok(false);
         }
         be.gather_own(gw)?;

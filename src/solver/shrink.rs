@@ -498,6 +498,19 @@ pub fn solve(
     }
 }
 
+/// Whether a W of `n` points may shrink now: larger than the minimum size, and the gap within
+/// [`CLOSE`] times what the stop rule asks (LIBSVM likewise reconsiders its shrinking near the
+/// end).
+pub(crate) fn worth_checking(
+    n: usize,
+    sp: &ShrinkParams,
+    params: &SolverParams,
+    red: &crate::backend::Reduction,
+) -> bool {
+    let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
+    n > sp.min_size && !(red.alpha_g - red.g_s > CLOSE * target)
+}
+
 /// The rounds' yield check: once the gap is within [`CLOSE`] times what the stop rule asks
 /// (LIBSVM likewise reconsiders its shrinking near the end), gathers W's gradient into `gw`
 /// and yields when [`smaller_set`] gives a smaller W (left in `smaller`).
@@ -517,11 +530,7 @@ fn shrink_check<'c>(
     let (n, m) = (rows.len(), pinned.len());
     let all: Vec<usize> = (0..n).collect();
     move |state, red, be| {
-        if n <= sp.min_size {
-            return Ok(false);
-        }
-        let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
-        if red.alpha_g - red.g_s > CLOSE * target {
+        if !worth_checking(n, sp, params, red) {
             return Ok(false);
         }
         be.gather(&all, gw)?;
