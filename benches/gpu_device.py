@@ -18,7 +18,10 @@ skipped, never silently dropped):
 Writes table.md, results.json and log.txt to $OUT (default target/gpu-device) and prints the
 table last. Standard library only; scikit-learn is used when importable.
 
-    benches/gpu-device.sh [--quick] [--budget SECONDS]
+    benches/gpu-device.sh [--quick] [--budget SECONDS] [--steps kernels-gpu,train,...]
+                          [--train-limit SECONDS]
+
+`--steps` picks a subset (a second run on the same day that measures one change, say).
 """
 
 import argparse
@@ -35,6 +38,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (C, gamma) per set: the values of README's peers table and the KDD section; the checkerboard
 # at C = 1000, gamma = 1 (few support vectors per row, so the large sets finish).
+STEPS = ("kernels-gpu", "kernels-cpu", "train", "partan", "check", "peers", "mpi")
+
 PARAMS = {
     "kdd99": (100.0, 0.232),
     "a9a": (1.0, 0.064882),
@@ -106,6 +111,9 @@ def parse_train(text):
         r.update(round_trips_per_iter=float(m.group(1)), submits_per_iter=float(m.group(2)),
                  dispatches_per_iter=float(m.group(3)), up_bytes_per_iter=int(m.group(4)),
                  down_bytes_per_iter=int(m.group(5)))
+    m = re.search(r"time in backend calls: ([^\n]*)", text)
+    if m:
+        r["calls"] = m.group(1).strip()
     m = re.search(r"; ([\d.]+)s in round trips", text)
     if m:
         r["round_trip_s"] = float(m.group(1))
@@ -205,7 +213,15 @@ def main():
                     help="small sizes, for a software GPU (lavapipe) on a CI-sized machine")
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds for the whole run (default 450; 600 with --quick)")
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help=f"comma-separated steps to run, of {','.join(STEPS)} (default: all)")
+    ap.add_argument("--train-limit", type=float, default=None,
+                    help="--time-limit of the generated checkerboards' training runs "
+                         "(default 30 s; 25 s with --quick)")
     args = ap.parse_args()
+    steps = set(args.steps.split(","))
+    if steps - set(STEPS):
+        ap.error(f"unknown steps: {','.join(sorted(steps - set(STEPS)))}")
     quick = args.quick
     out = os.environ.get("OUT") or os.path.join(ROOT, "target", "gpu-device")
     os.makedirs(out, exist_ok=True)
@@ -226,7 +242,8 @@ def main():
         text=True).stdout.strip()
     res["cpus"] = os.cpu_count()
 
-    tsvm, tsvm_bin = start_thundersvm(run, work)
+    res["steps"] = sorted(steps)
+    tsvm, tsvm_bin = start_thundersvm(run, work) if "peers" in steps else (None, None)
     run.results["cuda_copy_gbs"] = copy_bandwidth(run)
 
     print(f"[{0:6.1f} s] fwsvm info", flush=True)
@@ -253,10 +270,11 @@ def main():
                 tsvm.kill()
                 tsvm.wait()
                 run.results["thundersvm_killed"] = True
-        kernels(run, fw, quick, work, phase, kern_md)
+        if f"kernels-{phase}" in steps:
+            kernels(run, fw, quick, work, phase, kern_md)
         if sets is None:
             sets = prepare(run, fw, quick, work)
-        train_all(run, fw, quick, work, sets, phase, preds)
+        train_all(run, fw, quick, work, sets, phase, preds, steps, args.train_limit)
     for r in res["training"]:
         key = (r["set"], r["algorithm"])
         p = preds.get(key, {})
@@ -296,7 +314,7 @@ def main():
                 res["peers"].append(r)
     # 4. fwsvm check on KDD99.
     res["check"] = []
-    if "kdd99" in sets:
+    if "kdd99" in sets and "check" in steps:
         tr, te = sets["kdd99"]
         for prec in ("f32", "f64"):
             if not run.fits(f"check kdd99 {prec}", 30 if quick else 45):
@@ -306,7 +324,7 @@ def main():
             res["check"].append({"precision": prec, "rc": rc, "wall_s": round(wall, 2),
                                  "summary": "\n".join(text.strip().split("\n")[-10:])})
 
-    sk_sets = ["a9a"] if not quick else ["a9a"]
+    sk_sets = ["a9a"] if "peers" in steps else []
     for name in sk_sets:
         if name not in sets or not run.fits(f"sklearn SVC {name}", 70):
             continue
@@ -328,14 +346,16 @@ def main():
             r.update(train_s=float(m.group(1)), svs=int(m.group(2)), accuracy=float(m.group(3)))
         res["peers"].append(r)
 
-    mpi_ranks(run, work, sets)
+    if "mpi" in steps:
+        mpi_ranks(run, work, sets)
     res["elapsed_s"] = round(time.monotonic() - run.t0, 1)
     json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
     md = table(res, kern_md)
     open(os.path.join(out, "table.md"), "w").write(md)
     print(md)
     trained = [r for r in res["training"] if r.get("rc") == 0]
-    return 0 if trained and res["kernels"] and not any("error" in k for k in res["kernels"]) else 1
+    return 0 if (trained or "train" not in steps) and (res["kernels"] or not any(
+        s.startswith("kernels") for s in steps)) and not any("error" in k for k in res["kernels"]) else 1
 
 
 def mpi_ranks(run, work, sets):
@@ -405,17 +425,19 @@ def kernels(run, fw, quick, work, backend, kern_md):
                                            "backend": backend})
 
 
-def train_all(run, fw, quick, work, sets, backend, preds):
+def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit):
     """The training plan on one backend; predicted test labels go to preds[(set, alg)]."""
-    limit = {"kdd99": 30, "a9a": 20, "cb1m": 30, "cb4m": 30}
-    plan = [(s, "ws") for s in ("kdd99", "a9a", "cb1m", "cb4m")] + \
-           [(s, "partan") for s in ("kdd99", "a9a")]
+    cb = cb_limit or (25 if quick else 30)
+    limit = {"kdd99": 30, "a9a": 20, "cb1m": cb, "cb4m": cb}
+    plan = [(s, "ws") for s in ("kdd99", "a9a", "cb1m", "cb4m") if "train" in steps] + \
+           [(s, "partan") for s in ("kdd99", "a9a") if "partan" in steps]
     for name, alg in plan:
         if name not in sets:
             continue
         tr, te = sets[name]
         c, g = PARAMS[name]
-        lim = (10 if alg == "partan" else 25) if quick else (15 if alg == "partan" else limit[name])
+        lim = (10 if alg == "partan" else min(25, limit[name])) if quick else (
+            15 if alg == "partan" else limit[name])
         if not run.fits(f"train {name} {alg} {backend}", lim + 10):
             continue
         model = os.path.join(work, f"{name}.{alg}.{backend}.model")
@@ -471,8 +493,9 @@ def table(res, kern_md):
     L += kern_md
     L += ["", "## Training (whole process; accuracy on the test set)", "",
           "| set | solver | backend | C, γ | seconds | solver s | warm start: SVs, s | iterations "
-          "| round trips/it | s in round trips | SVs | objective | stop | test acc % | GPU/CPU labels |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| round trips/it | s in round trips | SVs | objective | stop | test acc % | GPU/CPU labels "
+          "| time in backend calls |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"ws": 0, "ws (cold)": 1, "partan": 2}
     rows = sorted(res["training"], key=lambda r: (
         order.get(r["algorithm"], 2), list(PARAMS).index(r["set"]), r["backend"] != "gpu"))
@@ -486,7 +509,8 @@ def table(res, kern_md):
                  f"{r.get('svs', '-')} | "
                  f"{r.get('objective', '-')} | {r.get('stop', r.get('error', '-'))} | "
                  f"{r.get('accuracy', '-')} | "
-                 f"{'-' if agree is None else f'{100 * agree:.3f} %'} |")
+                 f"{'-' if agree is None else f'{100 * agree:.3f} %'} | "
+                 f"{r.get('calls', '-')} |")
     L += ["", "## `fwsvm check` on KDD99", ""]
     for c in res["check"]:
         L += [f"{c['precision']} (rc {c['rc']}, {c['wall_s']} s):", "```", c["summary"], "```"]

@@ -641,78 +641,96 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let cols = u.merged_cols();
-        let mut compute: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
-        let mut nc = 0;
-        let mut slots: [Option<(usize, f64)>; 2] = [None, None];
-        let mut pinned = None;
-        let mut first_key = usize::MAX;
-        for (k, c) in cols.iter().enumerate() {
-            if let Some((j, coef)) = *c {
-                self.up_j[k] = j;
-                let key = self.key(j);
-                if k == 1
-                    && key == first_key
-                    && let Some(s0) = pinned
-                {
-                    // Two rows with the same features share a (deduplicated) column.
-                    slots[k] = Some((s0, coef));
-                    continue;
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let cols = u.merged_cols();
+            let mut compute: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
+            let mut nc = 0;
+            let mut slots: [Option<(usize, f64)>; 2] = [None, None];
+            let mut pinned = None;
+            let mut first_key = usize::MAX;
+            for (k, c) in cols.iter().enumerate() {
+                if let Some((j, coef)) = *c {
+                    self.up_j[k] = j;
+                    let key = self.key(j);
+                    if k == 1
+                        && key == first_key
+                        && let Some(s0) = pinned
+                    {
+                        // Two rows with the same features share a (deduplicated) column.
+                        slots[k] = Some((s0, coef));
+                        continue;
+                    }
+                    first_key = key;
+                    let (slot, miss) = self.resolve(key, pinned);
+                    if miss {
+                        self.load_query(k, j);
+                        compute[nc] = (slot, j, k);
+                        nc += 1;
+                    }
+                    slots[k] = Some((slot, coef));
+                    pinned = Some(slot);
                 }
-                first_key = key;
-                let (slot, miss) = self.resolve(key, pinned);
-                if miss {
-                    self.load_query(k, j);
-                    compute[nc] = (slot, j, k);
-                    nc += 1;
-                }
-                slots[k] = Some((slot, coef));
-                pinned = Some(slot);
             }
-        }
-        if u.prev_coef != 0.0 || u.rotate {
-            debug_assert!(self.prev, "update uses g⁻ but enable_prev was not called");
-        }
-        self.pass(
-            &compute[..nc],
-            Some((slots, u.scale, u.prev_coef, u.rotate && self.prev)),
-        );
-        self.stats.updates += 1;
-        Ok(())
+            if u.prev_coef != 0.0 || u.rotate {
+                debug_assert!(self.prev, "update uses g⁻ but enable_prev was not called");
+            }
+            self.pass(
+                &compute[..nc],
+                Some((slots, u.scale, u.prev_coef, u.rotate && self.prev)),
+            );
+            self.stats.updates += 1;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
-        let (s, g_s) = self.argmin_all();
-        let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
-        let (mut ag, mut agp) = (0.0, 0.0);
-        let gv = self.grad();
-        for (i, a) in alpha.iter() {
-            let gi = gv.g(i);
-            if gi > g_v || (gi == g_v && i < v) {
-                g_v = gi;
-                v = i;
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<Reduction> {
+            let (s, g_s) = self.argmin_all();
+            let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
+            let (mut ag, mut agp) = (0.0, 0.0);
+            let gv = self.grad();
+            for (i, a) in alpha.iter() {
+                let gi = gv.g(i);
+                if gi > g_v || (gi == g_v && i < v) {
+                    g_v = gi;
+                    v = i;
+                }
+                ag += a * gi;
+                if self.prev {
+                    agp += a * gv.gp(i);
+                }
             }
-            ag += a * gi;
-            if self.prev {
-                agp += a * gv.gp(i);
-            }
-        }
-        Ok(Reduction {
-            s,
-            g_s,
-            v,
-            g_v,
-            alpha_g: ag,
-            alpha_g_prev: agp,
-        })
+            Ok(Reduction {
+                s,
+                g_s,
+                v,
+                g_v,
+                alpha_g: ag,
+                alpha_g_prev: agp,
+            })
+        })();
+        self.stats.call_ns[crate::backend::call::REDUCE] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        let gv = self.grad();
-        for (o, &i) in out.iter_mut().zip(idx) {
-            *o = gv.g(i);
-        }
-        Ok(())
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let gv = self.grad();
+            for (o, &i) in out.iter_mut().zip(idx) {
+                *o = gv.g(i);
+            }
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::GATHER] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -744,64 +762,86 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        if cols.len() <= 2 {
-            return super::update_by_pairs(self, scale, cols);
-        }
-        if self.computes_in_place() {
-            self.update_in_place(scale, cols);
-            return Ok(());
-        }
-        let mut js = std::mem::take(&mut self.col_buf);
-        js.clear();
-        js.extend(cols.iter().map(|c| c.0));
-        let mut slots = std::mem::take(&mut self.slot_buf);
-        let done = match self.resident(&js, &mut slots) {
-            Some(()) => {
-                self.update_resident(scale, cols, &slots);
-                Ok(())
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            if cols.len() <= 2 {
+                return super::update_by_pairs(self, scale, cols);
             }
-            None => super::update_by_pairs(self, scale, cols),
-        };
-        self.slot_buf = slots;
-        self.col_buf = js;
-        done
+            if self.computes_in_place() {
+                self.update_in_place(scale, cols);
+                return Ok(());
+            }
+            let mut js = std::mem::take(&mut self.col_buf);
+            js.clear();
+            js.extend(cols.iter().map(|c| c.0));
+            let mut slots = std::mem::take(&mut self.slot_buf);
+            let done = match self.resident(&js, &mut slots) {
+                Some(()) => {
+                    self.update_resident(scale, cols, &slots);
+                    Ok(())
+                }
+                None => super::update_by_pairs(self, scale, cols),
+            };
+            self.slot_buf = slots;
+            self.col_buf = js;
+            done
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE_MANY] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
-        let m = self.prob.len();
-        let mut bound = self.lowest_bound;
-        let gv = self.grad();
-        match gv.groups {
-            None => super::select_lowest_bounded_slice(&self.g[..m], k, &mut bound, out),
-            Some(_) => {
-                super::select_lowest_bounded(|| (0..m).map(|i| (gv.g(i), i)), m, k, &mut bound, out)
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let m = self.prob.len();
+            let mut bound = self.lowest_bound;
+            let gv = self.grad();
+            match gv.groups {
+                None => super::select_lowest_bounded_slice(&self.g[..m], k, &mut bound, out),
+                Some(_) => super::select_lowest_bounded(
+                    || (0..m).map(|i| (gv.g(i), i)),
+                    m,
+                    k,
+                    &mut bound,
+                    out,
+                ),
             }
-        }
-        self.lowest_bound = bound;
-        Ok(())
+            self.lowest_bound = bound;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::LOWEST] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
-        let n = w.len();
-        self.gather(w, g_w)?;
-        if self.computes_in_place() {
-            self.block_in_place(w, out);
-            return Ok(0);
-        }
-        let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
-        self.stats.cache_hits += held as u64;
-        let mut slots = std::mem::take(&mut self.slot_buf);
-        if self.resident(w, &mut slots).is_some() {
-            for (k, (&j, &slot)) in w.iter().zip(&slots).enumerate() {
-                self.read_entries(slot, j, w, &mut out[k * n..(k + 1) * n]);
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<usize> {
+            let n = w.len();
+            self.gather(w, g_w)?;
+            if self.computes_in_place() {
+                self.block_in_place(w, out);
+                return Ok(0);
             }
-        } else {
-            for (k, &j) in w.iter().enumerate() {
-                self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+            let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
+            self.stats.cache_hits += held as u64;
+            let mut slots = std::mem::take(&mut self.slot_buf);
+            if self.resident(w, &mut slots).is_some() {
+                for (k, (&j, &slot)) in w.iter().zip(&slots).enumerate() {
+                    self.read_entries(slot, j, w, &mut out[k * n..(k + 1) * n]);
+                }
+            } else {
+                for (k, &j) in w.iter().enumerate() {
+                    self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+                }
             }
-        }
-        self.slot_buf = slots;
-        Ok(held)
+            self.slot_buf = slots;
+            Ok(held)
+        })();
+        self.stats.call_ns[crate::backend::call::BLOCK] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn column_capacity(&self) -> usize {

@@ -182,6 +182,34 @@ pub struct BackendStats {
     /// Nanoseconds the host spent in round trips: submitting the pending work and waiting
     /// for its results.
     pub wait_ns: u64,
+    /// Nanoseconds spent inside the backend's calls, by [`call`] index (host time: the work
+    /// a device runs asynchronously lands in the call that waits for it).
+    pub call_ns: [u64; call::NAMES.len()],
+}
+
+/// Indices of [`BackendStats::call_ns`]: the calls whose time the CPU and GPU backends keep.
+pub mod call {
+    /// [`Backend::reduce`](super::Backend::reduce).
+    pub const REDUCE: usize = 0;
+    /// [`Backend::lowest`](super::Backend::lowest).
+    pub const LOWEST: usize = 1;
+    /// [`Backend::gather`](super::Backend::gather).
+    pub const GATHER: usize = 2;
+    /// [`Backend::block`](super::Backend::block).
+    pub const BLOCK: usize = 3;
+    /// [`Backend::update_many`](super::Backend::update_many).
+    pub const UPDATE_MANY: usize = 4;
+    /// [`Backend::update`](super::Backend::update).
+    pub const UPDATE: usize = 5;
+    /// The calls' names, by index.
+    pub const NAMES: [&str; 6] = [
+        "reduce",
+        "lowest",
+        "gather",
+        "block",
+        "update_many",
+        "update",
+    ];
 }
 
 impl BackendStats {
@@ -197,6 +225,20 @@ impl BackendStats {
         self.bytes_up += o.bytes_up;
         self.bytes_down += o.bytes_down;
         self.wait_ns += o.wait_ns;
+        for (a, b) in self.call_ns.iter_mut().zip(&o.call_ns) {
+            *a += b;
+        }
+    }
+
+    /// "time in backend calls: reduce 1.20s, lowest 0.31s, …" (the calls that took any).
+    pub fn call_times(&self) -> Option<String> {
+        let parts: Vec<String> = call::NAMES
+            .iter()
+            .zip(&self.call_ns)
+            .filter(|&(_, &ns)| ns > 0)
+            .map(|(name, &ns)| format!("{name} {:.2}s", ns as f64 * 1e-9))
+            .collect();
+        (!parts.is_empty()).then(|| format!("time in backend calls: {}", parts.join(", ")))
     }
 
     /// True when a device was used (any traffic counted).

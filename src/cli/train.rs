@@ -965,6 +965,9 @@ fn summarize(
             traffic.wait_ns as f64 * 1e-9
         );
     }
+    if let Some(line) = traffic.call_times() {
+        eprintln!("fwsvm: {line}");
+    }
 }
 
 /// Predicts the test data and prints svm-predict's accuracy line.

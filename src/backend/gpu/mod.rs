@@ -507,156 +507,180 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let cols = u.merged_cols();
-        let mut p = self.base_params();
-        p.flags |= F_WRITE;
-        p.scale = split(u.scale);
-        let mut slots = [0usize; 2];
-        let mut pinned = None;
-        for (k, c) in cols.iter().enumerate() {
-            if let Some((j, coef)) = *c {
-                let (slot, _) = self.resolve(j, pinned);
-                slots[k] = slot;
-                pinned = Some(slot);
-                if k == 0 {
-                    p.flags |= F_COL_A;
-                    p.ca = split(coef);
-                } else {
-                    p.flags |= F_COL_B;
-                    p.cb = split(coef);
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let cols = u.merged_cols();
+            let mut p = self.base_params();
+            p.flags |= F_WRITE;
+            p.scale = split(u.scale);
+            let mut slots = [0usize; 2];
+            let mut pinned = None;
+            for (k, c) in cols.iter().enumerate() {
+                if let Some((j, coef)) = *c {
+                    let (slot, _) = self.resolve(j, pinned);
+                    slots[k] = slot;
+                    pinned = Some(slot);
+                    if k == 0 {
+                        p.flags |= F_COL_A;
+                        p.ca = split(coef);
+                    } else {
+                        p.flags |= F_COL_B;
+                        p.cb = split(coef);
+                    }
                 }
             }
-        }
-        if self.prev {
-            p.cp = split(u.prev_coef);
-            if u.rotate {
-                p.flags |= F_ROTATE;
+            if self.prev {
+                p.cp = split(u.prev_coef);
+                if u.rotate {
+                    p.flags |= F_ROTATE;
+                }
             }
-        }
-        self.record_update(p, slots[0], slots[1]);
-        self.stats.updates += 1;
-        Ok(())
+            self.record_update(p, slots[0], slots[1]);
+            self.stats.updates += 1;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
     /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        if self.prev || self.cache.usable() < 6 {
-            return super::update_by_pairs(self, scale, cols);
-        }
-        let mut scale = scale;
-        let mut rest = cols;
-        while !rest.is_empty() || scale != 1.0 {
-            let (now, later) = rest.split_at(rest.len().min(4));
-            let mut p = self.base_params();
-            p.flags |= F_WRITE;
-            p.scale = split(scale);
-            let mut slots = [0usize; 4];
-            for (k, &(j, c)) in now.iter().enumerate() {
-                // The other three are the most recently used: never the one evicted.
-                let (slot, _) = self.resolve(j, None);
-                slots[k] = slot;
-                let (flag, coef) = match k {
-                    0 => (F_COL_A, &mut p.ca),
-                    1 => (F_COL_B, &mut p.cb),
-                    2 => (F_COL_C, &mut p.cc),
-                    _ => (F_COL_D, &mut p.cd),
-                };
-                p.flags |= flag;
-                *coef = split(c);
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            if self.prev || self.cache.usable() < 6 {
+                return super::update_by_pairs(self, scale, cols);
             }
-            self.record_update4(p, slots);
-            self.stats.updates += 1;
-            scale = 1.0;
-            rest = later;
-        }
-        Ok(())
+            let mut scale = scale;
+            let mut rest = cols;
+            while !rest.is_empty() || scale != 1.0 {
+                let (now, later) = rest.split_at(rest.len().min(4));
+                let mut p = self.base_params();
+                p.flags |= F_WRITE;
+                p.scale = split(scale);
+                let mut slots = [0usize; 4];
+                for (k, &(j, c)) in now.iter().enumerate() {
+                    // The other three are the most recently used: never the one evicted.
+                    let (slot, _) = self.resolve(j, None);
+                    slots[k] = slot;
+                    let (flag, coef) = match k {
+                        0 => (F_COL_A, &mut p.ca),
+                        1 => (F_COL_B, &mut p.cb),
+                        2 => (F_COL_C, &mut p.cc),
+                        _ => (F_COL_D, &mut p.cd),
+                    };
+                    p.flags |= flag;
+                    *coef = split(c);
+                }
+                self.record_update4(p, slots);
+                self.stats.updates += 1;
+                scale = 1.0;
+                rest = later;
+            }
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE_MANY] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
-        if !self.min_valid {
-            let p = self.base_params();
-            self.record_update(p, 0, 0);
-        }
-        let n = alpha.len();
-        let nwg2 = if n > 0 { self.list_nwg(n) } else { 0 };
-        if n > 0 {
-            self.lidx_host.clear();
-            self.lw_host.clear();
-            for (i, a) in alpha.iter() {
-                self.lidx_host.push(i as u32);
-                if self.wide {
-                    self.lw_host.extend_from_slice(&a.to_le_bytes());
-                } else {
-                    self.lw_host.extend_from_slice(&(a as f32).to_le_bytes());
-                }
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<Reduction> {
+            if !self.min_valid {
+                let p = self.base_params();
+                self.record_update(p, 0, 0);
             }
-            let q = &self.ctx.queue;
-            q.write_buffer(&self.lidx, 0, bytemuck::cast_slice(&self.lidx_host));
-            q.write_buffer(&self.lw, 0, &self.lw_host);
-            self.stats.bytes_up += 4 * self.lidx_host.len() as u64 + self.lw_host.len() as u64;
+            let n = alpha.len();
+            let nwg2 = if n > 0 { self.list_nwg(n) } else { 0 };
+            if n > 0 {
+                self.lidx_host.clear();
+                self.lw_host.clear();
+                for (i, a) in alpha.iter() {
+                    self.lidx_host.push(i as u32);
+                    if self.wide {
+                        self.lw_host.extend_from_slice(&a.to_le_bytes());
+                    } else {
+                        self.lw_host.extend_from_slice(&(a as f32).to_le_bytes());
+                    }
+                }
+                let q = &self.ctx.queue;
+                q.write_buffer(&self.lidx, 0, bytemuck::cast_slice(&self.lidx_host));
+                q.write_buffer(&self.lw, 0, &self.lw_host);
+                self.stats.bytes_up += 4 * self.lidx_host.len() as u64 + self.lw_host.len() as u64;
+                let p = Params {
+                    n: n as u32,
+                    nwg: nwg2,
+                    ..self.base_params()
+                };
+                let off = self.push_params(&p);
+                let mut enc = self.take_encoder();
+                passes::dispatch(&mut enc, &self.pipes.active, &self.active_bg, &[off], nwg2);
+                self.stats.dispatches += 1;
+                self.enc = Some(enc);
+            }
             let p = Params {
-                n: n as u32,
-                nwg: nwg2,
+                nwg: self.nwg_rows,
+                nwg2,
                 ..self.base_params()
             };
             let off = self.push_params(&p);
+            let vbytes = 4 * self.gt;
             let mut enc = self.take_encoder();
-            passes::dispatch(&mut enc, &self.pipes.active, &self.active_bg, &[off], nwg2);
+            passes::dispatch(&mut enc, &self.pipes.fin, &self.final_bg, &[off], 1);
             self.stats.dispatches += 1;
+            enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
+            enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
             self.enc = Some(enc);
-        }
-        let p = Params {
-            nwg: self.nwg_rows,
-            nwg2,
-            ..self.base_params()
-        };
-        let off = self.push_params(&p);
-        let vbytes = 4 * self.gt;
-        let mut enc = self.take_encoder();
-        passes::dispatch(&mut enc, &self.pipes.fin, &self.final_bg, &[off], 1);
-        self.stats.dispatches += 1;
-        enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
-        enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
-        self.enc = Some(enc);
-        self.submit_and_read(vbytes + 8)?;
-        let idx = |k: usize| {
-            let o = vbytes as usize + 4 * k;
-            passes::read_u32(&self.readback, o)
-        };
-        let (s, v) = (idx(0), idx(1));
-        let (s, g_s) = if s == NONE {
-            (0, f64::NAN)
-        } else {
-            (s as usize, self.read_gt(0))
-        };
-        let (v, g_v) = if v == NONE || n == 0 {
-            (usize::MAX, f64::NEG_INFINITY)
-        } else {
-            (v as usize, self.read_gt(1))
-        };
-        Ok(Reduction {
-            s,
-            g_s,
-            v,
-            g_v,
-            alpha_g: if n > 0 { self.read_gt(2) } else { 0.0 },
-            alpha_g_prev: if n > 0 && self.prev {
-                self.read_gt(3)
+            self.submit_and_read(vbytes + 8)?;
+            let idx = |k: usize| {
+                let o = vbytes as usize + 4 * k;
+                passes::read_u32(&self.readback, o)
+            };
+            let (s, v) = (idx(0), idx(1));
+            let (s, g_s) = if s == NONE {
+                (0, f64::NAN)
             } else {
-                0.0
-            },
-        })
+                (s as usize, self.read_gt(0))
+            };
+            let (v, g_v) = if v == NONE || n == 0 {
+                (usize::MAX, f64::NEG_INFINITY)
+            } else {
+                (v as usize, self.read_gt(1))
+            };
+            Ok(Reduction {
+                s,
+                g_s,
+                v,
+                g_v,
+                alpha_g: if n > 0 { self.read_gt(2) } else { 0.0 },
+                alpha_g_prev: if n > 0 && self.prev {
+                    self.read_gt(3)
+                } else {
+                    0.0
+                },
+            })
+        })();
+        self.stats.call_ns[crate::backend::call::REDUCE] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        if self.g_host_valid {
-            for (o, &i) in out.iter_mut().zip(idx) {
-                *o = self.g_host[i];
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            if self.g_host_valid {
+                for (o, &i) in out.iter_mut().zip(idx) {
+                    *o = self.g_host[i];
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        self.gather_from(0, 0, idx, out)
+            self.gather_from(0, 0, idx, out)
+        })();
+        self.stats.call_ns[crate::backend::call::GATHER] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -742,72 +766,84 @@ impl Backend for GpuBackend<'_> {
     /// One readback of all of g (kept on the host until a pass writes g: the working set's
     /// gathers that follow are served from it), the selection on the host.
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
-        if !self.wide
-            && k > 0
-            && self.prob.len() >= self.compact_min_rows
-            && self.lowest_below(k, out)?
-        {
-            return Ok(());
-        }
-        self.read_gradient()?;
-        let g = &self.g_host;
-        let mut bound = self.lowest_bound;
-        super::select_lowest_bounded_slice(g, k, &mut bound, out);
-        self.lowest_bound = bound;
-        Ok(())
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            if !self.wide
+                && k > 0
+                && self.prob.len() >= self.compact_min_rows
+                && self.lowest_below(k, out)?
+            {
+                return Ok(());
+            }
+            self.read_gradient()?;
+            let g = &self.g_host;
+            let mut bound = self.lowest_bound;
+            super::select_lowest_bounded_slice(g, k, &mut bound, out);
+            self.lowest_bound = bound;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::LOWEST] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     /// The columns of `w` in batched passes (the misses only), then g_W and Q[w, w] by
     /// gathers recorded into one submit and read back once (in a few when the block is
     /// larger than the gather buffer).
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
-        let n = w.len();
-        let need = 2 * n + 2;
-        if n == 0 || need > self.cache.capacity() {
-            return super::block_by_columns(self, w, out, g_w);
-        }
-        let held = w.iter().filter(|&&j| self.cache.holds(j)).count();
-        self.stats.cache_hits += held as u64;
-        self.cache.ensure_usable(need);
-        self.prefetch(w);
-        let mut slots = std::mem::take(&mut self.slot_buf);
-        slots.clear();
-        for &j in w {
-            let (slot, hit) = self.cache.get_or_assign(j, None);
-            if !hit {
-                self.record_column(j, slot);
-                self.cache.mark_valid(slot);
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<usize> {
+            let n = w.len();
+            let need = 2 * n + 2;
+            if n == 0 || need > self.cache.capacity() {
+                return super::block_by_columns(self, w, out, g_w);
             }
-            slots.push(slot);
-        }
-        self.upload_gather_indices(w);
-        // Parts of n values: g_W, then the n columns; as many per readback as the buffer holds.
-        let per_read = ((self.out_bytes / self.gt) as usize / n).max(1);
-        let mut part = 0;
-        while part <= n {
-            let last = (part + per_read).min(n + 1);
-            let src = |k: usize| {
-                if k == 0 {
-                    (0, 0)
-                } else {
-                    (SRC_COL, slots[k - 1])
+            let held = w.iter().filter(|&&j| self.cache.holds(j)).count();
+            self.stats.cache_hits += held as u64;
+            self.cache.ensure_usable(need);
+            self.prefetch(w);
+            let mut slots = std::mem::take(&mut self.slot_buf);
+            slots.clear();
+            for &j in w {
+                let (slot, hit) = self.cache.get_or_assign(j, None);
+                if !hit {
+                    self.record_column(j, slot);
+                    self.cache.mark_valid(slot);
                 }
-            };
-            self.read_parts(n, (part..last).map(src))?;
-            for k in part..last {
-                let dst = if k == 0 {
-                    &mut g_w[..n]
-                } else {
-                    &mut out[(k - 1) * n..k * n]
+                slots.push(slot);
+            }
+            self.upload_gather_indices(w);
+            // Parts of n values: g_W, then the n columns; as many per readback as the buffer holds.
+            let per_read = ((self.out_bytes / self.gt) as usize / n).max(1);
+            let mut part = 0;
+            while part <= n {
+                let last = (part + per_read).min(n + 1);
+                let src = |k: usize| {
+                    if k == 0 {
+                        (0, 0)
+                    } else {
+                        (SRC_COL, slots[k - 1])
+                    }
                 };
-                for (r, o) in dst.iter_mut().enumerate() {
-                    *o = self.read_gt((k - part) * n + r);
+                self.read_parts(n, (part..last).map(src))?;
+                for k in part..last {
+                    let dst = if k == 0 {
+                        &mut g_w[..n]
+                    } else {
+                        &mut out[(k - 1) * n..k * n]
+                    };
+                    for (r, o) in dst.iter_mut().enumerate() {
+                        *o = self.read_gt((k - part) * n + r);
+                    }
                 }
+                part = last;
             }
-            part = last;
-        }
-        self.slot_buf = slots;
-        Ok(held)
+            self.slot_buf = slots;
+            Ok(held)
+        })();
+        self.stats.call_ns[crate::backend::call::BLOCK] += t.elapsed().as_nanos() as u64;
+        r
     }
 
     fn column_capacity(&self) -> usize {
