@@ -44,6 +44,7 @@ const SRC_COL: u32 = 64u;  // gather: from the column binding
 const F_NO_BIAS: u32 = 128u; // column: external query, k(x_i, z) without Q's +1
 const F_COL_C: u32 = 256u; // update: add cc·colC (after colB)
 const F_COL_D: u32 = 512u; // update: add cd·colD (after colC)
+const SRC_BLOCK: u32 = 1024u; // gather: parts of g_W and Q[W, W] in one dispatch (gather.wgsl)
 
 const WG: u32 = 256u;
 const NONE: u32 = 0xffffffffu;

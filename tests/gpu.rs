@@ -1338,6 +1338,44 @@ fn working_set_solver_matches_the_cpu() {
     }
 }
 
+/// The working set's block (g_W and Q[W, W]) gathered in one dispatch over the whole cache
+/// equals the block read column by column, bit for bit, in both precisions, with columns
+/// computed and cached before and in the call; and it takes fewer dispatches.
+#[test]
+#[ignore = "needs a GPU adapter: bash .ci/run installs lavapipe and runs it"]
+fn one_dispatch_blocks_equal_blocks_by_columns() {
+    let Some(ctx) = context() else { return };
+    let ds = random_dataset(700, 6, false, 29);
+    let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 2.0).unwrap();
+    let mut alpha = ActiveSet::new(prob.len());
+    alpha.set(3, 0.25);
+    alpha.set(640, 0.75);
+    for wide in [false, true] {
+        let mut be = gpu(&prob, ctx, wide, None);
+        be.set_alpha(&alpha).unwrap();
+        // 3 and 640 are cached by set_alpha's columns; the rest are computed by the block.
+        let w: Vec<usize> = [640, 3, 17, 699, 0, 350, 351, 88].to_vec();
+        let n = w.len();
+        let (mut q1, mut g1) = (vec![f64::NAN; n * n], vec![f64::NAN; n]);
+        let d0 = be.stats().dispatches;
+        be.block(&w, &mut q1, &mut g1).unwrap();
+        let d1 = be.stats().dispatches;
+        let (mut q2, mut g2) = (vec![f64::NAN; n * n], vec![f64::NAN; n]);
+        fwsvm::backend::block_by_columns(&mut be, &w, &mut q2, &mut g2).unwrap();
+        let d2 = be.stats().dispatches;
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&g1), bits(&g2), "wide {wide}: g_W");
+        assert_eq!(bits(&q1), bits(&q2), "wide {wide}: Q[W, W]");
+        assert!(q1.iter().all(|x| x.is_finite()), "wide {wide}");
+        // The block's dispatches: its columns' batches and one gather; by columns, one each.
+        assert!(d1 - d0 < d2 - d1, "wide {wide}: {} vs {} dispatches", d1 - d0, d2 - d1);
+        for k in 0..n {
+            let exact = prob.q(w[k], w[k]);
+            assert!((q1[k * n + k] - exact).abs() <= 1e-5 * exact.abs(), "wide {wide}: {k}");
+        }
+    }
+}
+
 /// The working set's candidates compacted on the device (shaders/below.wgsl, f32 gradient)
 /// are the ones read from g whole: the same run, iterate for iterate, with less read back.
 #[test]

@@ -549,8 +549,17 @@ pub fn select_lowest_bounded<I: Iterator<Item = (f64, usize)>>(
     bound: &mut (usize, f64),
     out: &mut Vec<(f64, usize)>,
 ) {
-    let below = |t: f64, out: &mut Vec<(f64, usize)>| out.extend(all().filter(|e| e.0 <= t));
-    select_lowest_from(below, &all, n, k, bound, out);
+    let below = |t: f64, keep: &mut Keep<'_>| {
+        for e in all().filter(|e| e.0 <= t) {
+            keep.push(e);
+        }
+    };
+    let every = |keep: &mut Keep<'_>| {
+        for e in all() {
+            keep.push(e);
+        }
+    };
+    select_lowest_from(below, every, n, k, bound, out);
 }
 
 /// [`select_lowest_bounded`] over the values of a slice (index = position), its bounded pass
@@ -561,52 +570,113 @@ pub fn select_lowest_bounded_slice(
     bound: &mut (usize, f64),
     out: &mut Vec<(f64, usize)>,
 ) {
-    let below = |t: f64, out: &mut Vec<(f64, usize)>| {
+    let below = |t: f64, keep: &mut Keep<'_>| {
         let mut blocks = g.chunks_exact(8);
         for (b, blk) in (&mut blocks).enumerate() {
+            // The block test uses the tighter of the bound and the kept pairs' threshold.
+            let t = t.min(keep.threshold());
             if blk.iter().fold(false, |any, &v| any | (v <= t)) {
-                let i0 = 8 * b;
-                out.extend(
-                    blk.iter()
-                        .zip(i0..)
-                        .filter(|e| *e.0 <= t)
-                        .map(|(&v, i)| (v, i)),
-                );
+                for (&v, i) in blk.iter().zip(8 * b..) {
+                    if v <= t {
+                        keep.push((v, i));
+                    }
+                }
             }
         }
         let i0 = g.len() - blocks.remainder().len();
-        let rest = blocks.remainder().iter().zip(i0..);
-        out.extend(rest.filter(|e| *e.0 <= t).map(|(&v, i)| (v, i)));
+        for (&v, i) in blocks.remainder().iter().zip(i0..) {
+            if v <= t {
+                keep.push((v, i));
+            }
+        }
     };
-    let all = || g.iter().copied().zip(0..);
-    select_lowest_from(below, all, g.len(), k, bound, out);
+    let every = |keep: &mut Keep<'_>| {
+        for (&v, i) in g.iter().zip(0..) {
+            keep.push((v, i));
+        }
+    };
+    select_lowest_from(below, every, g.len(), k, bound, out);
 }
 
-/// The common part: `below(t, out)` pushes the pairs at or below t, `all()` yields every pair.
-fn select_lowest_from<I: Iterator<Item = (f64, usize)>>(
-    below: impl Fn(f64, &mut Vec<(f64, usize)>),
-    all: impl Fn() -> I,
+/// Collects candidate pairs for the `keep` smallest, pruning to them whenever `cap` are held:
+/// a pair at or above the kept `keep`-th smallest (by value, then index) can no longer be among
+/// them. Many equal values at the bound (a cold start's untouched points) then cost one pass,
+/// not a selection over all of them; the pairs kept are those a selection over all would keep.
+struct Keep<'a> {
+    out: &'a mut Vec<(f64, usize)>,
+    keep: usize,
+    cap: usize,
+    /// The kept `keep`-th smallest after the last pruning.
+    worst: Option<(f64, usize)>,
+}
+
+impl Keep<'_> {
+    fn push(&mut self, e: (f64, usize)) {
+        if let Some(w) = self.worst
+            && lowest_order(&e, &w) != std::cmp::Ordering::Less
+        {
+            return;
+        }
+        self.out.push(e);
+        if self.out.len() >= self.cap {
+            select_lowest(self.out, self.keep);
+            self.worst = self.out.last().copied();
+        }
+    }
+
+    /// No pair above this value can still be kept (+∞ before the first pruning).
+    fn threshold(&self) -> f64 {
+        self.worst.map_or(f64::INFINITY, |w| w.0)
+    }
+}
+
+/// The common part: `below(t, keep)` offers the pairs at or below t, `every(keep)` every pair.
+fn select_lowest_from(
+    below: impl Fn(f64, &mut Keep<'_>),
+    every: impl Fn(&mut Keep<'_>),
     n: usize,
     k: usize,
     bound: &mut (usize, f64),
     out: &mut Vec<(f64, usize)>,
 ) {
     out.clear();
-    if bound.0 == k {
-        below(bound.1, out);
+    let keep = 2 * k;
+    let cap = (4 * k).max(1024);
+    if k > 0 && bound.0 == k {
+        below(
+            bound.1,
+            &mut Keep {
+                out,
+                keep,
+                cap,
+                worst: None,
+            },
+        );
     }
     if out.len() < k.min(n) {
         out.clear();
-        out.extend(all());
+        if k > 0 {
+            every(&mut Keep {
+                out,
+                keep,
+                cap,
+                worst: None,
+            });
+        }
     }
-    select_lowest(out, 2 * k);
+    select_lowest(out, keep);
     *bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
     out.truncate(k);
 }
 
+/// The order of [`select_lowest`]: value (total order), then index.
+fn lowest_order(a: &(f64, usize), b: &(f64, usize)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+}
+
 /// Keeps the `k` smallest (value, index) pairs of `v`, ascending (lower index first on ties).
 pub fn select_lowest(v: &mut Vec<(f64, usize)>, k: usize) {
-    let cmp = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let cmp = lowest_order;
     if k == 0 {
         v.clear();
         return;
@@ -1006,6 +1076,43 @@ mod tests {
                 want.truncate(k);
                 assert_eq!(o1, want, "round {round}, k = {k}");
                 assert_eq!(o2, want, "round {round}, k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn bounded_selections_prune_ties() {
+        use super::{select_lowest_bounded, select_lowest_bounded_slice};
+        // Most values equal (a cold start's untouched points), enough of them that the kept
+        // candidates are pruned many times; the generic pass visits indices in reverse.
+        let n = 20_011;
+        let mut g: Vec<f64> = (0..n)
+            .map(|i| if i % 97 == 0 { (i % 13) as f64 } else { 20.0 })
+            .collect();
+        g[5] = f64::NAN;
+        let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
+        let (mut o1, mut o2) = (Vec::new(), Vec::new());
+        for round in 0..4 {
+            for (i, v) in g.iter_mut().enumerate() {
+                if i % 89 == round {
+                    *v -= 1.0;
+                }
+            }
+            for k in [1, 7, 300, 2000] {
+                select_lowest_bounded(|| g.iter().copied().zip(0..n).rev(), n, k, &mut b1, &mut o1);
+                select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
+                let mut want: Vec<(f64, usize)> = g
+                    .iter()
+                    .copied()
+                    .zip(0..)
+                    .filter(|e| !e.0.is_nan())
+                    .collect();
+                want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let bound = want[(2 * k).min(n - 1) - 1].0;
+                want.truncate(k);
+                assert_eq!(o1, want, "round {round}, k = {k}");
+                assert_eq!(o2, want, "round {round}, k = {k}");
+                assert_eq!(b2, (k, bound), "round {round}, k = {k}");
             }
         }
     }

@@ -150,6 +150,9 @@ pub struct GpuBackend<'a> {
     active_bg: wgpu::BindGroup,
     final_bg: wgpu::BindGroup,
     gather_bg: wgpu::BindGroup,
+    /// The gather with the whole cache bound: the block in one dispatch (where the cache fits
+    /// one binding).
+    gather_all_bg: Option<wgpu::BindGroup>,
     below_bg: wgpu::BindGroup,
     marks: wgpu::Buffer,
     mpart_v: wgpu::Buffer,
@@ -372,6 +375,7 @@ impl<'a> GpuBackend<'a> {
             active_bg: bg.active,
             final_bg: bg.last,
             gather_bg: bg.gather,
+            gather_all_bg: bg.gather_all,
             below_bg: bg.below,
             marks,
             mpart_v,
@@ -813,7 +817,20 @@ impl Backend for GpuBackend<'_> {
                 }
                 slots.push(slot);
             }
-            self.upload_gather_indices(w);
+            // One dispatch per readback where the whole cache is bound and the index list holds W
+            // and its slots; otherwise one per column.
+            let one_dispatch = self.gather_all_bg.is_some() && 2 * n <= self.prob.len();
+            if one_dispatch {
+                self.gidx_host.clear();
+                self.gidx_host.extend(w.iter().map(|&i| i as u32));
+                self.gidx_host.extend(slots.iter().map(|&s| s as u32));
+                self.ctx
+                    .queue
+                    .write_buffer(&self.gidx, 0, bytemuck::cast_slice(&self.gidx_host));
+                self.stats.bytes_up += 4 * self.gidx_host.len() as u64;
+            } else {
+                self.upload_gather_indices(w);
+            }
             // Parts of n values: g_W, then the n columns; as many per readback as the buffer holds.
             let per_read = ((self.out_bytes / self.gt) as usize / n).max(1);
             let mut part = 0;
@@ -826,7 +843,11 @@ impl Backend for GpuBackend<'_> {
                         (SRC_COL, slots[k - 1])
                     }
                 };
-                self.read_parts(n, (part..last).map(src))?;
+                if one_dispatch {
+                    self.read_block_parts(n, part, last)?;
+                } else {
+                    self.read_parts(n, (part..last).map(src))?;
+                }
                 for k in part..last {
                     let dst = if k == 0 {
                         &mut g_w[..n]

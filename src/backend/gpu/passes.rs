@@ -377,6 +377,35 @@ impl<'a> GpuBackend<'a> {
         self.submit_and_read(bytes)
     }
 
+    /// Parts `first..last` of the working set's block (part 0 = g_W, part c = column c − 1 at
+    /// W's rows) by one dispatch over the whole cache (shaders/gather.wgsl, SRC_BLOCK), read
+    /// back in one round trip; the index list holds W's n points, then their n cache slots.
+    pub(super) fn read_block_parts(&mut self, n: usize, first: usize, last: usize) -> Result<()> {
+        let parts = last - first;
+        let nwg = self.list_nwg(parts * n);
+        let p = Params {
+            n: n as u32,
+            j: first as u32,
+            q_off: parts as u32,
+            pad1: (self.slot_stride / self.gt) as u32,
+            nwg,
+            flags: SRC_BLOCK,
+            ..self.base_params()
+        };
+        let off = self.push_params(&p);
+        let mut enc = self.take_encoder();
+        let bg = self
+            .gather_all_bg
+            .as_ref()
+            .expect("a block gather needs the whole cache bound");
+        dispatch(&mut enc, &self.pipes.gather, bg, &[off, 0], nwg);
+        self.stats.dispatches += 1;
+        let bytes = (parts * n) as u64 * self.gt;
+        enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes.next_multiple_of(4));
+        self.enc = Some(enc);
+        self.submit_and_read(bytes)
+    }
+
     /// The `k` lowest (g_i, i) by the device's compaction (shaders/below.wgsl) of the rows at
     /// or below the last call's bound: one pass and a readback of at most 4k + 64 candidates
     /// instead of all of g. False, with nothing to use in `out`, when there is no bound for

@@ -245,6 +245,8 @@ pub const F_NO_BIAS: u32 = 128;
 pub const F_COL_C: u32 = 256;
 /// See [`F_COL_C`].
 pub const F_COL_D: u32 = 512;
+/// gather: g_W and the block Q[W, W] in one dispatch, from the whole cache (gather.wgsl).
+pub const SRC_BLOCK: u32 = 1024;
 
 /// Per-chunk uniform of column.wgsl.
 #[repr(C)]
@@ -492,6 +494,7 @@ mod tests {
             ("F_NO_BIAS", F_NO_BIAS),
             ("F_COL_C", F_COL_C),
             ("F_COL_D", F_COL_D),
+            ("SRC_BLOCK", SRC_BLOCK),
             ("NONE", super::super::NONE),
         ] {
             assert_eq!(common.get(name), Some(&(host as u64)), "{name}");

@@ -36,6 +36,8 @@ pub(super) struct Sizes {
     /// Columns the tile buffer holds (0: no tile buffer, the batched passes write into cache
     /// slots four at a time).
     pub tile_cols: usize,
+    /// The whole cache fits one binding: the working set's block is gathered in one dispatch.
+    pub whole_cache: bool,
 }
 
 impl Sizes {
@@ -112,6 +114,7 @@ impl Sizes {
             param_stride,
             out_bytes,
             tile_cols,
+            whole_cache: slot_stride * slots <= max_bind && slot_stride % gt == 0,
         })
     }
 
@@ -233,6 +236,8 @@ pub(super) struct BindGroups {
     /// The final reduction's.
     pub last: wgpu::BindGroup,
     pub gather: wgpu::BindGroup,
+    /// The gather with the whole cache bound (where it fits one binding).
+    pub gather_all: Option<wgpu::BindGroup>,
     /// The compaction of the working set's candidates into the gather output.
     pub below: wgpu::BindGroup,
     pub marked: wgpu::BindGroup,
@@ -359,6 +364,24 @@ impl BindGroups {
                     entry(5, &b.out),
                 ],
             ),
+            gather_all: z.whole_cache.then(|| {
+                let all = wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: b.cache.as_entire_binding(),
+                };
+                group(
+                    "block gather",
+                    &pipes.gather_bgl,
+                    &[
+                        pbind(0),
+                        entry(1, &b.g),
+                        entry(2, &b.gp),
+                        all,
+                        entry(4, &b.gidx),
+                        entry(5, &b.out),
+                    ],
+                )
+            }),
             below: group(
                 "below",
                 &pipes.below_bgl,
