@@ -1368,10 +1368,18 @@ fn one_dispatch_blocks_equal_blocks_by_columns() {
         assert_eq!(bits(&q1), bits(&q2), "wide {wide}: Q[W, W]");
         assert!(q1.iter().all(|x| x.is_finite()), "wide {wide}");
         // The block's dispatches: its columns' batches and one gather; by columns, one each.
-        assert!(d1 - d0 < d2 - d1, "wide {wide}: {} vs {} dispatches", d1 - d0, d2 - d1);
+        assert!(
+            d1 - d0 < d2 - d1,
+            "wide {wide}: {} vs {} dispatches",
+            d1 - d0,
+            d2 - d1
+        );
         for k in 0..n {
             let exact = prob.q(w[k], w[k]);
-            assert!((q1[k * n + k] - exact).abs() <= 1e-5 * exact.abs(), "wide {wide}: {k}");
+            assert!(
+                (q1[k * n + k] - exact).abs() <= 1e-5 * exact.abs(),
+                "wide {wide}: {k}"
+            );
         }
     }
 }

@@ -170,18 +170,19 @@ impl WorkingSet {
     fn inner(&mut self, tol: f64, max: usize) -> usize {
         let n = self.w.len();
         let (q, g, a, w) = (&self.qww, &mut self.gw, &mut self.aw, &self.w);
+        // s = argmin_W g (ties to the lower point) and the largest g over W ∩ A; after the
+        // first, each is found in the pass that updates g.
+        let (mut s, mut gmax) = (0, f64::NEG_INFINITY);
+        for k in 0..n {
+            if g[k] < g[s] || (g[k] == g[s] && w[k] < w[s]) {
+                s = k;
+            }
+            if a[k] > 0.0 && g[k] > gmax {
+                gmax = g[k];
+            }
+        }
         let mut taken = 0;
         while taken < max {
-            let mut s = 0;
-            let mut gmax = f64::NEG_INFINITY;
-            for k in 0..n {
-                if g[k] < g[s] || (g[k] == g[s] && w[k] < w[s]) {
-                    s = k;
-                }
-                if a[k] > 0.0 && g[k] > gmax {
-                    gmax = g[k];
-                }
-            }
             if gmax - g[s] <= tol {
                 break;
             }
@@ -211,9 +212,19 @@ impl WorkingSet {
             a[s] = as_ + lam;
             a[v] = if lam >= av { 0.0 } else { av - lam };
             let qv = &q[v * n..(v + 1) * n];
+            let mut s_next = 0;
+            gmax = f64::NEG_INFINITY;
             for k in 0..n {
-                g[k] += lam * (qs[k] - qv[k]);
+                let gk = g[k] + lam * (qs[k] - qv[k]);
+                g[k] = gk;
+                if gk < g[s_next] || (gk == g[s_next] && w[k] < w[s_next]) {
+                    s_next = k;
+                }
+                if a[k] > 0.0 && gk > gmax {
+                    gmax = gk;
+                }
             }
+            s = s_next;
             taken += 1;
         }
         taken
