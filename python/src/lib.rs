@@ -199,7 +199,7 @@ fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceR
         device,
         precision: precision(opts)?,
         default_precision: p.cpu.precision,
-        cache_bytes: p.cpu.cache_bytes,
+        cache_bytes: Some(p.cpu.cache_bytes),
         local_rank: None,
     })
 }

@@ -56,8 +56,9 @@ pub struct DeviceRequest {
     pub precision: Option<Precision>,
     /// The precision when none is demanded (the algorithm's default: f64 for SimpleSVM).
     pub default_precision: Precision,
-    /// GPU column-cache bytes (the CPU's cache is a training parameter).
-    pub cache_bytes: usize,
+    /// GPU column-cache bytes (the CPU's cache is a training parameter); None: the adapter's
+    /// default ([`gpu_cache_default`](super::gpu::gpu_cache_default)).
+    pub cache_bytes: Option<usize>,
     /// This process's rank among the processes on its machine (an MPI job's local rank): with
     /// [`BackendChoice::Gpu`] and no adapter named, the adapter
     /// [`DeviceSelector::Share`](super::gpu::DeviceSelector::Share) picks for it.
@@ -71,7 +72,7 @@ impl Default for DeviceRequest {
             device: None,
             precision: None,
             default_precision: Precision::F32,
-            cache_bytes: 1024 << 20,
+            cache_bytes: None,
             local_rank: None,
         }
     }
@@ -147,10 +148,13 @@ impl DeviceRequest {
                     ctx.pipelines(true)?;
                 }
             }
+            let cache_bytes = self
+                .cache_bytes
+                .unwrap_or_else(|| super::gpu::gpu_cache_default(&ctx));
             Ok(Device::Gpu {
                 ctx: std::sync::Arc::new(ctx),
                 cfg: GpuConfig {
-                    cache_bytes: self.cache_bytes,
+                    cache_bytes,
                     precision,
                     ..GpuConfig::default()
                 },

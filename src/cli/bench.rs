@@ -198,7 +198,7 @@ fn kernel_targets(a: &KernelsArgs) -> Result<Vec<(String, Device, f64, String)>>
             BackendArg::Gpu
         };
         #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
-        let dev = open_device(arg, a.device.as_deref(), precision, true, 0, false)?;
+        let dev = open_device(arg, a.device.as_deref(), precision, true, Some(0), false)?;
         #[cfg(feature = "gpu")]
         if let Device::Gpu { ctx, .. } = &dev {
             let published = crate::bench::known_gpu_peak(&ctx.adapter.name)

@@ -42,7 +42,7 @@ pub fn open_device(
     device: Option<&str>,
     precision: crate::backend::cpu::Precision,
     precision_given: bool,
-    cache_bytes: usize,
+    cache_bytes: Option<usize>,
     quiet: bool,
 ) -> Result<crate::backend::Device> {
     device_request(arg, device, precision, precision_given, cache_bytes).open(&mut |s| {
@@ -58,7 +58,7 @@ pub fn device_request(
     device: Option<&str>,
     precision: crate::backend::cpu::Precision,
     precision_given: bool,
-    cache_bytes: usize,
+    cache_bytes: Option<usize>,
 ) -> crate::backend::DeviceRequest {
     crate::backend::DeviceRequest {
         backend: arg,

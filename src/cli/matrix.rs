@@ -312,7 +312,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
                 a.device.as_deref(),
                 Precision::F32,
                 false,
-                a.cache_mb << 20,
+                Some(a.cache_mb << 20),
                 a.quiet,
             )?,
         };

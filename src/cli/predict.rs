@@ -77,7 +77,7 @@ pub fn run(a: PredictArgs) -> Result<()> {
             a.device.as_deref(),
             precision.unwrap_or_default(),
             precision.is_some(),
-            0,
+            Some(0),
             a.quiet,
         )?
     };

@@ -141,7 +141,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
         a.device.as_deref(),
         precision,
         false,
-        a.cache_mb << 20,
+        Some(a.cache_mb << 20),
         a.quiet,
     )?;
     let csv_path = a.out.join("scale.csv");

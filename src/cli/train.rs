@@ -191,9 +191,10 @@ pub struct TrainOpts {
     /// SimpleSVM: linear solves by Cholesky updates (chol) or conjugate gradients (cg).
     #[arg(help_heading = STOPPING, long, value_enum, default_value = "chol")]
     linear_solver: LinearSolver,
-    /// Kernel-column cache in MiB.
-    #[arg(help_heading = BACKEND, short = 'm', long, default_value_t = 1024, value_parser = super::common::parse_count::<usize>)]
-    cache_mb: usize,
+    /// Kernel-column cache in MiB [default: 1024; on a hardware GPU as much as one storage
+    /// binding holds (2048 on an H100), at least 1024].
+    #[arg(help_heading = BACKEND, short = 'm', long, value_parser = super::common::parse_count::<usize>)]
+    cache_mb: Option<usize>,
     /// Worker threads (0 = one per core).
     #[arg(help_heading = BACKEND, long, default_value_t = 0, value_parser = super::common::parse_count::<usize>)]
     threads: usize,
@@ -283,9 +284,14 @@ impl TrainOpts {
             .unwrap_or_else(|| self.algorithm().default_precision())
     }
 
-    /// Kernel-cache bytes.
+    /// Kernel-cache bytes on the CPU.
     pub fn cache_bytes(&self) -> usize {
-        self.cache_mb.saturating_mul(1 << 20)
+        self.cache_mb.unwrap_or(CACHE_MB).saturating_mul(1 << 20)
+    }
+
+    /// Kernel-cache bytes on a GPU: None = the adapter's default.
+    pub fn gpu_cache_bytes(&self) -> Option<usize> {
+        self.cache_mb.map(|mb| mb.saturating_mul(1 << 20))
     }
 
     /// Opens the device `backend` names with these options (`--device`, `--precision`).
@@ -295,7 +301,7 @@ impl TrainOpts {
             self.device.as_deref(),
             self.precision(),
             self.precision.is_some(),
-            self.cache_bytes(),
+            self.gpu_cache_bytes(),
             self.quiet,
         )
     }
@@ -313,7 +319,7 @@ impl TrainOpts {
             self.device.as_deref(),
             self.precision(),
             self.precision.is_some(),
-            self.cache_bytes(),
+            self.gpu_cache_bytes(),
         )
         .open_for(ds, &mut |s| {
             if !self.quiet {
@@ -378,7 +384,7 @@ impl TrainOpts {
         test: Option<&std::path::Path>,
     ) -> Result<(Dataset, Option<Dataset>, f64)> {
         set_threads(self.threads, self.quiet);
-        check_cache_mb(self.cache_mb)?;
+        check_cache_mb(self.cache_mb.unwrap_or(CACHE_MB))?;
         let t0 = Instant::now();
         let ds = self.data.read(train, self.quiet)?;
         let read_s = t0.elapsed().as_secs_f64();
@@ -422,7 +428,7 @@ impl TrainOpts {
                     self.device.as_deref(),
                     self.precision(),
                     self.precision.is_some(),
-                    self.cache_bytes(),
+                    self.gpu_cache_bytes(),
                 );
                 if backend == BackendArg::Gpu {
                     req.local_rank = crate::dist::local_rank();
@@ -463,6 +469,9 @@ impl TrainOpts {
 /// [`MAX_FRACTIONAL_CLASSES`] distinct values, some of them not whole numbers. fwsvm trains
 /// classifiers; 60 such values would be 1,770 one-versus-one pairs.
 const MAX_FRACTIONAL_CLASSES: usize = 10;
+
+/// `-m`'s default on the CPU (MiB).
+const CACHE_MB: usize = 1024;
 
 /// Above this many classes a note says how many one-versus-one pairs will be trained.
 const MANY_CLASSES: usize = 20;

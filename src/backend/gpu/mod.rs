@@ -55,6 +55,20 @@ pub struct GpuConfig {
     pub compact_min_rows: usize,
 }
 
+/// The column cache a GPU gets when none is asked for: on a hardware adapter as much as one
+/// storage binding holds (the working set's block is then gathered in one dispatch; 2 GiB on
+/// an H100), at least 1 GiB; on a software adapter, whose cache is the host's memory, 1 GiB.
+/// Larger working sets follow from it where m is large: q is at most half the columns held.
+pub fn gpu_cache_default(ctx: &GpuContext) -> usize {
+    const BASE: u64 = 1 << 30;
+    if ctx.is_software() {
+        return BASE as usize;
+    }
+    let lim = &ctx.limits;
+    let bind = lim.max_storage_buffer_binding_size.min(lim.max_buffer_size);
+    usize::try_from(bind.max(BASE)).unwrap_or(usize::MAX)
+}
+
 impl Default for GpuConfig {
     fn default() -> Self {
         GpuConfig {

@@ -114,7 +114,7 @@ impl Sizes {
             param_stride,
             out_bytes,
             tile_cols,
-            whole_cache: slot_stride * slots <= max_bind && slot_stride % gt == 0,
+            whole_cache: slot_stride * slots <= max_bind && slot_stride.is_multiple_of(gt),
         })
     }
 
