@@ -29,6 +29,7 @@
 pub mod active;
 pub mod backend;
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod data;
 pub mod dist;

@@ -50,7 +50,10 @@ fn gpu_device_script_runs_end_to_end_quick() {
             .unwrap_or_else(|| panic!("no a9a ws {backend} row:\n{table}"));
         assert!(row.contains("| converged |"), "{row}");
         assert!(row.contains(" % | "), "no label agreement in {row}");
-        assert!(row.contains("reduce ") && row.contains("block "), "no call times in {row}");
+        assert!(
+            row.contains("reduce ") && row.contains("block "),
+            "no call times in {row}"
+        );
     }
     assert!(json.contains("\"training\""), "{json}");
     assert!(!table.contains("rc 1,"), "a step failed:\n{table}");

@@ -20,7 +20,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 
 /// Which backend a caller asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum BackendChoice {
     /// A hardware GPU when there is one, else the CPU.
     #[default]

@@ -376,7 +376,8 @@ impl Dataset {
 }
 
 /// Input file formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Format {
     /// LIBSVM sparse text: `label idx:val ...`.
     #[default]

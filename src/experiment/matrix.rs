@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Backends of a matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum MatrixBackend {
     /// The CPU backend.

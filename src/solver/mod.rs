@@ -35,7 +35,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The training algorithms (their command-line names are the `--algorithm` values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Algorithm {
     /// Plain Frank–Wolfe (toward steps).
     Fw,
@@ -54,10 +55,10 @@ pub enum Algorithm {
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
     /// Sparse re-weighted FW (active/inactive vectors, pairwise steps).
-    #[value(name = "sparse-fw")]
+    #[cfg_attr(feature = "cli", value(name = "sparse-fw"))]
     SparseFw,
     /// SimpleSVM: the active-set solver of LIBSVM's C-SVM dual (a different problem).
-    #[value(name = "simplesvm")]
+    #[cfg_attr(feature = "cli", value(name = "simplesvm"))]
     SimpleSvm,
 }
 

@@ -53,7 +53,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How the next violator is chosen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Violator {
     /// Largest |y_iF(x_i) − 1| over all points.
     #[default]
@@ -85,11 +86,12 @@ impl fmt::Display for Violator {
 }
 
 /// How the KKT systems are solved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum LinearSolver {
     /// Cholesky factor with rank-one updates.
     #[default]
-    #[value(name = "chol", alias = "cholesky")]
+    #[cfg_attr(feature = "cli", value(name = "chol", alias = "cholesky"))]
     Cholesky,
     /// Conjugate gradients on the stored kernel block.
     Cg,
