@@ -1,0 +1,393 @@
+//! [`Backend`] for [`CpuBackend`]: the calls over the passes of `pass.rs` and the column
+//! cache; the call times kept in its stats are the host's.
+
+use super::*;
+
+impl<T: Elem> Backend for CpuBackend<'_, T> {
+    fn len(&self) -> usize {
+        self.prob.len()
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "cpu ({} threads, {} columns cached, {})",
+            rayon::current_num_threads(),
+            self.cache.capacity(),
+            if std::mem::size_of::<T>() == 4 {
+                "f32 columns"
+            } else {
+                "f64 columns"
+            }
+        )
+    }
+
+    fn q_diag(&self, i: usize) -> f64 {
+        if i < self.prob.len() {
+            return self.prob.q_diag(i);
+        }
+        let (_, n, _, inv_c) = self.point(i);
+        self.prob.kernel.from_dot(n, n, n) + 1.0 + inv_c
+    }
+
+    fn q(&self, i: usize, j: usize) -> f64 {
+        let m = self.prob.len();
+        if i < m && j < m {
+            return self.prob.q(i, j);
+        }
+        // The arithmetic of Problem::q, with a guest's row.
+        let ((ri, ni, yi, ci), (rj, nj, yj, _)) = (self.point(i), self.point(j));
+        let v = yi * yj * (self.prob.kernel.from_dot(ri.dot(&rj), ni, nj) + 1.0);
+        if i == j { v + ci } else { v }
+    }
+
+    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        let norm = row.sq_norm();
+        match &mut self.distinct {
+            // Columns over the distinct rows: the guest's query norm after theirs.
+            Some(dd) => {
+                dd.norms.push(norm);
+                dd.ones.push(1.0);
+            }
+            None => {
+                if self.guests.is_empty() {
+                    self.norms_ext = self.prob.norms.clone();
+                    self.y_ext = self.prob.y.clone();
+                }
+                self.norms_ext.push(norm);
+                self.y_ext.push(y);
+            }
+        }
+        self.guests.push(Guest {
+            row: crate::data::OwnedRow::from(row),
+            norm,
+            y,
+            inv_c,
+        });
+        Ok(self.prob.len() + self.guests.len() - 1)
+    }
+
+    fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        if self.groups.is_some() {
+            let mut g = vec![0.0; self.prob.len()];
+            crate::backend::exact::full_gradient(self.prob, alpha, &mut g);
+            return self.set_alpha_with(alpha, &g);
+        }
+        crate::backend::exact::full_gradient(self.prob, alpha, &mut self.g);
+        if self.prev {
+            self.gp.copy_from_slice(&self.g);
+        }
+        self.min_valid = false;
+        Ok(())
+    }
+
+    fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
+        assert_eq!(g.len(), self.prob.len());
+        match &mut self.groups {
+            Some(gr) => gr.set(g, alpha),
+            None => {
+                self.g.copy_from_slice(g);
+                if self.prev {
+                    self.gp.copy_from_slice(g);
+                }
+            }
+        }
+        self.min_valid = false;
+        Ok(())
+    }
+
+    fn enable_prev(&mut self) {
+        if !self.prev {
+            self.prev = true;
+            match &mut self.groups {
+                Some(gr) => gr.enable_prev(),
+                None => self.gp = self.g.clone(),
+            }
+        }
+    }
+
+    fn update(&mut self, u: &Update) -> Result<()> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let cols = u.merged_cols();
+            let mut compute: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
+            let mut nc = 0;
+            let mut slots: [Option<(usize, f64)>; 2] = [None, None];
+            let mut pinned = None;
+            let mut first_key = usize::MAX;
+            for (k, c) in cols.iter().enumerate() {
+                if let Some((j, coef)) = *c {
+                    self.up_j[k] = j;
+                    let key = self.key(j);
+                    if k == 1
+                        && key == first_key
+                        && let Some(s0) = pinned
+                    {
+                        // Two rows with the same features share a (deduplicated) column.
+                        slots[k] = Some((s0, coef));
+                        continue;
+                    }
+                    first_key = key;
+                    let (slot, miss) = self.resolve(key, pinned);
+                    if miss {
+                        self.load_query(k, j);
+                        compute[nc] = (slot, j, k);
+                        nc += 1;
+                    }
+                    slots[k] = Some((slot, coef));
+                    pinned = Some(slot);
+                }
+            }
+            if u.prev_coef != 0.0 || u.rotate {
+                debug_assert!(self.prev, "update uses g⁻ but enable_prev was not called");
+            }
+            self.pass(
+                &compute[..nc],
+                Some((slots, u.scale, u.prev_coef, u.rotate && self.prev)),
+            );
+            self.stats.updates += 1;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<Reduction> {
+            let (s, g_s) = self.argmin_all();
+            let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
+            let (mut ag, mut agp) = (0.0, 0.0);
+            let gv = self.grad();
+            for (i, a) in alpha.iter() {
+                let gi = gv.g(i);
+                if gi > g_v || (gi == g_v && i < v) {
+                    g_v = gi;
+                    v = i;
+                }
+                ag += a * gi;
+                if self.prev {
+                    agp += a * gv.gp(i);
+                }
+            }
+            Ok(Reduction {
+                s,
+                g_s,
+                v,
+                g_v,
+                alpha_g: ag,
+                alpha_g_prev: agp,
+            })
+        })();
+        self.stats.call_ns[crate::backend::call::REDUCE] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let gv = self.grad();
+            for (o, &i) in out.iter_mut().zip(idx) {
+                *o = gv.g(i);
+            }
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::GATHER] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let gv = self.grad();
+        for (o, &i) in out.iter_mut().zip(idx) {
+            *o = gv.gp(i);
+        }
+        Ok(())
+    }
+
+    fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()> {
+        let key = self.key(j);
+        let (slot, miss) = self.resolve(key, None);
+        if miss {
+            self.load_query(0, j);
+            self.compute_only(&[(slot, j, 0)]);
+            self.fresh = key;
+        }
+        self.read_entries(slot, j, idx, out);
+        Ok(())
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.stats
+    }
+
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        Ok(self.prefetch(js))
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            if cols.len() <= 2 {
+                return crate::backend::update_by_pairs(self, scale, cols);
+            }
+            if self.computes_in_place() {
+                self.update_in_place(scale, cols);
+                return Ok(());
+            }
+            let mut js = std::mem::take(&mut self.col_buf);
+            js.clear();
+            js.extend(cols.iter().map(|c| c.0));
+            let mut slots = std::mem::take(&mut self.slot_buf);
+            let done = match self.resident(&js, &mut slots) {
+                Some(()) => {
+                    self.update_resident(scale, cols, &slots);
+                    Ok(())
+                }
+                None => crate::backend::update_by_pairs(self, scale, cols),
+            };
+            self.slot_buf = slots;
+            self.col_buf = js;
+            done
+        })();
+        self.stats.call_ns[crate::backend::call::UPDATE_MANY] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<()> {
+            let m = self.prob.len();
+            let mut bound = self.lowest_bound;
+            let gv = self.grad();
+            match gv.groups {
+                None => {
+                    crate::backend::select_lowest_bounded_slice(&self.g[..m], k, &mut bound, out)
+                }
+                Some(_) => crate::backend::select_lowest_bounded(
+                    || (0..m).map(|i| (gv.g(i), i)),
+                    m,
+                    k,
+                    &mut bound,
+                    out,
+                ),
+            }
+            self.lowest_bound = bound;
+            Ok(())
+        })();
+        self.stats.call_ns[crate::backend::call::LOWEST] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
+        let t = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> Result<usize> {
+            let n = w.len();
+            self.gather(w, g_w)?;
+            if self.computes_in_place() {
+                self.block_in_place(w, out);
+                return Ok(0);
+            }
+            let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
+            self.stats.cache_hits += held as u64;
+            let mut slots = std::mem::take(&mut self.slot_buf);
+            if self.resident(w, &mut slots).is_some() {
+                for (k, (&j, &slot)) in w.iter().zip(&slots).enumerate() {
+                    self.read_entries(slot, j, w, &mut out[k * n..(k + 1) * n]);
+                }
+            } else {
+                for (k, &j) in w.iter().enumerate() {
+                    self.column_entries(j, w, &mut out[k * n..(k + 1) * n])?;
+                }
+            }
+            self.slot_buf = slots;
+            Ok(held)
+        })();
+        self.stats.call_ns[crate::backend::call::BLOCK] += t.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn column_capacity(&self) -> usize {
+        if self.computes_in_place() {
+            // Columns computed in place take no cache slots.
+            return self.prob.len();
+        }
+        self.cache.capacity()
+    }
+
+    /// The cache itself, its columns restricted in place to `keep`'s rows (point columns
+    /// only: deduplicated ones are over distinct rows), or with `keep` empty the cache emptied;
+    /// this backend is left without one.
+    fn export_columns(&mut self, keep: &[usize]) -> Option<crate::backend::ColumnExport> {
+        if self.distinct.is_some() {
+            return None;
+        }
+        let mut cache = std::mem::replace(&mut self.cache, ColumnCache::new(1, 0));
+        if keep.is_empty() {
+            let m = cache.len();
+            cache.clear_to(m);
+            return Some(crate::backend::ColumnExport(Box::new(cache)));
+        }
+        let m = self.prob.len();
+        let mut pos = vec![u32::MAX; m];
+        for (k, &i) in keep.iter().enumerate() {
+            pos[i] = k as u32;
+        }
+        cache.restrict(keep, |j| {
+            (j < m && pos[j] != u32::MAX).then(|| pos[j] as usize)
+        });
+        Some(crate::backend::ColumnExport(Box::new(cache)))
+    }
+
+    fn adopt_columns(&mut self, cols: crate::backend::ColumnExport) {
+        if let Ok(mut cache) = cols.0.downcast::<ColumnCache<T>>()
+            && self.distinct.is_none()
+        {
+            if cache.len() != self.prob.len() {
+                cache.clear_to(self.prob.len());
+            }
+            self.cache = *cache;
+        }
+    }
+
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.marks.clear();
+        self.marks.resize(self.prob.len(), mk);
+        Ok(())
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        if self.marks.len() != self.prob.len() {
+            self.fill_marks(crate::backend::mark::NONE)?;
+        }
+        for &(i, mk) in marks {
+            self.marks[i] = mk;
+        }
+        Ok(())
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        if self.marks.len() != self.prob.len() {
+            return Ok(MarkedReduction::EMPTY);
+        }
+        let (gv, y, marks) = (self.grad(), &self.prob.y, &self.marks);
+        let m = self.prob.len();
+        Ok((0..m.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let mut r = MarkedReduction::EMPTY;
+                for i in c * CHUNK..m.min((c + 1) * CHUNK) {
+                    let mk = marks[i];
+                    if mk != 0 {
+                        r.offer(i, gv.g(i) + shift * y[i], mk);
+                    }
+                }
+                r
+            })
+            .reduce(|| MarkedReduction::EMPTY, |a, b| a.merge(&b)))
+    }
+}
