@@ -11,8 +11,8 @@
 //! jobs — the others contribute 0 — hands every rank every entry, bit for bit. An engine call
 //! is one collective of |S| + |T| numbers.
 
-use super::backend::Known;
 use super::comm::Comm;
+use super::known::Known;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::sampled::{BlockEngine, BlockJob, Weights};

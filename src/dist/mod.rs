@@ -64,6 +64,7 @@ pub mod backend;
 pub mod blocks;
 pub mod comm;
 pub mod exchange;
+mod known;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod plan;

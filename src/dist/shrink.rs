@@ -12,8 +12,9 @@
 //! rebuild and the certification are the exact passes of the distributed backend. So the rounds, the
 //! iterates and the result are the single-process ones, to the bit with f64 columns.
 
-use super::backend::{DistBackend, Known};
+use super::backend::DistBackend;
 use super::comm::Comm;
+use super::known::Known;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{Backend, CpuConfig, Device};
