@@ -58,7 +58,7 @@ pub struct CheckArgs {
     #[arg(long, value_parser = super::common::parse_positive)]
     grad_tol: Option<f64>,
     /// Test data: both models predict it, and their labels must agree too.
-    #[arg(long, help_heading = super::train::OUTPUT)]
+    #[arg(long, help_heading = super::common::OUTPUT)]
     test: Option<PathBuf>,
     #[command(flatten)]
     opts: TrainOpts,

@@ -74,10 +74,10 @@ pub fn device_request(
 #[derive(Debug, Clone, Args)]
 pub struct DataArgs {
     /// Input format (files may be plain, gzip, bzip2 or xz: detected from their content).
-    #[arg(long, value_enum, default_value_t = Format::Libsvm, help_heading = super::train::OUTPUT)]
+    #[arg(long, value_enum, default_value_t = Format::Libsvm, help_heading = super::common::OUTPUT)]
     pub format: Format,
     /// CSV: column holding the label (0-based; negative counts from the end, -1 = last).
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true, help_heading = super::train::OUTPUT)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true, help_heading = super::common::OUTPUT)]
     pub label_col: i64,
 }
 
@@ -321,3 +321,10 @@ pub fn accuracy_line(correct: usize, total: usize) -> String {
         crate::util::fmt_g(pct, 6)
     )
 }
+
+/// Help headings, in the order users reach for them: what to solve, how long, where, and what
+/// goes in and out.
+pub(super) const PROBLEM: &str = "Problem and kernel";
+pub(super) const STOPPING: &str = "Algorithm and stopping";
+pub(super) const BACKEND: &str = "Backend";
+pub(super) const OUTPUT: &str = "Input and output";

@@ -46,12 +46,12 @@ pub struct GridArgs {
     #[command(flatten)]
     opts: TrainOpts,
     /// Compute backend (as for train).
-    #[arg(long, value_enum, default_value = "auto", help_heading = super::train::BACKEND)]
+    #[arg(long, value_enum, default_value = "auto", help_heading = super::common::BACKEND)]
     backend: BackendArg,
     /// Under mpirun, how the grid uses the ranks: tasks = whole folds of whole points dealt
     /// to the ranks (every rank holds all rows), rows = each fold split over all ranks by
     /// rows; auto = tasks when the data fit every rank's share of memory.
-    #[arg(long, value_enum, default_value = "auto", help_heading = super::train::BACKEND)]
+    #[arg(long, value_enum, default_value = "auto", help_heading = super::common::BACKEND)]
     distribute: crate::dist::plan::Distribute,
 }
 
