@@ -133,7 +133,7 @@ pub enum ParamError {
     /// An option or mode the chosen algorithm does not take.
     #[error("{option} is for {supported}, not {algorithm}")]
     Unsupported {
-        /// The option or mode (`--sample`, `one-class training (-s 2)`, …).
+        /// The option or mode (`sampled iterations (sample)`, `one-class training`, …).
         option: &'static str,
         /// The algorithms that take it.
         supported: &'static str,

@@ -256,14 +256,14 @@ impl TrainParams {
         let limited = matches!(alg, Algorithm::SparseFw | Algorithm::SimpleSvm);
         // ws chooses its working set from the whole gradient, which sampling does not keep.
         if self.sample > 0 && (limited || alg == Algorithm::Ws) {
-            return Err(unsupported("--sample").into());
+            return Err(unsupported("sampled iterations (sample)").into());
         }
         if self.one_class && limited {
-            return Err(unsupported("one-class training (-s 2)").into());
+            return Err(unsupported("one-class training").into());
         }
         if self.solver.stop == crate::solver::StopRule::Meb && !alg.is_l2svm() {
             return Err(ParamError::Unsupported {
-                option: "--stop meb",
+                option: "stop = meb",
                 supported: "the L2-SVM's algorithms (simplesvm stops on its KKT violation)",
                 algorithm: alg.name(),
             }
@@ -658,7 +658,7 @@ fn one_class(
     let kernel = params.resolve_kernel(ds)?;
     if !matches!(kernel, Kernel::Rbf { .. }) {
         return Err(ParamError::Kernel {
-            option: "one-class training (-s 2)",
+            option: "one-class training",
             needs: "the rbf kernel (its ball test needs k(x, x) constant)",
             kernel: kernel.libsvm_name(),
         }
@@ -835,7 +835,7 @@ mod check_tests {
                 ..with_alg(alg)
             });
             assert!(
-                matches!(e, ParamError::Unsupported { option: "--sample", algorithm, .. } if algorithm == alg.name()),
+                matches!(e, ParamError::Unsupported { option: "sampled iterations (sample)", algorithm, .. } if algorithm == alg.name()),
                 "{e}"
             );
             let e = err(TrainParams {
@@ -846,7 +846,7 @@ mod check_tests {
                 matches!(
                     e,
                     ParamError::Unsupported {
-                        option: "one-class training (-s 2)",
+                        option: "one-class training",
                         ..
                     }
                 ),
@@ -858,7 +858,7 @@ mod check_tests {
         assert!(matches!(
             err(meb),
             ParamError::Unsupported {
-                option: "--stop meb",
+                option: "stop = meb",
                 ..
             }
         ));

@@ -592,7 +592,7 @@ fn info_and_gpu_backend() {
         .arg(dir.path().join("no.model"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--device 97: no such adapter"));
+        .stderr(predicate::str::contains("device 97: no such adapter"));
     assert!(!dir.path().join("no.model").exists());
 
     // Prediction on the device writes the labels the CPU writes.
@@ -741,8 +741,11 @@ fn cvm_sparse_fw_and_simplesvm_from_the_cli() {
         );
     }
     for (args, msg) in [
-        (vec!["-a", "sparse-fw", "--sample", "20"], "--sample"),
-        (vec!["-a", "simplesvm", "--stop", "meb"], "--stop meb"),
+        (
+            vec!["-a", "sparse-fw", "--sample", "20"],
+            "sampled iterations (sample)",
+        ),
+        (vec!["-a", "simplesvm", "--stop", "meb"], "stop = meb"),
         (
             vec!["-a", "cvm", "--stop", "meb", "-k", "linear"],
             "normalized kernel",
@@ -1610,7 +1613,7 @@ fn unscaled_data_get_a_warning_naming_fwsvm_scale() {
     // The warning comes first (after the note on the backend, if any), before the summary.
     let first = err
         .lines()
-        .find(|l| !l.contains("GPU adapter") && !l.contains("--backend auto"))
+        .find(|l| !l.contains("GPU adapter") && !l.contains("backend auto"))
         .unwrap();
     assert!(
         first.contains("warning") && first.contains("fwsvm scale"),
@@ -1886,7 +1889,7 @@ fn auto_backend_keeps_small_data_on_the_cpu() {
     let err = String::from_utf8(out).unwrap();
     let first = err.lines().next().unwrap();
     assert!(
-        first.contains("--backend auto") && first.contains("train on the CPU"),
+        first.contains("backend auto") && first.contains("train on the CPU"),
         "{err}"
     );
     assert!(!err.contains("device traffic"), "{err}");

@@ -123,7 +123,7 @@ impl DeviceRequest {
                     return Ok(Device::Cpu);
                 }
                 return Err(Error::param(
-                    "--backend gpu: no GPU adapter found (install a Vulkan driver, e.g. \
+                    "backend gpu: no GPU adapter found (install a Vulkan driver, e.g. \
                      Debian's mesa-vulkan-drivers for the software one; `fwsvm info` lists \
                      adapters)"
                         .into(),
@@ -134,13 +134,13 @@ impl DeviceRequest {
                 if self.precision.is_none() {
                     // An algorithm's default, not the caller's demand: f32 on this adapter.
                     notes(&format!(
-                        "{} has no SHADER_F64; the gradient is f32 (--precision f32)",
+                        "{} has no SHADER_F64; the gradient is f32 (precision f32)",
                         ctx.adapter.name
                     ));
                     precision = Precision::F32;
                 } else if arg == BackendChoice::Auto {
                     notes(&format!(
-                        "{} has no SHADER_F64 for --precision f64; using the CPU backend",
+                        "{} has no SHADER_F64 for precision f64; using the CPU backend",
                         ctx.adapter.name
                     ));
                     return Ok(Device::Cpu);
@@ -167,7 +167,7 @@ impl DeviceRequest {
         {
             if arg == BackendChoice::Gpu {
                 return Err(Error::param(
-                    "--backend gpu: this fwsvm was built without the `gpu` feature".into(),
+                    "backend gpu: this fwsvm was built without the `gpu` feature".into(),
                 ));
             }
             notes("built without the `gpu` feature; using the CPU backend");
@@ -191,10 +191,10 @@ impl DeviceRequest {
                 format!("{} KiB", bytes.div_ceil(1024))
             };
             notes(&format!(
-                "--backend auto: {} rows × {} features ({size} per kernel column pass) train \
+                "backend auto: {} rows × {} features ({size} per kernel column pass) train \
                  on the CPU: below {} MiB a GPU's round trips (three or four per iteration, \
                  about 100 µs each on an H100) and their host work cost more than the CPU's \
-                 iteration (--backend gpu to insist)",
+                 iteration (backend gpu to insist)",
                 ds.len(),
                 ds.n_features(),
                 super::AUTO_GPU_MIN_BYTES >> 20

@@ -83,13 +83,13 @@ pub fn choose(
     Ok(match asked {
         Distribute::Rows => Choice {
             plan: Distribute::Rows,
-            why: "every training is split over the ranks by rows, as --distribute rows asks".into(),
+            why: "every training is split over the ranks by rows, as distribute = rows asks".into(),
         },
         Distribute::Tasks => Choice {
             plan: Distribute::Tasks,
             why: format!(
                 "the {tasks} {what} go to the ranks whole, each rank holding all {} of data, \
-                 as --distribute tasks asks",
+                 as distribute = tasks asks",
                 mb(bytes)
             ),
         },

@@ -357,7 +357,7 @@ fn one_class(
     let kernel = kernel_over_ranks(comm, local, &slice, params)?;
     if !matches!(kernel, Kernel::Rbf { .. }) {
         return Err(crate::error::ParamError::Kernel {
-            option: "one-class training (-s 2)",
+            option: "one-class training",
             needs: "the rbf kernel (its ball test needs k(x, x) constant)",
             kernel: kernel.libsvm_name(),
         }
@@ -420,7 +420,7 @@ pub fn cross_validate(
     let m = slice.total;
     if k < 2 || k > m {
         return Err(Error::param(format!(
-            "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {k}"
+            "cross-validation needs 2 ≤ K folds ≤ the number of rows ({m}), got {k}"
         )));
     }
     let labels = all_labels(comm, local)?;

@@ -87,7 +87,7 @@ impl Plan {
             ));
         }
         if self.repeats == 0 {
-            return Err(Error::param("--repeats must be at least 1".into()));
+            return Err(Error::param("repeats must be at least 1".into()));
         }
         if let Some(e) = self.eps.iter().find(|e| !(**e > 0.0)) {
             return Err(Error::param(format!("-e: {e} is not a positive tolerance")));

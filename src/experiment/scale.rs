@@ -82,7 +82,7 @@ pub fn run_scale(plan: &ScalePlan, hooks: &mut dyn ScaleHooks) -> Result<Vec<Siz
     };
     if ranks.iter().any(|&r| r > 1) && !matches!(params.device, crate::backend::Device::Cpu) {
         return Err(Error::param(
-            "--ranks above 1 run on the CPU backend: use --backend cpu".into(),
+            "ranks above 1 run on the CPU backend only".into(),
         ));
     }
     let total = plan.rows.len() * ranks.len();

@@ -205,7 +205,7 @@ pub enum StopReason {
 impl fmt::Display for StopReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StopReason::Converged => "converged (the stop rule of -e, --rel-eps, --stop is met)",
+            StopReason::Converged => "converged (the stop rule of eps, rel_eps and stop is met)",
             StopReason::MaxIter => "iteration limit",
             StopReason::TimeLimit => "time limit",
             StopReason::Stalled => "stalled (no further decrease possible in floating point)",
@@ -520,7 +520,7 @@ pub(crate) fn check_meb_kernel(prob: &Problem<'_>) -> Result<()> {
         return Ok(());
     }
     Err(crate::error::ParamError::Kernel {
-        option: "--stop meb",
+        option: "stop = meb",
         needs: "a normalized kernel (k(x, x) constant: rbf)",
         kernel: prob.kernel.libsvm_name(),
     }

@@ -194,7 +194,7 @@ pub fn cross_validate_folds(
     let m = ds.len();
     if k < 2 || k > m {
         return Err(Error::param(format!(
-            "--cv needs 2 ≤ K ≤ the number of rows ({m}), got {k}"
+            "cross-validation needs 2 ≤ K folds ≤ the number of rows ({m}), got {k}"
         )));
     }
     let kernel = params.resolve_kernel(ds)?;

@@ -9,7 +9,7 @@
 //! into one write per run of consecutive slots) and its index and weight lists. All jobs of
 //! one [`BlockEngine::run`] are one submit and one readback of |S| + |T| values. The slot
 //! buffer grows by doubling up to the storage-binding limit; a block needing more distinct
-//! rows than that fails with a message (use --backend cpu).
+//! rows than that fails with a message naming the CPU backend.
 
 use super::passes::read_back;
 use super::{GpuConfig, GpuContext, entry};

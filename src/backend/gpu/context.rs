@@ -210,7 +210,7 @@ impl GpuContext {
                 Some(s) => Some(s.index),
                 None => {
                     return Err(Error::param(format!(
-                        "--device {i}: no such adapter (adapters: {})",
+                        "device {i}: no such adapter (adapters: {})",
                         names()
                     )));
                 }
@@ -330,7 +330,7 @@ impl GpuContext {
     pub fn pipelines(&self, wide: bool) -> Result<Arc<Pipelines>> {
         if wide && !self.f64 {
             return Err(Error::param(format!(
-                "--precision f64 on the GPU needs SHADER_F64, which {} ({}) does not have; use --precision f32 or --backend cpu",
+                "precision f64 on the GPU needs SHADER_F64, which {} ({}) does not have; use precision f32 or the CPU backend",
                 self.adapter.name, self.adapter.backend
             )));
         }

@@ -319,7 +319,7 @@ impl<'a> GpuBackend<'a> {
         if let Some(e) = oom.or(val_err) {
             let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             return Err(Error::Backend(format!(
-                "{} could not hold the problem ({:.1} MiB data + {:.1} MiB vectors + {:.1} MiB column cache; lower --cache-mb or use --backend cpu): {e}",
+                "{} could not hold the problem ({:.1} MiB data + {:.1} MiB vectors + {:.1} MiB column cache; a smaller cache or the CPU backend): {e}",
                 ctx.adapter.name,
                 mib(plan.data_bytes),
                 mib(plan.vector_bytes),

@@ -62,7 +62,7 @@ impl Sizes {
         // Every m-vector must fit one binding.
         if m as u64 * gt > max_bind || m > u32::MAX as usize / 2 {
             return Err(Error::Backend(format!(
-                "{m} points need {:.1} MiB per gradient vector, more than {name}'s largest storage binding ({:.1} MiB); use --backend cpu",
+                "{m} points need {:.1} MiB per gradient vector, more than {name}'s largest storage binding ({:.1} MiB); use the CPU backend",
                 mib(m as u64 * gt),
                 mib(max_bind)
             )));
@@ -77,7 +77,7 @@ impl Sizes {
         let slots = by_budget.max(2).min(by_buffer).min(by_offset).min(1 << 20);
         if slots < 2 {
             return Err(Error::Backend(format!(
-                "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use --backend cpu",
+                "two kernel columns of {m} points ({:.1} MiB) exceed {name}'s largest buffer ({:.1} MiB); use the CPU backend",
                 mib(2 * slot_stride),
                 mib(lim.max_buffer_size)
             )));
