@@ -246,159 +246,229 @@ pub(super) struct BindGroups {
 impl BindGroups {
     /// Binds the buffers `b` to the pipelines' layouts.
     pub fn new(dev: &wgpu::Device, pipes: &Pipelines, b: &Buffers, z: &Sizes) -> BindGroups {
-        let pbind = |n: u32| wgpu::BindGroupEntry {
+        let k = Binder { dev, b, z };
+        let (column, batch, tile) = k.columns(pipes);
+        let (update, active, last) = k.reductions(pipes);
+        let (gather, gather_all, below, marked) = k.gathers(pipes);
+        BindGroups {
+            column,
+            batch,
+            tile,
+            update,
+            active,
+            last,
+            gather,
+            gather_all,
+            below,
+            marked,
+        }
+    }
+}
+
+/// What the bind groups are made from: the device, the buffers and their sizes.
+struct Binder<'a> {
+    dev: &'a wgpu::Device,
+    b: &'a Buffers,
+    z: &'a Sizes,
+}
+
+impl<'a> Binder<'a> {
+    /// The Params block at `n` (one slot, selected by a dynamic offset).
+    fn params(&self, n: u32) -> wgpu::BindGroupEntry<'a> {
+        wgpu::BindGroupEntry {
             binding: n,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &b.params,
+                buffer: &self.b.params,
                 offset: 0,
                 size: wgpu::BufferSize::new(PARAMS_SIZE),
             }),
-        };
-        let slot = |n: u32| wgpu::BindGroupEntry {
+        }
+    }
+
+    /// One cache slot at `n` (a column, selected by a dynamic offset).
+    fn slot(&self, n: u32) -> wgpu::BindGroupEntry<'a> {
+        wgpu::BindGroupEntry {
             binding: n,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &b.cache,
+                buffer: &self.b.cache,
                 offset: 0,
-                size: wgpu::BufferSize::new(z.col_bytes),
+                size: wgpu::BufferSize::new(self.z.col_bytes),
             }),
-        };
-        let group =
-            |label: &str, layout: &wgpu::BindGroupLayout, entries: &[wgpu::BindGroupEntry]| {
-                dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some(label),
-                    layout,
-                    entries,
-                })
-            };
-        BindGroups {
-            column: group(
-                "column",
-                &pipes.column_bgl,
+        }
+    }
+
+    fn group(
+        &self,
+        label: &str,
+        layout: &wgpu::BindGroupLayout,
+        entries: &[wgpu::BindGroupEntry],
+    ) -> wgpu::BindGroup {
+        self.dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout,
+            entries,
+        })
+    }
+
+    /// The bind groups of columns.
+    fn columns(
+        &self,
+        pipes: &Pipelines,
+    ) -> (
+        wgpu::BindGroup,
+        Option<wgpu::BindGroup>,
+        Option<wgpu::BindGroup>,
+    ) {
+        let column = self.group(
+            "column",
+            &pipes.column_bgl,
+            &[
+                self.params(0),
+                entry(1, &self.b.norms),
+                entry(2, &self.b.ylab),
+                entry(3, &self.b.query),
+                self.slot(4),
+            ],
+        );
+        let batch = pipes.batch.as_ref().map(|p| {
+            self.group(
+                "column batch",
+                &p.bgl,
                 &[
-                    pbind(0),
-                    entry(1, &b.norms),
-                    entry(2, &b.ylab),
-                    entry(3, &b.query),
-                    slot(4),
+                    self.params(0),
+                    entry(1, &self.b.norms),
+                    entry(2, &self.b.ylab),
+                    entry(3, &self.b.query),
+                    self.slot(4),
+                    self.slot(5),
+                    self.slot(6),
+                    self.slot(7),
                 ],
-            ),
-            batch: pipes.batch.as_ref().map(|p| {
-                group(
-                    "column batch",
-                    &p.bgl,
-                    &[
-                        pbind(0),
-                        entry(1, &b.norms),
-                        entry(2, &b.ylab),
-                        entry(3, &b.query),
-                        slot(4),
-                        slot(5),
-                        slot(6),
-                        slot(7),
-                    ],
-                )
-            }),
-            tile: pipes.tile.as_ref().filter(|_| z.tile_cols > 0).map(|p| {
-                group(
+            )
+        });
+        let tile = pipes
+            .tile
+            .as_ref()
+            .filter(|_| self.z.tile_cols > 0)
+            .map(|p| {
+                self.group(
                     "column tile",
                     &p.bgl,
                     &[
-                        pbind(0),
-                        entry(1, &b.norms),
-                        entry(2, &b.ylab),
-                        entry(3, &b.query),
-                        entry(4, &b.tile),
+                        self.params(0),
+                        entry(1, &self.b.norms),
+                        entry(2, &self.b.ylab),
+                        entry(3, &self.b.query),
+                        entry(4, &self.b.tile),
                     ],
                 )
-            }),
-            update: group(
-                "update",
-                &pipes.update_bgl,
-                &[
-                    pbind(0),
-                    slot(1),
-                    slot(2),
-                    entry(3, &b.g),
-                    entry(4, &b.gp),
-                    entry(5, &b.pmin_v),
-                    entry(6, &b.pmin_i),
-                    slot(7),
-                    slot(8),
-                ],
-            ),
-            active: group(
-                "active",
-                &pipes.active_bgl,
-                &[
-                    pbind(0),
-                    entry(1, &b.g),
-                    entry(2, &b.gp),
-                    entry(3, &b.lidx),
-                    entry(4, &b.lw),
-                    entry(5, &b.pact_v),
-                    entry(6, &b.pact_i),
-                ],
-            ),
-            last: group(
-                "final",
-                &pipes.final_bgl,
-                &[
-                    pbind(0),
-                    entry(1, &b.pmin_v),
-                    entry(2, &b.pmin_i),
-                    entry(3, &b.pact_v),
-                    entry(4, &b.pact_i),
-                    entry(5, &b.res_v),
-                    entry(6, &b.res_i),
-                ],
-            ),
-            gather: group(
-                "gather",
+            });
+        (column, batch, tile)
+    }
+
+    /// The bind groups of reductions.
+    fn reductions(&self, pipes: &Pipelines) -> (wgpu::BindGroup, wgpu::BindGroup, wgpu::BindGroup) {
+        let update = self.group(
+            "update",
+            &pipes.update_bgl,
+            &[
+                self.params(0),
+                self.slot(1),
+                self.slot(2),
+                entry(3, &self.b.g),
+                entry(4, &self.b.gp),
+                entry(5, &self.b.pmin_v),
+                entry(6, &self.b.pmin_i),
+                self.slot(7),
+                self.slot(8),
+            ],
+        );
+        let active = self.group(
+            "active",
+            &pipes.active_bgl,
+            &[
+                self.params(0),
+                entry(1, &self.b.g),
+                entry(2, &self.b.gp),
+                entry(3, &self.b.lidx),
+                entry(4, &self.b.lw),
+                entry(5, &self.b.pact_v),
+                entry(6, &self.b.pact_i),
+            ],
+        );
+        let last = self.group(
+            "final",
+            &pipes.final_bgl,
+            &[
+                self.params(0),
+                entry(1, &self.b.pmin_v),
+                entry(2, &self.b.pmin_i),
+                entry(3, &self.b.pact_v),
+                entry(4, &self.b.pact_i),
+                entry(5, &self.b.res_v),
+                entry(6, &self.b.res_i),
+            ],
+        );
+        (update, active, last)
+    }
+
+    /// The bind groups of gathers.
+    fn gathers(
+        &self,
+        pipes: &Pipelines,
+    ) -> (
+        wgpu::BindGroup,
+        Option<wgpu::BindGroup>,
+        wgpu::BindGroup,
+        wgpu::BindGroup,
+    ) {
+        let gather = self.group(
+            "gather",
+            &pipes.gather_bgl,
+            &[
+                self.params(0),
+                entry(1, &self.b.g),
+                entry(2, &self.b.gp),
+                self.slot(3),
+                entry(4, &self.b.gidx),
+                entry(5, &self.b.out),
+            ],
+        );
+        let gather_all = self.z.whole_cache.then(|| {
+            let all = wgpu::BindGroupEntry {
+                binding: 3,
+                resource: self.b.cache.as_entire_binding(),
+            };
+            self.group(
+                "block gather",
                 &pipes.gather_bgl,
                 &[
-                    pbind(0),
-                    entry(1, &b.g),
-                    entry(2, &b.gp),
-                    slot(3),
-                    entry(4, &b.gidx),
-                    entry(5, &b.out),
+                    self.params(0),
+                    entry(1, &self.b.g),
+                    entry(2, &self.b.gp),
+                    all,
+                    entry(4, &self.b.gidx),
+                    entry(5, &self.b.out),
                 ],
-            ),
-            gather_all: z.whole_cache.then(|| {
-                let all = wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: b.cache.as_entire_binding(),
-                };
-                group(
-                    "block gather",
-                    &pipes.gather_bgl,
-                    &[
-                        pbind(0),
-                        entry(1, &b.g),
-                        entry(2, &b.gp),
-                        all,
-                        entry(4, &b.gidx),
-                        entry(5, &b.out),
-                    ],
-                )
-            }),
-            below: group(
-                "below",
-                &pipes.below_bgl,
-                &[pbind(0), entry(1, &b.g), entry(2, &b.out)],
-            ),
-            marked: group(
-                "marked",
-                &pipes.marked_bgl,
-                &[
-                    pbind(0),
-                    entry(1, &b.g),
-                    entry(2, &b.ylab),
-                    entry(3, &b.marks),
-                    entry(4, &b.mpart_v),
-                    entry(5, &b.mpart_i),
-                ],
-            ),
-        }
+            )
+        });
+        let below = self.group(
+            "below",
+            &pipes.below_bgl,
+            &[self.params(0), entry(1, &self.b.g), entry(2, &self.b.out)],
+        );
+        let marked = self.group(
+            "marked",
+            &pipes.marked_bgl,
+            &[
+                self.params(0),
+                entry(1, &self.b.g),
+                entry(2, &self.b.ylab),
+                entry(3, &self.b.marks),
+                entry(4, &self.b.mpart_v),
+                entry(5, &self.b.mpart_i),
+            ],
+        );
+        (gather, gather_all, below, marked)
     }
 }
