@@ -243,6 +243,18 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }
 
+/// What [`GpuBackend::allocate`] made on the device for one backend.
+struct Made {
+    wide: bool,
+    pipes: Arc<Pipelines>,
+    z: setup::Sizes,
+    b: setup::Buffers,
+    data: Arc<GpuData>,
+    chunks: Vec<Chunk>,
+    bg: setup::BindGroups,
+    plan: MemoryPlan,
+}
+
 impl<'a> GpuBackend<'a> {
     /// Point j's row, y and ‖x‖²: a row of the problem, or guest j − m.
     fn point(&self, j: usize) -> (Row<'_>, f64, f64) {
@@ -270,6 +282,18 @@ impl<'a> GpuBackend<'a> {
         cfg: GpuConfig,
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
     ) -> Result<Self> {
+        let made = Self::allocate(prob, ctx, cfg, shared)?;
+        Ok(Self::assemble(prob, ctx, cfg, made))
+    }
+
+    /// The device side of [`with_data`](Self::with_data): the pipelines, buffers, data chunks
+    /// and bind groups, or why the adapter cannot hold them.
+    fn allocate(
+        prob: &'a Problem<'a>,
+        ctx: &'a GpuContext,
+        cfg: GpuConfig,
+        shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
+    ) -> Result<Made> {
         if prob.has_row_weights() {
             return Err(crate::Error::Backend(
                 "per-row weights (sample_weight) run on the CPU backend only".into(),
@@ -327,29 +351,34 @@ impl<'a> GpuBackend<'a> {
             )));
         }
         ctx.check("upload")?;
+        Ok(Made {
+            wide,
+            pipes,
+            z,
+            b,
+            data,
+            chunks,
+            bg,
+            plan,
+        })
+    }
+
+    /// The backend over what [`allocate`](Self::allocate) made, its host state empty.
+    fn assemble(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig, made: Made) -> Self {
+        let Made {
+            wide,
+            pipes,
+            z,
+            b,
+            data,
+            chunks,
+            bg,
+            plan,
+        } = made;
+        let ds = prob.data;
+        let m = z.m;
         let (kind, degree, gamma, coef0) = kernel_params(prob.kernel);
-        let setup::Buffers {
-            query,
-            cache: cache_buf,
-            tile,
-            params,
-            g,
-            gp,
-            lidx,
-            lw,
-            gidx,
-            out,
-            res_v,
-            res_i,
-            staging,
-            marks,
-            mpart_v,
-            mpart_i,
-            ..
-        } = b;
-        let (dpad, d, out_bytes, param_stride) = (z.dpad, z.d, z.out_bytes, z.param_stride);
-        let (slot_stride, nwg_rows, nwg_list_max) = (z.slot_stride, z.nwg_rows, z.nwg_list_max);
-        Ok(GpuBackend {
+        GpuBackend {
             prob,
             ctx,
             _data: data,
@@ -358,33 +387,33 @@ impl<'a> GpuBackend<'a> {
             compact_min_rows: cfg.compact_min_rows,
             gt: z.gt,
             dense: ds.is_dense(),
-            d,
-            dpad,
+            d: z.d,
+            dpad: z.dpad,
             kind,
             degree,
             gamma,
             coef0,
             inv_c: prob.inv_c_by_class(),
             chunks,
-            params,
-            param_stride,
-            query,
-            g,
-            gp,
-            lidx,
-            lw,
-            gidx,
-            out,
-            out_bytes,
-            res_v,
-            res_i,
-            staging,
+            params: b.params,
+            param_stride: z.param_stride,
+            query: b.query,
+            g: b.g,
+            gp: b.gp,
+            lidx: b.lidx,
+            lw: b.lw,
+            gidx: b.gidx,
+            out: b.out,
+            out_bytes: z.out_bytes,
+            res_v: b.res_v,
+            res_i: b.res_i,
+            staging: b.staging,
             column_bg: bg.column,
             batch_bg: bg.batch,
             tile_cols: if bg.tile.is_some() { z.tile_cols } else { 0 },
             tile_bg: bg.tile,
-            tile,
-            cache_buf,
+            tile: b.tile,
+            cache_buf: b.cache,
             meta_dirty: false,
             update_bg: bg.update,
             active_bg: bg.active,
@@ -392,19 +421,19 @@ impl<'a> GpuBackend<'a> {
             gather_bg: bg.gather,
             gather_all_bg: bg.gather_all,
             below_bg: bg.below,
-            marks,
-            mpart_v,
-            mpart_i,
+            marks: b.marks,
+            mpart_v: b.mpart_v,
+            mpart_i: b.mpart_i,
             marked_bg: bg.marked,
             marks_host: Vec::new(),
-            slot_stride,
-            nwg_rows,
-            nwg_list_max,
+            slot_stride: z.slot_stride,
+            nwg_rows: z.nwg_rows,
+            nwg_list_max: z.nwg_list_max,
             cache: ColumnCache::with_slots(m, z.slots as usize),
             enc: None,
-            param_host: vec![0u8; param_stride as usize * PARAM_SLOTS],
+            param_host: vec![0u8; z.param_stride as usize * PARAM_SLOTS],
             n_params: 0,
-            query_host: vec![0f32; QUERY_SLOTS * (dpad + 4)],
+            query_host: vec![0f32; QUERY_SLOTS * (z.dpad + 4)],
             n_queries: 0,
             lidx_host: Vec::new(),
             lw_host: Vec::new(),
@@ -422,7 +451,7 @@ impl<'a> GpuBackend<'a> {
             fresh: usize::MAX,
             stats: BackendStats::default(),
             plan,
-        })
+        }
     }
 
     /// What was allocated on the device.
