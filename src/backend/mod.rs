@@ -568,6 +568,18 @@ mod tests {
         assert_eq!(u.merged_cols(), u.cols);
     }
 
+    /// The (value, index) pairs of `g` without its NaNs, by value, then index.
+    fn sorted_pairs(g: &[f64]) -> Vec<(f64, usize)> {
+        let mut v: Vec<(f64, usize)> = g
+            .iter()
+            .copied()
+            .zip(0..)
+            .filter(|e| !e.0.is_nan())
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        v
+    }
+
     #[test]
     fn bounded_selections_are_the_k_smallest() {
         use super::{select_lowest_bounded, select_lowest_bounded_slice};
@@ -585,13 +597,7 @@ mod tests {
             for k in [1, 5, 64] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut b1, &mut o1);
                 select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
-                let mut want: Vec<(f64, usize)> = g
-                    .iter()
-                    .copied()
-                    .zip(0..)
-                    .filter(|e| !e.0.is_nan())
-                    .collect();
-                want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut want = sorted_pairs(&g);
                 want.truncate(k);
                 assert_eq!(o1, want, "round {round}, k = {k}");
                 assert_eq!(o2, want, "round {round}, k = {k}");
@@ -620,13 +626,7 @@ mod tests {
             for k in [1, 7, 300, 2000] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..n).rev(), n, k, &mut b1, &mut o1);
                 select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
-                let mut want: Vec<(f64, usize)> = g
-                    .iter()
-                    .copied()
-                    .zip(0..)
-                    .filter(|e| !e.0.is_nan())
-                    .collect();
-                want.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut want = sorted_pairs(&g);
                 let bound = want[(2 * k).min(n - 1) - 1].0;
                 want.truncate(k);
                 assert_eq!(o1, want, "round {round}, k = {k}");

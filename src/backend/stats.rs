@@ -106,3 +106,16 @@ impl BackendStats {
         )
     }
 }
+
+/// Runs `$body` — a block that may `return` or use `?`, as a closure returning `$ty` — and
+/// adds its host time to `$stats.call_ns[$call]`: the call times of a backend's methods.
+macro_rules! timed_call {
+    ($stats:expr, $call:expr, $ty:ty, $body:block) => {{
+        let start = std::time::Instant::now();
+        #[allow(clippy::redundant_closure_call)]
+        let r = (|| -> $ty { $body })();
+        $stats.call_ns[$call] += start.elapsed().as_nanos() as u64;
+        r
+    }};
+}
+pub(crate) use timed_call;

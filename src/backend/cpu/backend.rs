@@ -2,6 +2,8 @@
 //! cache; the call times kept in its stats are the host's.
 
 use super::*;
+use crate::backend::call;
+use crate::backend::stats::timed_call;
 
 impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn len(&self) -> usize {
@@ -106,9 +108,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::UPDATE, Result<()>, {
             let cols = u.merged_cols();
             let mut compute: [(usize, usize, usize); 2] = [(0, 0, 0); 2];
             let mut nc = 0;
@@ -147,15 +147,11 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             );
             self.stats.updates += 1;
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::UPDATE] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<Reduction> {
+        timed_call!(self.stats, call::REDUCE, Result<Reduction>, {
             let (s, g_s) = self.argmin_all();
             let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
             let (mut ag, mut agp) = (0.0, 0.0);
@@ -179,23 +175,17 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
                 alpha_g: ag,
                 alpha_g_prev: agp,
             })
-        })();
-        self.stats.call_ns[crate::backend::call::REDUCE] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::GATHER, Result<()>, {
             let gv = self.grad();
             for (o, &i) in out.iter_mut().zip(idx) {
                 *o = gv.g(i);
             }
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::GATHER] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -227,9 +217,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::UPDATE_MANY, Result<()>, {
             if cols.len() <= 2 {
                 return crate::backend::update_by_pairs(self, scale, cols);
             }
@@ -251,15 +239,11 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             self.slot_buf = slots;
             self.col_buf = js;
             done
-        })();
-        self.stats.call_ns[crate::backend::call::UPDATE_MANY] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::LOWEST, Result<()>, {
             let m = self.prob.len();
             let mut bound = self.lowest_bound;
             let gv = self.grad();
@@ -277,15 +261,11 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             }
             self.lowest_bound = bound;
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::LOWEST] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<usize> {
+        timed_call!(self.stats, call::BLOCK, Result<usize>, {
             let n = w.len();
             self.gather(w, g_w)?;
             if self.computes_in_place() {
@@ -306,9 +286,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             }
             self.slot_buf = slots;
             Ok(held)
-        })();
-        self.stats.call_ns[crate::backend::call::BLOCK] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn column_capacity(&self) -> usize {

@@ -3,6 +3,8 @@
 //! waits for included.
 
 use super::*;
+use crate::backend::call;
+use crate::backend::stats::timed_call;
 
 impl Backend for GpuBackend<'_> {
     fn len(&self) -> usize {
@@ -92,9 +94,7 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::UPDATE, Result<()>, {
             let cols = u.merged_cols();
             let mut p = self.base_params();
             p.flags |= F_WRITE;
@@ -124,17 +124,13 @@ impl Backend for GpuBackend<'_> {
             self.record_update(p, slots[0], slots[1]);
             self.stats.updates += 1;
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::UPDATE] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
     /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::UPDATE_MANY, Result<()>, {
             if self.prev || self.cache.usable() < 6 {
                 return crate::backend::update_by_pairs(self, scale, cols);
             }
@@ -165,15 +161,11 @@ impl Backend for GpuBackend<'_> {
                 rest = later;
             }
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::UPDATE_MANY] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<Reduction> {
+        timed_call!(self.stats, call::REDUCE, Result<Reduction>, {
             if !self.min_valid {
                 let p = self.base_params();
                 self.record_update(p, 0, 0);
@@ -247,15 +239,11 @@ impl Backend for GpuBackend<'_> {
                     0.0
                 },
             })
-        })();
-        self.stats.call_ns[crate::backend::call::REDUCE] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn gather(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::GATHER, Result<()>, {
             if self.g_host_valid {
                 for (o, &i) in out.iter_mut().zip(idx) {
                     *o = self.g_host[i];
@@ -263,9 +251,7 @@ impl Backend for GpuBackend<'_> {
                 return Ok(());
             }
             self.gather_from(0, 0, idx, out)
-        })();
-        self.stats.call_ns[crate::backend::call::GATHER] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
@@ -351,9 +337,7 @@ impl Backend for GpuBackend<'_> {
     /// One readback of all of g (kept on the host until a pass writes g: the working set's
     /// gathers that follow are served from it), the selection on the host.
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<()> {
+        timed_call!(self.stats, call::LOWEST, Result<()>, {
             if !self.wide
                 && k > 0
                 && self.prob.len() >= self.compact_min_rows
@@ -367,18 +351,14 @@ impl Backend for GpuBackend<'_> {
             crate::backend::select_lowest_bounded_slice(g, k, &mut bound, out);
             self.lowest_bound = bound;
             Ok(())
-        })();
-        self.stats.call_ns[crate::backend::call::LOWEST] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     /// The columns of `w` in batched passes (the misses only), then g_W and Q[w, w] by
     /// gathers recorded into one submit and read back once (in a few when the block is
     /// larger than the gather buffer).
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
-        let t = std::time::Instant::now();
-        #[allow(clippy::redundant_closure_call)]
-        let r = (|| -> Result<usize> {
+        timed_call!(self.stats, call::BLOCK, Result<usize>, {
             let n = w.len();
             let need = 2 * n + 2;
             if n == 0 || need > self.cache.capacity() {
@@ -443,9 +423,7 @@ impl Backend for GpuBackend<'_> {
             }
             self.slot_buf = slots;
             Ok(held)
-        })();
-        self.stats.call_ns[crate::backend::call::BLOCK] += t.elapsed().as_nanos() as u64;
-        r
+        })
     }
 
     fn column_capacity(&self) -> usize {

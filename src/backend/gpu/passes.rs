@@ -394,10 +394,12 @@ impl<'a> GpuBackend<'a> {
         };
         let off = self.push_params(&p);
         let mut enc = self.take_encoder();
-        let bg = self
-            .gather_all_bg
-            .as_ref()
-            .expect("a block gather needs the whole cache bound");
+        let Some(bg) = self.gather_all_bg.as_ref() else {
+            self.enc = Some(enc);
+            return Err(Error::Backend(
+                "a block gather needs the whole column cache in one binding".into(),
+            ));
+        };
         dispatch(&mut enc, &self.pipes.gather, bg, &[off, 0], nwg);
         self.stats.dispatches += 1;
         let bytes = (parts * n) as u64 * self.gt;
