@@ -9,6 +9,7 @@
 use crate::kernel::Kernel;
 use std::borrow::Cow;
 
+mod fused;
 mod hamming;
 mod layout;
 pub use hamming::{
@@ -553,6 +554,13 @@ pub fn columns_chunk<T: Elem>(
     dots: &mut [f64],
     outs: &mut [&mut [T]],
 ) {
+    if T::SINGLE {
+        // SAFETY: T is f32 (SINGLE): the same layout.
+        let outs32 = unsafe { &mut *(outs as *mut [&mut [T]] as *mut [&mut [f32]]) };
+        if fused::rbf_f32(a, cols, r0, outs32) {
+            return;
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx512f")

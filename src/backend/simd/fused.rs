@@ -1,0 +1,321 @@
+//! RBF columns in f32, fused in registers (AVX-512): dense and hybrid rows.
+//!
+//! The portable path of [`super::columns_chunk`] forms each column's dots into a buffer and
+//! finishes them in three loops over it (the exponent in f64, the exponential in f32, the
+//! labels' sign), so every entry travels through memory four times. Here sixteen rows at a
+//! time stay in registers from the first multiply-add to the stored f32 entry: the dots of up
+//! to [`BATCH`] columns in f64 (two vectors of eight rows each), the bit part's popcounts
+//! added (hybrid rows), the exponent formed and rounded to f32, and the exponential taken on
+//! all sixteen lanes. Every operation is the one the portable path performs, in the same
+//! order — the same fused multiply-adds over the features from zero, the popcount added as an
+//! f64, d² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0), (−γ·d²) rounded to f32, the exponential's
+//! steps of [`super::exp_nonpos_f32`], + 1, and the sign of y_i·y_j (±1, so the f32 product is
+//! the f64 one) — so the entries are the same, bit for bit.
+
+use super::{BATCH, ColumnArgs, LANES, Layout, MAX_HYBRID_CONT, MAX_HYBRID_WORDS, hybrid_query};
+use super::{EXP32_LO, LN2_HI32, LN2_LO32, POLY32, SHIFT32};
+use crate::kernel::Kernel;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Computes the columns `cols` over rows r0..r0+n (n = each output's length) into `outs`
+/// when the fused path applies — RBF kernel, dense or hybrid rows, AVX-512 with vector
+/// popcounts, and for hybrid rows queries whose binary features are 0 or 1 —
+/// and returns whether it did.
+pub(super) fn rbf_f32(
+    a: &ColumnArgs<'_>,
+    cols: &[(usize, &[f64])],
+    r0: usize,
+    outs: &mut [&mut [f32]],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let Kernel::Rbf { gamma } = a.kernel else {
+            return false;
+        };
+        if cols.is_empty() || cols.len() > BATCH || cols.len() != outs.len() || r0 % LANES != 0 {
+            return false;
+        }
+        if !(std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::is_x86_feature_detected!("fma"))
+        {
+            return false;
+        }
+        let n = outs[0].len();
+        let mut qc = [[0.0f64; MAX_HYBRID_CONT]; BATCH];
+        let mut qb = [[0u64; MAX_HYBRID_WORDS]; BATCH];
+        let (xb, dc, bits, words): (&[f32], usize, &[u64], usize) = match a.layout {
+            Layout::Dense { d, xb } => {
+                if *d > MAX_HYBRID_CONT {
+                    return false;
+                }
+                for (c, &(_, q)) in cols.iter().enumerate() {
+                    qc[c][..*d].copy_from_slice(&q[..*d]);
+                }
+                (xb, *d, &[], 0)
+            }
+            Layout::Hybrid {
+                cont,
+                bin,
+                xb,
+                words,
+                bits,
+            } => {
+                for (c, &(_, q)) in cols.iter().enumerate() {
+                    let dc = cont.len();
+                    if !hybrid_query(cont, bin, q, &mut qc[c][..dc], &mut qb[c][..*words]) {
+                        return false;
+                    }
+                }
+                (xb, cont.len(), bits, *words)
+            }
+            _ => return false,
+        };
+        let b0 = r0 / LANES;
+        let nb = n.div_ceil(LANES);
+        let job = Job {
+            xb: &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES],
+            dc,
+            bits: &bits[b0 * words * LANES..(b0 + nb) * words * LANES],
+            words,
+            norms: &a.norms[r0..r0 + n],
+            y: &a.y[r0..r0 + n],
+            ng: -gamma,
+        };
+        let mut nj = [0.0; BATCH];
+        let mut yj = [0.0; BATCH];
+        for (c, &(j, _)) in cols.iter().enumerate() {
+            nj[c] = a.norms[j];
+            yj[c] = a.y[j];
+        }
+        let q = Queries {
+            qc: &qc,
+            qb: &qb,
+            nj: &nj,
+            yj: &yj,
+        };
+        // SAFETY: the features were detected above; `Job`'s slices cover the chunk's blocks.
+        unsafe {
+            match cols.len() {
+                1 => columns::<1>(&job, &q, outs),
+                2 => columns::<2>(&job, &q, outs),
+                3 => columns::<3>(&job, &q, outs),
+                4 => columns::<4>(&job, &q, outs),
+                5 => columns::<5>(&job, &q, outs),
+                6 => columns::<6>(&job, &q, outs),
+                7 => columns::<7>(&job, &q, outs),
+                _ => columns::<8>(&job, &q, outs),
+            }
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, cols, r0, outs);
+        false
+    }
+}
+
+/// One chunk's rows: their blocks (continuous part and bits, starting at the chunk), norms
+/// and labels, and −γ.
+struct Job<'a> {
+    xb: &'a [f32],
+    dc: usize,
+    bits: &'a [u64],
+    words: usize,
+    norms: &'a [f64],
+    y: &'a [f64],
+    ng: f64,
+}
+
+/// The queries: continuous parts, bits, norms and labels.
+struct Queries<'a> {
+    qc: &'a [[f64; MAX_HYBRID_CONT]; BATCH],
+    qb: &'a [[u64; MAX_HYBRID_WORDS]; BATCH],
+    nj: &'a [f64; BATCH],
+    yj: &'a [f64; BATCH],
+}
+
+/// e^x + 1 for x ≤ 0 on sixteen lanes: the steps of [`super::exp_nonpos_f32`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn exp_plus_one(x: __m512) -> __m512 {
+    let x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP32_LO)), _mm512_setzero_ps());
+    let shift = _mm512_set1_ps(SHIFT32);
+    let t = _mm512_fmadd_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E), shift);
+    let k = _mm512_sub_ps(t, shift);
+    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_HI32), x);
+    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_LO32), r);
+    let mut p = _mm512_set1_ps(POLY32[0]);
+    for &c in &POLY32[1..] {
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    }
+    let kbits = _mm512_sub_epi32(
+        _mm512_castps_si512(t),
+        _mm512_set1_epi32(SHIFT32.to_bits() as i32),
+    );
+    let e = _mm512_castsi512_ps(_mm512_add_epi32(
+        _mm512_castps_si512(p),
+        _mm512_slli_epi32::<23>(kbits),
+    ));
+    _mm512_add_ps(e, _mm512_set1_ps(1.0))
+}
+
+/// K columns over the job's rows, sixteen rows (two blocks) per step.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]
+unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&mut [f32]]) {
+    let n = job.norms.len();
+    let nb = n.div_ceil(LANES);
+    let mut b = 0;
+    while b < nb {
+        let mut t = [[_mm256_setzero_ps(); 2]; K];
+        let mut s = [[_mm256_setzero_ps(); 2]; K];
+        let pair = (nb - b).min(2);
+        for h in 0..pair {
+            let blk = b + h;
+            // SAFETY: block `blk` < nb lies in the job's slices (the caller sliced them to nb
+            // blocks); norms and labels are read under a mask past n.
+            unsafe {
+                let rows = (n - blk * LANES).min(LANES);
+                let mask: __mmask8 = if rows == LANES { 0xff } else { (1u8 << rows) - 1 };
+                let mut acc = [_mm512_setzero_pd(); K];
+                let xp = job.xb.as_ptr().add(blk * job.dc * LANES);
+                for f in 0..job.dc {
+                    let x = _mm512_cvtps_pd(_mm256_loadu_ps(xp.add(f * LANES)));
+                    for c in 0..K {
+                        acc[c] =
+                            _mm512_fmadd_pd(x, _mm512_set1_pd(*q.qc[c].get_unchecked(f)), acc[c]);
+                    }
+                }
+                if job.words > 0 {
+                    let bp = job.bits.as_ptr().add(blk * job.words * LANES);
+                    for c in 0..K {
+                        let mut cnt = _mm512_setzero_si512();
+                        for w in 0..job.words {
+                            let v = _mm512_loadu_si512(bp.add(w * LANES).cast());
+                            let m = _mm512_and_si512(v, _mm512_set1_epi64(q.qb[c][w] as i64));
+                            cnt = _mm512_add_epi64(cnt, _mm512_popcnt_epi64(m));
+                        }
+                        acc[c] = _mm512_add_pd(acc[c], _mm512_cvtepi64_pd(cnt));
+                    }
+                }
+                let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(blk * LANES));
+                let yi = _mm512_maskz_loadu_pd(mask, job.y.as_ptr().add(blk * LANES));
+                for c in 0..K {
+                    let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
+                    let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[c], sum);
+                    let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
+                    t[c][h] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2));
+                    s[c][h] = _mm512_cvtpd_ps(_mm512_mul_pd(yi, _mm512_set1_pd(q.yj[c])));
+                }
+            }
+        }
+        let rows = (n - b * LANES).min(2 * LANES);
+        for c in 0..K {
+            let tt = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t[c][0]), t[c][1]);
+            let ss = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s[c][0]), s[c][1]);
+            let e = _mm512_mul_ps(exp_plus_one(tt), ss);
+            // SAFETY: outs[c] holds n entries; rows b·LANES.. b·LANES + rows are within it.
+            unsafe {
+                let out = outs[c].as_mut_ptr().add(b * LANES);
+                if rows == 2 * LANES {
+                    _mm512_storeu_ps(out, e);
+                } else {
+                    _mm512_mask_storeu_ps(out, ((1u32 << rows) - 1) as u16, e);
+                }
+            }
+        }
+        b += pair;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::columns_chunk_impl;
+    use super::*;
+
+    /// Rows with a one-hot category, a few other 0/1 features and continuous ones (the
+    /// hybrid layout), or continuous only (dense).
+    fn data(m: usize, hybrid: bool) -> crate::data::Dataset {
+        let mut r = crate::rng::SplitMix64::new(17);
+        let d = 23;
+        let mut vals = Vec::with_capacity(m * d);
+        for _ in 0..m {
+            let cat = r.below(6);
+            for f in 0..d {
+                vals.push(match f {
+                    0..6 if hybrid => f32::from(f == cat),
+                    6..9 if hybrid => f32::from(r.next_f64() < 0.3),
+                    _ => (r.next_f64() * 2.0 - 1.0) as f32,
+                });
+            }
+        }
+        let y: Vec<f64> = (0..m).map(|i| if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+        let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
+        let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
+        crate::data::Dataset::from_csr(d, ip, ix, vals, y)
+    }
+
+    #[test]
+    fn fused_columns_equal_the_portable_pass_bit_for_bit() {
+        #[cfg(target_arch = "x86_64")]
+        if !(std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+            && std::is_x86_feature_detected!("fma"))
+        {
+            eprintln!("SKIPPED: the fused path needs AVX-512 with VPOPCNTDQ");
+            return;
+        }
+        let m = 301;
+        for hybrid in [true, false] {
+            let ds = data(m, hybrid);
+            let layout = Layout::new(&ds);
+            assert_eq!(matches!(layout, Layout::Hybrid { .. }), hybrid);
+            assert_eq!(matches!(layout, Layout::Dense { .. }), !hybrid);
+            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+            for gamma in [0.05, 0.7, 40.0] {
+                let args = ColumnArgs {
+                    layout: &layout,
+                    kernel: Kernel::Rbf { gamma },
+                    norms: &norms,
+                    y: &ds.labels,
+                    rbf_table: None,
+                };
+                let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
+                    .map(|c| {
+                        let j = (c * 41 + 3) % m;
+                        let mut q = vec![0.0; 23];
+                        ds.row(j).scatter_f64(&mut q);
+                        (j, q)
+                    })
+                    .collect();
+                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5)] {
+                    for k in 1..=BATCH {
+                        let cols: Vec<(usize, &[f64])> =
+                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
+                        let mut fused = vec![vec![f32::NAN; n]; k];
+                        let mut outs: Vec<&mut [f32]> =
+                            fused.iter_mut().map(|v| &mut v[..]).collect();
+                        assert!(rbf_f32(&args, &cols, r0, &mut outs));
+                        let mut plain = vec![vec![0f32; n]; k];
+                        let mut outs: Vec<&mut [f32]> =
+                            plain.iter_mut().map(|v| &mut v[..]).collect();
+                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
+                        columns_chunk_impl::<true, f32>(&args, &cols, r0, &mut dots, &mut outs);
+                        for c in 0..k {
+                            let (a, b): (Vec<u32>, Vec<u32>) = (
+                                fused[c].iter().map(|v| v.to_bits()).collect(),
+                                plain[c].iter().map(|v| v.to_bits()).collect(),
+                            );
+                            assert_eq!(a, b, "hybrid {hybrid}, γ {gamma}, rows {r0}+{n}, k {k}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
