@@ -11,6 +11,9 @@ use rayon::prelude::*;
 use super::gram::Panel;
 use super::simd::kernel_row_sum;
 
+mod incremental;
+pub use incremental::{Certified, certify_incremental};
+
 const BLOCK: usize = 256;
 /// Above this many features the rows are not densified; pairwise sparse dots are used.
 const MAX_DENSE_D: usize = 4096;
@@ -236,6 +239,16 @@ pub fn certify_screened(
     alpha: &ActiveSet,
     grad: Option<&mut [f64]>,
 ) -> Option<((f64, f64, usize), usize)> {
+    certify_screened_bounded(prob, alpha, grad.map(|g| (g, None)))
+}
+
+/// [`certify_screened`], also leaving in `err` (with `grad`) a bound on |g_i − grad_i| for
+/// every row: 0 where computed in f64, the screen's half-width (and [`SLACK`]) elsewhere.
+fn certify_screened_bounded(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    grad: Option<(&mut [f64], Option<&mut [f64]>)>,
+) -> Option<((f64, f64, usize), usize)> {
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return None;
     };
@@ -266,23 +279,35 @@ pub fn certify_screened(
     let (mut s, mut b) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
     screen.row_sums(prob.data, &prob.norms, &rest, &mut s, &mut b);
     // g_i = y_i (S_i + Σ_j c_j) + α_i/C (α_i = 0 off A): the interval of each row, widened by
-    // SLACK for the f64 pass's own rounding (|g| ≤ 2 there, so well below 1e-11).
-    const SLACK: f64 = 1e-11;
+    // SLACK for the f64 pass's own rounding.
     let c1: f64 = coef.iter().sum();
     let (mut lo, mut hi) = (s, b);
     for (k, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
         let centre = prob.y[rest[k]] * (*l + c1);
         (*l, *h) = (centre - *h - SLACK, centre + *h);
     }
-    let mut grad = grad;
+    let (mut grad, mut err) = match grad {
+        Some((g, e)) => (Some(g), e),
+        None => (None, None),
+    };
     if let Some(g) = grad.as_deref_mut() {
         // The screen's value (α_i = 0 off A), overwritten below where computed exactly.
         for (k, &i) in rest.iter().enumerate() {
             g[i] = 0.5 * (lo[k] + SLACK + hi[k]);
         }
     }
-    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad)
+    if let Some(e) = err.as_deref_mut() {
+        e.iter_mut().for_each(|v| *v = 0.0);
+        for (k, &i) in rest.iter().enumerate() {
+            e[i] = 0.5 * (hi[k] - lo[k] - SLACK) + SLACK;
+        }
+    }
+    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad, err)
 }
+
+/// Slack for the f64 passes' own rounding in the screen's comparisons (|g| ≤ 2 there, so their
+/// error is well below it).
+const SLACK: f64 = 1e-11;
 
 /// g_i = (Qα)_i for i = rows\[k\] into out\[k\] in f32 arithmetic (the screen's row sums, about
 /// 1e-6 of each term off), where the screen applies (RBF kernel, AVX-512, neither grouped
@@ -293,6 +318,18 @@ pub fn screened_gradient_rows(
     alpha: &ActiveSet,
     rows: &[usize],
     out: &mut [f64],
+) -> bool {
+    screened_rows(prob, alpha, rows, out, None)
+}
+
+/// [`screened_gradient_rows`], also leaving in `err` (when given) a bound on each row's
+/// error: the screen's, and [`SLACK`].
+fn screened_rows(
+    prob: &Problem<'_>,
+    alpha: &ActiveSet,
+    rows: &[usize],
+    out: &mut [f64],
+    err: Option<&mut [f64]>,
 ) -> bool {
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return false;
@@ -316,6 +353,11 @@ pub fn screened_gradient_rows(
     let c1: f64 = coef.iter().sum();
     for (&i, g) in rows.iter().zip(out.iter_mut()) {
         *g = prob.y[i] * (*g + c1) + alpha.get(i) * prob.inv_c(i);
+    }
+    if let Some(e) = err {
+        for (e, b) in e.iter_mut().zip(&bound) {
+            *e = b + SLACK;
+        }
     }
     true
 }
@@ -341,6 +383,7 @@ fn certify_by_intervals(
     hi: &[f64],
     exact_rows: impl Fn(&[usize], &mut [f64]) -> bool,
     grad: Option<&mut [f64]>,
+    err: Option<&mut [f64]>,
 ) -> Option<((f64, f64, usize), usize)> {
     let act = alpha.indices();
     let mut rows: Vec<usize> = act.to_vec();
@@ -386,6 +429,11 @@ fn certify_by_intervals(
     if let Some(out) = grad {
         for (&i, &v) in rows.iter().zip(&g).chain(undecided.iter().zip(&gu)) {
             out[i] = v;
+        }
+    }
+    if let Some(e) = err {
+        for &i in rows.iter().chain(&undecided) {
+            e[i] = 0.0;
         }
     }
     Some(((f, 2.0 * f - gs, best), rows.len() + undecided.len()))

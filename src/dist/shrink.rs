@@ -90,19 +90,20 @@ fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<
 }
 
 /// [`crate::solver::shrink`]'s `grow` over ranks: adds to this rank's part of W its points of
-/// supp α, its points with g_i < (1 + ρ)·2f and its share of the lowest remaining g while W is
-/// smaller than `min_size`. Returns how many joined over all ranks. Collective.
+/// supp α, its points with g_i < (1 + `margin`)·2f and its share of the lowest remaining g
+/// while W is smaller than `min_size`. Returns how many joined over all ranks. Collective.
 fn grow(
     comm: &dyn Comm,
     slice: &RowSlice,
     in_w: &mut [bool],
     g: &[f64],
     alpha: &ActiveSet,
+    margin: f64,
     sp: &ShrinkParams,
 ) -> Result<usize> {
     let ga = gather_active(comm, alpha, slice, g)?;
     let two_f: f64 = alpha.iter().zip(&ga).map(|((_, a), gi)| a * gi).sum();
-    let threshold = (1.0 + sp.margin) * two_f;
+    let threshold = (1.0 + margin) * two_f;
     let mut added = 0;
     for &j in alpha.indices() {
         if slice.range().contains(&j) && !in_w[j - slice.first] {
@@ -187,7 +188,7 @@ pub fn solve(
     };
     let (alpha, mut g) = initial_point(&mut known, m, params)?;
     let mut in_w = vec![false; n_own];
-    grow(comm, &slice, &mut in_w, &g, &alpha, sp)?;
+    grow(comm, &slice, &mut in_w, &g, &alpha, sp.margin, sp)?;
     let mut pinned = vec![false; n_own];
     let mut run = Rounds::new(alpha, m, start);
     loop {
@@ -256,7 +257,15 @@ pub fn solve(
             return Ok(result);
         }
         let before = in_w.clone();
-        let added = grow(comm, &slice, &mut in_w, &g, &run.alpha, sp)?;
+        let added = grow(
+            comm,
+            &slice,
+            &mut in_w,
+            &g,
+            &run.alpha,
+            crate::solver::shrink::REBUILD_MARGIN,
+            sp,
+        )?;
         crate::solver::shrink::pin_added(&before, &in_w, &mut pinned);
         run.idle = if added == 0 { run.idle + 1 } else { 0 };
     }

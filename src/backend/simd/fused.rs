@@ -33,7 +33,11 @@ pub(super) fn rbf_f32(
         let Kernel::Rbf { gamma } = a.kernel else {
             return false;
         };
-        if cols.is_empty() || cols.len() > BATCH || cols.len() != outs.len() || r0 % LANES != 0 {
+        if cols.is_empty()
+            || cols.len() > BATCH
+            || cols.len() != outs.len()
+            || !r0.is_multiple_of(LANES)
+        {
             return false;
         }
         if !(std::is_x86_feature_detected!("avx512f")
@@ -142,7 +146,10 @@ struct Queries<'a> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn exp_plus_one(x: __m512) -> __m512 {
-    let x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP32_LO)), _mm512_setzero_ps());
+    let x = _mm512_min_ps(
+        _mm512_max_ps(x, _mm512_set1_ps(EXP32_LO)),
+        _mm512_setzero_ps(),
+    );
     let shift = _mm512_set1_ps(SHIFT32);
     let t = _mm512_fmadd_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E), shift);
     let k = _mm512_sub_ps(t, shift);
@@ -165,6 +172,7 @@ fn exp_plus_one(x: __m512) -> __m512 {
 
 /// K columns over the job's rows, sixteen rows (two blocks) per step.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)] // c indexes the accumulators, the queries and the outputs
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]
 unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&mut [f32]]) {
     let n = job.norms.len();
@@ -180,7 +188,11 @@ unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&m
             // blocks); norms and labels are read under a mask past n.
             unsafe {
                 let rows = (n - blk * LANES).min(LANES);
-                let mask: __mmask8 = if rows == LANES { 0xff } else { (1u8 << rows) - 1 };
+                let mask: __mmask8 = if rows == LANES {
+                    0xff
+                } else {
+                    (1u8 << rows) - 1
+                };
                 let mut acc = [_mm512_setzero_pd(); K];
                 let xp = job.xb.as_ptr().add(blk * job.dc * LANES);
                 for f in 0..job.dc {
@@ -253,7 +265,9 @@ mod tests {
                 });
             }
         }
-        let y: Vec<f64> = (0..m).map(|i| if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+        let y: Vec<f64> = (0..m)
+            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
         let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
         let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
         crate::data::Dataset::from_csr(d, ip, ix, vals, y)
