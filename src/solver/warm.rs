@@ -110,13 +110,18 @@ pub fn start(
         sp,
         &mut [],
     )?;
-    // The subsample's F on every point, exactly: g_i = y_i F(x_i) + α_i / C_i.
+    // The subsample's F on every point, g_i = y_i F(x_i) + α_i / C_i: in f32 where the screen
+    // applies (the guess and the first W need no more; the rounds' exact passes follow), else
+    // in f64.
     let mut placed = ActiveSet::new(m);
     for (k, a) in r.alpha.iter() {
         placed.set(rows[k], a);
     }
     let mut g = vec![0.0; m];
-    crate::backend::exact::full_gradient(prob, &placed, &mut g);
+    let all: Vec<usize> = (0..m).collect();
+    if !crate::backend::exact::screened_gradient_rows(prob, &placed, &all, &mut g) {
+        crate::backend::exact::full_gradient(prob, &placed, &mut g);
+    }
     let two_f: f64 = placed.iter().map(|(i, a)| a * g[i]).sum();
     let guess: Vec<f64> = (0..m)
         .map(|i| {
