@@ -792,21 +792,18 @@ fn kernel_row_sum_impl<const F: bool>(
 mod tests {
     use super::*;
 
-    /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
-    /// rows), and its columns equal the plain dense layout's to rounding (the sums are
-    /// grouped differently), batched columns equal single ones bit for bit, and a query
-    /// with other values on the binary features is summed, not popcounted.
-    #[test]
-    fn hybrid_rows_give_the_dense_columns() {
-        let mut r = crate::rng::SplitMix64::new(6);
-        let (m, d) = (250usize, 17usize);
+    /// `m` rows of `d` features stored as CSR with every entry listed: a one-hot category over
+    /// features 0–5 and three more 0/1 features (when `binary`), continuous ones elsewhere;
+    /// labels −1 on every third row.
+    pub(super) fn mixed_rows(m: usize, d: usize, seed: u64, binary: bool) -> crate::data::Dataset {
+        let mut r = crate::rng::SplitMix64::new(seed);
         let mut vals = Vec::with_capacity(m * d);
         for _ in 0..m {
             let cat = r.below(6);
             for f in 0..d {
                 vals.push(match f {
-                    0..6 => f32::from(f == cat),
-                    6..9 => f32::from(r.next_f64() < 0.3),
+                    0..6 if binary => f32::from(f == cat),
+                    6..9 if binary => f32::from(r.next_f64() < 0.3),
                     _ => (r.next_f64() * 2.0 - 1.0) as f32,
                 });
             }
@@ -816,7 +813,18 @@ mod tests {
             .collect();
         let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
         let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
-        let ds = crate::data::Dataset::from_csr(d, ip, ix, vals, y.clone());
+        crate::data::Dataset::from_csr(d, ip, ix, vals, y)
+    }
+
+    /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
+    /// rows), and its columns equal the plain dense layout's to rounding (the sums are
+    /// grouped differently), batched columns equal single ones bit for bit, and a query
+    /// with other values on the binary features is summed, not popcounted.
+    #[test]
+    fn hybrid_rows_give_the_dense_columns() {
+        let (m, d) = (250usize, 17usize);
+        let ds = mixed_rows(m, d, 6, true);
+        let y = ds.labels.clone();
         let hybrid = Layout::new(&ds);
         let Layout::Hybrid { ref bin, .. } = hybrid else {
             panic!("expected the hybrid layout");

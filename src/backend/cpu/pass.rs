@@ -4,6 +4,32 @@
 
 use super::*;
 
+/// Computes rows r0..r0+len of the columns `cols` — (slot data, column, query buffer) — into
+/// their slots: the column part both passes share.
+///
+/// # Safety
+/// Rows r0..r0+len of every slot must be this caller's alone for the duration.
+unsafe fn write_columns<T: Elem>(
+    args: &ColumnArgs<'_>,
+    cols: &[(SendPtr<T>, usize, usize)],
+    qbuf: &[Vec<f64>],
+    r0: usize,
+    len: usize,
+) {
+    if cols.is_empty() {
+        return;
+    }
+    let queries: [(usize, &[f64]); BATCH] =
+        std::array::from_fn(|c| cols.get(c).map_or((0, &[][..]), |x| (x.1, &qbuf[x.2][..])));
+    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| match cols.get(c) {
+        // SAFETY: the caller owns these rows of the slot.
+        Some(x) => unsafe { std::slice::from_raw_parts_mut(x.0.at(r0), len) },
+        None => &mut [],
+    });
+    let n = cols.len();
+    with_dots(|dots| columns_chunk(args, &queries[..n], r0, dots, &mut outs[..n]));
+}
+
 impl<T: Elem> CpuBackend<'_, T> {
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
     /// `up` is given) apply the gradient update and record per-chunk minima.
@@ -60,25 +86,13 @@ impl<T: Elem> CpuBackend<'_, T> {
             .map(|c| {
                 let r0 = c * CHUNK;
                 let n = CHUNK.min(m - r0);
-                if ncomp > 0 {
-                    let cols: [(usize, &[f64]); BATCH] =
-                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
-                    // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
-                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
-                        if c < ncomp {
-                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), n) }
-                        } else {
-                            &mut []
-                        }
-                    });
-                    with_dots(|dots| {
-                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
-                    });
-                    for (col, &(_, j, _)) in outs.iter_mut().zip(&cptr[..ncomp]) {
-                        if (r0..r0 + n).contains(&j) {
-                            let e = &mut col[j - r0];
-                            *e = T::from_f64(e.to_f64() + prob.inv_c(j));
-                        }
+                // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
+                unsafe { write_columns(args, &cptr[..ncomp], qbuf, r0, n) };
+                for &(ref col, j, _) in &cptr[..ncomp] {
+                    if (r0..r0 + n).contains(&j) {
+                        // SAFETY: as above (row j is in this chunk).
+                        let e = unsafe { &mut *col.at(j) };
+                        *e = T::from_f64(e.to_f64() + prob.inv_c(j));
                     }
                 }
                 if !has_up {
@@ -197,21 +211,8 @@ impl<T: Elem> CpuBackend<'_, T> {
             .map(|c| {
                 let r0 = c * CHUNK;
                 let len = CHUNK.min(n - r0);
-                if ncomp > 0 {
-                    let cols: [(usize, &[f64]); BATCH] =
-                        std::array::from_fn(|c| (cptr[c].1, &qbuf[cptr[c].2][..]));
-                    // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
-                    let mut outs: [&mut [T]; BATCH] = std::array::from_fn(|c| {
-                        if c < ncomp {
-                            unsafe { std::slice::from_raw_parts_mut(cptr[c].0.at(r0), len) }
-                        } else {
-                            &mut []
-                        }
-                    });
-                    with_dots(|dots| {
-                        columns_chunk(args, &cols[..ncomp], r0, dots, &mut outs[..ncomp])
-                    });
-                }
+                // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
+                unsafe { write_columns(args, &cptr[..ncomp], qbuf, r0, len) };
                 if !has_up {
                     return (f64::INFINITY, usize::MAX);
                 }

@@ -249,30 +249,6 @@ mod tests {
     use super::super::columns_chunk_impl;
     use super::*;
 
-    /// Rows with a one-hot category, a few other 0/1 features and continuous ones (the
-    /// hybrid layout), or continuous only (dense).
-    fn data(m: usize, hybrid: bool) -> crate::data::Dataset {
-        let mut r = crate::rng::SplitMix64::new(17);
-        let d = 23;
-        let mut vals = Vec::with_capacity(m * d);
-        for _ in 0..m {
-            let cat = r.below(6);
-            for f in 0..d {
-                vals.push(match f {
-                    0..6 if hybrid => f32::from(f == cat),
-                    6..9 if hybrid => f32::from(r.next_f64() < 0.3),
-                    _ => (r.next_f64() * 2.0 - 1.0) as f32,
-                });
-            }
-        }
-        let y: Vec<f64> = (0..m)
-            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
-            .collect();
-        let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
-        let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
-        crate::data::Dataset::from_csr(d, ip, ix, vals, y)
-    }
-
     #[test]
     fn fused_columns_equal_the_portable_pass_bit_for_bit() {
         #[cfg(target_arch = "x86_64")]
@@ -286,7 +262,7 @@ mod tests {
         }
         let m = 301;
         for hybrid in [true, false] {
-            let ds = data(m, hybrid);
+            let ds = super::super::tests::mixed_rows(m, 23, 17, hybrid);
             let layout = Layout::new(&ds);
             assert_eq!(matches!(layout, Layout::Hybrid { .. }), hybrid);
             assert_eq!(matches!(layout, Layout::Dense { .. }), !hybrid);
