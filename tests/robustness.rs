@@ -268,3 +268,33 @@ proptest! {
 thread_local! {
     static MODEL: String = model_text();
 }
+
+/// A file of labels alone (no feature on any row) trains: every kernel, both column precisions,
+/// the working-set and a per-iteration solver. It once panicked on the zero-width bit layout.
+#[test]
+fn labels_without_features_train() {
+    let dir = common::tempdir();
+    let p = dir.path().join("labels.txt");
+    std::fs::write(&p, "1\n-1\n1\n-1\n1\n").unwrap();
+    let ds = read_dataset(&p, &ReadOptions::default()).unwrap();
+    assert_eq!(ds.n_features(), 0);
+    for kind in [KernelKind::Rbf, KernelKind::Linear, KernelKind::Poly] {
+        for precision in [
+            fwsvm::backend::cpu::Precision::F32,
+            fwsvm::backend::cpu::Precision::F64,
+        ] {
+            for alg in [Algorithm::Ws, Algorithm::Fw] {
+                let mut params = TrainParams {
+                    kernel: kind,
+                    ..TrainParams::default()
+                };
+                params.cpu.precision = precision;
+                params.solver.algorithm = alg;
+                let (model, _) = train(&ds, &params, &mut |_| Vec::new())
+                    .unwrap_or_else(|e| panic!("{kind:?} {precision:?} {alg}: {e}"));
+                assert_eq!(model.n_classes(), 2);
+                assert!(model.total_sv() >= 1);
+            }
+        }
+    }
+}

@@ -132,6 +132,9 @@ impl<'a> Layout<'a> {
 
     /// The backend's layout of a dataset: AoSoA copy when dense, borrowed CSR otherwise.
     pub fn new(ds: &'a crate::data::Dataset) -> Self {
+        if ds.n_features() == 0 {
+            return Layout::featureless(ds.len());
+        }
         match &ds.features {
             crate::data::Features::Dense { n_features, values } => {
                 let d = *n_features;
@@ -186,12 +189,25 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// `m` rows without features (a file of labels alone): empty CSR rows, which every pass
+    /// reads without a zero-width block.
+    fn featureless(m: usize) -> Layout<'static> {
+        Layout::Sparse {
+            indptr: Cow::Owned(vec![0; m + 1]),
+            indices: Cow::Owned(Vec::new()),
+            values: Cow::Owned(Vec::new()),
+        }
+    }
+
     /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
     /// [`Layout::new`] chooses.
     pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
         use crate::data::Row;
         let d = ds.n_features();
         let m = rows.len();
+        if d == 0 {
+            return Layout::featureless(m);
+        }
         let nnz: usize = rows
             .iter()
             .map(|&i| match ds.row(i) {
