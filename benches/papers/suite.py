@@ -198,7 +198,7 @@ class Suite:
             trows.append([measure, f"{a} vs {b}", alt, wilcoxon(x, y, alt),
                           f"{sum(1 for u, v in zip(x, y) if u < v)} of {len(x)}"])
         self.table(f"Wilcoxon signed-rank tests over the {len(sets)} sets (the SWAP paper's binary tests)",
-                   ["measure", "pair", "alternative", "p", f"{'first lower'}"], trows)
+                   ["measure", "pair", "alternative", "p", "first lower"], trows)
 
     def polynomial(self, sets, eps, cap):
         """The SWAP paper's homogeneous second-order polynomial kernel, (γ⟨x, z⟩)², γ = 1 / mean
