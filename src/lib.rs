@@ -45,6 +45,7 @@ pub mod problem;
 pub mod rng;
 pub mod solver;
 pub mod stop;
+pub mod team;
 pub mod train;
 pub mod util;
 

@@ -451,9 +451,10 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         if !self.min_valid {
             let g = &self.g;
             self.chunk_min.clear();
-            g.par_chunks(CHUNK)
-                .enumerate()
-                .map(|(c, ch)| {
+            crate::team::map_into(
+                g.len().div_ceil(CHUNK),
+                |c| {
+                    let ch = &g[c * CHUNK..g.len().min((c + 1) * CHUNK)];
                     let mut best = (f64::INFINITY, usize::MAX);
                     for (i, &v) in ch.iter().enumerate() {
                         if v < best.0 {
@@ -461,8 +462,9 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         }
                     }
                     best
-                })
-                .collect_into_vec(&mut self.chunk_min);
+                },
+                &mut self.chunk_min,
+            );
             self.min_valid = true;
         }
         let mut best = (f64::INFINITY, usize::MAX);

@@ -45,8 +45,12 @@ pub struct WarmStats {
 /// The extension keeps at most this many times the support the subsample's share predicts
 /// (its support vectors × [`FRACTION`]): a loosely solved F_sub (margins off by up to the gap)
 /// can put whole clusters of near-duplicate points just under 2f_sub, all of which the
-/// optimum leaves out (KDD99: 234,000 starting support vectors for 6,000 at the end).
-pub const SUPPORT_GROWTH: usize = 2;
+/// optimum leaves out (KDD99: 234,000 starting support vectors for 6,000 at the end). A
+/// support vector too many costs its column and the steps that take it out again; one too
+/// few joins W when its gradient is among the lowest. The subsample's share already
+/// overestimates where most support vectors lie on the margin (ijcnn1: 12,030 predicted,
+/// 7,941 at the end; a9a, whose support is mostly margin errors: 20,320 and 19,953).
+pub const SUPPORT_GROWTH: usize = 1;
 
 /// α ∝ `guess` on the at most `cap` points of largest guess (the most violated margins; ties
 /// to the lower index), normalised; None when no guess is positive.

@@ -7,7 +7,6 @@
 use super::{CHUNK, CpuBackend, SendPtr, apply_pair, with_dots};
 use crate::backend::simd::{ColumnArgs, Elem, Layout, columns_chunk};
 use crate::backend::update;
-use rayon::prelude::*;
 
 /// Dense rows of at most this many features compute their columns in place.
 const IN_PLACE_MAX_D: usize = 4;
@@ -93,9 +92,9 @@ impl<T: Elem> CpuBackend<'_, T> {
         let gptr = SendPtr(self.g.as_mut_ptr());
         let mut chunk_min = std::mem::take(&mut self.chunk_min);
         let this = &*self;
-        (0..m.div_ceil(CHUNK))
-            .into_par_iter()
-            .map(|c| {
+        crate::team::map_into(
+            m.div_ceil(CHUNK),
+            |c| {
                 let r0 = c * CHUNK;
                 let n = CHUNK.min(m - r0);
                 // SAFETY: rows r0..r0+n of g belong to this chunk.
@@ -119,8 +118,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                     (_, usize::MAX) => (f64::INFINITY, usize::MAX),
                     (v, k) => (v, r0 + k),
                 }
-            })
-            .collect_into_vec(&mut chunk_min);
+            },
+            &mut chunk_min,
+        );
         self.chunk_min = chunk_min;
         self.stats.columns_computed += cols.len() as u64;
     }

@@ -81,9 +81,9 @@ impl<T: Elem> CpuBackend<'_, T> {
         let prob = self.prob;
         let qbuf = &self.qbuf;
         let args = &args;
-        (0..nchunks)
-            .into_par_iter()
-            .map(|c| {
+        crate::team::map_into(
+            nchunks,
+            |c| {
                 let r0 = c * CHUNK;
                 let n = CHUNK.min(m - r0);
                 // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
@@ -128,8 +128,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                     (_, usize::MAX) => (f64::INFINITY, usize::MAX),
                     (v, k) => (v, r0 + k),
                 }
-            })
-            .collect_into_vec(&mut self.chunk_min);
+            },
+            &mut self.chunk_min,
+        );
         for &(slot, _, _) in compute {
             self.cache.mark_valid(slot);
         }
@@ -206,9 +207,9 @@ impl<T: Elem> CpuBackend<'_, T> {
         let gr = &*gr;
         let qbuf = &self.qbuf;
         let args = &args;
-        (0..n.div_ceil(CHUNK))
-            .into_par_iter()
-            .map(|c| {
+        crate::team::map_into(
+            n.div_ceil(CHUNK),
+            |c| {
                 let r0 = c * CHUNK;
                 let len = CHUNK.min(n - r0);
                 // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
@@ -246,8 +247,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                 update::apply(h, hp, &upd);
                 let min = update::min_open(h, &gr.closed[k0..k1]);
                 gr.chunk_row(k0, h, min)
-            })
-            .collect_into_vec(&mut self.chunk_min);
+            },
+            &mut self.chunk_min,
+        );
         for &(slot, _, _) in compute {
             self.cache.mark_valid(slot);
         }
@@ -294,9 +296,9 @@ impl<T: Elem> CpuBackend<'_, T> {
             None => {
                 let gptr = SendPtr(self.g.as_mut_ptr());
                 let ptrs = &ptrs;
-                (0..m.div_ceil(CHUNK))
-                    .into_par_iter()
-                    .map(|c| {
+                crate::team::map_into(
+                    m.div_ceil(CHUNK),
+                    |c| {
                         let r0 = c * CHUNK;
                         let n = CHUNK.min(m - r0);
                         // SAFETY: rows r0..r0+n of g belong to this chunk; columns are read.
@@ -306,8 +308,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                             (_, usize::MAX) => (f64::INFINITY, usize::MAX),
                             (v, k) => (v, r0 + k),
                         }
-                    })
-                    .collect_into_vec(&mut self.chunk_min);
+                    },
+                    &mut self.chunk_min,
+                );
             }
             Some(gr) => {
                 let dd = self.distinct.as_ref().expect("groups have distinct rows");
@@ -319,9 +322,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                 }
                 let hptr = SendPtr(gr.h.as_mut_ptr());
                 let (grr, ptrs) = (&*gr, &ptrs);
-                (0..n.div_ceil(CHUNK))
-                    .into_par_iter()
-                    .map(|c| {
+                crate::team::map_into(
+                    n.div_ceil(CHUNK),
+                    |c| {
                         let r0 = c * CHUNK;
                         let len = CHUNK.min(n - r0);
                         let (k0, k1) = (grr.by_rep[r0] as usize, grr.by_rep[r0 + len] as usize);
@@ -330,8 +333,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                         apply_by_pairs(h, ptrs, r0, len, scale, Some(&grr.signed[k0..k1]));
                         let min = update::min_open(h, &grr.closed[k0..k1]);
                         grr.chunk_row(k0, h, min)
-                    })
-                    .collect_into_vec(&mut self.chunk_min);
+                    },
+                    &mut self.chunk_min,
+                );
             }
         }
 
