@@ -667,11 +667,15 @@ pub(crate) const CHECK_EVERY: u64 = 100;
 /// A smaller working set is taken when it keeps at most this fraction of the current one.
 pub(crate) const SHRINK_WHEN: f64 = 0.8;
 
-/// Iterations between the checks for a smaller working set: [`CHECK_EVERY`], or every
-/// iteration for ws, whose outer iteration does the work of about q single steps.
+/// Iterations between ws's checks: its outer iteration does the work of about q single steps,
+/// and a check (W's gradient gathered and tested) costs about a tenth of one on ijcnn1.
+pub(crate) const WS_CHECK_EVERY: u64 = 4;
+
+/// Iterations between the checks for a smaller working set: [`CHECK_EVERY`], or
+/// [`WS_CHECK_EVERY`] for ws.
 pub(crate) fn check_every(alg: super::Algorithm) -> u64 {
     if alg == super::Algorithm::Ws {
-        1
+        WS_CHECK_EVERY
     } else {
         CHECK_EVERY
     }
