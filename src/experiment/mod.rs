@@ -1,8 +1,9 @@
 //! The experiment harness behind `fwsvm bench` and `fwsvm grid`'s figures: the evaluation
 //! matrix ([`matrix`]) and its report ([`report`]), the scaling bench ([`scale`]), the
-//! statistical tests ([`stats`]) and the charts ([`charts`]). The CLI only parses arguments,
-//! checks files and shows progress.
+//! statistical tests ([`stats`]) and the SVG charts (`charts`, with the `charts` feature,
+//! which `cli` turns on). The CLI only parses arguments, checks files and shows progress.
 
+#[cfg(feature = "charts")]
 pub mod charts;
 pub mod matrix;
 pub mod report;

@@ -254,6 +254,7 @@ fn stats_section(s: &mut String, plan: &Plan, runs: &[Run], names: &[String], b:
 
 /// Writes the plots into `out`: duality gap against seconds per dataset, and each variant's
 /// speed-up over fw.
+#[cfg(feature = "charts")]
 pub fn plots(out: &Path, plan: &Plan, runs: &[Run], backends: &[&str]) -> Result<()> {
     let names: Vec<String> = plan.datasets.iter().map(dataset_name).collect();
     for &b in backends {

@@ -354,6 +354,7 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
 }
 
 /// The log-log chart of seconds against rows (SVG), with the fitted power law.
+#[cfg(feature = "charts")]
 pub fn chart(plan: &ScalePlan, runs: &[SizeRun]) -> Result<String> {
     let alg = plan.params.solver.algorithm;
     let pts = log_points(runs);
