@@ -107,6 +107,14 @@ def prepare(name, work):
             run([FWSVM, "scale", "-l", "0", "-u", "1", "-s", f"{d}/range", f"{d}/kdd99.train", tr])
             run([FWSVM, "scale", "-r", f"{d}/range", f"{d}/kdd99.test", te])
         return tr, te
+    if name == "pendigits":
+        # Ten classes, features 0–100: scaled to [0, 1] by the training file's range.
+        tr, te = f"{d}/train.scaled", f"{d}/test.scaled"
+        if not (os.path.exists(tr) and os.path.exists(te)):
+            raw_tr, raw_te = plain(find("pendigits.xz"), f"{d}/train"), plain(find("pendigits.t.xz"), f"{d}/test")
+            run([FWSVM, "scale", "-l", "0", "-u", "1", "-s", f"{d}/range", raw_tr, tr])
+            run([FWSVM, "scale", "-r", f"{d}/range", raw_te, te])
+        return tr, te
     sys.exit(f"unknown set {name}")
 
 

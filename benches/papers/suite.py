@@ -2,7 +2,7 @@
 """The five papers' experiments, run as published where their data are here, beside the
 published figures (docs/PAPERS.md says claim by claim what they show).
 
-    .venv/bin/python benches/papers/suite.py [--quick] [--only partan,swap,cvm,sparse,simplesvm]
+    .venv/bin/python benches/papers/suite.py [--quick] [--only partan,swap,poly,pendigits,sparse,simplesvm]
         [--out target/papers]
 
 Every run is `fwsvm train --backend cpu --test TEST [options] TRAIN MODEL` on the paper's
@@ -199,6 +199,28 @@ class Suite:
                           f"{sum(1 for u, v in zip(x, y) if u < v)} of {len(x)}"])
         self.table(f"Wilcoxon signed-rank tests over the {len(sets)} sets (the SWAP paper's binary tests)",
                    ["measure", "pair", "alternative", "p", "first lower"], trows)
+        frows = []
+        for measure in ["seconds", "accuracy"]:
+            table = [[by[(ds, a)].get(measure) for a in algs] for ds in sets]
+            frows.append([measure] + friedman(table, lower_is_better=(measure == "seconds")))
+        self.table(f"Friedman test over the {len(sets)} sets, {len(algs)} methods ({', '.join(algs)}), with "
+                   "Iman and Davenport's F (the SWAP paper's multiple comparison)",
+                   ["measure", "mean ranks (1 = best)", "χ²_F", "p (χ²)", "F_ID", "p (F)"], frows)
+
+    def pendigits(self, eps, cap):
+        """The SWAP paper's multi-class runs: pendigits (10 classes, 45 one-versus-one pairs),
+        every FW method and the CVM at the same ε, C = 1 and γ = 1 / the mean squared distance
+        between training points (the CVM papers' width heuristic)."""
+        tr, _ = prepare("pendigits", os.path.join(ROOT, "target", "peers-data"))
+        g = 1.0 / mean_sq_distance(tr)
+        rows = []
+        for alg in ["fw", "mfw", "swap", "swap2", "partan", "cvm"]:
+            args = ["-a", alg, "-c", "1", "-g", f"{g:.6g}", "-e", str(eps), "--rel-eps", "inf",
+                    "--max-iter", str(cap)]
+            r = self.run("swap", "pendigits", args, f"{alg} ovo eps {eps}")
+            rows.append([alg, fmt(r.get("seconds")), fmt(r.get("svs")), fmt(r.get("accuracy")), r.get("stop", "?")])
+        self.table(f"pendigits one-versus-one (45 pairs), C = 1, γ = {g:.4g}, ε = {eps} per pair",
+                   ["method", "solver s (all pairs)", "SVs", "test acc %", "stop"], rows)
 
     def polynomial(self, sets, eps, cap):
         """The SWAP paper's homogeneous second-order polynomial kernel, (γ⟨x, z⟩)², γ = 1 / mean
@@ -218,7 +240,8 @@ class Suite:
                    ["set", "method", "γ", "iterations", "s", "SVs", "test acc %", "stop"], rows)
 
     def simplesvm(self):
-        """SimpleSVM against LIBSVM on the same C-SVM (heart_scale, RBF, C = 1, γ = 1/13)."""
+        """SimpleSVM against LIBSVM on the same C-SVM: heart_scale (RBF, γ = 1/13, C = 0.1, 1,
+        10; training accuracy) and, in the full suite, a9a (README's C and γ; test accuracy)."""
         data = os.path.join(ROOT, "data", "heart_scale")
         if not os.path.exists(data):
             data = os.path.join(ROOT, "data", "heart_scale.xz")
@@ -226,27 +249,84 @@ class Suite:
         from libsvm_compare import open_text
         with open_text(data) as f, open(plain_file, "w") as o:
             o.writelines(l for l in f if l.strip())
+        cases = [("heart_scale", plain_file, plain_file, c, 1.0 / 13) for c in [0.1, 1.0, 10.0]]
+        if not self.quick:
+            tr, te = prepare("a9a", os.path.join(ROOT, "target", "peers-data"))
+            cases.append(("a9a", tr, te, PARAMS["a9a"][0], PARAMS["a9a"][1]))
         rows = []
-        for c in [0.1, 1.0, 10.0]:
-            g = 1.0 / 13
-            r = train(plain_file, plain_file, ["-a", "simplesvm", "-c", str(c), "-g", f"{g:.6g}"], self.work)
-            r.update(paper="simplesvm", set="heart_scale", tag=f"simplesvm C {c}")
+        for name, tr, te, c, g in cases:
+            r = train(tr, te, ["-a", "simplesvm", "-c", str(c), "-g", f"{g:.6g}"], self.work)
+            r.update(paper="simplesvm", set=name, tag=f"simplesvm C {c}")
             self.runs.append(r)
-            lib = libsvm_heart(plain_file, c, g)
-            pred = os.path.join(self.work, "heart.pred")
-            subprocess.run([FWSVM, "predict", plain_file, os.path.join(self.work, "model"), pred],
+            lib = libsvm_on(tr, te, c, g)
+            pred = os.path.join(self.work, "simplesvm.pred")
+            subprocess.run([FWSVM, "predict", te, os.path.join(self.work, "model"), pred],
                            capture_output=True, check=True)
             with open(pred) as f:
                 ours = [float(l.split()[0]) for l in f if l.strip()]
-            lib["agree"] = 100.0 * sum(a == b for a, b in zip(ours, lib["labels"])) / len(ours)
-            rows.append([str(c), fmt(r.get("iterations")), fmt(r.get("svs")), fmt(r.get("accuracy")),
-                         fmt(lib["svs"]), fmt(lib["accuracy"]), fmt(lib["agree"])])
-            print(f"  simplesvm heart C {c}: fwsvm {r.get('svs')} SVs {r.get('accuracy')} %, "
+            agree = 100.0 * sum(a == b for a, b in zip(ours, lib["labels"])) / len(ours)
+            rows.append([name, str(c), fmt(r.get("iterations")), fmt(r.get("seconds")), fmt(r.get("svs")),
+                         fmt(r.get("accuracy")), fmt(lib["seconds"]), fmt(lib["svs"]), fmt(lib["accuracy"]),
+                         fmt(agree)])
+            print(f"  simplesvm {name} C {c}: fwsvm {r.get('svs')} SVs {r.get('accuracy')} %, "
                   f"LIBSVM {lib['svs']} SVs {lib['accuracy']:.2f} %", flush=True)
-        self.table("SimpleSVM (`-a simplesvm`) and LIBSVM on the same C-SVM: heart_scale, RBF γ = 1/13 "
-                   "(training accuracy; labels agreeing on every training point)",
-                   ["C", "fwsvm iterations", "fwsvm SVs", "fwsvm acc %", "LIBSVM SVs", "LIBSVM acc %",
-                    "same labels %"], rows)
+        self.table("SimpleSVM (`-a simplesvm`) and LIBSVM on the same C-SVM (heart_scale: training "
+                   "accuracy, RBF γ = 1/13; a9a: test accuracy; the last column compares the labels "
+                   "of every point predicted)",
+                   ["set", "C", "fwsvm iterations", "fwsvm s", "fwsvm SVs", "fwsvm acc %", "LIBSVM s",
+                    "LIBSVM SVs", "LIBSVM acc %", "same labels %"], rows)
+
+
+def read_dense(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if not parts:
+                continue
+            x = {}
+            for p in parts[1:]:
+                k, v = p.split(":")
+                x[int(k)] = float(v)
+            rows.append(x)
+    d = max((max(x) for x in rows if x), default=0)
+    return [[x.get(j, 0.0) for j in range(1, d + 1)] for x in rows]
+
+
+def mean_sq_distance(path, pairs=4000, seed=1):
+    """Mean ‖x − z‖² over random pairs of training points."""
+    import random
+    xs = read_dense(path)
+    rng = random.Random(seed)
+    tot = 0.0
+    for _ in range(pairs):
+        a, b = rng.choice(xs), rng.choice(xs)
+        tot += sum((u - v) ** 2 for u, v in zip(a, b))
+    return tot / pairs
+
+
+def friedman(table, lower_is_better):
+    """Friedman's test over the rows (sets) of `table` (one column per method): mean ranks,
+    χ²_F with its p, and Iman and Davenport's F = (N − 1)χ²_F / (N(k − 1) − χ²_F) with its p
+    on (k − 1, (k − 1)(N − 1)) degrees of freedom."""
+    try:
+        from scipy.stats import f as fdist, rankdata
+    except Exception as e:
+        return [f"n/a ({type(e).__name__})"] * 5
+    if any(v is None for row in table for v in row):
+        return ["?"] * 5
+    n, k = len(table), len(table[0])
+    ranks = [rankdata([v if lower_is_better else -v for v in row]) for row in table]
+    mean = [sum(r[j] for r in ranks) / n for j in range(k)]
+    if n < 2:
+        return [", ".join(f"{m:.2f}" for m in mean)] + ["n/a (one set)"] * 4
+    # scipy's statistic (with its correction for ties) on the columns.
+    from scipy.stats import friedmanchisquare
+    chi, p_chi = friedmanchisquare(*[[row[j] for row in table] for j in range(k)])
+    den = n * (k - 1) - chi
+    f_id = (n - 1) * chi / den if den > 0 else float("inf")
+    p_f = fdist.sf(f_id, k - 1, (k - 1) * (n - 1)) if den > 0 else 0.0
+    return [", ".join(f"{m:.2f}" for m in mean), f"{chi:.2f}", f"{p_chi:.3f}", f"{f_id:.2f}", f"{p_f:.3f}"]
 
 
 def mean_sq_norm(path):
@@ -270,18 +350,23 @@ def wilcoxon(x, y, alt):
         return f"n/a ({type(e).__name__})"
 
 
-def libsvm_heart(path, c, g):
+def libsvm_on(train_path, test_path, c, g):
+    """LIBSVM's C-SVM (RBF) trained on one file and tested on another: its seconds, support
+    vectors, accuracy and labels."""
     from libsvm.svmutil import svm_predict, svm_read_problem, svm_train
-    y, x = svm_read_problem(path)
+    y, x = svm_read_problem(train_path)
+    t = time.monotonic()
     m = svm_train(y, x, f"-s 0 -t 2 -c {c} -g {g} -q")
-    labels, (acc, _, _), _ = svm_predict(y, x, m, "-q")
-    return {"svs": m.get_nr_sv(), "accuracy": acc, "agree": None, "labels": labels}
+    seconds = time.monotonic() - t
+    yt, xt = svm_read_problem(test_path)
+    labels, (acc, _, _), _ = svm_predict(yt, xt, m, "-q")
+    return {"seconds": seconds, "svs": m.get_nr_sv(), "accuracy": acc, "labels": labels}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one small case per paper (under 3 minutes)")
-    ap.add_argument("--only", default="partan,swap,poly,sparse,simplesvm")
+    ap.add_argument("--only", default="partan,swap,poly,pendigits,sparse,simplesvm")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "papers"))
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -319,6 +404,8 @@ def main():
             s.swap_cvm(sets, 1e-4, cap)
         if "poly" in only:
             s.polynomial(["ijcnn1", "a9a"], 1e-4, cap)
+        if "pendigits" in only:
+            s.pendigits(1e-4, cap)
         if "sparse" in only:
             p = subprocess.run(["bash", os.path.join(HERE, "sparse_fw.sh"), FWSVM], capture_output=True, text=True)
             s.md.append("### Sparse re-weighted FW against FW on ijcnn1 (`benches/papers/sparse_fw.sh`)\n")
