@@ -1,11 +1,11 @@
 //! A team of spinning threads for the short parallel passes of a solver's iteration.
 //!
-//! An iteration of the working-set solver on a set such as ijcnn1 makes two or three parallel
-//! passes of 10–100 µs each, separated by tens of µs of serial host work. A rayon call of that
-//! size costs 30–70 µs on a two-core virtual machine, most of it waking a worker that has gone
-//! to sleep between calls (a futex wake of a halted virtual CPU), so the second core gained
-//! little. This team keeps its workers spinning for [`SPIN`] after each job, as OpenMP's
-//! runtimes do, and hands a job over through one atomic counter: a call costs a few µs.
+//! An iteration of the working-set solver makes two or three parallel passes of tens of µs
+//! each, separated by serial host work. A rayon call that short spends more time waking a
+//! worker that has gone to sleep between calls (a futex wake; on a virtual machine, of a halted
+//! virtual CPU) than in the pass itself, so a second core gains little. This team keeps its
+//! workers spinning for [`SPIN`] after each job, as OpenMP's runtimes do, and hands a job over
+//! through one atomic counter (docs/BENCHMARKS.md has the measured cost of both).
 //!
 //! One job runs at a time. A call made while the team is busy (another thread's job) runs on
 //! rayon instead, and a call from inside a job runs serially, so nothing waits on itself.

@@ -668,7 +668,8 @@ pub(crate) const CHECK_EVERY: u64 = 100;
 pub(crate) const SHRINK_WHEN: f64 = 0.8;
 
 /// Iterations between ws's checks: its outer iteration does the work of about q single steps,
-/// and a check (W's gradient gathered and tested) costs about a tenth of one on ijcnn1.
+/// and a check (W's gradient gathered and tested against the rule) is a pass over W of its
+/// own, a fair part of an iteration's host work.
 pub(crate) const WS_CHECK_EVERY: u64 = 4;
 
 /// Iterations between the checks for a smaller working set: [`CHECK_EVERY`], or
