@@ -72,30 +72,29 @@ fn team(size: usize) -> Arc<Team> {
 impl Team {
     fn new(size: usize) -> Team {
         let workers = size.saturating_sub(1);
-        let noop: &(dyn Fn(usize) + Sync) = &|_| {};
+        let noop: &'static (dyn Fn(usize) + Sync) = &|_| {};
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
-            // SAFETY (lifetime): a no-op job that is never run (n = 0).
-            job: UnsafeCell::new(Job {
-                n: 0,
-                f: unsafe { std::mem::transmute::<_, *const (dyn Fn(usize) + Sync)>(noop) },
-            }),
+            // A no-op job that is never run (n = 0).
+            job: UnsafeCell::new(Job { n: 0, f: noop }),
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             parked: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             panic: Mutex::new(None),
         });
-        let threads = (0..workers)
-            .map(|w| {
-                let s = shared.clone();
-                std::thread::Builder::new()
-                    .name(format!("fwsvm-team-{w}"))
-                    .spawn(move || worker(&s, w))
-                    .expect("spawn a team thread")
-                    .thread()
-                    .clone()
-            })
-            .collect();
+        // Workers the system refuses to start are left out: the team is then smaller (at
+        // worst the caller alone), and `run` waits only for those that exist.
+        let mut threads = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let s = shared.clone();
+            match std::thread::Builder::new()
+                .name(format!("fwsvm-team-{w}"))
+                .spawn(move || worker(&s, w))
+            {
+                Ok(h) => threads.push(h.thread().clone()),
+                Err(_) => break,
+            }
+        }
         Team {
             shared,
             threads,
