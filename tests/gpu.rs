@@ -1386,6 +1386,10 @@ fn one_dispatch_blocks_equal_blocks_by_columns() {
 
 /// The working set's candidates compacted on the device (shaders/below.wgsl, f32 gradient)
 /// are the ones read from g whole: the same run, iterate for iterate, with less read back.
+/// Either way they come back with the reduction (src/backend/gpu/prefetch.rs): an outer
+/// iteration waits for two round trips (the reduction and the block), a quarter more for the
+/// working set's shrink checks, and one more when the compaction's bound let through fewer
+/// than k rows (g is then read whole).
 #[test]
 #[ignore = "needs a GPU adapter: bash .ci/run installs lavapipe and runs it"]
 fn compacted_candidates_give_the_run_of_the_whole_gradient() {
@@ -1439,6 +1443,14 @@ fn compacted_candidates_give_the_run_of_the_whole_gradient() {
             );
         }
         assert_eq!(whole.certified_f, compact.certified_f, "{name}");
+        for (how, r, per) in [("whole", &whole, 2.25), ("compact", &compact, 3.25)] {
+            assert!(
+                r.stats.round_trips <= (per * r.iterations as f64) as u64 + 20,
+                "{name}, {how}: {} round trips in {} iterations",
+                r.stats.round_trips,
+                r.iterations
+            );
+        }
         if large {
             assert!(
                 compact.stats.bytes_down < whole.stats.bytes_down,

@@ -77,7 +77,7 @@ impl Backend for GpuBackend<'_> {
             self.upload_vector(&self.gp, g);
         }
         self.min_valid = false;
-        self.g_host_valid = false;
+        self.g_changed();
         Ok(())
     }
 
@@ -211,7 +211,18 @@ impl Backend for GpuBackend<'_> {
             enc.copy_buffer_to_buffer(&self.res_v, 0, &self.staging, 0, vbytes);
             enc.copy_buffer_to_buffer(&self.res_i, 0, &self.staging, vbytes, 8);
             self.enc = Some(enc);
-            self.submit_and_read(vbytes + 8)?;
+            // A working-set solver's selection comes back with the reduction (prefetch.rs).
+            let base = vbytes + 8;
+            let pre = if self.pre.on {
+                Some(self.record_prefetch(base, n))
+            } else {
+                None
+            };
+            let extra = pre.as_ref().map_or(0, |p| p.1);
+            self.submit_and_read(base + extra)?;
+            if let Some((rec, _)) = pre {
+                self.take_prefetch(rec, base as usize);
+            }
             let idx = |k: usize| {
                 let o = vbytes as usize + 4 * k;
                 passes::read_u32(&self.readback, o)
@@ -248,6 +259,9 @@ impl Backend for GpuBackend<'_> {
                 for (o, &i) in out.iter_mut().zip(idx) {
                     *o = self.g_host[i];
                 }
+                return Ok(());
+            }
+            if self.prefetched_gather(idx, out) {
                 return Ok(());
             }
             self.gather_from(0, 0, idx, out)
@@ -338,7 +352,19 @@ impl Backend for GpuBackend<'_> {
     /// gathers that follow are served from it), the selection on the host.
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
         timed_call!(self.stats, call::LOWEST, Result<()>, {
-            if !self.wide
+            self.pre.on = true;
+            if self.pre.valid
+                && let Some((pk, count)) = self.pre.low.take()
+                && pk == k
+            {
+                if count >= k && count <= super::prefetch::capacity(k) {
+                    out.clear();
+                    out.extend_from_slice(&self.pre.cands);
+                    self.finish_lowest(k, out);
+                    return Ok(());
+                }
+            } else if !self.wide
+                && !self.g_host_valid
                 && k > 0
                 && self.prob.len() >= self.compact_min_rows
                 && self.lowest_below(k, out)?

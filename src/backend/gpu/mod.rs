@@ -23,6 +23,7 @@ pub mod context;
 pub mod data;
 mod passes;
 pub mod pipelines;
+mod prefetch;
 mod setup;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
@@ -202,6 +203,8 @@ pub struct GpuBackend<'a> {
     g_host_valid: bool,
     /// (k, the 2k-th smallest g) of the last `lowest`: the next call's filter.
     lowest_bound: (usize, f64),
+    /// The working set's selection read back with the reduction (see `prefetch.rs`).
+    pre: prefetch::Prefetch,
     /// The working set's cache slots ([`Backend::block`]; reused).
     slot_buf: Vec<usize>,
     fresh: usize,
@@ -446,6 +449,7 @@ impl<'a> GpuBackend<'a> {
             g_host: Vec::new(),
             g_host_valid: false,
             lowest_bound: (0, f64::NEG_INFINITY),
+            pre: Default::default(),
             slot_buf: Vec::new(),
             guests: Vec::new(),
             fresh: usize::MAX,

@@ -299,7 +299,7 @@ impl<'a> GpuBackend<'a> {
         self.flush();
         self.upload_vector(&self.g, &vec![0.0; self.prob.len()]);
         self.min_valid = false;
-        self.g_host_valid = false;
+        self.g_changed();
         Ok(())
     }
 
@@ -326,7 +326,7 @@ impl<'a> GpuBackend<'a> {
     /// Records the update pass with up to four column slots (see shaders/update.wgsl).
     pub(super) fn record_update4(&mut self, mut p: Params, slots: [usize; 4]) {
         if p.flags & F_WRITE != 0 {
-            self.g_host_valid = false;
+            self.g_changed();
         }
         p.nwg = self.nwg_rows;
         let off = self.push_params(&p);
@@ -416,7 +416,7 @@ impl<'a> GpuBackend<'a> {
     /// f32 values, sorted by value, then index), and the bound moves as it would there.
     pub(super) fn lowest_below(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<bool> {
         let (bk, bound) = self.lowest_bound;
-        let cap = 4 * k + 64;
+        let cap = super::prefetch::capacity(k);
         let bytes = 4 * (1 + 2 * cap) as u64;
         if bk != k || !bound.is_finite() || bytes > self.out_bytes {
             return Ok(false);
@@ -440,23 +440,19 @@ impl<'a> GpuBackend<'a> {
         enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes);
         self.enc = Some(enc);
         self.submit_and_read(bytes)?;
-        let word = |w: usize| {
-            let b = &self.readback[4 * w..4 * w + 4];
-            u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-        };
-        let count = word(0) as usize;
-        if count < k || count > cap {
-            return Ok(false);
+        let (_, ok) = super::prefetch::parse_candidates(&self.readback, k, cap, out);
+        if ok {
+            self.finish_lowest(k, out);
         }
-        out.clear();
-        out.extend((0..count).map(|c| {
-            let v = f32::from_bits(word(1 + 2 * c)) as f64;
-            (v, word(2 + 2 * c) as usize)
-        }));
+        Ok(ok)
+    }
+
+    /// The k lowest of the candidates in `out` (all rows at or below the bound), sorted by
+    /// value, then index; the bound moves to the 2k-th, as when g is read whole.
+    pub(super) fn finish_lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) {
         super::super::select_lowest(out, 2 * k);
         self.lowest_bound = (k, out.last().map_or(f64::NEG_INFINITY, |l| l.0));
         out.truncate(k);
-        Ok(true)
     }
 
     /// Reads all of g back into `g_host` (one copy, one round trip) unless it is current.
