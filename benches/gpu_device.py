@@ -19,9 +19,16 @@ Writes table.md, results.json and log.txt to $OUT (default target/gpu-device) an
 table last. Standard library only; scikit-learn is used when importable.
 
     benches/gpu-device.sh [--quick] [--budget SECONDS] [--steps kernels-gpu,train,...]
-                          [--train-limit SECONDS]
+                          [--train-limit SECONDS] [--sets kdd99,a9a,...] [--baseline BIN]
+                          [--ws-sizes 256,1024] [--rows-variants 1:1,4:4]
 
-`--steps` picks a subset (a second run on the same day that measures one change, say).
+`--steps` picks a subset (a second run on the same day that measures one change, say) and
+`--sets` the training sets. `--baseline BIN` also trains every set's working-set run on the GPU
+with another fwsvm binary (the build before a change, carried beside the new one), so the two
+are compared on the same machine; `--ws-sizes` adds GPU runs with those `--ws-size`;
+`--rows-variants C:B,...` runs the GPU's dense kernel benchmark once per pair, with
+FWSVM_COLUMN_ROWS=C and FWSVM_BATCH_ROWS=B (rows per invocation of the single and batched
+column passes).
 """
 
 import argparse
@@ -134,11 +141,11 @@ def labels(path):
         return [ln.split()[0] for ln in f if ln.strip() and not ln.startswith("labels")]
 
 
-def prepare(run, fw, quick, work):
-    """Training and test files per set: {name: (train, test)}."""
+def prepare(run, fw, quick, work, wanted=tuple(PARAMS)):
+    """Training and test files per set in `wanted`: {name: (train, test)}."""
     sets = {}
     raw = find_data("kddcup.data_10_percent.gz")
-    if raw:
+    if raw and "kdd99" in wanted:
         pre = os.path.join(work, "kdd99")
         tr, te = pre + ".train.scaled", pre + ".test.scaled"
         if not os.path.exists(te):
@@ -165,10 +172,14 @@ def prepare(run, fw, quick, work):
             a9a, a9at = out
         sets["a9a"] = (a9a, a9at)
     test = os.path.join(work, "cb.test")
+    if not {"cb1m", "cb4m"} & set(wanted):
+        return sets
     rows = {"cb1m": 20000 if quick else 1000000, "cb4m": 40000 if quick else 4000000}
     run.sh([fw, "gen", "checkerboard", "--rows", "10000" if quick else "100000",
             "--seed", "99", test])
     for name, n in rows.items():
+        if name not in wanted:
+            continue
         p = os.path.join(work, f"{name}.txt")
         if not os.path.exists(p):
             run.sh([fw, "gen", "checkerboard", "--rows", str(n), "--seed", "1", p])
@@ -220,6 +231,15 @@ def main():
                          "(default 30 s; 25 s with --quick)")
     ap.add_argument("--gpu-cache-mb", type=int, default=None,
                     help="also train the 4*10^6-row checkerboard on the GPU with -m this")
+    ap.add_argument("--sets", default=",".join(PARAMS),
+                    help=f"comma-separated training sets, of {','.join(PARAMS)} (default: all)")
+    ap.add_argument("--baseline", default=None,
+                    help="another fwsvm binary: also train each set's ws run on the GPU with it")
+    ap.add_argument("--ws-sizes", default="",
+                    help="comma-separated --ws-size values for extra GPU ws runs")
+    ap.add_argument("--rows-variants", default="",
+                    help="C:B pairs: the GPU's dense kernel benchmark with FWSVM_COLUMN_ROWS=C "
+                         "and FWSVM_BATCH_ROWS=B, once per pair")
     args = ap.parse_args()
     steps = set(args.steps.split(","))
     if steps - set(STEPS):
@@ -273,11 +293,17 @@ def main():
                 tsvm.wait()
                 run.results["thundersvm_killed"] = True
         if f"kernels-{phase}" in steps:
-            kernels(run, fw, quick, work, phase, kern_md)
+            variants = [v.split(":") for v in args.rows_variants.split(",") if v] \
+                if phase == "gpu" else []
+            kernels(run, fw, quick, work, phase, kern_md, variants)
         if sets is None:
-            sets = prepare(run, fw, quick, work)
+            wanted = set(args.sets.split(","))
+            sets = {k: v for k, v in prepare(run, fw, quick, work, wanted).items()
+                    if k in wanted}
+        extra = {"baseline": args.baseline,
+                 "ws_sizes": [q for q in args.ws_sizes.split(",") if q]}
         train_all(run, fw, quick, work, sets, phase, preds, steps, args.train_limit,
-                  args.gpu_cache_mb)
+                  args.gpu_cache_mb, extra)
     for r in res["training"]:
         key = (r["set"], r["algorithm"])
         p = preds.get(key, {})
@@ -408,48 +434,73 @@ def copy_bandwidth(run):
     return float(m.group(1)) if rc == 0 and m else None
 
 
-def kernels(run, fw, quick, work, backend, kern_md):
-    """Column pass, batched columns, cached-column iteration and round trip on one backend."""
+def kernels(run, fw, quick, work, backend, kern_md, variants=()):
+    """Column pass, batched columns, cached-column iteration and round trip on one backend;
+    with `variants` ([C, B] pairs), the dense layout once per pair of rows per invocation."""
     rows = "20000" if quick else "1000000,4000000"
     peak = run.results.get("cuda_copy_gbs")
     extra = ["--gpu-peak", f"{peak:.1f}"] if peak and backend == "gpu" else []
-    for layout, d in (("dense", "38"), ("csr", "123")):
-        if not run.fits(f"bench kernels {backend} {layout} d={d}", 20 if quick else 45):
+    plan = [("dense", "38", None), ("csr", "123", None)]
+    if variants:
+        plan = [("dense", "38", v) for v in variants] + [("csr", "123", None)]
+    for layout, d, v in plan:
+        tag = f" rows {v[0]}:{v[1]}" if v else ""
+        if not run.fits(f"bench kernels {backend} {layout} d={d}{tag}", 20 if quick else 45):
             continue
-        j = os.path.join(work, f"kernels-{backend}-{layout}.json")
+        env = None
+        if v:
+            env = dict(os.environ, FWSVM_COLUMN_ROWS=v[0], FWSVM_BATCH_ROWS=v[1])
+        j = os.path.join(work, f"kernels-{backend}-{layout}{'-' + '-'.join(v) if v else ''}.json")
         rc, text, _ = run.sh([fw, "bench", "kernels", "--backend", backend, "--rows", rows,
                               "--dims", d, "--layouts", layout, "--min-time",
-                              "0.2" if quick else "0.4", "--json", j] + extra, timeout=240)
-        kern_md.append(text.strip())
+                              "0.2" if quick or v else "0.4", "--json", j] + extra,
+                             timeout=240, env=env)
+        kern_md.append((f"FWSVM_COLUMN_ROWS={v[0]} FWSVM_BATCH_ROWS={v[1]}:\n\n" if v else "")
+                       + text.strip())
         if rc == 0 and os.path.exists(j):
-            run.results["kernels"] += json.load(open(j))
+            for r in json.load(open(j)):
+                if v:
+                    r["column_rows"], r["batch_rows"] = int(v[0]), int(v[1])
+                run.results["kernels"].append(r)
         else:
             run.results["kernels"].append({"error": f"rc {rc}", "layout": layout,
                                            "backend": backend})
 
 
-def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit, gpu_cache_mb):
-    """The training plan on one backend; predicted test labels go to preds[(set, alg)]."""
+def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit, gpu_cache_mb,
+              extra=None):
+    """The training plan on one backend; predicted test labels go to preds[(set, alg)].
+    `extra`: {"baseline": another binary for the GPU's ws runs, "ws_sizes": [--ws-size, ...]}."""
+    extra = extra or {}
     cb = cb_limit or (25 if quick else 30)
     limit = {"kdd99": 30, "a9a": 20, "cb1m": cb, "cb4m": cb}
-    plan = [(s, "ws", []) for s in ("kdd99", "a9a", "cb1m", "cb4m") if "train" in steps] + \
-           [(s, "partan", []) for s in ("kdd99", "a9a") if "partan" in steps]
+    names = [s for s in ("kdd99", "a9a", "cb1m", "cb4m") if s in sets]
+    plan = [(s, "ws", [], fw) for s in names if "train" in steps] + \
+           [(s, "partan", [], fw) for s in ("kdd99", "a9a") if "partan" in steps]
+    if backend == "gpu" and "train" in steps:
+        base = extra.get("baseline")
+        if base:
+            plan[1:1] = [(s, "ws", [], base) for s in names]
+        plan += [(s, "ws", ["--ws-size", q], fw) for q in extra.get("ws_sizes", [])
+                 for s in names if s != "cb1m"]
     if gpu_cache_mb and backend == "gpu" and "train" in steps:
-        plan.append(("cb4m", "ws", ["-m", str(gpu_cache_mb)]))
-    for name, alg, more in plan:
+        plan.append(("cb4m", "ws", ["-m", str(gpu_cache_mb)], fw))
+    for name, alg, more, binary in plan:
+        tag = " (base)" if binary != fw else ""
         if name not in sets:
             continue
         tr, te = sets[name]
         c, g = PARAMS[name]
         lim = (10 if alg == "partan" else min(25, limit[name])) if quick else (
             15 if alg == "partan" else limit[name])
-        if not run.fits(f"train {name} {alg} {backend}", lim + 10):
+        if not run.fits(f"train {name} {alg}{tag} {' '.join(more)} {backend}", lim + 10):
             continue
-        model = os.path.join(work, f"{name}.{alg}.{backend}{'.m' if more else ''}.model")
+        model = os.path.join(work, f"{name}.{alg}.{backend}{'.m' if more else ''}"
+                                   f"{'.base' if tag else ''}.model")
         # The largest set starts cold: its warm start alone (a 400,000-point solve) outlasts
         # the time limit, and the comparison is of the backends' iterations.
         cold = ["--no-warm-start"] if name == "cb4m" else []
-        rc, text, wall = run.sh([fw, "train", "--backend", backend, "-a", alg, "-c", str(c),
+        rc, text, wall = run.sh([binary, "train", "--backend", backend, "-a", alg, "-c", str(c),
                                  "-g", str(g), "--time-limit", str(lim)] + cold + more +
                                 [tr, model],
                                 timeout=lim * 1.5 + 40)
@@ -458,7 +509,7 @@ def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit, gpu_c
              "options": " ".join(cold + more)}
         r.update(parse_train(text))
         r["algorithm"] = alg + (f" ({', '.join(['cold'] * bool(cold) + [' '.join(more)] * bool(more))})"
-                                if cold or more else "")
+                                if cold or more else "") + tag
         m = re.search(r"extended to (\d+) starting support vectors \(([\d.]+)s\)", text)
         if m:
             r["warm_support"], r["warm_s"] = int(m.group(1)), float(m.group(2))

@@ -91,8 +91,11 @@ impl Sizes {
         let nwg_list_max: u32 = if software { 8 } else { 1024 };
         let param_stride =
             PARAMS_SIZE.next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
-        // Three gathers of one index list share it (PARTAN's g, g⁻ and column), up to a binding.
+        // Three gathers of one index list share it (PARTAN's g, g⁻ and column), and the
+        // largest automatic working set's block comes back in one readback, up to a binding.
+        let block = (crate::solver::ws::Q_MAX as u64 + 1) * crate::solver::ws::Q_MAX as u64;
         let out_bytes = (3 * m as u64 * gt)
+            .max(block * gt)
             .min(max_bind / gt * gt)
             .min(lim.max_buffer_size.saturating_sub(64) / gt * gt)
             .max(m as u64 * gt);
