@@ -20,15 +20,12 @@ table last. Standard library only; scikit-learn is used when importable.
 
     benches/gpu-device.sh [--quick] [--budget SECONDS] [--steps kernels-gpu,train,...]
                           [--train-limit SECONDS] [--sets kdd99,a9a,...] [--baseline BIN]
-                          [--ws-sizes 256,1024] [--rows-variants 1:1,4:4]
+                          [--ws-sizes 256,1024]
 
 `--steps` picks a subset (a second run on the same day that measures one change, say) and
 `--sets` the training sets. `--baseline BIN` also trains every set's working-set run on the GPU
 with another fwsvm binary (the build before a change, carried beside the new one), so the two
-are compared on the same machine; `--ws-sizes` adds GPU runs with those `--ws-size`;
-`--rows-variants C:B,...` runs the GPU's dense kernel benchmark once per pair, with
-FWSVM_COLUMN_ROWS=C and FWSVM_BATCH_ROWS=B (rows per invocation of the single and batched
-column passes).
+are compared on the same machine; `--ws-sizes` adds GPU runs with those `--ws-size`.
 """
 
 import argparse
@@ -235,11 +232,10 @@ def main():
                     help=f"comma-separated training sets, of {','.join(PARAMS)} (default: all)")
     ap.add_argument("--baseline", default=None,
                     help="another fwsvm binary: also train each set's ws run on the GPU with it")
+    ap.add_argument("--skip-sklearn", action="store_true",
+                    help="leave scikit-learn's SVC out of the peers step")
     ap.add_argument("--ws-sizes", default="",
                     help="comma-separated --ws-size values for extra GPU ws runs")
-    ap.add_argument("--rows-variants", default="",
-                    help="C:B pairs: the GPU's dense kernel benchmark with FWSVM_COLUMN_ROWS=C "
-                         "and FWSVM_BATCH_ROWS=B, once per pair")
     args = ap.parse_args()
     steps = set(args.steps.split(","))
     if steps - set(STEPS):
@@ -293,9 +289,7 @@ def main():
                 tsvm.wait()
                 run.results["thundersvm_killed"] = True
         if f"kernels-{phase}" in steps:
-            variants = [v.split(":") for v in args.rows_variants.split(",") if v] \
-                if phase == "gpu" else []
-            kernels(run, fw, quick, work, phase, kern_md, variants)
+            kernels(run, fw, quick, work, phase, kern_md)
         if sets is None:
             wanted = set(args.sets.split(","))
             sets = {k: v for k, v in prepare(run, fw, quick, work, wanted).items()
@@ -353,7 +347,7 @@ def main():
             res["check"].append({"precision": prec, "rc": rc, "wall_s": round(wall, 2),
                                  "summary": "\n".join(text.strip().split("\n")[-10:])})
 
-    sk_sets = ["a9a"] if "peers" in steps else []
+    sk_sets = ["a9a"] if "peers" in steps and not args.skip_sklearn else []
     for name in sk_sets:
         if name not in sets or not run.fits(f"sklearn SVC {name}", 70):
             continue
@@ -434,34 +428,21 @@ def copy_bandwidth(run):
     return float(m.group(1)) if rc == 0 and m else None
 
 
-def kernels(run, fw, quick, work, backend, kern_md, variants=()):
-    """Column pass, batched columns, cached-column iteration and round trip on one backend;
-    with `variants` ([C, B] pairs), the dense layout once per pair of rows per invocation."""
+def kernels(run, fw, quick, work, backend, kern_md):
+    """Column pass, batched columns, cached-column iteration and round trip on one backend."""
     rows = "20000" if quick else "1000000,4000000"
     peak = run.results.get("cuda_copy_gbs")
     extra = ["--gpu-peak", f"{peak:.1f}"] if peak and backend == "gpu" else []
-    plan = [("dense", "38", None), ("csr", "123", None)]
-    if variants:
-        plan = [("dense", "38", v) for v in variants] + [("csr", "123", None)]
-    for layout, d, v in plan:
-        tag = f" rows {v[0]}:{v[1]}" if v else ""
-        if not run.fits(f"bench kernels {backend} {layout} d={d}{tag}", 20 if quick else 45):
+    for layout, d in (("dense", "38"), ("csr", "123")):
+        if not run.fits(f"bench kernels {backend} {layout} d={d}", 20 if quick else 45):
             continue
-        env = None
-        if v:
-            env = dict(os.environ, FWSVM_COLUMN_ROWS=v[0], FWSVM_BATCH_ROWS=v[1])
-        j = os.path.join(work, f"kernels-{backend}-{layout}{'-' + '-'.join(v) if v else ''}.json")
+        j = os.path.join(work, f"kernels-{backend}-{layout}.json")
         rc, text, _ = run.sh([fw, "bench", "kernels", "--backend", backend, "--rows", rows,
                               "--dims", d, "--layouts", layout, "--min-time",
-                              "0.2" if quick or v else "0.4", "--json", j] + extra,
-                             timeout=240, env=env)
-        kern_md.append((f"FWSVM_COLUMN_ROWS={v[0]} FWSVM_BATCH_ROWS={v[1]}:\n\n" if v else "")
-                       + text.strip())
+                              "0.2" if quick else "0.4", "--json", j] + extra, timeout=240)
+        kern_md.append(text.strip())
         if rc == 0 and os.path.exists(j):
-            for r in json.load(open(j)):
-                if v:
-                    r["column_rows"], r["batch_rows"] = int(v[0]), int(v[1])
-                run.results["kernels"].append(r)
+            run.results["kernels"] += json.load(open(j))
         else:
             run.results["kernels"].append({"error": f"rc {rc}", "layout": layout,
                                            "backend": backend})

@@ -1,9 +1,8 @@
 // Kernel column Q[:, j] over one chunk of rows, written into a column-cache slot:
 //   Q_ij = y_i y_j (k(x_i, x_j) + 1) + [i = j] / C        (docs/METHODS.md)
 // The host prepends common.wgsl and kernel.wgsl, and appends exactly one of
-// column_dense.wgsl / column_csr.wgsl, which define `rows_value(l0, step)` = the squared
-// distances (rbf) or the dot products (otherwise) between the query x_j and the chunk's rows
-// l0 + k·step, k < RPT (rows past the chunk's end repeat its last), and the row map `rmap`. A backend over a
+// column_dense.wgsl / column_csr.wgsl, which define `row_value(lr) -> GT` = the squared
+// distance (rbf) or the dot product (otherwise) between the chunk's stored row lr and the query x_j, and the row map `rmap`. A backend over a
 // subset of the stored rows (a fold, a pair: data uploaded once) maps its row li to the
 // chunk's row rmap[li].
 
@@ -32,25 +31,16 @@ fn stored_row(li: u32) -> u32 {
 }
 @group(1) @binding(0) var<uniform> chunk: Chunk;
 
-// Each invocation computes RPT rows (a constant the host prepends) a grid stride apart, their
-// loads interleaved so that more of them are in flight; the arithmetic of each row is the same
-// whatever RPT is.
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let stride = chunk.nwg * WG;
-    let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
-    for (var l0 = gid.x; l0 < chunk.n; l0 += stride * RPT) {
-        let r = rows_value(l0, stride);
-        for (var k = 0u; k < RPT; k++) {
-            let li = l0 + k * stride;
-            if (li < chunk.n) {
-                let i = chunk.r0 + li;
-                var v = GT(ylab[i] * p.yj) * (kernel_value(r[k]) + bias);
-                if (i == p.j) {
-                    v += inv_c_of(ylab[i]);
-                }
-                col[i] = v;
-            }
+    for (var li = gid.x; li < chunk.n; li += stride) {
+        let i = chunk.r0 + li;
+        let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
+        var v = GT(ylab[i] * p.yj) * (kernel_value(row_value(stored_row(li), i)) + bias);
+        if (i == p.j) {
+            v += inv_c_of(ylab[i]);
         }
+        col[i] = v;
     }
 }

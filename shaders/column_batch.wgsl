@@ -5,9 +5,8 @@
 // (BK = 4 columns written into cache slots bound at dynamic offsets) or column_batch_tile.wgsl
 // (BK = 16 columns written into one tile buffer, copied into their slots afterwards) — each
 // defining BK and `store(c, i, v)`; and appends exactly one of column_batch_dense.wgsl /
-// column_batch_csr.wgsl, which define `rows_values(l0, step)` = the squared distances (rbf) or
-// dot products (otherwise) between the chunk's rows l0 + k·step (k < RB; rows past the chunk's
-// end repeat its last) and the batch's query rows, in the
+// column_batch_csr.wgsl, which define `row_values(lr, i)` = the squared distances (rbf) or dot
+// products (otherwise) between the chunk's stored row lr and the batch's query rows, in the
 // same order of operations as column_dense.wgsl / column_csr.wgsl, so every entry is the number
 // the single-column shader writes.
 //
@@ -55,28 +54,20 @@ fn query_at(c: u32, f: u32) -> f32 {
     return query[p.q_off + c * p.pad1 + f];
 }
 
-// Each invocation computes RB rows (a constant the host prepends) a grid stride apart: the
-// batch's query values it loads serve RB rows instead of one. Each entry's arithmetic is the
-// same whatever RB is.
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let stride = chunk.nwg * WG;
     let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
-    for (var l0 = gid.x; l0 < chunk.n; l0 += stride * RB) {
-        let r = rows_values(l0, stride);
-        for (var k = 0u; k < RB; k++) {
-            let li = l0 + k * stride;
-            if (li < chunk.n) {
-                let i = chunk.r0 + li;
-                for (var c = 0u; c < BK; c++) {
-                    if (c < p.n) {
-                        var v = GT(ylab[i] * meta_y(c)) * (kernel_value(r[k][c]) + bias);
-                        if (i == meta_j(c)) {
-                            v += inv_c_of(ylab[i]);
-                        }
-                        store(c, i, v);
-                    }
+    for (var li = gid.x; li < chunk.n; li += stride) {
+        let i = chunk.r0 + li;
+        let r = row_values(stored_row(li), i);
+        for (var c = 0u; c < BK; c++) {
+            if (c < p.n) {
+                var v = GT(ylab[i] * meta_y(c)) * (kernel_value(r[c]) + bias);
+                if (i == meta_j(c)) {
+                    v += inv_c_of(ylab[i]);
                 }
+                store(c, i, v);
             }
         }
     }

@@ -23,13 +23,3 @@ fn row_values(lr: u32, i: u32) -> array<GT, BK> {
     }
     return acc;
 }
-
-// RB rows (column_batch.wgsl), one after the other.
-fn rows_values(l0: u32, step: u32) -> array<array<GT, BK>, RB> {
-    var acc: array<array<GT, BK>, RB>;
-    for (var k = 0u; k < RB; k++) {
-        let li = min(l0 + k * step, chunk.n - 1u);
-        acc[k] = row_values(stored_row(li), chunk.r0 + li);
-    }
-    return acc;
-}

@@ -15,13 +15,3 @@ fn row_value(lr: u32, i: u32) -> GT {
     }
     return acc;
 }
-
-// RPT rows (column.wgsl), one after the other.
-fn rows_value(l0: u32, step: u32) -> array<GT, RPT> {
-    var acc: array<GT, RPT>;
-    for (var k = 0u; k < RPT; k++) {
-        let li = min(l0 + k * step, chunk.n - 1u);
-        acc[k] = row_value(stored_row(li), chunk.r0 + li);
-    }
-    return acc;
-}

@@ -18,31 +18,3 @@ fn row_value(lr: u32, i: u32) -> GT {
     }
     return acc;
 }
-
-// RPT rows at once (column.wgsl): the same operations per row as row_value, the loads of the
-// rows side by side.
-fn rows_value(l0: u32, step: u32) -> array<GT, RPT> {
-    let n = chunk.stride;
-    var lr: array<u32, RPT>;
-    for (var k = 0u; k < RPT; k++) {
-        lr[k] = stored_row(min(l0 + k * step, chunk.n - 1u));
-    }
-    var acc: array<GT, RPT>;
-    if (p.kind == 1u) {
-        for (var f = 0u; f < p.d; f++) {
-            let qf = GT(query[p.q_off + f]);
-            for (var k = 0u; k < RPT; k++) {
-                let t = GT(xd[f * n + lr[k]]) - qf;
-                acc[k] = fma(t, t, acc[k]);
-            }
-        }
-    } else {
-        for (var f = 0u; f < p.d; f++) {
-            let qf = GT(query[p.q_off + f]);
-            for (var k = 0u; k < RPT; k++) {
-                acc[k] = fma(GT(xd[f * n + lr[k]]), qf, acc[k]);
-            }
-        }
-    }
-    return acc;
-}

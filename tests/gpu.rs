@@ -253,6 +253,9 @@ impl Backend for Recorder<'_> {
     fn column_capacity(&self) -> usize {
         self.inner.column_capacity()
     }
+    fn ws_floor(&self) -> usize {
+        self.inner.ws_floor()
+    }
     fn stats(&self) -> BackendStats {
         self.inner.stats()
     }

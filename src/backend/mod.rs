@@ -27,7 +27,10 @@ mod stats;
 #[cfg(feature = "gpu")]
 pub use device::SharedRows;
 pub use device::{Device, or_else_on_cpu};
-pub use select::{select_lowest, select_lowest_bounded, select_lowest_bounded_slice};
+pub use select::{
+    PAR_MIN as SELECT_PAR_MIN, select_lowest, select_lowest_bounded, select_lowest_bounded_chunks,
+    select_lowest_bounded_slice,
+};
 pub use stats::{BackendStats, call};
 
 pub use cpu::{CpuBackend, CpuConfig};
@@ -396,6 +399,13 @@ pub trait Backend {
         usize::MAX
     }
 
+    /// The smallest automatic working set of the working-set solver on this backend
+    /// ([`crate::solver::ws`]): where each outer iteration waits for round trips to a device
+    /// and columns are cheap, larger blocks take fewer of them.
+    fn ws_floor(&self) -> usize {
+        crate::solver::ws::Q_MIN
+    }
+
     /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         let _ = mk;
@@ -582,12 +592,15 @@ mod tests {
 
     #[test]
     fn bounded_selections_are_the_k_smallest() {
-        use super::{select_lowest_bounded, select_lowest_bounded_slice};
+        use super::{
+            select_lowest_bounded, select_lowest_bounded_chunks, select_lowest_bounded_slice,
+        };
         // Values that drift between calls, with ties and a NaN; lengths not a multiple of 8.
         let mut g: Vec<f64> = (0..1003).map(|i| ((i * 7919) % 1009) as f64).collect();
         g[17] = f64::NAN;
         let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
-        let (mut o1, mut o2) = (Vec::new(), Vec::new());
+        let mut b3 = (0, f64::NEG_INFINITY);
+        let (mut o1, mut o2, mut o3) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..6 {
             for (i, v) in g.iter_mut().enumerate() {
                 if i != 17 {
@@ -597,8 +610,11 @@ mod tests {
             for k in [1, 5, 64] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut b1, &mut o1);
                 select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
+                select_lowest_bounded_chunks(&g, 100, k, &mut b3, &mut o3);
                 let mut want = sorted_pairs(&g);
                 want.truncate(k);
+                assert_eq!(o3, want, "chunks: round {round}, k = {k}");
+                assert_eq!(b3, b2, "chunks: round {round}, k = {k}");
                 assert_eq!(o1, want, "round {round}, k = {k}");
                 assert_eq!(o2, want, "round {round}, k = {k}");
             }
@@ -607,7 +623,9 @@ mod tests {
 
     #[test]
     fn bounded_selections_prune_ties() {
-        use super::{select_lowest_bounded, select_lowest_bounded_slice};
+        use super::{
+            select_lowest_bounded, select_lowest_bounded_chunks, select_lowest_bounded_slice,
+        };
         // Most values equal (a cold start's untouched points), enough of them that the kept
         // candidates are pruned many times; the generic pass visits indices in reverse.
         let n = 20_011;
@@ -616,7 +634,8 @@ mod tests {
             .collect();
         g[5] = f64::NAN;
         let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
-        let (mut o1, mut o2) = (Vec::new(), Vec::new());
+        let mut b3 = (0, f64::NEG_INFINITY);
+        let (mut o1, mut o2, mut o3) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..4 {
             for (i, v) in g.iter_mut().enumerate() {
                 if i % 89 == round {
@@ -626,6 +645,8 @@ mod tests {
             for k in [1, 7, 300, 2000] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..n).rev(), n, k, &mut b1, &mut o1);
                 select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
+                select_lowest_bounded_chunks(&g, 1000, k, &mut b3, &mut o3);
+                assert_eq!((&o3, b3), (&o2, b2), "chunks: round {round}, k = {k}");
                 let mut want = sorted_pairs(&g);
                 let bound = want[(2 * k).min(n - 1) - 1].0;
                 want.truncate(k);

@@ -25,11 +25,13 @@
 //! solvers (ThunderSVM's batched working sets, LIBSVM's second-order choice) on the CVM form.
 //!
 //! **Working-set size.** q = `--ws-size` when given; otherwise the power of two nearest above
-//! m/512, between 64 and 1024, and never more than m or half the columns the backend can hold
-//! at once. An outer iteration has O(m) work besides its columns (the reduction, the
-//! selection of W, the update's sweep over g); q ∝ m keeps that a fixed share of the columns'
-//! cost. Of q = 64, 256 and 1024, sets of 30,000–50,000 points (a9a, w8a, ijcnn1) train
-//! fastest at 64, and KDD99 (395,216 points) trains faster at 1024 than at 64.
+//! m/512, between 64 (256 on a hardware GPU: [`Backend::ws_floor`]) and 1024, and never more
+//! than m or half the columns the backend can hold at once. An outer iteration has O(m) work
+//! besides its columns (the reduction, the selection of W, the update's sweep over g); q ∝ m
+//! keeps that a fixed share of the columns' cost. Of q = 64, 256 and 1024, sets of
+//! 30,000–50,000 points (a9a, w8a, ijcnn1) train fastest at 64 on the CPU, and KDD99 (395,216
+//! points) trains faster at 1024 than at 64. On a GPU each outer iteration also waits for two
+//! round trips, and its columns cost little: there 256 trains a9a and KDD99 fastest.
 
 use super::{State, Step, StepKind, Variant, steps};
 use crate::backend::{Backend, Reduction};
@@ -94,12 +96,15 @@ impl WorkingSet {
         }
     }
 
-    /// q for this outer iteration (see the module's doc).
-    fn size(&self, m: usize, capacity: usize) -> usize {
+    /// q for this outer iteration (see the module's doc); `floor` = the backend's smallest
+    /// automatic q ([`Backend::ws_floor`]).
+    fn size(&self, m: usize, capacity: usize, floor: usize) -> usize {
         let q = if self.fixed > 0 {
             self.fixed
         } else {
-            (m / 512).next_power_of_two().clamp(Q_MIN, Q_MAX)
+            (m / 512)
+                .next_power_of_two()
+                .clamp(floor.clamp(1, Q_MAX), Q_MAX)
         };
         q.min(m).min((capacity / 2).saturating_sub(1).max(2)).max(1)
     }
@@ -111,7 +116,7 @@ impl WorkingSet {
         if self.mark.len() != m {
             self.mark = vec![false; m];
         }
-        let q = self.size(m, be.column_capacity());
+        let q = self.size(m, be.column_capacity(), be.ws_floor());
         for &i in &self.w {
             self.mark[i] = false;
         }
@@ -272,5 +277,28 @@ impl Variant for WorkingSet {
             kind: StepKind::Block,
             size: taken as f64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The automatic q: m/512 rounded up to a power of two within the backend's floor and
+    /// Q_MAX, capped by m and the cache; `--ws-size` overrides the floor.
+    #[test]
+    fn working_set_size_follows_the_backends_floor() {
+        let auto = WorkingSet::new(&crate::solver::SolverParams::default());
+        assert_eq!(auto.size(32_561, usize::MAX, Q_MIN), 64);
+        assert_eq!(auto.size(32_561, usize::MAX, 256), 256);
+        assert_eq!(auto.size(395_216, usize::MAX, 256), 1024);
+        assert_eq!(auto.size(200_000, usize::MAX, 64), 512);
+        assert_eq!(auto.size(100, usize::MAX, 256), 100);
+        assert_eq!(auto.size(32_561, 300, 256), 149);
+        let fixed = WorkingSet::new(&crate::solver::SolverParams {
+            ws_size: 32,
+            ..Default::default()
+        });
+        assert_eq!(fixed.size(32_561, usize::MAX, 256), 32);
     }
 }

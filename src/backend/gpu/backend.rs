@@ -452,6 +452,14 @@ impl Backend for GpuBackend<'_> {
         })
     }
 
+    fn ws_floor(&self) -> usize {
+        if self.ctx.is_software() {
+            crate::solver::ws::Q_MIN
+        } else {
+            super::WS_FLOOR
+        }
+    }
+
     fn column_capacity(&self) -> usize {
         self.cache.capacity()
     }

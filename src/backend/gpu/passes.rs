@@ -469,9 +469,7 @@ impl<'a> GpuBackend<'a> {
             self.submit_and_read(bytes)?;
         }
         self.g_host.resize(m, 0.0);
-        for i in 0..m {
-            self.g_host[i] = self.read_gt(i);
-        }
+        decode_gt(&self.readback, self.wide, &mut self.g_host);
         self.g_host_valid = true;
         Ok(())
     }
@@ -610,6 +608,22 @@ pub(super) fn read_gt(b: &[u8], k: usize, wide: bool) -> f64 {
         let mut w = [0u8; 4];
         w.copy_from_slice(&b[4 * k..4 * k + 4]);
         f32::from_le_bytes(w) as f64
+    }
+}
+
+/// `out[i]` = entry i of a read-back buffer of GT values; in parallel for a large vector.
+pub(super) fn decode_gt(b: &[u8], wide: bool, out: &mut [f64]) {
+    use rayon::prelude::*;
+    const CHUNK: usize = 1 << 16;
+    let one = |(c, part): (usize, &mut [f64])| {
+        for (r, o) in part.iter_mut().enumerate() {
+            *o = read_gt(b, c * CHUNK + r, wide);
+        }
+    };
+    if out.len() >= crate::backend::SELECT_PAR_MIN {
+        out.par_chunks_mut(CHUNK).enumerate().for_each(one);
+    } else {
+        out.chunks_mut(CHUNK).enumerate().for_each(one);
     }
 }
 

@@ -101,33 +101,6 @@ impl Program {
     ];
 }
 
-/// Rows each invocation of the dense single-column pass computes (shaders/column.wgsl):
-/// `FWSVM_COLUMN_ROWS` (1 to 8) where set, else [`COLUMN_ROWS`].
-pub fn column_rows() -> u32 {
-    static ROWS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *ROWS.get_or_init(|| env_rows("FWSVM_COLUMN_ROWS").unwrap_or(COLUMN_ROWS))
-}
-
-/// [`column_rows`] by default.
-pub const COLUMN_ROWS: u32 = 1;
-
-/// Rows each invocation of the dense batched column pass computes (shaders/column_batch.wgsl):
-/// `FWSVM_BATCH_ROWS` (1 to 8) where set, else [`BATCH_ROWS`].
-pub fn batch_rows() -> u32 {
-    static ROWS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *ROWS.get_or_init(|| env_rows("FWSVM_BATCH_ROWS").unwrap_or(BATCH_ROWS))
-}
-
-/// [`batch_rows`] by default.
-pub const BATCH_ROWS: u32 = 1;
-
-fn env_rows(var: &str) -> Option<u32> {
-    std::env::var(var)
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
-        .filter(|r| (1..=8).contains(r))
-}
-
 /// The full WGSL text of a program for the f32 (`wide` = false) or f64 gradient.
 pub fn source(prog: Program, wide: bool) -> String {
     let mut s = String::from(if wide {
@@ -155,13 +128,11 @@ pub fn source(prog: Program, wide: bool) -> String {
     }
     match prog {
         Program::ColumnDense => {
-            s.push_str(&format!("const RPT: u32 = {}u;\n", column_rows()));
             s.push_str(KERNEL);
             s.push_str(COLUMN);
             s.push_str(COLUMN_DENSE);
         }
         Program::ColumnCsr => {
-            s.push_str("const RPT: u32 = 1u;\n");
             s.push_str(KERNEL);
             s.push_str(COLUMN);
             s.push_str(COLUMN_CSR);
@@ -172,8 +143,6 @@ pub fn source(prog: Program, wide: bool) -> String {
         | Program::ColumnTileCsr => {
             let tile = matches!(prog, Program::ColumnTileDense | Program::ColumnTileCsr);
             let dense = matches!(prog, Program::ColumnBatchDense | Program::ColumnTileDense);
-            let rows = if dense { batch_rows() } else { 1 };
-            s.push_str(&format!("const RB: u32 = {rows}u;\n"));
             s.push_str(KERNEL);
             s.push_str(if tile {
                 COLUMN_BATCH_TILE

@@ -154,9 +154,7 @@ impl<'a> GpuBackend<'a> {
             Recorded::Whole => {
                 let m = self.prob.len();
                 self.g_host.resize(m, 0.0);
-                for (i, o) in self.g_host.iter_mut().enumerate() {
-                    *o = read_gt(b, i, wide);
-                }
+                super::passes::decode_gt(b, wide, &mut self.g_host);
                 self.g_host_valid = true;
             }
             Recorded::Compact { k, cap, goff, n } => {
