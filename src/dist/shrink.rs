@@ -263,7 +263,7 @@ pub fn solve(
             &mut in_w,
             &g,
             &run.alpha,
-            crate::solver::shrink::REBUILD_MARGIN,
+            run.rebuild_margin,
             sp,
         )?;
         crate::solver::shrink::pin_added(&before, &in_w, &mut pinned);
