@@ -44,12 +44,3 @@ pub fn stop_rule_met(
         StopRule::Meb => 2.0 * gap <= ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
     }
 }
-
-/// The largest duality gap the stop rule accepts at αᵀg = `alpha_g` (the bound
-/// [`stop_rule_met`] tests `gap` against).
-pub fn allowed_gap(rule: StopRule, eps: f64, rel_eps: f64, alpha_g: f64, kappa: f64) -> f64 {
-    match rule {
-        StopRule::Gap => eps.min(rel_eps * alpha_g.abs()),
-        StopRule::Meb => 0.5 * ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
-    }
-}

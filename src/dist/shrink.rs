@@ -263,7 +263,7 @@ pub fn solve(
             &mut in_w,
             &g,
             &run.alpha,
-            run.rebuild_margin,
+            crate::solver::shrink::REBUILD_MARGIN,
             sp,
         )?;
         crate::solver::shrink::pin_added(&before, &in_w, &mut pinned);

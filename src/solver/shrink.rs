@@ -205,18 +205,17 @@ fn grow(in_w: &mut [bool], g: &[f64], alpha: &ActiveSet, margin: f64, sp: &Shrin
     added
 }
 
-/// The rebuild's [`grow`] (margin [`rebuild_margin`]), with the points it adds pinned (they
+/// The rebuild's [`grow`] (margin [`REBUILD_MARGIN`]), with the points it adds pinned (they
 /// stay in W: the rounds cannot cycle).
 fn grow_pinned(
     in_w: &mut [bool],
     pinned: &mut [bool],
     g: &[f64],
     alpha: &ActiveSet,
-    margin: f64,
     sp: &ShrinkParams,
 ) -> usize {
     let before = in_w.to_vec();
-    let added = grow(in_w, g, alpha, margin, sp);
+    let added = grow(in_w, g, alpha, REBUILD_MARGIN, sp);
     pin_added(&before, in_w, pinned);
     added
 }
@@ -286,9 +285,6 @@ pub(crate) struct Rounds {
     pub stats: ShrinkStats,
     /// Consecutive rebuilds that brought no point back into W.
     pub idle: u32,
-    /// The margin of the next rebuild's [`grow`], set by [`Rounds::close`]
-    /// ([`rebuild_margin`]).
-    pub rebuild_margin: f64,
 }
 
 impl Rounds {
@@ -304,7 +300,6 @@ impl Rounds {
                 ..Default::default()
             },
             idle: 0,
-            rebuild_margin: 0.0,
         }
     }
 
@@ -386,7 +381,6 @@ impl Rounds {
         }
         self.stats.rebuilds += 1;
         self.stats.rebuild_seconds += pass.as_secs_f64();
-        self.rebuild_margin = rebuild_margin(params, two_f, kappa);
         Ok(None)
     }
 }
@@ -506,8 +500,7 @@ pub fn solve(
             result.warm = warm;
             return Ok(result);
         }
-        let margin = run.rebuild_margin;
-        let added = grow_pinned(&mut in_w, &mut pinned, &g, &run.alpha, margin, sp);
+        let added = grow_pinned(&mut in_w, &mut pinned, &g, &run.alpha, sp);
         run.idle = if added == 0 { run.idle + 1 } else { 0 };
     }
 }
@@ -660,22 +653,12 @@ fn on_rows(alpha: &ActiveSet, g: &[f64], rows: &[usize], m: usize) -> (ActiveSet
 /// A warm-started run's first working set: the starting support and the points of lowest
 /// estimated gradient (the subsample's margins), this many times the support in all.
 pub(crate) const FIRST_W: f64 = 1.5;
-/// The margin of a rebuild's [`grow`]: it adds to W, besides the support, the points with
-/// g_i < 2f − τ/2, τ the largest gap the stop rule accepts — the points whose gradient breaks
-/// the rule, with room to spare; the argmin of g, which broke it, always among them. The
-/// margin ρ of the shrinking rule is for points W keeps, not for points it takes back: adding
-/// every point below (1 + ρ)·2f took 253,000 of KDD99's points into W for 27 more iterations.
-/// Adding every point below 2f still took a group of some 220,000 identical KDD99 rows whose
-/// gradient lay a hair below 2f on some machines (on the H100's host, CPU and GPU alike). A
-/// point that comes close later is brought in by the next rebuild, which costs little
-/// ([`crate::backend::exact::certify_incremental`]).
-pub(crate) fn rebuild_margin(params: &SolverParams, two_f: f64, kappa: f64) -> f64 {
-    let tau = crate::stop::allowed_gap(params.stop, params.eps, params.rel_eps, two_f, kappa);
-    if two_f == 0.0 || !tau.is_finite() {
-        return 0.0;
-    }
-    -0.5 * tau / two_f
-}
+/// What a rebuild adds to W besides the support: the points with g_i < 2f, which break the
+/// optimality condition g_i ≥ 2f (the margin ρ of the shrinking rule is for points W keeps,
+/// not for points it takes back). Adding every point below (1 + ρ)·2f instead took 253,000 of
+/// KDD99's points into W for 27 more iterations; a point that comes close later is brought in
+/// by the next rebuild, which costs little ([`crate::backend::exact::certify_incremental`]).
+pub(crate) const REBUILD_MARGIN: f64 = 0.0;
 
 /// The working set shrinks only while the gap is within this factor of the stop rule's.
 pub(crate) const CLOSE: f64 = 10.0;
