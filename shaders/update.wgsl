@@ -2,7 +2,8 @@
 //   g_new = scale·g + ca·Q[:, a] + cb·Q[:, b] + cc·Q[:, c] + cd·Q[:, d] + cp·g⁻
 // (then g⁻ ← g_old if F_ROTATE), each term added in that order, so four columns in one pass
 // give the numbers of two passes of two (scale 1 in the second: 1·x = x).
-// Each of the p.nwg workgroups strides over the rows and leaves its (min g, lowest index).
+// Each of the p.nwg workgroups strides over the rows and leaves its (min g, lowest index)
+// (partials.wgsl, which the host prepends).
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> col_a: array<GT>;
@@ -13,9 +14,6 @@
 @group(0) @binding(6) var<storage, read_write> part_i: array<u32>;
 @group(0) @binding(7) var<storage, read> col_c: array<GT>;
 @group(0) @binding(8) var<storage, read> col_d: array<GT>;
-
-var<workgroup> wv: array<GT, 256>;
-var<workgroup> wi: array<u32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -59,18 +57,5 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             bi = i;
         }
     }
-    wv[t] = bv;
-    wi[t] = bi;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s && better_min(wv[t + s], wi[t + s], wv[t], wi[t])) {
-            wv[t] = wv[t + s];
-            wi[t] = wi[t + s];
-        }
-        workgroupBarrier();
-    }
-    if (t == 0u) {
-        part_v[wid.x] = wv[0];
-        part_i[wid.x] = wi[0];
-    }
+    write_partial(t, wid.x, bv, bi);
 }

@@ -1465,11 +1465,13 @@ fn compacted_candidates_give_the_run_of_the_whole_gradient() {
     }
 }
 
-/// The GPU's update by four columns a pass gives the numbers of updates by pairs, bit for bit
-/// (both gradient types, seven columns with a repeat and a scale), and the same argmin.
+/// The GPU's update by four columns a pass (up to four columns) and by a list of every column
+/// in one pass (more than four, the cache bound whole: shaders/update_list.wgsl) give the
+/// numbers of updates by pairs, bit for bit (both gradient types, seven columns with a repeat
+/// and a scale), and the same argmin.
 #[test]
 #[ignore = "needs a GPU adapter: bash .ci/run installs lavapipe and runs it"]
-fn four_column_updates_equal_updates_by_pairs() {
+fn four_column_and_list_updates_equal_updates_by_pairs() {
     let Some(ctx) = context() else { return };
     let ds = random_dataset(3000, 7, false, 43);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.3 }, 3.0).unwrap();
@@ -1487,29 +1489,32 @@ fn four_column_updates_equal_updates_by_pairs() {
         })
         .collect();
     for wide in [false, true] {
-        let (mut a, mut b) = (gpu(&prob, ctx, wide, None), gpu(&prob, ctx, wide, None));
-        a.set_alpha(&alpha).unwrap();
-        b.set_alpha(&alpha).unwrap();
-        let before = a.stats().dispatches;
-        a.update_many(0.75, &cols).unwrap();
-        let passes = a.stats().updates;
-        fwsvm::backend::update_by_pairs(&mut b, 0.75, &cols).unwrap();
-        assert_eq!(passes, 2, "f64 {wide}: seven columns in two passes");
-        assert!(
-            a.stats().dispatches > before,
-            "f64 {wide}: nothing recorded"
-        );
-        let all: Vec<usize> = (0..prob.len()).collect();
-        let (mut ga, mut gb) = (vec![0.0; prob.len()], vec![0.0; prob.len()]);
-        a.gather(&all, &mut ga).unwrap();
-        b.gather(&all, &mut gb).unwrap();
-        for i in 0..prob.len() {
-            assert_eq!(ga[i].to_bits(), gb[i].to_bits(), "f64 {wide}: row {i}");
+        for n in [4, 7] {
+            let cols = &cols[..n];
+            let (mut a, mut b) = (gpu(&prob, ctx, wide, None), gpu(&prob, ctx, wide, None));
+            a.set_alpha(&alpha).unwrap();
+            b.set_alpha(&alpha).unwrap();
+            let before = a.stats().dispatches;
+            a.update_many(0.75, cols).unwrap();
+            let passes = a.stats().updates;
+            fwsvm::backend::update_by_pairs(&mut b, 0.75, cols).unwrap();
+            assert_eq!(passes, 1, "f64 {wide}: {n} columns in one pass");
+            assert!(
+                a.stats().dispatches > before,
+                "f64 {wide}: nothing recorded"
+            );
+            let all: Vec<usize> = (0..prob.len()).collect();
+            let (mut ga, mut gb) = (vec![0.0; prob.len()], vec![0.0; prob.len()]);
+            a.gather(&all, &mut ga).unwrap();
+            b.gather(&all, &mut gb).unwrap();
+            for i in 0..prob.len() {
+                assert_eq!(ga[i].to_bits(), gb[i].to_bits(), "f64 {wide}, {n}: row {i}");
+            }
+            assert_eq!(
+                a.reduce(&alpha).unwrap(),
+                b.reduce(&alpha).unwrap(),
+                "f64 {wide}, {n}"
+            );
         }
-        assert_eq!(
-            a.reduce(&alpha).unwrap(),
-            b.reduce(&alpha).unwrap(),
-            "f64 {wide}"
-        );
     }
 }

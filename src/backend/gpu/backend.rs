@@ -134,6 +134,14 @@ impl Backend for GpuBackend<'_> {
             if self.prev || self.cache.usable() < 6 {
                 return crate::backend::update_by_pairs(self, scale, cols);
             }
+            // Every column at once where the cache is one binding and holds them all.
+            if self.update_list_bg.is_some()
+                && cols.len() > 4
+                && cols.len().min(UPDATE_LIST_MAX) + 2 <= self.cache.usable()
+            {
+                self.record_update_list(scale, cols);
+                return Ok(());
+            }
             let mut scale = scale;
             let mut rest = cols;
             while !rest.is_empty() || scale != 1.0 {

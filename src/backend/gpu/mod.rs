@@ -89,6 +89,10 @@ impl Default for GpuConfig {
 /// 2.40 s (docs/BENCHMARKS.md); a software adapter keeps [`crate::solver::ws::Q_MIN`].
 pub const WS_FLOOR: usize = 256;
 
+/// Columns one update-by-list pass takes (shaders/update_list.wgsl): the largest automatic
+/// working set.
+pub const UPDATE_LIST_MAX: usize = crate::solver::ws::Q_MAX;
+
 /// [`GpuConfig::compact_min_rows`] by default: from a quarter of a million rows (1 MiB of f32
 /// gradient) reading g back costs more than the compaction pass's extra round trip (about
 /// 100 µs on an H100); at 4·10⁶ rows the whole read was 13.8 MB per iteration.
@@ -176,6 +180,13 @@ pub struct GpuBackend<'a> {
     /// The gather with the whole cache bound: the block in one dispatch (where the cache fits
     /// one binding).
     gather_all_bg: Option<wgpu::BindGroup>,
+    /// The update by a list of cached columns ([`Backend::update_many`]), where the cache fits
+    /// one binding; its list buffer, the list's host copy, and whether a list was written
+    /// since the last submit (the next must wait for it).
+    update_list_bg: Option<wgpu::BindGroup>,
+    ulist: wgpu::Buffer,
+    ulist_host: Vec<[u32; 4]>,
+    ulist_pending: bool,
     below_bg: wgpu::BindGroup,
     marks: wgpu::Buffer,
     mpart_v: wgpu::Buffer,
@@ -430,6 +441,10 @@ impl<'a> GpuBackend<'a> {
             final_bg: bg.last,
             gather_bg: bg.gather,
             gather_all_bg: bg.gather_all,
+            update_list_bg: bg.update_list,
+            ulist: b.ulist,
+            ulist_host: Vec::new(),
+            ulist_pending: false,
             below_bg: bg.below,
             marks: b.marks,
             mpart_v: b.mpart_v,

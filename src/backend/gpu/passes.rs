@@ -51,6 +51,7 @@ impl<'a> GpuBackend<'a> {
             q.submit([enc.finish()]);
             self.stats.submits += 1;
         }
+        self.ulist_pending = false;
         self.n_params = 0;
         self.n_queries = 0;
     }
@@ -343,6 +344,48 @@ impl<'a> GpuBackend<'a> {
         self.stats.dispatches += 1;
         self.enc = Some(enc);
         self.min_valid = true;
+    }
+
+    /// Records g = scale·g + Σ c·Q[:, j] over `cols` (all resident in the cache at once) by
+    /// update-by-list passes of up to [`UPDATE_LIST_MAX`] columns (shaders/update_list.wgsl).
+    pub(super) fn record_update_list(&mut self, scale: f64, cols: &[(usize, f64)]) {
+        let mut scale = scale;
+        for part in cols.chunks(UPDATE_LIST_MAX) {
+            // One list buffer: a list written before this submit must run first.
+            if self.ulist_pending {
+                self.flush();
+            }
+            let mut list = std::mem::take(&mut self.ulist_host);
+            list.clear();
+            for &(j, c) in part {
+                let (slot, _) = self.resolve(j, None);
+                let [hi, lo] = split(c);
+                list.push([slot as u32, hi.to_bits(), lo.to_bits(), 0]);
+            }
+            self.ctx
+                .queue
+                .write_buffer(&self.ulist, 0, bytemuck::cast_slice(&list));
+            self.stats.bytes_up += 16 * list.len() as u64;
+            self.ulist_host = list;
+            self.ulist_pending = true;
+            self.g_changed();
+            let p = Params {
+                n: part.len() as u32,
+                nwg: self.nwg_rows,
+                pad1: (self.slot_stride / self.gt) as u32,
+                scale: split(scale),
+                ..self.base_params()
+            };
+            let off = self.push_params(&p);
+            let mut enc = self.take_encoder();
+            let bg = self.update_list_bg.as_ref().expect("checked by the caller");
+            dispatch(&mut enc, &self.pipes.update_list, bg, &[off], self.nwg_rows);
+            self.stats.dispatches += 1;
+            self.stats.updates += 1;
+            self.enc = Some(enc);
+            self.min_valid = true;
+            scale = 1.0;
+        }
     }
 
     pub(super) fn list_nwg(&self, n: usize) -> u32 {

@@ -27,6 +27,10 @@ pub const BATCH_COLUMNS: usize = 4;
 pub const TILE_COLUMNS: usize = 16;
 /// shaders/update.wgsl
 pub const UPDATE: &str = include_str!("../../../shaders/update.wgsl");
+/// shaders/update_list.wgsl
+pub const UPDATE_LIST: &str = include_str!("../../../shaders/update_list.wgsl");
+/// shaders/partials.wgsl
+pub const PARTIALS: &str = include_str!("../../../shaders/partials.wgsl");
 /// shaders/active.wgsl
 pub const ACTIVE: &str = include_str!("../../../shaders/active.wgsl");
 /// shaders/final.wgsl
@@ -65,6 +69,8 @@ pub enum Program {
     ColumnTileCsr,
     /// Fused gradient update + argmin partials.
     Update,
+    /// The gradient update by a list of cached columns + argmin partials.
+    UpdateList,
     /// Active-set partials.
     Active,
     /// Final combine.
@@ -83,7 +89,7 @@ pub enum Program {
 
 impl Program {
     /// Every program.
-    pub const ALL: [Program; 14] = [
+    pub const ALL: [Program; 15] = [
         Program::ColumnDense,
         Program::ColumnCsr,
         Program::ColumnBatchDense,
@@ -91,6 +97,7 @@ impl Program {
         Program::ColumnTileDense,
         Program::ColumnTileCsr,
         Program::Update,
+        Program::UpdateList,
         Program::Active,
         Program::Final,
         Program::Gather,
@@ -156,7 +163,14 @@ pub fn source(prog: Program, wide: bool) -> String {
                 COLUMN_BATCH_CSR
             });
         }
-        Program::Update => s.push_str(UPDATE),
+        Program::Update => {
+            s.push_str(PARTIALS);
+            s.push_str(UPDATE);
+        }
+        Program::UpdateList => {
+            s.push_str(PARTIALS);
+            s.push_str(UPDATE_LIST);
+        }
         Program::Active => s.push_str(ACTIVE),
         Program::Final => s.push_str(FINAL),
         Program::Gather => s.push_str(GATHER),
@@ -273,6 +287,7 @@ pub struct Pipelines {
     pub dense_bgl: wgpu::BindGroupLayout,
     pub csr_bgl: wgpu::BindGroupLayout,
     pub update_bgl: wgpu::BindGroupLayout,
+    pub update_list_bgl: wgpu::BindGroupLayout,
     pub active_bgl: wgpu::BindGroupLayout,
     pub final_bgl: wgpu::BindGroupLayout,
     pub gather_bgl: wgpu::BindGroupLayout,
@@ -291,6 +306,7 @@ pub struct Pipelines {
     /// The batched pass into the tile buffer (sixteen columns; up to 8 storage buffers).
     pub tile: Option<Batch>,
     pub update: wgpu::ComputePipeline,
+    pub update_list: wgpu::ComputePipeline,
     pub active: wgpu::ComputePipeline,
     pub fin: wgpu::ComputePipeline,
     pub gather: wgpu::ComputePipeline,
@@ -424,6 +440,7 @@ impl Pipelines {
             "update",
             &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw, RoDyn, RoDyn],
         );
+        let update_list_bgl = layout(dev, "update list", &[ParamsDyn, Ro, Rw, Ro, Rw, Rw]);
         let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
         let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
@@ -442,6 +459,7 @@ impl Pipelines {
             batch,
             tile,
             update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
+            update_list: pipeline(dev, Program::UpdateList, wide, &[&update_list_bgl]),
             active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
             fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
             gather: pipeline(dev, Program::Gather, wide, &[&gather_bgl]),
@@ -451,6 +469,7 @@ impl Pipelines {
             dense_bgl,
             csr_bgl,
             update_bgl,
+            update_list_bgl,
             active_bgl,
             final_bgl,
             gather_bgl,
@@ -517,6 +536,7 @@ mod tests {
             COLUMN,
             COLUMN_BATCH,
             UPDATE,
+            UPDATE_LIST,
             ACTIVE,
             FINAL,
             GATHER,

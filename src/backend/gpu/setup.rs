@@ -157,6 +157,8 @@ pub(super) struct Buffers {
     pub res_v: wgpu::Buffer,
     pub res_i: wgpu::Buffer,
     pub staging: wgpu::Buffer,
+    /// The update list (shaders/update_list.wgsl): (slot, coefficient hi, lo, 0) per column.
+    pub ulist: wgpu::Buffer,
 }
 
 impl Buffers {
@@ -225,6 +227,7 @@ impl Buffers {
                 z.out_bytes.max(64) + 64,
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             ),
+            ulist: zeroed("update list", 16 * super::UPDATE_LIST_MAX as u64, storage),
         }
     }
 }
@@ -241,6 +244,8 @@ pub(super) struct BindGroups {
     pub gather: wgpu::BindGroup,
     /// The gather with the whole cache bound (where it fits one binding).
     pub gather_all: Option<wgpu::BindGroup>,
+    /// The update by a list of cached columns (where the cache fits one binding).
+    pub update_list: Option<wgpu::BindGroup>,
     /// The compaction of the working set's candidates into the gather output.
     pub below: wgpu::BindGroup,
     pub marked: wgpu::BindGroup,
@@ -253,6 +258,7 @@ impl BindGroups {
         let (column, batch, tile) = k.columns(pipes);
         let (update, active, last) = k.reductions(pipes);
         let (gather, gather_all, below, marked) = k.gathers(pipes);
+        let update_list = k.update_list(pipes);
         BindGroups {
             column,
             batch,
@@ -262,6 +268,7 @@ impl BindGroups {
             last,
             gather,
             gather_all,
+            update_list,
             below,
             marked,
         }
@@ -413,6 +420,29 @@ impl<'a> Binder<'a> {
             ],
         );
         (update, active, last)
+    }
+
+    /// The bind group of the update by a list, with the whole cache bound, where it fits one
+    /// binding.
+    fn update_list(&self, pipes: &Pipelines) -> Option<wgpu::BindGroup> {
+        self.z.whole_cache.then(|| {
+            let all = wgpu::BindGroupEntry {
+                binding: 1,
+                resource: self.b.cache.as_entire_binding(),
+            };
+            self.group(
+                "update list",
+                &pipes.update_list_bgl,
+                &[
+                    self.params(0),
+                    all,
+                    entry(2, &self.b.g),
+                    entry(3, &self.b.ulist),
+                    entry(4, &self.b.pmin_v),
+                    entry(5, &self.b.pmin_i),
+                ],
+            )
+        })
     }
 
     /// The bind groups of gathers.
