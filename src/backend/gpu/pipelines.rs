@@ -321,8 +321,8 @@ pub struct Batch {
 }
 
 /// Binding kinds of a layout entry.
-#[derive(Clone, Copy)]
-enum B {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum B {
     /// Uniform with a dynamic offset (the Params ring).
     ParamsDyn,
     /// Plain uniform.
@@ -335,6 +335,49 @@ enum B {
     Rw,
     /// Read-write storage with a dynamic offset.
     RwDyn,
+}
+
+/// The bindings of every layout, in binding order: the one table the pipelines' layouts are
+/// made from ([`Pipelines::new`]) and that a test checks every program's WGSL declarations
+/// against ([`Program::layouts`]).
+mod table {
+    use super::B::{self, *};
+    pub const COLUMN: &[B] = &[ParamsDyn, Ro, Ro, Ro, RwDyn];
+    pub const DENSE: &[B] = &[Uniform, Ro, Ro];
+    pub const CSR: &[B] = &[Uniform, Ro, Ro, Ro, Ro];
+    pub const BATCH: &[B] = &[ParamsDyn, Ro, Ro, Ro, RwDyn, RwDyn, RwDyn, RwDyn];
+    pub const TILE: &[B] = &[ParamsDyn, Ro, Ro, Ro, Rw];
+    pub const UPDATE: &[B] = &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw, RoDyn, RoDyn];
+    pub const UPDATE_LIST: &[B] = &[ParamsDyn, Ro, Rw, Ro, Rw, Rw];
+    pub const ACTIVE: &[B] = &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw];
+    pub const FINAL: &[B] = &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw];
+    pub const GATHER: &[B] = &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw];
+    pub const BELOW: &[B] = &[ParamsDyn, Ro, Rw];
+    pub const MARKED: &[B] = &[ParamsDyn, Ro, Ro, Ro, Rw, Rw];
+    pub const BLOCK: &[B] = &[ParamsDyn, Ro, Ro, Ro, Ro, Ro, Rw];
+}
+
+impl Program {
+    /// The layouts of the program's bind groups 0, 1, … (entries of [`table`]).
+    pub fn layouts(self) -> &'static [&'static [B]] {
+        use Program::*;
+        match self {
+            ColumnDense => &[table::COLUMN, table::DENSE],
+            ColumnCsr => &[table::COLUMN, table::CSR],
+            ColumnBatchDense => &[table::BATCH, table::DENSE],
+            ColumnBatchCsr => &[table::BATCH, table::CSR],
+            ColumnTileDense => &[table::TILE, table::DENSE],
+            ColumnTileCsr => &[table::TILE, table::CSR],
+            Update => &[table::UPDATE],
+            UpdateList => &[table::UPDATE_LIST],
+            Active => &[table::ACTIVE],
+            Final => &[table::FINAL],
+            Gather => &[table::GATHER],
+            Below => &[table::BELOW],
+            Marked | MarkedFinal => &[table::MARKED],
+            Block => &[table::BLOCK],
+        }
+    }
 }
 
 fn layout(dev: &wgpu::Device, label: &str, kinds: &[B]) -> wgpu::BindGroupLayout {
@@ -408,19 +451,14 @@ fn pipeline_at(
 impl Pipelines {
     /// Builds everything (errors surface through the device's error scope).
     pub fn new(dev: &wgpu::Device, wide: bool) -> Pipelines {
-        use B::*;
-        let column_bgl = layout(dev, "column", &[ParamsDyn, Ro, Ro, Ro, RwDyn]);
-        let dense_bgl = layout(dev, "dense chunk", &[Uniform, Ro, Ro]);
-        let csr_bgl = layout(dev, "csr chunk", &[Uniform, Ro, Ro, Ro, Ro]);
+        let column_bgl = layout(dev, "column", table::COLUMN);
+        let dense_bgl = layout(dev, "dense chunk", table::DENSE);
+        let csr_bgl = layout(dev, "csr chunk", table::CSR);
         let lim = dev.limits();
         let batch = (lim.max_storage_buffers_per_shader_stage >= 11
             && lim.max_dynamic_storage_buffers_per_pipeline_layout >= 4)
             .then(|| {
-                let bgl = layout(
-                    dev,
-                    "column batch",
-                    &[ParamsDyn, Ro, Ro, Ro, RwDyn, RwDyn, RwDyn, RwDyn],
-                );
+                let bgl = layout(dev, "column batch", table::BATCH);
                 Batch {
                     dense: pipeline(dev, Program::ColumnBatchDense, wide, &[&bgl, &dense_bgl]),
                     csr: pipeline(dev, Program::ColumnBatchCsr, wide, &[&bgl, &csr_bgl]),
@@ -428,25 +466,21 @@ impl Pipelines {
                 }
             });
         let tile = (lim.max_storage_buffers_per_shader_stage >= 8).then(|| {
-            let bgl = layout(dev, "column tile", &[ParamsDyn, Ro, Ro, Ro, Rw]);
+            let bgl = layout(dev, "column tile", table::TILE);
             Batch {
                 dense: pipeline(dev, Program::ColumnTileDense, wide, &[&bgl, &dense_bgl]),
                 csr: pipeline(dev, Program::ColumnTileCsr, wide, &[&bgl, &csr_bgl]),
                 bgl,
             }
         });
-        let update_bgl = layout(
-            dev,
-            "update",
-            &[ParamsDyn, RoDyn, RoDyn, Rw, Rw, Rw, Rw, RoDyn, RoDyn],
-        );
-        let update_list_bgl = layout(dev, "update list", &[ParamsDyn, Ro, Rw, Ro, Rw, Rw]);
-        let active_bgl = layout(dev, "active", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
-        let final_bgl = layout(dev, "final", &[ParamsDyn, Ro, Ro, Ro, Ro, Rw, Rw]);
-        let gather_bgl = layout(dev, "gather", &[ParamsDyn, Ro, Ro, RoDyn, Ro, Rw]);
-        let below_bgl = layout(dev, "below", &[ParamsDyn, Ro, Rw]);
-        let marked_bgl = layout(dev, "marked", &[ParamsDyn, Ro, Ro, Ro, Rw, Rw]);
-        let block_bgl = layout(dev, "block", &[ParamsDyn, Ro, Ro, Ro, Ro, Ro, Rw]);
+        let update_bgl = layout(dev, "update", table::UPDATE);
+        let update_list_bgl = layout(dev, "update list", table::UPDATE_LIST);
+        let active_bgl = layout(dev, "active", table::ACTIVE);
+        let final_bgl = layout(dev, "final", table::FINAL);
+        let gather_bgl = layout(dev, "gather", table::GATHER);
+        let below_bgl = layout(dev, "below", table::BELOW);
+        let marked_bgl = layout(dev, "marked", table::MARKED);
+        let block_bgl = layout(dev, "block", table::BLOCK);
         Pipelines {
             block_row: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_row"),
             block_thread: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_thread"),
@@ -556,6 +590,52 @@ mod tests {
             }
         }
         assert!(seen >= 9, "{seen} entry points found");
+    }
+
+    /// Every binding a program's WGSL declares is in the layout table at the same group and
+    /// index, with the same kind (uniform, read-only or read-write storage), for both gradient
+    /// types: the table is what the pipelines' layouts are made from.
+    #[test]
+    fn wgsl_bindings_match_the_layout_table() {
+        use naga::{AddressSpace, StorageAccess};
+        for wide in [false, true] {
+            for prog in Program::ALL {
+                let src = source(prog, wide);
+                let module = naga::front::wgsl::parse_str(&src).unwrap();
+                let groups = prog.layouts();
+                let mut seen = 0;
+                for (_, var) in module.global_variables.iter() {
+                    let Some(rb) = &var.binding else { continue };
+                    let name = var.name.as_deref().unwrap_or("?");
+                    let kind = groups
+                        .get(rb.group as usize)
+                        .and_then(|g| g.get(rb.binding as usize))
+                        .unwrap_or_else(|| {
+                            panic!(
+                                "{prog:?}: {name} at @group({}) @binding({}) is not in the table",
+                                rb.group, rb.binding
+                            )
+                        });
+                    let ok = match var.space {
+                        AddressSpace::Uniform => matches!(kind, B::ParamsDyn | B::Uniform),
+                        AddressSpace::Storage { access }
+                            if access.contains(StorageAccess::STORE) =>
+                        {
+                            matches!(kind, B::Rw | B::RwDyn)
+                        }
+                        AddressSpace::Storage { .. } => matches!(kind, B::Ro | B::RoDyn),
+                        _ => false,
+                    };
+                    assert!(
+                        ok,
+                        "{prog:?} (f64 {wide}): {name} is {:?}, the table says {kind:?}",
+                        var.space
+                    );
+                    seen += 1;
+                }
+                assert!(seen > 0, "{prog:?}: no bindings found");
+            }
+        }
     }
 
     /// Every program parses and validates with naga, for both gradient types, without an
