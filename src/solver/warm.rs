@@ -107,8 +107,8 @@ pub fn start(
         ..params.clone()
     };
     // A subsample whose column pass is too small for a GPU to pay (the rule of
-    // `--backend auto`) is solved on the CPU: on the H100 the warm start of KDD99 took 1.12 s on
-    // the GPU against 0.31 s on the 16 cores, a9a's 0.38 against 0.07 s.
+    // `--backend auto`) is solved on the CPU, where it is several times faster (measured on an
+    // H100: docs/BENCHMARKS.md).
     let sub_device = if device.is_gpu()
         && crate::backend::column_pass_bytes(&sub) < crate::backend::AUTO_GPU_MIN_BYTES
     {

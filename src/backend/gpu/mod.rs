@@ -83,10 +83,10 @@ impl Default for GpuConfig {
 }
 
 /// The working-set solver's smallest automatic q on a hardware adapter
-/// ([`Backend::ws_floor`]): an outer iteration there waits for two round trips of about
-/// 100 µs, and its q columns cost far less. On an H100, q = 64, 128, 256, 512 and 1024 took
-/// KDD99-binary 3.45–3.67, 3.71, 2.94, 3.44 and 4.10 s and a9a 2.19–2.29, 2.26, 1.91, 2.29 and
-/// 2.40 s (docs/BENCHMARKS.md); a software adapter keeps [`crate::solver::ws::Q_MIN`].
+/// ([`Backend::ws_floor`]): an outer iteration there waits for two round trips, and its q
+/// columns cost far less, so fewer, larger blocks pay; of q = 64 to 1024, 256 trained a9a and
+/// KDD99 fastest on an H100 (docs/BENCHMARKS.md, "Fourth session"). A software adapter keeps
+/// [`crate::solver::ws::Q_MIN`].
 pub const WS_FLOOR: usize = 256;
 
 /// Columns one update-by-list pass takes (shaders/update_list.wgsl): the largest automatic
