@@ -27,6 +27,10 @@ mod stats;
 #[cfg(feature = "gpu")]
 pub use device::SharedRows;
 pub use device::{Device, or_else_on_cpu};
+/// The largest block a backend is asked for in one call ([`Backend::block`]): the working-set
+/// solver's largest automatic working set; the GPU sizes its readback and update list by it.
+pub const MAX_BLOCK: usize = 1024;
+
 pub use select::{
     PAR_MIN as SELECT_PAR_MIN, select_lowest, select_lowest_bounded, select_lowest_bounded_chunks,
     select_lowest_bounded_slice,
@@ -399,11 +403,11 @@ pub trait Backend {
         usize::MAX
     }
 
-    /// The smallest automatic working set of the working-set solver on this backend
-    /// ([`crate::solver::ws`]): where each outer iteration waits for round trips to a device
-    /// and columns are cheap, larger blocks take fewer of them.
+    /// The smallest automatic working set of the working-set solver this backend asks for
+    /// (0: none, the solver's own): where each outer iteration waits for round trips to a
+    /// device and columns are cheap, larger blocks take fewer of them.
     fn ws_floor(&self) -> usize {
-        crate::solver::ws::Q_MIN
+        0
     }
 
     /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].

@@ -44,8 +44,8 @@ pub const REL_EPS: f64 = 0.1;
 
 /// Smallest and largest automatic working-set sizes.
 pub const Q_MIN: usize = 64;
-/// See [`Q_MIN`].
-pub const Q_MAX: usize = 1024;
+/// See [`Q_MIN`] (the backends' largest block, [`crate::backend::MAX_BLOCK`]).
+pub const Q_MAX: usize = crate::backend::MAX_BLOCK;
 
 /// The working-set variant (owns its buffers: an outer iteration allocates nothing once warm).
 pub struct WorkingSet {
@@ -104,7 +104,7 @@ impl WorkingSet {
         } else {
             (m / 512)
                 .next_power_of_two()
-                .clamp(floor.clamp(1, Q_MAX), Q_MAX)
+                .clamp(floor.clamp(Q_MIN, Q_MAX), Q_MAX)
         };
         q.min(m).min((capacity / 2).saturating_sub(1).max(2)).max(1)
     }
@@ -289,6 +289,7 @@ mod tests {
     #[test]
     fn working_set_size_follows_the_backends_floor() {
         let auto = WorkingSet::new(&crate::solver::SolverParams::default());
+        assert_eq!(auto.size(32_561, usize::MAX, 0), 64);
         assert_eq!(auto.size(32_561, usize::MAX, Q_MIN), 64);
         assert_eq!(auto.size(32_561, usize::MAX, 256), 256);
         assert_eq!(auto.size(395_216, usize::MAX, 256), 1024);

@@ -462,7 +462,7 @@ impl Backend for GpuBackend<'_> {
 
     fn ws_floor(&self) -> usize {
         if self.ctx.is_software() {
-            crate::solver::ws::Q_MIN
+            0
         } else {
             super::WS_FLOOR
         }

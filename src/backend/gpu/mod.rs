@@ -85,13 +85,13 @@ impl Default for GpuConfig {
 /// The working-set solver's smallest automatic q on a hardware adapter
 /// ([`Backend::ws_floor`]): an outer iteration there waits for two round trips, and its q
 /// columns cost far less, so fewer, larger blocks pay; of q = 64 to 1024, 256 trained a9a and
-/// KDD99 fastest on an H100 (docs/BENCHMARKS.md, "Fourth session"). A software adapter keeps
-/// [`crate::solver::ws::Q_MIN`].
+/// KDD99 fastest on an H100 (docs/BENCHMARKS.md, "Fourth session"). A software adapter asks
+/// for none (0).
 pub const WS_FLOOR: usize = 256;
 
 /// Columns one update-by-list pass takes (shaders/update_list.wgsl): the largest automatic
 /// working set.
-pub const UPDATE_LIST_MAX: usize = crate::solver::ws::Q_MAX;
+pub const UPDATE_LIST_MAX: usize = super::MAX_BLOCK;
 
 /// [`GpuConfig::compact_min_rows`] by default: from a quarter of a million rows (1 MiB of f32
 /// gradient) reading g back costs more than the compaction pass's extra round trip (about

@@ -5,6 +5,7 @@
 
 use super::pipelines::{PARAMS_SIZE, Pipelines, TILE_COLUMNS};
 use super::{GpuConfig, GpuContext, PARAM_SLOTS, QUERY_SLOTS, WG, ceil_div, entry};
+use crate::backend::MAX_BLOCK;
 use crate::backend::cpu::Precision;
 use crate::error::{Error, Result};
 use crate::problem::Problem;
@@ -93,7 +94,7 @@ impl Sizes {
             PARAMS_SIZE.next_multiple_of(lim.min_uniform_buffer_offset_alignment as u64);
         // Three gathers of one index list share it (PARTAN's g, g⁻ and column), and the
         // largest automatic working set's block comes back in one readback, up to a binding.
-        let block = (crate::solver::ws::Q_MAX as u64 + 1) * crate::solver::ws::Q_MAX as u64;
+        let block = (MAX_BLOCK as u64 + 1) * MAX_BLOCK as u64;
         let out_bytes = (3 * m as u64 * gt)
             .max(block * gt)
             .min(max_bind / gt * gt)
