@@ -135,11 +135,10 @@ impl Backend for GpuBackend<'_> {
                 return crate::backend::update_by_pairs(self, scale, cols);
             }
             // Every column at once where the cache is one binding and holds them all.
-            if self.update_list_bg.is_some()
-                && cols.len() > 4
+            if cols.len() > 4
                 && cols.len().min(UPDATE_LIST_MAX) + 2 <= self.cache.usable()
+                && self.record_update_list(scale, cols)
             {
-                self.record_update_list(scale, cols);
                 return Ok(());
             }
             let mut scale = scale;

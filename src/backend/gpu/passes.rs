@@ -348,7 +348,11 @@ impl<'a> GpuBackend<'a> {
 
     /// Records g = scale·g + Σ c·Q[:, j] over `cols` (all resident in the cache at once) by
     /// update-by-list passes of up to [`UPDATE_LIST_MAX`] columns (shaders/update_list.wgsl).
-    pub(super) fn record_update_list(&mut self, scale: f64, cols: &[(usize, f64)]) {
+    /// False, with nothing recorded, where the cache is not bound whole.
+    pub(super) fn record_update_list(&mut self, scale: f64, cols: &[(usize, f64)]) -> bool {
+        let Some(bg) = self.update_list_bg.clone() else {
+            return false;
+        };
         let mut scale = scale;
         for part in cols.chunks(UPDATE_LIST_MAX) {
             // One list buffer: a list written before this submit must run first.
@@ -378,14 +382,20 @@ impl<'a> GpuBackend<'a> {
             };
             let off = self.push_params(&p);
             let mut enc = self.take_encoder();
-            let bg = self.update_list_bg.as_ref().expect("checked by the caller");
-            dispatch(&mut enc, &self.pipes.update_list, bg, &[off], self.nwg_rows);
+            dispatch(
+                &mut enc,
+                &self.pipes.update_list,
+                &bg,
+                &[off],
+                self.nwg_rows,
+            );
             self.stats.dispatches += 1;
             self.stats.updates += 1;
             self.enc = Some(enc);
             self.min_valid = true;
             scale = 1.0;
         }
+        true
     }
 
     pub(super) fn list_nwg(&self, n: usize) -> u32 {
