@@ -1,5 +1,6 @@
 //! The exact RBF product for binary data (every stored value 1: one-hot and other indicator
-//! features, as a9a and w8a), by popcounts and tables held in registers (AVX-512).
+//! features, as a9a and w8a), by popcounts and tables held in registers (AVX-512) or in L1
+//! (AVX2).
 //!
 //! For rows whose values are all 1, ‖x‖² = n (the row's ones) and ⟨x_i, z_j⟩ = c_ij =
 //! popcount(x_i ∧ z_j), so
@@ -9,10 +10,11 @@
 //! ```
 //!
 //! with H[a] = e^{32γa} (8 entries) and L[b] = e^{2γb} (16 entries) computed once in f64 and
-//! looked up by register permutes (no exponential, no gather). The row sum
+//! looked up by register permutes (no exponential, no gather; with AVX2, popcounts by nibble
+//! lookups and the 128 products H·L gathered from a table of the same f64 numbers). The row sum
 //! Σ_j coef_j (k + 1) = e^{−γ n_i} · Σ_j (coef_j e^{−γ n_j}) · H·L + Σ_j coef_j is an f64
 //! evaluation with a relative error of a few units in the last place per term — exact in the
-//! sense of [`super::gram`] (which is used instead when the CPU lacks AVX-512 VPOPCNTDQ, a row
+//! sense of [`super::gram`] (which is used instead when the CPU lacks AVX2, a row
 //! has 128 ones or more, or γ is large enough for the factors to leave f64's range).
 
 use crate::data::{Dataset, Row};
@@ -42,6 +44,18 @@ pub struct BinaryPanel {
     coef_sum: f64,
     hi: [f64; 8],
     lo: [f64; 16],
+    /// H[c >> 4]·L[c & 15] for c = 0..=MAX_ONES (the AVX2 copy's table).
+    hl: [f64; MAX_ONES + 1],
+    isa: Isa,
+}
+
+/// Which compiled copy of the row sum runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Isa {
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
 }
 
 fn ones_of(r: Row<'_>) -> Option<usize> {
@@ -63,15 +77,19 @@ fn row_bits(r: Row<'_>, out: &mut [u64]) {
     }
 }
 
-fn available() -> bool {
+fn available() -> Option<Isa> {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vpopcntdq")
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            return Some(Isa::Avx512);
+        }
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            return Some(Isa::Avx2);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    None
 }
 
 /// Whether [`BinaryPanel::new`] builds a panel for `data` with `kernel` (any columns).
@@ -79,7 +97,7 @@ pub fn applies(kernel: Kernel, data: &Dataset) -> bool {
     let Kernel::Rbf { gamma } = kernel else {
         return false;
     };
-    available()
+    available().is_some()
         && !data.is_dense()
         && gamma > 0.0
         && gamma * 2.0 * MAX_ONES as f64 <= 600.0
@@ -89,12 +107,13 @@ pub fn applies(kernel: Kernel, data: &Dataset) -> bool {
 impl BinaryPanel {
     /// The panel of columns `cols` of `data` with weights `coef`; None unless the kernel is
     /// RBF, every row of `data` is binary with fewer than 128 ones, γ keeps every factor in
-    /// f64's normal range, and the CPU has AVX-512 VPOPCNTDQ.
+    /// f64's normal range, and the CPU has AVX-512 VPOPCNTDQ or AVX2.
     pub fn new(kernel: Kernel, data: &Dataset, cols: &[usize], coef: &[f64]) -> Option<Self> {
         let Kernel::Rbf { gamma } = kernel else {
             return None;
         };
-        if !available() || data.is_dense() || !(gamma > 0.0) {
+        let isa = available()?;
+        if data.is_dense() || !(gamma > 0.0) {
             return None;
         }
         let mut widest = 0;
@@ -119,6 +138,8 @@ impl BinaryPanel {
             }
             cb[c] = coef[c] * (-gamma * n as f64).exp();
         }
+        let hi: [f64; 8] = std::array::from_fn(|a| (32.0 * gamma * a as f64).exp());
+        let lo: [f64; 16] = std::array::from_fn(|b| (2.0 * gamma * b as f64).exp());
         Some(BinaryPanel {
             gamma,
             words,
@@ -126,8 +147,10 @@ impl BinaryPanel {
             bits,
             cb,
             coef_sum: coef.iter().sum(),
-            hi: std::array::from_fn(|a| (32.0 * gamma * a as f64).exp()),
-            lo: std::array::from_fn(|b| (2.0 * gamma * b as f64).exp()),
+            hi,
+            lo,
+            hl: std::array::from_fn(|c| hi[c >> 4] * lo[c & 15]),
+            isa,
         })
     }
 
@@ -153,11 +176,14 @@ impl BinaryPanel {
                         Row::Dense(v) => v.len(),
                     };
                     row_bits(r, &mut rb[..self.words]);
+                    // SAFETY: `new` chose the copy from what the CPU has.
                     #[cfg(target_arch = "x86_64")]
-                    // SAFETY: `new` checked that the CPU has AVX-512 VPOPCNTDQ.
-                    let s = unsafe { self.row_sum_avx512(&rb[..self.words]) };
+                    let s = match self.isa {
+                        Isa::Avx512 => unsafe { self.row_sum_avx512(&rb[..self.words]) },
+                        Isa::Avx2 => unsafe { self.row_sum_avx2(&rb[..self.words]) },
+                    };
                     #[cfg(not(target_arch = "x86_64"))]
-                    let s: f64 = unreachable!("a BinaryPanel exists only with AVX-512");
+                    let s: f64 = match self.isa {};
                     *o = (-self.gamma * n as f64).exp() * s + self.coef_sum;
                 }
             });
@@ -205,6 +231,62 @@ impl BinaryPanel {
     }
 }
 
+impl BinaryPanel {
+    /// [`Self::row_sum_avx512`] in AVX2: four columns per vector, the popcounts of x ∧ z by
+    /// nibble lookups (VPSHUFB) summed per column by VPSADBW, and e^{2γc} gathered from `hl`,
+    /// the products H·L the AVX-512 copy forms (so every term is the same number; the sums
+    /// are grouped differently).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn row_sum_avx2(&self, rb: &[u64]) -> f64 {
+        use std::arch::x86_64::*;
+        assert_eq!(rb.len(), self.words);
+        assert_eq!(self.bits.len(), self.words * self.width);
+        // SAFETY: every load reads 4 entries at j0 < width (a multiple of 8) of a row of
+        // `bits` (words × width) or of `cb` (width); a count is at most the row's ones
+        // (≤ MAX_ONES, checked by `new`), inside `hl`.
+        unsafe {
+            let nib = _mm256_set1_epi8(0x0f);
+            let lut = _mm256_setr_epi8(
+                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3,
+                2, 3, 3, 4,
+            );
+            let mut x = [_mm256_setzero_si256(); MAX_WORDS];
+            for (w, xw) in x.iter_mut().enumerate().take(self.words) {
+                *xw = _mm256_set1_epi64x(rb[w] as i64);
+            }
+            let mut acc = [_mm256_setzero_pd(); 4];
+            let mut j0 = 0;
+            while j0 < self.width {
+                let g = (j0 / L) % 2;
+                for h in 0..2 {
+                    let j = j0 + 4 * h;
+                    let mut c = _mm256_setzero_si256();
+                    for (w, xw) in x.iter().enumerate().take(self.words) {
+                        let z =
+                            _mm256_loadu_si256(self.bits.as_ptr().add(w * self.width + j).cast());
+                        let v = _mm256_and_si256(*xw, z);
+                        let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nib));
+                        let hi = _mm256_shuffle_epi8(
+                            lut,
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib),
+                        );
+                        c = _mm256_add_epi8(c, _mm256_add_epi8(lo, hi));
+                    }
+                    let c = _mm256_sad_epu8(c, _mm256_setzero_si256());
+                    let e = _mm256_i64gather_pd::<8>(self.hl.as_ptr(), c);
+                    let cb = _mm256_loadu_pd(self.cb.as_ptr().add(j));
+                    acc[2 * g + h] = _mm256_fmadd_pd(cb, e, acc[2 * g + h]);
+                }
+                j0 += L;
+            }
+            let v = _mm256_add_pd(_mm256_add_pd(acc[0], acc[2]), _mm256_add_pd(acc[1], acc[3]));
+            let h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd::<1>(v));
+            _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,8 +296,8 @@ mod tests {
     /// rows and a selection; other kernels, non-binary data and large γ get no panel.
     #[test]
     fn binary_sums_match_the_kernel() {
-        if !available() {
-            eprintln!("SKIPPED: no AVX-512 VPOPCNTDQ on this CPU (the panel is not used)");
+        if available().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 VPOPCNTDQ nor AVX2 on this CPU (no panel)");
             return;
         }
         let mut r = SplitMix64::new(12);
@@ -238,26 +320,29 @@ mod tests {
                 .iter()
                 .map(|&j| ((j % 11) as f64 - 4.0) / 100.0)
                 .collect();
-            let p = BinaryPanel::new(kernel, &ds, &cols, &coef).expect("binary data");
-            let mut out = vec![0.0; m];
-            p.row_sums(&ds, None, &mut out);
-            let rows = [5usize, 399, 0, 250];
-            let mut sel = vec![0.0; rows.len()];
-            p.row_sums(&ds, Some(&rows), &mut sel);
-            for (i, &got) in out.iter().enumerate().take(m) {
-                let want: f64 = cols
-                    .iter()
-                    .zip(&coef)
-                    .map(|(&j, c)| c * (kernel.eval(&ds.row(i), &ds.row(j)) + 1.0))
-                    .sum();
-                assert!(
-                    (got - want).abs() < 1e-13,
-                    "d {d} γ {gamma} row {i}: {} vs {want}",
-                    out[i]
-                );
-            }
-            for (k, &i) in rows.iter().enumerate() {
-                assert_eq!(sel[k], out[i]);
+            let mut p = BinaryPanel::new(kernel, &ds, &cols, &coef).expect("binary data");
+            for isa in copies() {
+                p.isa = isa;
+                let mut out = vec![0.0; m];
+                p.row_sums(&ds, None, &mut out);
+                let rows = [5usize, 399, 0, 250];
+                let mut sel = vec![0.0; rows.len()];
+                p.row_sums(&ds, Some(&rows), &mut sel);
+                for (i, &got) in out.iter().enumerate().take(m) {
+                    let want: f64 = cols
+                        .iter()
+                        .zip(&coef)
+                        .map(|(&j, c)| c * (kernel.eval(&ds.row(i), &ds.row(j)) + 1.0))
+                        .sum();
+                    assert!(
+                        (got - want).abs() < 1e-13,
+                        "d {d} γ {gamma} row {i}: {} vs {want}",
+                        out[i]
+                    );
+                }
+                for (k, &i) in rows.iter().enumerate() {
+                    assert_eq!(sel[k], out[i]);
+                }
             }
             assert!(BinaryPanel::new(Kernel::Linear, &ds, &cols, &coef).is_none());
             assert!(BinaryPanel::new(Kernel::Rbf { gamma: 50.0 }, &ds, &cols, &coef).is_none());
@@ -270,5 +355,18 @@ mod tests {
             vec![1.0, -1.0],
         );
         assert!(BinaryPanel::new(Kernel::Rbf { gamma: 0.1 }, &ds, &[0], &[1.0]).is_none());
+    }
+
+    /// Every copy of the row sum this CPU can run.
+    fn copies() -> Vec<Isa> {
+        let mut v = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if available() == Some(Isa::Avx512) {
+                v.push(Isa::Avx512);
+            }
+            v.push(Isa::Avx2);
+        }
+        v
     }
 }

@@ -441,8 +441,7 @@ mod tests {
                 .map(|_| (r.next_f64() - 0.4) / cols.len() as f64)
                 .collect();
             let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
-            let mut sc =
-                Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).expect("a vector CPU");
+            let mut sc = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).expect("a vector CPU");
             let all: Vec<usize> = (0..m).collect();
             let mut sums = Vec::new();
             for isa in copies() {

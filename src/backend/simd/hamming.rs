@@ -71,20 +71,16 @@ fn hamming_lookup<const W: usize>(
         };
     }
     let full = n / LANES;
-    for b in done / LANES..full {
-        let (o, yb) = (
-            &mut out[b * LANES..(b + 1) * LANES],
-            &y[b * LANES..(b + 1) * LANES],
-        );
-        hamming_block::<W>(
-            &bits[b * W * LANES..(b + 1) * W * LANES],
-            &q,
-            values,
-            yb,
-            yj,
-            o,
-        );
+    #[cfg(target_arch = "x86_64")]
+    if done < full * LANES
+        && std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+    {
+        // SAFETY: the CPU has the features.
+        unsafe { hamming_blocks_avx2::<W>(bits, &q, values, y, yj, out, done / LANES, full) };
+        done = full * LANES;
     }
+    hamming_blocks::<W>(bits, &q, values, y, yj, out, done / LANES, full);
     if n > full * LANES {
         let (mut o, mut yb) = ([0.0f32; LANES], [1.0f64; LANES]);
         let k = n - full * LANES;
@@ -173,6 +169,125 @@ unsafe fn hamming_pairs_avx512<const W: usize, const NARROW: bool>(
         }
     }
     pairs * 2 * LANES
+}
+
+/// Blocks `from..to` of [`hamming_lookup`] by [`hamming_block`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn hamming_blocks<const W: usize>(
+    bits: &[u64],
+    q: &[u64; W],
+    values: &[f32],
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+    from: usize,
+    to: usize,
+) {
+    for b in from..to {
+        let (o, yb) = (
+            &mut out[b * LANES..(b + 1) * LANES],
+            &y[b * LANES..(b + 1) * LANES],
+        );
+        hamming_block::<W>(
+            &bits[b * W * LANES..(b + 1) * W * LANES],
+            q,
+            values,
+            yb,
+            yj,
+            o,
+        );
+    }
+}
+
+/// Blocks `from..to` of [`hamming_lookup`] in AVX2: the distances of a block's eight rows by
+/// nibble lookups (VPSHUFB), summed per row by VPSADBW; the table's first 32 values in four
+/// registers, looked up by VPERMPS and two blends where every distance of the block is below
+/// 32 (a9a's rows have 14 ones), by a gather where one is not.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn hamming_blocks_avx2<const W: usize>(
+    bits: &[u64],
+    q: &[u64; W],
+    values: &[f32],
+    y: &[f64],
+    yj: f64,
+    out: &mut [f32],
+    from: usize,
+    to: usize,
+) {
+    use std::arch::x86_64::*;
+    assert!(
+        values.len() > 64 * W
+            && values.len() >= 32
+            && bits.len() >= to * W * LANES
+            && y.len() >= to * LANES
+            && out.len() >= to * LANES
+    );
+    let qv: [__m256i; W] = std::array::from_fn(|w| _mm256_set1_epi64x(q[w] as i64));
+    let nib = _mm256_set1_epi8(0x0f);
+    let lut = _mm256_setr_epi8(
+        0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3,
+        3, 4,
+    );
+    // SAFETY: values has at least 32 entries.
+    let t: [__m256; 4] =
+        std::array::from_fn(|k| unsafe { _mm256_loadu_ps(values.as_ptr().add(8 * k)) });
+    let (c31, pick) = (
+        _mm256_set1_epi32(31),
+        _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6),
+    );
+    let yjv = _mm256_set1_ps(yj as f32);
+    // Popcounts of (x ⊕ q) per byte, for four rows, summed over the words.
+    let counts = |p: *const u64, half: usize| -> __m256i {
+        let mut c = _mm256_setzero_si256();
+        for (w, qw) in qv.iter().enumerate() {
+            // SAFETY: the block has W·LANES words (asserted above).
+            let x = unsafe { _mm256_loadu_si256(p.add(w * LANES + 4 * half).cast()) };
+            let v = _mm256_xor_si256(x, *qw);
+            let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nib));
+            let hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib));
+            c = _mm256_add_epi8(c, _mm256_add_epi8(lo, hi));
+        }
+        _mm256_sad_epu8(c, _mm256_setzero_si256())
+    };
+    for b in from..to {
+        // SAFETY: block b < to lies in bits, y and out (asserted above); every distance is at
+        // most 64·W, inside values.
+        unsafe {
+            let p = bits.as_ptr().add(b * W * LANES);
+            let d0 = _mm256_permutevar8x32_epi32(counts(p, 0), pick);
+            let d1 = _mm256_permutevar8x32_epi32(counts(p, 1), pick);
+            let d = _mm256_blend_epi32::<0xf0>(d0, d1);
+            let k = if _mm256_movemask_epi8(_mm256_cmpgt_epi32(d, c31)) == 0 {
+                let m3 = _mm256_castsi256_ps(_mm256_slli_epi32::<28>(d));
+                let m4 = _mm256_castsi256_ps(_mm256_slli_epi32::<27>(d));
+                let lo = _mm256_blendv_ps(
+                    _mm256_permutevar8x32_ps(t[0], d),
+                    _mm256_permutevar8x32_ps(t[1], d),
+                    m3,
+                );
+                let hi = _mm256_blendv_ps(
+                    _mm256_permutevar8x32_ps(t[2], d),
+                    _mm256_permutevar8x32_ps(t[3], d),
+                    m3,
+                );
+                _mm256_blendv_ps(lo, hi, m4)
+            } else {
+                _mm256_i32gather_ps::<4>(values.as_ptr(), d)
+            };
+            let r = b * LANES;
+            let yi = _mm256_set_m128(
+                _mm256_cvtpd_ps(_mm256_loadu_pd(y.as_ptr().add(r + 4))),
+                _mm256_cvtpd_ps(_mm256_loadu_pd(y.as_ptr().add(r))),
+            );
+            _mm256_storeu_ps(
+                out.as_mut_ptr().add(r),
+                _mm256_mul_ps(k, _mm256_mul_ps(yi, yjv)),
+            );
+        }
+    }
 }
 
 /// One block of [`hamming_lookup`], portably.
