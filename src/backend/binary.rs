@@ -255,6 +255,12 @@ impl BinaryPanel {
             for (w, xw) in x.iter_mut().enumerate().take(self.words) {
                 *xw = _mm256_set1_epi64x(rb[w] as i64);
             }
+            // A count is at most the row's ones: below 16, a register lookup instead of the
+            // gather.
+            let narrow = rb.iter().map(|w| w.count_ones()).sum::<u32>() < 16;
+            let lt: [__m256d; 4] =
+                std::array::from_fn(|k| _mm256_loadu_pd(self.hl.as_ptr().add(4 * k)));
+            let one = _mm256_set1_epi64x(1);
             let mut acc = [_mm256_setzero_pd(); 4];
             let mut j0 = 0;
             while j0 < self.width {
@@ -274,7 +280,22 @@ impl BinaryPanel {
                         c = _mm256_add_epi8(c, _mm256_add_epi8(lo, hi));
                     }
                     let c = _mm256_sad_epu8(c, _mm256_setzero_si256());
-                    let e = _mm256_i64gather_pd::<8>(self.hl.as_ptr(), c);
+                    let e = if narrow {
+                        // c < 16: hl[c] = L[c] (H[0] = 1), from four registers of four.
+                        let c2 = _mm256_slli_epi64::<1>(c);
+                        let idx =
+                            _mm256_or_si256(c2, _mm256_slli_epi64::<32>(_mm256_add_epi64(c2, one)));
+                        let pick = |t: __m256d| {
+                            _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(t), idx))
+                        };
+                        let b2 = _mm256_castsi256_pd(_mm256_slli_epi64::<61>(c));
+                        let b3 = _mm256_castsi256_pd(_mm256_slli_epi64::<60>(c));
+                        let lo = _mm256_blendv_pd(pick(lt[0]), pick(lt[1]), b2);
+                        let hi = _mm256_blendv_pd(pick(lt[2]), pick(lt[3]), b2);
+                        _mm256_blendv_pd(lo, hi, b3)
+                    } else {
+                        _mm256_i64gather_pd::<8>(self.hl.as_ptr(), c)
+                    };
                     let cb = _mm256_loadu_pd(self.cb.as_ptr().add(j));
                     acc[2 * g + h] = _mm256_fmadd_pd(cb, e, acc[2 * g + h]);
                 }
