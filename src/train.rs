@@ -8,7 +8,7 @@ use crate::error::{Error, ParamError, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
 use crate::problem::Problem;
-use crate::solver::{Algorithm, Observer, SolveResult, SolverParams, solve};
+use crate::solver::{Algorithm, Observer, SolveResult, SolverParams, solve_plain};
 
 mod folds;
 pub use folds::{
@@ -732,7 +732,7 @@ fn solve_one(
         // Sampled blocks hold their own rows: the whole device, not the pair's view.
         params.device.blocks(prob)?,
     );
-    solve(prob, &mut be, &params.solver, obs_refs)
+    solve_plain(prob, &mut be, &params.solver, obs_refs)
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@
 mod common;
 
 use common::problems::random_dataset;
-use fwsvm::backend::Backend;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
+use fwsvm::backend::{Backend, Marks};
 use fwsvm::data::Dataset;
 use fwsvm::dist::backend::DistBackend;
 use fwsvm::dist::comm::{Comm, on_threads};
 use fwsvm::dist::slice::{RowSlice, share};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
-use fwsvm::solver::{Algorithm, Progress, SolveResult, SolverParams, solve};
+use fwsvm::solver::{Algorithm, Progress, SolveResult, SolverParams, solve, solve_plain};
 
 const F64: CpuConfig = CpuConfig {
     cache_bytes: 8 << 20,
@@ -25,10 +25,18 @@ const F64: CpuConfig = CpuConfig {
 /// (iteration, f, gap) of every iteration, and the result.
 type Run = (Vec<(u64, f64, f64)>, SolveResult);
 
-fn run_one(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Run {
+fn run_one(prob: &Problem<'_>, be: &mut dyn Marks, params: &SolverParams) -> Run {
     let mut seen = Vec::new();
     let mut obs = |p: &Progress| seen.push((p.iter, p.f, p.gap));
     let r = solve(prob, be, params, &mut [&mut obs]).unwrap();
+    (seen, r)
+}
+
+/// [`run_one`] on a backend without marked reductions (the sampled one).
+fn run_plain(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Run {
+    let mut seen = Vec::new();
+    let mut obs = |p: &Progress| seen.push((p.iter, p.f, p.gap));
+    let r = solve_plain(prob, be, params, &mut [&mut obs]).unwrap();
     (seen, r)
 }
 
@@ -193,7 +201,7 @@ fn sampled_iterations_take_the_single_process_steps_on_p_ranks() {
                 extra_draws: 2,
                 stop: params.stop,
             };
-            let one = run_one(&full, &mut Sampled::new(&full, cfg), &params);
+            let one = run_plain(&full, &mut Sampled::new(&full, cfg), &params);
             assert!(
                 one.1.alpha.len() * 90 >= 4096,
                 "{name}, {alg}: the panel is used"
@@ -204,7 +212,7 @@ fn sampled_iterations_take_the_single_process_steps_on_p_ranks() {
                     let prob = Problem::new(&local, local.labels.clone(), kernel, 5.0).unwrap();
                     let blocks = DistBlocks::new(comm, &prob, slice).unwrap();
                     let mut be = Sampled::with_engine(cfg, Box::new(blocks));
-                    run_one(&prob, &mut be, &params)
+                    run_plain(&prob, &mut be, &params)
                 });
                 for (r, many) in runs.iter().enumerate() {
                     same(

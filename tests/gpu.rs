@@ -9,10 +9,10 @@ use common::problems::{problems, random_dataset, reference_optimum};
 use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
-use fwsvm::backend::{Backend, BackendStats, Device, Reduction, Update};
+use fwsvm::backend::{Backend, BackendStats, Device, Marks, Reduction, Update};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
-use fwsvm::solver::{Algorithm, SolverParams, StopReason, solve};
+use fwsvm::solver::{Algorithm, SolverParams, StopReason, solve, solve_plain};
 use std::sync::{Arc, OnceLock};
 
 fn in_ci() -> bool {
@@ -34,7 +34,7 @@ fn context() -> Option<&'static GpuContext> {
     c
 }
 
-fn cpu_exact<'a>(prob: &'a Problem<'a>) -> Box<dyn Backend + 'a> {
+fn cpu_exact<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
     cpu_backend(
         prob,
         CpuConfig {
@@ -286,10 +286,10 @@ fn first_fifty_vertex_choices_are_identical() {
                 ..Default::default()
             };
             let mut cpu = Recorder::new(cpu_exact(&prob));
-            solve(&prob, &mut cpu, &params, &mut []).unwrap();
+            solve_plain(&prob, &mut cpu, &params, &mut []).unwrap();
             for wide in [true, false] {
                 let mut g = Recorder::new(Box::new(gpu(&prob, ctx, wide, None)));
-                solve(&prob, &mut g, &params, &mut []).unwrap();
+                solve_plain(&prob, &mut g, &params, &mut []).unwrap();
                 assert_eq!(
                     cpu.log.len(),
                     50,
@@ -607,7 +607,7 @@ fn marked_reduction_matches_the_cpu() {
         let mut cpu = cpu_exact(&prob);
         let mut g = gpu(&prob, ctx, true, Some(1024));
         let marks: Vec<(usize, u8)> = (0..prob.len()).map(|i| (i, (i * 5 % 8) as u8)).collect();
-        for be in [&mut *cpu as &mut dyn Backend, &mut g as &mut dyn Backend] {
+        for be in [&mut *cpu as &mut dyn Marks, &mut g as &mut dyn Marks] {
             be.set_alpha(&alpha).unwrap();
             be.fill_marks(mark::LOW).unwrap();
             be.set_marks(&marks).unwrap();
@@ -853,10 +853,10 @@ fn sampled_iterations_match_the_cpu() {
         };
         if alg != Algorithm::Cvm {
             let mut c = Recorder::new(Box::new(Sampled::new(&prob, cfg)));
-            solve(&prob, &mut c, &short, &mut []).unwrap();
+            solve_plain(&prob, &mut c, &short, &mut []).unwrap();
             let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(true)).unwrap();
             let mut g = Recorder::new(Box::new(Sampled::with_engine(cfg, Box::new(engine))));
-            solve(&prob, &mut g, &short, &mut []).unwrap();
+            solve_plain(&prob, &mut g, &short, &mut []).unwrap();
             assert!(c.log.len() >= 50, "{alg}: {} steps", c.log.len());
             assert_eq!(c.log, g.log, "{alg}: vertex choices (f64 blocks)");
         }
@@ -866,12 +866,12 @@ fn sampled_iterations_match_the_cpu() {
             max_iter: 2_000,
             ..Default::default()
         };
-        let rc = solve(&prob, &mut Sampled::new(&prob, cfg), &long, &mut []).unwrap();
+        let rc = solve_plain(&prob, &mut Sampled::new(&prob, cfg), &long, &mut []).unwrap();
         for wide in [true, false] {
             let engine = GpuBlocks::new(&prob, ctx, gpu_cfg(wide)).unwrap();
             let mut be = Sampled::with_engine(cfg, Box::new(engine));
             assert!(be.name().starts_with("gpu: "), "{}", be.name());
-            let rg = solve(&prob, &mut be, &long, &mut []).unwrap();
+            let rg = solve_plain(&prob, &mut be, &long, &mut []).unwrap();
             let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
             eprintln!(
                 "{alg} f64 {wide}: cpu {} it f {fc:.10e}, gpu {} it f {fg:.10e}, f* {f_star:.10e}",
@@ -1248,7 +1248,7 @@ fn a_gpu_per_rank_reaches_the_single_process_gpu_optimum() {
                 max_iter: 3000,
                 ..Default::default()
             };
-            let trace = |prob: &Problem<'_>, be: &mut dyn Backend| {
+            let trace = |prob: &Problem<'_>, be: &mut dyn Marks| {
                 let mut seen = Vec::new();
                 let mut obs = |p: &fwsvm::solver::Progress| seen.push((p.iter, p.f, p.gap));
                 let r = solve(prob, be, &params, &mut [&mut obs]).unwrap();
@@ -1317,9 +1317,9 @@ fn working_set_solver_matches_the_cpu() {
             ..Default::default()
         };
         let mut cpu = Recorder::new(cpu_exact(&prob));
-        let rc = solve(&prob, &mut cpu, &params, &mut []).unwrap();
+        let rc = solve_plain(&prob, &mut cpu, &params, &mut []).unwrap();
         let mut g = Recorder::new(Box::new(gpu(&prob, ctx, true, None)));
-        let rg = solve(&prob, &mut g, &params, &mut []).unwrap();
+        let rg = solve_plain(&prob, &mut g, &params, &mut []).unwrap();
         for (k, (a, b)) in cpu.reds.iter().zip(&g.reds).take(2).enumerate() {
             if (a.s, a.v) != (b.s, b.v) {
                 let tie = (a.g_s - b.g_s).abs() <= 1e-13 * a.g_s.abs().max(1e-300)
@@ -1431,7 +1431,7 @@ fn compacted_candidates_give_the_run_of_the_whole_gradient() {
                 compact_min_rows: min_rows,
             };
             let mut be = Recorder::new(Box::new(GpuBackend::new(&prob, ctx, cfg).unwrap()));
-            let r = solve(&prob, &mut be, &params, &mut []).unwrap();
+            let r = solve_plain(&prob, &mut be, &params, &mut []).unwrap();
             (r, be.reds)
         };
         let (whole, wr) = run(usize::MAX);

@@ -10,7 +10,7 @@ use common::problems::{random_dataset, reference_optimum};
 use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::exact::full_gradient;
-use fwsvm::backend::{Backend, mark};
+use fwsvm::backend::{Marks, mark};
 use fwsvm::data::{Dataset, ReadOptions, read_dataset};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
@@ -21,7 +21,7 @@ use fwsvm::solver::{
 };
 use fwsvm::train::{Gamma, TrainParams, train};
 
-fn f64_backend<'a>(prob: &'a Problem<'a>) -> Box<dyn Backend + 'a> {
+fn f64_backend<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
     cpu_backend(
         prob,
         CpuConfig {

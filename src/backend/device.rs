@@ -5,7 +5,7 @@
 use super::cpu;
 #[cfg(feature = "gpu")]
 use super::gpu;
-use super::{Backend, CpuConfig, sampled};
+use super::{CpuConfig, Marks, sampled};
 use crate::error::Result;
 
 /// Where training runs: what `--backend` resolved to.
@@ -172,7 +172,7 @@ impl Device {
         &'a self,
         prob: &'a crate::problem::Problem<'a>,
         cpu: CpuConfig,
-    ) -> Result<Box<dyn Backend + 'a>> {
+    ) -> Result<Box<dyn Marks + 'a>> {
         match self {
             Device::Cpu => Ok(cpu::cpu_backend(prob, cpu)),
             #[cfg(feature = "gpu")]

@@ -6,7 +6,7 @@
 //! is gathered from both and the largest difference recorded; every reduction also records
 //! whether the two backends chose the same vertices (s and v).
 
-use super::{Backend, BackendStats, MarkedReduction, Reduction, Update};
+use super::{Backend, BackendStats, MarkedReduction, Marks, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
 
@@ -40,8 +40,8 @@ impl GradientCheck {
 
 /// Two backends in lockstep; see the module doc.
 pub struct Mirror<'a> {
-    primary: Box<dyn Backend + 'a>,
-    secondary: Box<dyn Backend + 'a>,
+    primary: Box<dyn Marks + 'a>,
+    secondary: Box<dyn Marks + 'a>,
     prev: bool,
     reductions: u64,
     checkpoints: Vec<u64>,
@@ -62,8 +62,8 @@ pub struct Mirror<'a> {
 impl<'a> Mirror<'a> {
     /// Mirrors `secondary` behind `primary`, comparing gradients at the given iterations.
     pub fn new(
-        primary: Box<dyn Backend + 'a>,
-        secondary: Box<dyn Backend + 'a>,
+        primary: Box<dyn Marks + 'a>,
+        secondary: Box<dyn Marks + 'a>,
         mut checkpoints: Vec<u64>,
     ) -> Self {
         assert_eq!(
@@ -238,7 +238,9 @@ impl Backend for Mirror<'_> {
         self.primary.update_many(scale, cols)?;
         self.secondary.update_many(scale, cols)
     }
+}
 
+impl Marks for Mirror<'_> {
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         self.primary.fill_marks(mk)?;
         self.secondary.fill_marks(mk)

@@ -409,28 +409,62 @@ pub trait Backend {
     fn ws_floor(&self) -> usize {
         0
     }
+}
 
+/// The marked reductions (capability): what sparse FW and SimpleSVM need besides the core
+/// gradient work — a mark per point and, in one pass, the extremes of g over the points with
+/// each mark. The full-gradient CPU and GPU backends have it, and the ones built over them
+/// (the cross-check mirror, a rank's distributed backend); the sampled backend does not, so
+/// a solve that needs marks on it does not compile:
+///
+/// ```compile_fail,E0277
+/// use fwsvm::backend::sampled::{CpuBlocks, Sampled, SampledConfig};
+/// use fwsvm::solver::{solve, SolverParams};
+/// # fn f(prob: &fwsvm::problem::Problem<'_>, cfg: SampledConfig) {
+/// let mut be = Sampled::with_engine(cfg, Box::new(CpuBlocks::new(prob)));
+/// // `solve` runs every algorithm, sparse FW and SimpleSVM included: it takes `dyn Marks`.
+/// let _ = solve(prob, &mut be, &SolverParams::default(), &mut []);
+/// # }
+/// ```
+///
+/// while the solve for backends without marks accepts it (and refuses the two algorithms as
+/// a parameter error before it starts):
+///
+/// ```
+/// use fwsvm::backend::sampled::{CpuBlocks, Sampled, SampledConfig};
+/// use fwsvm::solver::{solve_plain, SolverParams};
+/// # fn f(prob: &fwsvm::problem::Problem<'_>, cfg: SampledConfig) {
+/// let mut be = Sampled::with_engine(cfg, Box::new(CpuBlocks::new(prob)));
+/// let _ = solve_plain(prob, &mut be, &SolverParams::default(), &mut []);
+/// # }
+/// ```
+pub trait Marks: Backend {
     /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].
-    fn fill_marks(&mut self, mk: u8) -> Result<()> {
-        let _ = mk;
-        Err(crate::Error::Backend(format!(
-            "{}: marked reductions are not supported (sparse-fw and simplesvm need the \
-             full-gradient CPU or GPU backend)",
-            self.name()
-        )))
-    }
+    fn fill_marks(&mut self, mk: u8) -> Result<()>;
 
     /// Sets the marks of the listed points.
-    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
-        let _ = marks;
-        self.fill_marks(mark::NONE)
-    }
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()>;
 
     /// The marked reduction of the current g with h_i = g_i + shift·y_i.
-    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
-        let _ = shift;
-        self.fill_marks(mark::NONE)?;
-        Ok(MarkedReduction::EMPTY)
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction>;
+}
+
+/// The backend object types the solvers run on — `dyn Backend` (core work only) and
+/// `dyn Marks` — seen as the core trait, for code that needs no more.
+pub trait Upcast {
+    /// This backend as the core trait.
+    fn up(&mut self) -> &mut dyn Backend;
+}
+
+impl Upcast for dyn Backend + '_ {
+    fn up(&mut self) -> &mut dyn Backend {
+        self
+    }
+}
+
+impl Upcast for dyn Marks + '_ {
+    fn up(&mut self) -> &mut dyn Backend {
+        self
     }
 }
 

@@ -655,7 +655,7 @@ mod tests {
     use crate::backend::cpu::{CpuConfig, Precision, cpu_backend};
     use crate::data::Dataset;
     use crate::kernel::Kernel;
-    use crate::solver::{Algorithm, SolverParams, solve};
+    use crate::solver::{Algorithm, SolverParams, solve_plain};
 
     fn dataset(m: usize, seed: u64) -> Dataset {
         crate::bench::synthetic(m, 4, 1.0, seed)
@@ -737,9 +737,9 @@ mod tests {
                 },
             );
             let mut a = Log(cpu, Vec::new());
-            let ra = solve(&prob, &mut a, &params, &mut []).unwrap();
+            let ra = solve_plain(&prob, &mut a, &params, &mut []).unwrap();
             let mut b = Log(Box::new(Sampled::new(&prob, config(150, 1))), Vec::new());
-            let rb = solve(&prob, &mut b, &params, &mut []).unwrap();
+            let rb = solve_plain(&prob, &mut b, &params, &mut []).unwrap();
             assert_eq!(a.1, b.1, "{alg}: vertex choices");
             assert!(
                 (ra.f - rb.f).abs() <= 1e-12 * ra.f.abs().max(1e-300),
@@ -769,7 +769,7 @@ mod tests {
                 eps: 1e-11,
                 ..SolverParams::default()
             };
-            solve(&prob, be.as_mut(), &params, &mut []).unwrap()
+            crate::solver::solve(&prob, be.as_mut(), &params, &mut []).unwrap()
         };
         let f_star = exact.certified_f.unwrap();
         let f_low = f_star - exact.certified_gap.unwrap();
@@ -786,7 +786,7 @@ mod tests {
                     max_iter,
                     ..params.clone()
                 };
-                let r = solve(&prob, &mut be, &p, &mut []).unwrap();
+                let r = solve_plain(&prob, &mut be, &p, &mut []).unwrap();
                 (r, be.tracked())
             };
             let t = std::time::Instant::now();

@@ -20,7 +20,7 @@ pub use super::known::grouping_over_ranks;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{
-    Backend, BackendStats, Entries, Fold, FoldAsk, MarkedReduction, Reduction, Update,
+    Backend, BackendStats, Entries, Fold, FoldAsk, MarkedReduction, Marks, Reduction, Update,
 };
 use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 /// A local backend over this rank's rows, joined to the other ranks' by `comm`.
 pub struct DistBackend<'a> {
     comm: &'a dyn Comm,
-    local: Box<dyn Backend + 'a>,
+    local: Box<dyn Marks + 'a>,
     known: Known<'a>,
     slice: RowSlice,
     /// g⁻ is kept (PARTAN): reductions report αᵀg⁻.
@@ -57,7 +57,7 @@ impl<'a> DistBackend<'a> {
     pub fn new(
         comm: &'a dyn Comm,
         prob: &'a Problem<'a>,
-        local: Box<dyn Backend + 'a>,
+        local: Box<dyn Marks + 'a>,
         slice: RowSlice,
     ) -> Result<Self> {
         Ok(DistBackend {
@@ -298,59 +298,6 @@ impl Backend for DistBackend<'_> {
         Ok(Some(g))
     }
 
-    fn fill_marks(&mut self, mk: u8) -> Result<()> {
-        self.local.fill_marks(mk)
-    }
-
-    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
-        let own: Vec<(usize, u8)> = marks
-            .iter()
-            .filter(|&&(i, _)| self.is_own(i))
-            .map(|&(i, mk)| (i - self.slice.first, mk))
-            .collect();
-        self.local.set_marks(&own)
-    }
-
-    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
-        // Each rank's marked minima and maximum, then over all ranks (lowest index on ties).
-        let lr = self.local.reduce_marked(shift)?;
-        let first = self.slice.first;
-        let loc = |(i, v): (usize, f64), none: Loc| {
-            if i == usize::MAX {
-                none
-            } else {
-                Loc {
-                    value: v,
-                    index: (i + first) as u64,
-                }
-            }
-        };
-        let mut lows = [loc(lr.low, Loc::NONE_MIN), loc(lr.mid, Loc::NONE_MIN)];
-        self.comm.min_loc(&mut lows)?;
-        let mut high = [loc(lr.high, Loc::NONE_MAX)];
-        self.comm.max_loc(&mut high)?;
-        let back = |l: Loc, empty: (usize, f64)| {
-            if l.index == u64::MAX {
-                empty
-            } else {
-                (l.index as usize, l.value)
-            }
-        };
-        let e = MarkedReduction::EMPTY;
-        let r = MarkedReduction {
-            low: back(lows[0], e.low),
-            mid: back(lows[1], e.mid),
-            high: back(high[0], e.high),
-        };
-        // The points a step may evaluate Q at.
-        let need: Vec<usize> = [r.low.0, r.mid.0, r.high.0]
-            .into_iter()
-            .filter(|&i| i != usize::MAX)
-            .collect();
-        self.fetch(&need)?;
-        Ok(r)
-    }
-
     fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
         let own: Vec<usize> = (0..self.slice.rows).collect();
         out.resize(own.len(), 0.0);
@@ -574,5 +521,60 @@ impl Backend for DistBackend<'_> {
 
     fn stats(&self) -> BackendStats {
         self.local.stats()
+    }
+}
+
+impl Marks for DistBackend<'_> {
+    fn fill_marks(&mut self, mk: u8) -> Result<()> {
+        self.local.fill_marks(mk)
+    }
+
+    fn set_marks(&mut self, marks: &[(usize, u8)]) -> Result<()> {
+        let own: Vec<(usize, u8)> = marks
+            .iter()
+            .filter(|&&(i, _)| self.is_own(i))
+            .map(|&(i, mk)| (i - self.slice.first, mk))
+            .collect();
+        self.local.set_marks(&own)
+    }
+
+    fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction> {
+        // Each rank's marked minima and maximum, then over all ranks (lowest index on ties).
+        let lr = self.local.reduce_marked(shift)?;
+        let first = self.slice.first;
+        let loc = |(i, v): (usize, f64), none: Loc| {
+            if i == usize::MAX {
+                none
+            } else {
+                Loc {
+                    value: v,
+                    index: (i + first) as u64,
+                }
+            }
+        };
+        let mut lows = [loc(lr.low, Loc::NONE_MIN), loc(lr.mid, Loc::NONE_MIN)];
+        self.comm.min_loc(&mut lows)?;
+        let mut high = [loc(lr.high, Loc::NONE_MAX)];
+        self.comm.max_loc(&mut high)?;
+        let back = |l: Loc, empty: (usize, f64)| {
+            if l.index == u64::MAX {
+                empty
+            } else {
+                (l.index as usize, l.value)
+            }
+        };
+        let e = MarkedReduction::EMPTY;
+        let r = MarkedReduction {
+            low: back(lows[0], e.low),
+            mid: back(lows[1], e.mid),
+            high: back(high[0], e.high),
+        };
+        // The points a step may evaluate Q at.
+        let need: Vec<usize> = [r.low.0, r.mid.0, r.high.0]
+            .into_iter()
+            .filter(|&i| i != usize::MAX)
+            .collect();
+        self.fetch(&need)?;
+        Ok(r)
     }
 }

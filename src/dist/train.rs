@@ -13,7 +13,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::model::Model;
-use crate::solver::{Algorithm, Observer, SolveResult, solve};
+use crate::solver::{Algorithm, Observer, SolveResult, solve, solve_plain};
 use crate::train::{GAMMA_PAIRS, Gamma, TrainParams};
 
 /// The classes in order of first appearance over all ranks (rank 0's rows first), with
@@ -336,7 +336,7 @@ fn solve_over_ranks(
     if params.sample > 0 {
         let blocks = super::blocks::DistBlocks::new(comm, prob, slice)?;
         let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));
-        return solve(prob, &mut be, &params.solver, observers);
+        return solve_plain(prob, &mut be, &params.solver, observers);
     }
     let be = params.device.backend(prob, params.cpu)?;
     let mut dist = DistBackend::new(comm, prob, be, slice)?.with_partial_sums(params.partial_sums);

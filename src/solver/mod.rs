@@ -26,7 +26,7 @@ pub mod warm;
 pub mod ws;
 
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, Reduction};
+use crate::backend::{Backend, BackendStats, Marks, Reduction, Upcast};
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 pub use crate::stop::{StopRule, stop_rule_met};
@@ -123,22 +123,6 @@ impl Algorithm {
     /// True for the algorithms that solve the L2-SVM on the simplex (all but SimpleSVM).
     pub fn is_l2svm(&self) -> bool {
         !matches!(self, Algorithm::SimpleSvm)
-    }
-
-    /// A fresh variant object for the algorithms on the simplex; None for SimpleSVM, which
-    /// solves another problem with a stepper of its own ([`simple_svm::SimpleSvm`]).
-    pub fn variant(&self, params: &SolverParams) -> Option<Box<dyn Variant>> {
-        Some(match self {
-            Algorithm::Fw => Box::new(fw::Fw),
-            Algorithm::Mfw => Box::new(mfw::Mfw),
-            Algorithm::Swap => Box::new(swap::Swap),
-            Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
-            Algorithm::Partan => Box::new(partan::Partan::default()),
-            Algorithm::Ws => Box::new(ws::WorkingSet::new(params)),
-            Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
-            Algorithm::SparseFw => Box::new(sparse::SparseFw::new(params)),
-            Algorithm::SimpleSvm => return None,
-        })
     }
 
     /// The problem this algorithm solves on `data` with labels `y`: the L2-SVM with C
@@ -368,6 +352,81 @@ pub trait Variant {
     }
 }
 
+/// A [`Variant`] on the backend object type `B` (`dyn Backend` or `dyn Marks`): every
+/// variant that needs only the core trait runs on both; one that needs a capability
+/// implements this for the object type that has it (sparse FW: `dyn Marks`).
+pub trait VariantOn<B: ?Sized + Upcast> {
+    /// [`Variant::prepare`].
+    fn prepare(&mut self, be: &mut B);
+    /// [`Variant::step`].
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut B) -> Result<Step>;
+    /// [`Variant::open`].
+    fn open(&mut self, state: &State, be: &mut B) -> Result<(Reduction, f64, bool)>;
+    /// [`Variant::certify_over`].
+    fn certify_over(&self) -> Option<Vec<usize>>;
+}
+
+impl<B: ?Sized + Upcast, V: Variant> VariantOn<B> for V {
+    fn prepare(&mut self, be: &mut B) {
+        Variant::prepare(self, be.up())
+    }
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut B) -> Result<Step> {
+        Variant::step(self, state, red, be.up())
+    }
+    fn open(&mut self, state: &State, be: &mut B) -> Result<(Reduction, f64, bool)> {
+        Variant::open(self, state, be.up())
+    }
+    fn certify_over(&self) -> Option<Vec<usize>> {
+        Variant::certify_over(self)
+    }
+}
+
+/// The backend object types the FW variants run on, and which variants each can run.
+pub trait Simplex: Upcast {
+    /// A fresh variant object for `params.algorithm`; an error for SimpleSVM (a stepper of
+    /// its own) and for an algorithm this object type lacks the capability for.
+    fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>>;
+}
+
+impl<'a> Simplex for dyn Backend + 'a {
+    fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>> {
+        core_variant(params)
+    }
+}
+
+impl<'a> Simplex for dyn Marks + 'a {
+    fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>> {
+        if params.algorithm == Algorithm::SparseFw {
+            return Ok(Box::new(sparse::SparseFw::new(params)));
+        }
+        core_variant(params)
+    }
+}
+
+/// The variants that need only the core trait.
+fn core_variant<B: ?Sized + Upcast>(params: &SolverParams) -> Result<Box<dyn VariantOn<B>>> {
+    Ok(match params.algorithm {
+        Algorithm::Fw => Box::new(fw::Fw),
+        Algorithm::Mfw => Box::new(mfw::Mfw),
+        Algorithm::Swap => Box::new(swap::Swap),
+        Algorithm::Swap2 => Box::new(swap2::Swap2::default()),
+        Algorithm::Partan => Box::new(partan::Partan::default()),
+        Algorithm::Ws => Box::new(ws::WorkingSet::new(params)),
+        Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
+        Algorithm::SparseFw | Algorithm::SimpleSvm => {
+            return Err(needs_marks(params.algorithm));
+        }
+    })
+}
+
+/// The error of an algorithm that needs marked reductions, asked of a backend without them.
+fn needs_marks(algorithm: Algorithm) -> Error {
+    Error::param(format!(
+        "{algorithm} needs a backend with marked reductions (backend::Marks: the full-gradient \
+         CPU or GPU backend), not the sampled one: solve it with solver::solve"
+    ))
+}
+
 /// What an observer sees after each iteration (before the step of that iteration).
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
@@ -438,7 +497,7 @@ pub use stepper::STALL_ITERATIONS;
 /// sample, or SimpleSVM (whose problem is [`Problem::c_svm`]'s).
 pub fn solve(
     prob: &Problem<'_>,
-    be: &mut dyn Backend,
+    be: &mut dyn Marks,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
@@ -451,13 +510,31 @@ pub fn solve(
     solve_from(prob, be, params, observers, None, None)
 }
 
+/// [`solve`] on a backend with the core trait alone (the sampled iterations'): every FW
+/// variant but sparse FW; sparse FW and SimpleSVM, which need [`Marks`], are refused before
+/// the run starts.
+pub fn solve_plain(
+    prob: &Problem<'_>,
+    be: &mut dyn Backend,
+    params: &SolverParams,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    if matches!(params.algorithm, Algorithm::SimpleSvm | Algorithm::SparseFw) {
+        return Err(needs_marks(params.algorithm));
+    }
+    check_solve(params, be)?;
+    stepper::run(prob, be, params, observers, None, |be| {
+        stepper::FwStepper::start(prob, be, params, None)
+    })
+}
+
 /// SimpleSVM on a backend over points that `prob` does not hold all of (a distributed run's:
 /// `prob` is this rank's part, used only for the parts of the exact certification the backend
 /// leaves to it), from every point's label, box and diagonal sample
 /// ([`simple_svm::SimpleSvm::start_with`]).
 pub fn solve_simple_with(
     prob: &Problem<'_>,
-    be: &mut dyn Backend,
+    be: &mut dyn Marks,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
     (y, cost, max_diag): (Vec<f64>, Vec<f64>, f64),
@@ -494,7 +571,7 @@ pub struct YieldCheck<'a> {
 /// [`shrink`] use.
 pub fn solve_from(
     prob: &Problem<'_>,
-    be: &mut dyn Backend,
+    be: &mut dyn Marks,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
     alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,

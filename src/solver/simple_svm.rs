@@ -44,7 +44,7 @@ use super::kkt::{Block, BlockScratch};
 use super::stepper::{Opened, Stepper};
 use super::{SolverParams, Step, StepKind};
 use crate::active::ActiveSet;
-use crate::backend::{Backend, mark};
+use crate::backend::{Marks, mark};
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::rng::SplitMix64;
@@ -188,7 +188,7 @@ const MAX_IDLE: usize = 1000;
 /// can move the same way, or one of the same class that can move the other way, scored by the
 /// pair's first-order gain (a full pass over g).
 fn partner(
-    be: &mut dyn Backend,
+    be: &mut dyn Marks,
     y: &[f64],
     status: &[u8],
     b: f64,
@@ -272,7 +272,7 @@ pub struct SimpleSvm {
 impl SimpleSvm {
     /// Starts on `be`, whose problem must be a C-SVM one ([`Problem::c_svm`]: the L2 form
     /// with C = ∞, see the module doc), with the initial pair drawn by `params.seed`.
-    pub fn start(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Result<Self> {
+    pub fn start(prob: &Problem<'_>, be: &mut dyn Marks, params: &SolverParams) -> Result<Self> {
         let Some(c) = prob.box_c else {
             return Err(Error::param(
                 "SimpleSVM solves the C-SVM: its problem is built by Problem::c_svm".into(),
@@ -297,7 +297,7 @@ impl SimpleSvm {
         y: Vec<f64>,
         cost: Vec<f64>,
         max_diag: f64,
-        be: &mut dyn Backend,
+        be: &mut dyn Marks,
         params: &SolverParams,
     ) -> Result<Self> {
         let m = be.len();
@@ -360,7 +360,7 @@ impl SimpleSvm {
     }
 
     /// Moves the pending violators into W: one kernel column each, the new row of H_WW.
-    fn add_pending(&mut self, be: &mut dyn Backend) -> Result<()> {
+    fn add_pending(&mut self, be: &mut dyn Marks) -> Result<()> {
         if self.blk.len() + self.pending.len() == 1 {
             // One free variable is pinned by yᵀα = 0: give the violator the partner an SMO
             // pair would (rare: only when every point sits at a bound).
@@ -405,7 +405,7 @@ impl SimpleSvm {
     /// Solves the KKT system on W, moves α_W toward its solution as far as the box allows,
     /// sends the blocking variable to L or U and repeats; then applies the change of α to g
     /// in one update.
-    fn solve_block(&mut self, be: &mut dyn Backend) -> Result<()> {
+    fn solve_block(&mut self, be: &mut dyn Marks) -> Result<()> {
         self.off_block_gradient(be)?;
         self.before.clear();
         self.before
@@ -445,7 +445,7 @@ impl SimpleSvm {
     }
 
     /// hu = H_WU α_U on W, from the synced gradient: g_W − H_WW α_W.
-    fn off_block_gradient(&mut self, be: &mut dyn Backend) -> Result<()> {
+    fn off_block_gradient(&mut self, be: &mut dyn Marks) -> Result<()> {
         let n = self.blk.len();
         self.gbuf.resize(n, 0.0);
         be.gather(&self.blk.idx, &mut self.gbuf)?;
@@ -511,7 +511,7 @@ impl SimpleSvm {
     }
 
     /// Sends the blocking point W[k] to U (α = C) or L (α = 0) and takes it out of W.
-    fn send_to_bound(&mut self, block_k: usize, be: &mut dyn Backend) -> Result<()> {
+    fn send_to_bound(&mut self, block_k: usize, be: &mut dyn Marks) -> Result<()> {
         let j = self.blk.idx[block_k];
         let cj = self.cost[j];
         let to_upper = self.target[block_k] > self.alpha[j] || self.alpha[j] >= 0.5 * cj;
@@ -537,7 +537,7 @@ impl SimpleSvm {
     }
 
     /// ½αᵀHα − 1ᵀα from the gradient on the free and bound support vectors.
-    fn dual(&mut self, be: &mut dyn Backend) -> Result<f64> {
+    fn dual(&mut self, be: &mut dyn Marks) -> Result<f64> {
         self.idx.clear();
         self.idx.extend(self.blk.idx.iter().chain(&self.upper.idx));
         if self.idx.is_empty() {
@@ -562,7 +562,7 @@ impl SimpleSvm {
 
     /// The SimplerSVM queue's choice: the top of the queue re-examined against the current
     /// model; rebuilt from a full pass when it is empty or holds no violator.
-    fn pick_from_queue(&mut self, be: &mut dyn Backend) -> Result<Option<usize>> {
+    fn pick_from_queue(&mut self, be: &mut dyn Marks) -> Result<Option<usize>> {
         let m = self.y.len();
         for attempt in 0..2 {
             if attempt == 1 || self.queue.is_empty() {
@@ -624,8 +624,8 @@ impl SimpleSvm {
     }
 }
 
-impl Stepper for SimpleSvm {
-    fn open(&mut self, _iter: u64, be: &mut dyn Backend) -> Result<Opened> {
+impl<'a> Stepper<dyn Marks + 'a> for SimpleSvm {
+    fn open(&mut self, _iter: u64, be: &mut (dyn Marks + 'a)) -> Result<Opened> {
         if !self.pending.is_empty() && self.blk.is_empty() && self.upper.idx.is_empty() {
             // α = 0 before the initial pair: F = 0, every point violates by exactly 1.
             return Ok(Opened {
@@ -672,7 +672,7 @@ impl Stepper for SimpleSvm {
         })
     }
 
-    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>> {
+    fn step(&mut self, be: &mut (dyn Marks + 'a)) -> Result<Option<Step>> {
         self.add_pending(be)?;
         self.solve_block(be)?;
         Ok(Some(Step {
@@ -681,7 +681,7 @@ impl Stepper for SimpleSvm {
         }))
     }
 
-    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)> {
+    fn certify(&self, prob: &Problem<'_>, be: &mut (dyn Marks + 'a)) -> Result<(f64, f64)> {
         let alpha = self.active_set();
         // A distributed backend computes the exact gradient on the points' owners.
         let g = match be.exact_full_gradient(&alpha)? {

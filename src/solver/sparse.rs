@@ -22,8 +22,8 @@
 //! paper's single starting vector is `--init-size 1`), whose sample forms the first W.
 
 use super::swap::apply_pairwise;
-use super::{State, Step, StepKind, Variant, steps};
-use crate::backend::{Backend, Reduction, mark};
+use super::{State, Step, StepKind, VariantOn, steps};
+use crate::backend::{Marks, Reduction, mark};
 use crate::error::Result;
 
 /// The sparse re-weighted FW variant.
@@ -50,8 +50,10 @@ impl SparseFw {
     }
 }
 
-impl Variant for SparseFw {
-    fn open(&mut self, state: &State, be: &mut dyn Backend) -> Result<(Reduction, f64, bool)> {
+impl<'a> VariantOn<dyn Marks + 'a> for SparseFw {
+    fn prepare(&mut self, _be: &mut (dyn Marks + 'a)) {}
+
+    fn open(&mut self, state: &State, be: &mut (dyn Marks + 'a)) -> Result<(Reduction, f64, bool)> {
         if self.in_w.is_empty() {
             self.in_w = vec![false; be.len()];
             be.fill_marks(mark::LOW)?;
@@ -84,7 +86,12 @@ impl Variant for SparseFw {
         Ok((red, gap, !violator))
     }
 
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(
+        &mut self,
+        state: &mut State,
+        red: &Reduction,
+        be: &mut (dyn Marks + 'a),
+    ) -> Result<Step> {
         let activated = self.activate.take();
         if let Some(i) = activated {
             self.join(i);

@@ -9,11 +9,11 @@
 //! [`super::simple_svm::SimpleSvm`].
 
 use super::{
-    Observer, Progress, SolveResult, SolverParams, State, Step, StopReason, Variant, YieldCheck,
-    init, meb_kappa,
+    Observer, Progress, Simplex, SolveResult, SolverParams, State, Step, StopReason, VariantOn,
+    YieldCheck, init, meb_kappa,
 };
 use crate::active::ActiveSet;
-use crate::backend::{Backend, Reduction};
+use crate::backend::{Reduction, Upcast};
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::stop::{StopRule, stop_rule_met};
@@ -35,23 +35,24 @@ pub struct Opened {
     pub stalled: bool,
 }
 
-/// One algorithm's iteration logic, driven by [`run`].
-pub trait Stepper {
+/// One algorithm's iteration logic on the backend object type `B` (`dyn Backend`, or
+/// `dyn Marks` for an algorithm that needs marked reductions), driven by [`run`].
+pub trait Stepper<B: ?Sized + Upcast> {
     /// Opens iteration `iter` (the number of steps taken so far): where the iterate stands.
-    fn open(&mut self, iter: u64, be: &mut dyn Backend) -> Result<Opened>;
+    fn open(&mut self, iter: u64, be: &mut B) -> Result<Opened>;
 
     /// One step from the iterate the last [`open`](Stepper::open) saw (None: a step with no
     /// [`Step`] kind to report).
-    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>>;
+    fn step(&mut self, be: &mut B) -> Result<Option<Step>>;
 
     /// Runs the working-set rounds' check on the opened iterate (true: hand back). Steppers
     /// without a simplex iterate never yield.
-    fn check_yield(&mut self, _check: &mut YieldCheck<'_>, _be: &mut dyn Backend) -> Result<bool> {
+    fn check_yield(&mut self, _check: &mut YieldCheck<'_>, _be: &mut B) -> Result<bool> {
         Ok(false)
     }
 
     /// The exact objective and optimality measure of the iterate (f64, from scratch).
-    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)>;
+    fn certify(&self, prob: &Problem<'_>, be: &mut B) -> Result<(f64, f64)>;
 
     /// The final α, and LIBSVM's rho when the solver has a bias of its own.
     fn finish(self) -> (ActiveSet, Option<f64>);
@@ -59,13 +60,13 @@ pub trait Stepper {
 
 /// Runs the stepper `start` builds (on the clock: its set-up counts as solve time) until a
 /// stop rule holds, then certifies when `params.certify` asks.
-pub fn run<S: Stepper>(
+pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
     prob: &Problem<'_>,
-    be: &mut dyn Backend,
+    be: &mut B,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
     mut yield_check: Option<YieldCheck<'_>>,
-    start_stepper: impl FnOnce(&mut dyn Backend) -> Result<S>,
+    start_stepper: impl FnOnce(&mut B) -> Result<S>,
 ) -> Result<SolveResult> {
     let start = Instant::now();
     let mut stepper = start_stepper(be)?;
@@ -136,7 +137,7 @@ pub fn run<S: Stepper>(
         stop,
         seconds,
         certify_seconds,
-        stats: be.stats(),
+        stats: be.up().stats(),
         alpha,
         shrink: None,
         rho,
@@ -152,8 +153,8 @@ pub const STALL_ITERATIONS: u32 = 100_000;
 
 /// One FW [`Variant`] on the simplex: the reduction that opens each iteration, the stop rule
 /// (`-e`, `--rel-eps`, `--stop`), the stall count, and the variant's step.
-pub struct FwStepper {
-    variant: Box<dyn Variant>,
+pub struct FwStepper<B: ?Sized + Upcast> {
+    variant: Box<dyn VariantOn<B>>,
     state: State,
     red: Reduction,
     stop: StopRule,
@@ -165,22 +166,24 @@ pub struct FwStepper {
     no_progress: u32,
 }
 
-impl FwStepper {
+impl<B: ?Sized + Simplex> FwStepper<B> {
     /// Prepares `params.algorithm`'s variant on `be` and sets the starting α: `alpha0` (with
     /// its gradient when the caller has it) or the random initial sample.
     pub fn start(
         prob: &Problem<'_>,
-        be: &mut dyn Backend,
+        be: &mut B,
         params: &SolverParams,
         alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
     ) -> Result<Self> {
-        let Some(mut variant) = params.algorithm.variant(params) else {
+        if params.algorithm == super::Algorithm::SimpleSvm {
             return Err(Error::param(format!(
                 "{} does not run on the simplex: solve it with solver::solve",
                 params.algorithm
             )));
-        };
+        }
+        let mut variant = B::variant(params)?;
         variant.prepare(be);
+        let be = be.up();
         let kappa = match params.stop {
             StopRule::Gap => 0.0,
             StopRule::Meb => meb_kappa(prob, be)?,
@@ -226,8 +229,8 @@ impl FwStepper {
     }
 }
 
-impl Stepper for FwStepper {
-    fn open(&mut self, iter: u64, be: &mut dyn Backend) -> Result<Opened> {
+impl<B: ?Sized + Simplex> Stepper<B> for FwStepper<B> {
+    fn open(&mut self, iter: u64, be: &mut B) -> Result<Opened> {
         self.state.iter = iter;
         let (red, gap, may_stop) = self.variant.open(&self.state, be)?;
         self.red = red;
@@ -260,15 +263,16 @@ impl Stepper for FwStepper {
         })
     }
 
-    fn step(&mut self, be: &mut dyn Backend) -> Result<Option<Step>> {
+    fn step(&mut self, be: &mut B) -> Result<Option<Step>> {
         self.variant.step(&mut self.state, &self.red, be).map(Some)
     }
 
-    fn check_yield(&mut self, check: &mut YieldCheck<'_>, be: &mut dyn Backend) -> Result<bool> {
-        (check.check)(&self.state, &self.red, be)
+    fn check_yield(&mut self, check: &mut YieldCheck<'_>, be: &mut B) -> Result<bool> {
+        (check.check)(&self.state, &self.red, be.up())
     }
 
-    fn certify(&self, prob: &Problem<'_>, be: &mut dyn Backend) -> Result<(f64, f64)> {
+    fn certify(&self, prob: &Problem<'_>, be: &mut B) -> Result<(f64, f64)> {
+        let be = be.up();
         let (f, g, _) = match self.variant.certify_over() {
             None => {
                 if let Some(fg) = be.certify_exact(&self.state.alpha)? {

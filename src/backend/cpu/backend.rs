@@ -331,7 +331,9 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             self.cache = *cache;
         }
     }
+}
 
+impl<T: Elem> Marks for CpuBackend<'_, T> {
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         self.marks.clear();
         self.marks.resize(self.prob.len(), mk);

@@ -3,6 +3,7 @@
 //! waits for included.
 
 use super::*;
+use crate::backend::Marks;
 use crate::backend::call;
 use crate::backend::stats::timed_call;
 
@@ -477,7 +478,9 @@ impl Backend for GpuBackend<'_> {
             ..self.stats
         }
     }
+}
 
+impl Marks for GpuBackend<'_> {
     fn fill_marks(&mut self, mk: u8) -> Result<()> {
         self.marks_host.clear();
         self.marks_host.resize(self.prob.len(), mk as u32);
