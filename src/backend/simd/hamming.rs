@@ -446,3 +446,58 @@ pub(super) fn query_bits(q: &[f64], qb: &mut [u64]) -> bool {
     }
     !other
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::SplitMix64;
+
+    /// The AVX2 blocks give the portable blocks' entries bit for bit, with distances below 32
+    /// (register table) and above (gather), for one to three words.
+    #[test]
+    fn avx2_blocks_equal_the_portable_blocks() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !(std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")) {
+                eprintln!("SKIPPED: no AVX2 on this CPU (the portable blocks run)");
+                return;
+            }
+            let mut r = SplitMix64::new(21);
+            fn check<const W: usize>(r: &mut SplitMix64, density: f64) {
+                let blocks = 9;
+                let n = blocks * LANES;
+                let bit = |r: &mut SplitMix64| -> u64 {
+                    (0..64).fold(0u64, |x, b| x | (((r.next_f64() < density) as u64) << b))
+                };
+                let bits: Vec<u64> = (0..n * W).map(|_| bit(r)).collect();
+                let q: [u64; W] = std::array::from_fn(|_| bit(r));
+                let values: Vec<f32> = (0..=64 * W)
+                    .map(|d| ((-0.05 * d as f64).exp() + 1.0) as f32)
+                    .collect();
+                let y: Vec<f64> = (0..n)
+                    .map(|_| if r.next_f64() < 0.5 { -1.0 } else { 1.0 })
+                    .collect();
+                for yj in [1.0, -1.0] {
+                    let mut plain = vec![f32::NAN; n];
+                    hamming_blocks::<W>(&bits, &q, &values, &y, yj, &mut plain, 0, blocks);
+                    let mut avx2 = vec![f32::NAN; n];
+                    // SAFETY: the CPU has AVX2 and FMA (checked above).
+                    unsafe {
+                        hamming_blocks_avx2::<W>(&bits, &q, &values, &y, yj, &mut avx2, 1, blocks)
+                    };
+                    avx2[..LANES].copy_from_slice(&plain[..LANES]);
+                    let (a, b): (Vec<u32>, Vec<u32>) = (
+                        plain.iter().map(|v| v.to_bits()).collect(),
+                        avx2.iter().map(|v| v.to_bits()).collect(),
+                    );
+                    assert_eq!(a, b, "W {W}, density {density}");
+                }
+            }
+            for density in [0.05, 0.2, 0.5] {
+                check::<1>(&mut r, density);
+                check::<2>(&mut r, density);
+                check::<3>(&mut r, density);
+            }
+        }
+    }
+}
