@@ -178,14 +178,7 @@ pub fn solve(
     let start = Instant::now();
     let (m, n_own) = (slice.total, slice.rows);
     let mut known = Known::new(comm, prob, slice)?;
-    let kappa = match params.stop {
-        StopRule::Gap => 0.0,
-        StopRule::Meb => {
-            crate::solver::check_meb_kernel(prob)?;
-            known.fetch(&[0])?;
-            known.q_diag(0)
-        }
-    };
+    let kappa = meb_kappa(&mut known, prob, params.stop)?;
     let (alpha, mut g) = initial_point(&mut known, m, params)?;
     let mut in_w = vec![false; n_own];
     grow(comm, &slice, &mut in_w, &g, &alpha, sp.margin, sp)?;
@@ -256,19 +249,46 @@ pub fn solve(
         if let Some(result) = run.close(&mut known, &mut g, &r, params, kappa, observers)? {
             return Ok(result);
         }
-        let before = in_w.clone();
-        let added = grow(
-            comm,
-            &slice,
-            &mut in_w,
-            &g,
-            &run.alpha,
-            crate::solver::shrink::REBUILD_MARGIN,
-            sp,
-        )?;
-        crate::solver::shrink::pin_added(&before, &in_w, &mut pinned);
-        run.idle = if added == 0 { run.idle + 1 } else { 0 };
+        regrow(comm, &slice, (&mut in_w, &mut pinned), &g, &mut run, sp)?;
     }
+}
+
+/// κ = Q_ii for the MEB rule (0 for the gap rule), read from point 0's owner. Collective.
+fn meb_kappa(known: &mut Known<'_>, prob: &Problem<'_>, stop: StopRule) -> Result<f64> {
+    Ok(match stop {
+        StopRule::Gap => 0.0,
+        StopRule::Meb => {
+            crate::solver::check_meb_kernel(prob)?;
+            known.fetch(&[0])?;
+            known.q_diag(0)
+        }
+    })
+}
+
+/// After a round that ran to its stop rule without the whole problem's certificate: W gains
+/// the points whose exact gradient is below the rebuild margin, pinned from now on, and the
+/// count of rounds that added none goes on. Collective.
+fn regrow(
+    comm: &dyn Comm,
+    slice: &RowSlice,
+    (in_w, pinned): (&mut Vec<bool>, &mut Vec<bool>),
+    g: &[f64],
+    run: &mut Rounds,
+    sp: &ShrinkParams,
+) -> Result<()> {
+    let before = in_w.clone();
+    let added = grow(
+        comm,
+        slice,
+        in_w,
+        g,
+        &run.alpha,
+        crate::solver::shrink::REBUILD_MARGIN,
+        sp,
+    )?;
+    crate::solver::shrink::pin_added(&before, in_w, pinned);
+    run.idle = if added == 0 { run.idle + 1 } else { 0 };
+    Ok(())
 }
 
 /// The initial α (the single-process vertex choice over the ranks' rows) and its exact

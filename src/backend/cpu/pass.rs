@@ -4,6 +4,10 @@
 
 use super::*;
 
+/// A column of a fused update over deduplicated rows, for the touched rows: (slot, coef, y_j,
+/// j, 1/C_j).
+type Touching = (usize, f64, f64, usize, f64);
+
 /// Computes rows r0..r0+len of the columns `cols` — (slot data, column, query buffer) — into
 /// their slots: the column part both passes share.
 ///
@@ -28,6 +32,21 @@ unsafe fn write_columns<T: Elem>(
     });
     let n = cols.len();
     with_dots(|dots| columns_chunk(args, &queries[..n], r0, dots, &mut outs[..n]));
+}
+
+/// The slots of the columns to compute, as (slot data, the column's row in the layout —
+/// `key(j)` —, query buffer k) from `compute`'s (slot, j, k).
+fn column_slots<T: Elem>(
+    cache: &mut ColumnCache<T>,
+    compute: &[(usize, usize, usize)],
+    key: impl Fn(usize) -> usize,
+) -> [(SendPtr<T>, usize, usize); BATCH] {
+    assert!(compute.len() <= BATCH);
+    let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
+    for (c, &(slot, j, k)) in compute.iter().enumerate() {
+        cptr[c] = (SendPtr(cache.data_ptr(slot)), key(j), k);
+    }
+    cptr
 }
 
 impl<T: Elem> CpuBackend<'_, T> {
@@ -55,12 +74,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             },
             rbf_table: self.rbf_table.as_ref(),
         };
-        // (slot pointer, column j, query buffer k)
-        assert!(compute.len() <= BATCH);
-        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
-        for (n, &(slot, j, k)) in compute.iter().enumerate() {
-            cptr[n] = (SendPtr(self.cache.data_ptr(slot)), j, k);
-        }
+        let cptr = column_slots(&mut self.cache, compute, |j| j);
         let ncomp = compute.len();
         let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
         let mut nu = 0;
@@ -70,9 +84,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                 ucols[nu] = (SendPtr(self.cache.data_ptr(*slot)), *coef);
                 nu += 1;
             }
-            scale = s;
-            pc = p;
-            rotate = r;
+            (scale, pc, rotate) = (s, p, r);
         }
         let has_up = up.is_some();
         let gptr = SendPtr(self.g.as_mut_ptr());
@@ -147,6 +159,9 @@ impl<T: Elem> CpuBackend<'_, T> {
         compute: &[(usize, usize, usize)],
         up: Option<FusedUpdate>,
     ) {
+        let has_up = up.is_some();
+        let (ucols, tcols, nu) = self.group_columns(up.map(|u| u.0));
+        let (scale, pc, rotate) = up.map_or((1.0, 0.0, false), |u| (u.1, u.2, u.3));
         let dd = self.distinct.as_ref().expect("deduplicated rows");
         let (n, m) = (dd.n, self.prob.len());
         let args = ColumnArgs {
@@ -156,51 +171,9 @@ impl<T: Elem> CpuBackend<'_, T> {
             y: &dd.ones,
             rbf_table: self.rbf_table.as_ref(),
         };
-        assert!(compute.len() <= BATCH);
-        let mut cptr = [(SendPtr(std::ptr::null_mut()), 0, 0); BATCH];
-        for (c, &(slot, j, k)) in compute.iter().enumerate() {
-            cptr[c] = (
-                SendPtr(self.cache.data_ptr(slot)),
-                distinct_key(dd, m, j),
-                k,
-            );
-        }
+        let cptr = column_slots(&mut self.cache, compute, |j| distinct_key(dd, m, j));
         let ncomp = compute.len();
-        // Per update column for the groups: (slot data, coef · y_j).
-        let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
-        let mut nu = 0;
-        let (mut scale, mut pc, mut rotate) = (1.0, 0.0, false);
-        let has_up = up.is_some();
         let gr = self.groups.as_mut().expect("groups of deduplicated rows");
-        // Per update column for the touched rows: (slot, a_u, y_j, j, 1/C_j).
-        let mut tcols = [(0usize, 0.0f64, 0.0f64, usize::MAX, 0.0f64); 2];
-        if let Some((cols, s, p, r)) = up {
-            for (k, c) in cols.iter().enumerate() {
-                if let Some((slot, coef)) = *c {
-                    let j = self.up_j[k];
-                    // A guest's column has no diagonal entry among these rows.
-                    let (y, inv_c) = if j < m {
-                        (self.prob.y[j], self.prob.inv_c(j))
-                    } else {
-                        (self.guests[j - m].y, 0.0)
-                    };
-                    ucols[nu] = (SendPtr(self.cache.data_ptr(slot)), coef * y);
-                    tcols[nu] = (slot, coef, y, j, inv_c);
-                    nu += 1;
-                }
-            }
-            (scale, pc, rotate) = (s, p, r);
-            // The update's own rows keep their g from now on (guests are no rows here).
-            let mut js = [0usize; 2];
-            let mut nj = 0;
-            for &(_, _, _, j, _) in &tcols[..nu] {
-                if j < m {
-                    js[nj] = j;
-                    nj += 1;
-                }
-            }
-            gr.touch_rows(&js[..nj]);
-        }
         let prev = self.prev;
         let hptr = SendPtr(gr.h.as_mut_ptr());
         let hpptr = SendPtr(gr.hp.as_mut_ptr());
@@ -255,23 +228,72 @@ impl<T: Elem> CpuBackend<'_, T> {
         }
         self.stats.columns_computed += ncomp as u64;
         if has_up {
-            // The touched rows' own entries, as a backend without groups updates them: Q_ij =
-            // y_i y_j (k + 1), plus 1/C_j on the diagonal, times a_u.
-            let gr = self.groups.as_mut().expect("groups of deduplicated rows");
-            let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
-            let cols: [&[T]; 2] =
-                std::array::from_fn(|u| if u < nu { cache.data(tcols[u].0) } else { &[] });
-            gr.update_touched(scale, pc, rotate, nu, |i, u| {
-                let (_, coef, yj, j, inv_c) = tcols[u];
-                let mut q = y[i] * yj * cols[u][rep[i] as usize].to_f64();
-                if i == j {
-                    q += inv_c;
-                }
-                coef * q
-            });
-            self.chunk_min.push(gr.touched_min());
+            self.update_touched_rows(&tcols[..nu], (scale, pc, rotate));
         }
         self.min_valid = has_up;
+    }
+
+    /// The fused update's columns over deduplicated rows: for the groups, (slot data,
+    /// coef · y_j); for the touched rows, (slot, coef, y_j, j, 1/C_j); and how many. The
+    /// update's own rows are touched: they keep their g from now on (guests are no rows here).
+    #[allow(clippy::type_complexity)]
+    fn group_columns(
+        &mut self,
+        cols: Option<[Option<(usize, f64)>; 2]>,
+    ) -> ([(SendPtr<T>, f64); 2], [Touching; 2], usize) {
+        let m = self.prob.len();
+        let mut ucols: [(SendPtr<T>, f64); 2] = [(SendPtr(std::ptr::null_mut()), 0.0); 2];
+        let mut tcols = [(0usize, 0.0f64, 0.0f64, usize::MAX, 0.0f64); 2];
+        let mut nu = 0;
+        let Some(cols) = cols else {
+            return (ucols, tcols, 0);
+        };
+        for (k, c) in cols.iter().enumerate() {
+            if let Some((slot, coef)) = *c {
+                let j = self.up_j[k];
+                // A guest's column has no diagonal entry among these rows.
+                let (y, inv_c) = if j < m {
+                    (self.prob.y[j], self.prob.inv_c(j))
+                } else {
+                    (self.guests[j - m].y, 0.0)
+                };
+                ucols[nu] = (SendPtr(self.cache.data_ptr(slot)), coef * y);
+                tcols[nu] = (slot, coef, y, j, inv_c);
+                nu += 1;
+            }
+        }
+        let mut js = [0usize; 2];
+        let mut nj = 0;
+        for &(_, _, _, j, _) in &tcols[..nu] {
+            if j < m {
+                js[nj] = j;
+                nj += 1;
+            }
+        }
+        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        gr.touch_rows(&js[..nj]);
+        (ucols, tcols, nu)
+    }
+
+    /// The touched rows' own entries of a fused update over deduplicated rows, as a backend
+    /// without groups updates them: Q_ij = y_i y_j (k + 1), plus 1/C_j on the diagonal, times
+    /// the column's coefficient; then their minimum joins the chunk minima.
+    fn update_touched_rows(&mut self, tcols: &[Touching], (scale, pc, rotate): (f64, f64, bool)) {
+        let dd = self.distinct.as_ref().expect("deduplicated rows");
+        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
+        let nu = tcols.len();
+        let cols: [&[T]; 2] =
+            std::array::from_fn(|u| if u < nu { cache.data(tcols[u].0) } else { &[] });
+        gr.update_touched(scale, pc, rotate, nu, |i, u| {
+            let (_, coef, yj, j, inv_c) = tcols[u];
+            let mut q = y[i] * yj * cols[u][rep[i] as usize].to_f64();
+            if i == j {
+                q += inv_c;
+            }
+            coef * q
+        });
+        self.chunk_min.push(gr.touched_min());
     }
 
     /// g ← scale·g + Σ c_k·Q[:, j_k] in one parallel pass over the rows (or the groups of
