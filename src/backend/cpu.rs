@@ -7,7 +7,7 @@ use super::cache::ColumnCache;
 use super::groups::Groups;
 use super::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk};
 use super::update::{self, ChunkUpdate};
-use super::{Backend, BackendStats, MarkedReduction, Marks, Reduction, Update};
+use super::{Backend, BackendStats, Local, MarkedReduction, Marks, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
 use crate::problem::Problem;
@@ -66,7 +66,7 @@ impl Default for CpuConfig {
 }
 
 /// Builds a CPU backend for the problem.
-pub fn cpu_backend<'a>(prob: &'a Problem<'a>, cfg: CpuConfig) -> Box<dyn Marks + 'a> {
+pub fn cpu_backend<'a>(prob: &'a Problem<'a>, cfg: CpuConfig) -> Box<dyn Local + 'a> {
     match cfg.precision {
         Precision::F32 => Box::new(CpuBackend::<f32>::new(prob, cfg)),
         Precision::F64 => Box::new(CpuBackend::<f64>::new(prob, cfg)),

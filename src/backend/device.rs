@@ -5,7 +5,7 @@
 use super::cpu;
 #[cfg(feature = "gpu")]
 use super::gpu;
-use super::{CpuConfig, Marks, sampled};
+use super::{CpuConfig, Local, sampled};
 use crate::error::Result;
 
 /// Where training runs: what `--backend` resolved to.
@@ -172,7 +172,7 @@ impl Device {
         &'a self,
         prob: &'a crate::problem::Problem<'a>,
         cpu: CpuConfig,
-    ) -> Result<Box<dyn Marks + 'a>> {
+    ) -> Result<Box<dyn Local + 'a>> {
         match self {
             Device::Cpu => Ok(cpu::cpu_backend(prob, cpu)),
             #[cfg(feature = "gpu")]

@@ -337,19 +337,6 @@ pub trait Backend {
         Ok(None)
     }
 
-    /// Holds point `row` (label `y`, diagonal term `inv_c` = 1/C of its own problem) for its
-    /// columns only: it gets no gradient entry, but columns of it can be computed over this
-    /// backend's rows (`update`, `column_entries`, `q`), under the index returned (m, m + 1,
-    /// …). A distributed run gives each rank's backend the vertices other ranks own. The
-    /// default refuses.
-    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
-        let _ = (row, y, inv_c);
-        Err(crate::error::Error::Backend(format!(
-            "{} cannot compute columns of rows it does not hold",
-            self.name()
-        )))
-    }
-
     /// g ← scale·g + Σ_k c_k·Q[:, j_k] for any number of columns (CVM's flush of an inner
     /// solve, SimpleSVM's change of α over its free set, the working-set solver's Δα_W). The
     /// default applies them two at a time through [`update`](Self::update).
@@ -448,6 +435,22 @@ pub trait Marks: Backend {
     /// The marked reduction of the current g with h_i = g_i + shift·y_i.
     fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction>;
 }
+
+/// Guests (capability): holding points of other ranks for their columns only, what a rank's
+/// backend in a distributed run needs ([`crate::dist`]).
+pub trait Guests: Backend {
+    /// Holds point `row` (label `y`, diagonal term `inv_c` = 1/C of its own problem) for its
+    /// columns only: it gets no gradient entry, but columns of it can be computed over this
+    /// backend's rows (`update`, `column_entries`, `q`), under the index returned (m, m + 1,
+    /// …). A distributed run gives each rank's backend the vertices other ranks own.
+    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize>;
+}
+
+/// A device's own backend, the CPU's or a GPU's: the core and every capability. What
+/// [`Device::backend`] opens, and what a rank of a distributed run builds on.
+pub trait Local: Marks + Guests {}
+
+impl<T: Marks + Guests + ?Sized> Local for T {}
 
 /// The backend object types the solvers run on — `dyn Backend` (core work only) and
 /// `dyn Marks` — seen as the core trait, for code that needs no more.

@@ -20,7 +20,7 @@ pub use super::known::grouping_over_ranks;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{
-    Backend, BackendStats, Entries, Fold, FoldAsk, MarkedReduction, Marks, Reduction, Update,
+    Backend, BackendStats, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks, Reduction, Update,
 };
 use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 /// A local backend over this rank's rows, joined to the other ranks' by `comm`.
 pub struct DistBackend<'a> {
     comm: &'a dyn Comm,
-    local: Box<dyn Marks + 'a>,
+    local: Box<dyn Local + 'a>,
     known: Known<'a>,
     slice: RowSlice,
     /// g⁻ is kept (PARTAN): reductions report αᵀg⁻.
@@ -57,7 +57,7 @@ impl<'a> DistBackend<'a> {
     pub fn new(
         comm: &'a dyn Comm,
         prob: &'a Problem<'a>,
-        local: Box<dyn Marks + 'a>,
+        local: Box<dyn Local + 'a>,
         slice: RowSlice,
     ) -> Result<Self> {
         Ok(DistBackend {

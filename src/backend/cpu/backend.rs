@@ -2,6 +2,7 @@
 //! cache; the call times kept in its stats are the host's.
 
 use super::*;
+use crate::backend::Guests;
 use crate::backend::call;
 use crate::backend::stats::timed_call;
 
@@ -40,32 +41,6 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         let ((ri, ni, yi, ci), (rj, nj, yj, _)) = (self.point(i), self.point(j));
         let v = yi * yj * (self.prob.kernel.from_dot(ri.dot(&rj), ni, nj) + 1.0);
         if i == j { v + ci } else { v }
-    }
-
-    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
-        let norm = row.sq_norm();
-        match &mut self.distinct {
-            // Columns over the distinct rows: the guest's query norm after theirs.
-            Some(dd) => {
-                dd.norms.push(norm);
-                dd.ones.push(1.0);
-            }
-            None => {
-                if self.guests.is_empty() {
-                    self.norms_ext = self.prob.norms.clone();
-                    self.y_ext = self.prob.y.clone();
-                }
-                self.norms_ext.push(norm);
-                self.y_ext.push(y);
-            }
-        }
-        self.guests.push(Guest {
-            row: crate::data::OwnedRow::from(row),
-            norm,
-            y,
-            inv_c,
-        });
-        Ok(self.prob.len() + self.guests.len() - 1)
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
@@ -330,6 +305,34 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             }
             self.cache = *cache;
         }
+    }
+}
+
+impl<T: Elem> Guests for CpuBackend<'_, T> {
+    fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        let norm = row.sq_norm();
+        match &mut self.distinct {
+            // Columns over the distinct rows: the guest's query norm after theirs.
+            Some(dd) => {
+                dd.norms.push(norm);
+                dd.ones.push(1.0);
+            }
+            None => {
+                if self.guests.is_empty() {
+                    self.norms_ext = self.prob.norms.clone();
+                    self.y_ext = self.prob.y.clone();
+                }
+                self.norms_ext.push(norm);
+                self.y_ext.push(y);
+            }
+        }
+        self.guests.push(Guest {
+            row: crate::data::OwnedRow::from(row),
+            norm,
+            y,
+            inv_c,
+        });
+        Ok(self.prob.len() + self.guests.len() - 1)
     }
 }
 

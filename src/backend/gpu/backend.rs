@@ -3,9 +3,9 @@
 //! waits for included.
 
 use super::*;
-use crate::backend::Marks;
 use crate::backend::call;
 use crate::backend::stats::timed_call;
+use crate::backend::{Guests, Marks};
 
 impl Backend for GpuBackend<'_> {
     fn len(&self) -> usize {
@@ -45,22 +45,6 @@ impl Backend for GpuBackend<'_> {
         } else {
             v
         }
-    }
-
-    fn add_guest(&mut self, row: Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
-        let m = self.prob.len();
-        if m + self.guests.len() >= NONE as usize {
-            return Err(Error::Backend(
-                "too many points for 32-bit column numbers".into(),
-            ));
-        }
-        self.guests.push(Guest {
-            row: crate::data::OwnedRow::from(row),
-            y,
-            norm: row.sq_norm(),
-            inv_c,
-        });
-        Ok(m + self.guests.len() - 1)
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
@@ -477,6 +461,24 @@ impl Backend for GpuBackend<'_> {
             bytes_up: self.stats.bytes_up + self.vector_bytes.get(),
             ..self.stats
         }
+    }
+}
+
+impl Guests for GpuBackend<'_> {
+    fn add_guest(&mut self, row: Row<'_>, y: f64, inv_c: f64) -> Result<usize> {
+        let m = self.prob.len();
+        if m + self.guests.len() >= NONE as usize {
+            return Err(Error::Backend(
+                "too many points for 32-bit column numbers".into(),
+            ));
+        }
+        self.guests.push(Guest {
+            row: crate::data::OwnedRow::from(row),
+            y,
+            norm: row.sq_norm(),
+            inv_c,
+        });
+        Ok(m + self.guests.len() - 1)
     }
 }
 
