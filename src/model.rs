@@ -51,6 +51,24 @@ fn fmt_f64(x: f64) -> String {
 const DENSE_SV_MAX: usize = 1 << 24;
 
 impl Model {
+    /// The one-class model of the support `support` (points ascending, with their α), whose
+    /// rows are `sv` in that order, from the solve's objective f: every SV counts as +1 and
+    /// ρ = 2f − 1 (docs/METHODS.md, one-class).
+    pub fn one_class(kernel: Kernel, support: &[(usize, f64)], sv: Dataset, f: f64) -> Model {
+        Model {
+            kernel,
+            labels: vec![1.0, -1.0],
+            nr_sv: vec![support.len(), 0],
+            sv,
+            sv_coef: vec![support.iter().map(|&(_, a)| a).collect()],
+            rho: vec![2.0 * f - 1.0],
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            one_class: true,
+            sv_rows: support.iter().map(|&(i, _)| i).collect(),
+        }
+    }
+
     /// Number of classes.
     pub fn n_classes(&self) -> usize {
         self.labels.len()

@@ -2,8 +2,6 @@
 //! loop ends a run with them, and the sampled iterations' safeguard (a backend) asks the same
 //! question of its own estimates, so neither layer reaches into the other for it.
 
-use std::str::FromStr;
-
 /// Which stopping rule ends a run (docs/METHODS.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -14,17 +12,6 @@ pub enum StopRule {
     /// CVM's relative rule for normalized kernels (constant κ = Q_ii): the farthest point's
     /// squared distance to the ball's centre κ − 2g_s + 2f ≤ (1+ε)² R², R² = κ − 2f.
     Meb,
-}
-
-impl FromStr for StopRule {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "gap" => Ok(StopRule::Gap),
-            "meb" => Ok(StopRule::Meb),
-            _ => Err(format!("unknown stopping rule `{s}` (expected gap or meb)")),
-        }
-    }
 }
 
 /// Whether a duality gap `gap` at αᵀg = `alpha_g` meets the stop rule (κ: the MEB rule's

@@ -688,18 +688,7 @@ fn one_class(
     let mut sv: Vec<(usize, f64)> = result.alpha.iter().collect();
     sv.sort_unstable_by_key(|&(i, _)| i);
     let rows: Vec<usize> = sv.iter().map(|&(i, _)| i).collect();
-    let model = Model {
-        kernel,
-        labels: vec![1.0, -1.0],
-        nr_sv: vec![rows.len(), 0],
-        sv: sv_dataset(ds, &rows, vec![1.0; rows.len()]),
-        sv_coef: vec![sv.iter().map(|&(_, a)| a).collect()],
-        rho: vec![2.0 * f - 1.0],
-        prob_a: Vec::new(),
-        prob_b: Vec::new(),
-        one_class: true,
-        sv_rows: rows,
-    };
+    let model = Model::one_class(kernel, &sv, sv_dataset(ds, &rows, vec![1.0; rows.len()]), f);
     let report = PairReport {
         classes: (1.0, -1.0),
         m,

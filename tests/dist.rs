@@ -847,7 +847,7 @@ fn simplesvm_over_ranks_is_the_single_process_model() {
             ..Default::default()
         };
         let tag = format!(
-            "sparse {sparse}, {classes} classes, {violator}, {solver}, weighted {weighted}"
+            "sparse {sparse}, {classes} classes, {violator:?}, {solver:?}, weighted {weighted}"
         );
         let (one, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
         assert!(

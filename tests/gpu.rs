@@ -668,15 +668,15 @@ fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
         let rc = solve(&csvm, cpu_exact(&csvm).as_mut(), &params, &mut []).unwrap();
         let mut g = gpu(&csvm, ctx, true, None);
         let rg = solve(&csvm, &mut g, &params, &mut []).unwrap();
-        assert_eq!(rg.stop, StopReason::Converged, "{violator}");
+        assert_eq!(rg.stop, StopReason::Converged, "{violator:?}");
         let (fc, fg) = (rc.certified_f.unwrap(), rg.certified_f.unwrap());
         assert!(
             (fc - fg).abs() <= 1e-9 * fc.abs(),
-            "{violator}: cpu {fc}, gpu {fg}"
+            "{violator:?}: cpu {fc}, gpu {fg}"
         );
         assert!(
             (rc.rho.unwrap() - rg.rho.unwrap()).abs() <= 1e-7,
-            "{violator}: rho"
+            "{violator:?}: rho"
         );
     }
 }

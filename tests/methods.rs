@@ -387,7 +387,7 @@ fn simplesvm_reaches_the_csvm_optimum() {
         let reference = smo_reference(&prob, c);
         for violator in [Violator::Greedy, Violator::Queue] {
             for solver in [LinearSolver::Cholesky, LinearSolver::Cg] {
-                let tag = format!("seed {seed}, {violator}, {solver}");
+                let tag = format!("seed {seed}, {violator:?}, {solver:?}");
                 let mut be = f64_backend(&prob);
                 let params = SolverParams {
                     algorithm: Algorithm::SimpleSvm,

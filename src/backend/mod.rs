@@ -231,14 +231,7 @@ pub trait Backend {
         prev: Option<&mut [f64]>,
         col: Option<(usize, &mut [f64])>,
     ) -> Result<()> {
-        self.gather(idx, g)?;
-        if let Some(p) = prev {
-            self.gather_prev(idx, p)?;
-        }
-        if let Some((j, q)) = col {
-            self.column_entries(j, idx, q)?;
-        }
-        Ok(())
+        gather_by_parts(self, idx, g, prev, col)
     }
 
     /// True when the solver should combine its sums over a set of points through
@@ -434,6 +427,24 @@ pub trait Marks: Backend {
 
     /// The marked reduction of the current g with h_i = g_i + shift·y_i.
     fn reduce_marked(&mut self, shift: f64) -> Result<MarkedReduction>;
+}
+
+/// [`Backend::gather_fused`] call by call: g, then g⁻, then the column's entries.
+pub fn gather_by_parts<B: Backend + ?Sized>(
+    be: &mut B,
+    idx: &[usize],
+    g: &mut [f64],
+    prev: Option<&mut [f64]>,
+    col: Option<(usize, &mut [f64])>,
+) -> Result<()> {
+    be.gather(idx, g)?;
+    if let Some(p) = prev {
+        be.gather_prev(idx, p)?;
+    }
+    if let Some((j, q)) = col {
+        be.column_entries(j, idx, q)?;
+    }
+    Ok(())
 }
 
 /// Guests (capability): holding points of other ranks for their columns only, what a rank's

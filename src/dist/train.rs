@@ -379,18 +379,8 @@ fn one_class(
     starts.push(slice.total);
     let got = exchange_rows(comm, local, slice.first, &starts, &rows, &|_| [0.0; 2])?;
     let sv_rows: Vec<&crate::data::OwnedRow> = got.iter().map(|(r, _)| r).collect();
-    let model = Model {
-        kernel,
-        labels: vec![1.0, -1.0],
-        nr_sv: vec![rows.len(), 0],
-        sv: super::backend::with_rows(&local.subset(&[]), &sv_rows, &vec![1.0; rows.len()]),
-        sv_coef: vec![sv.iter().map(|&(_, a)| a).collect()],
-        rho: vec![2.0 * f - 1.0],
-        prob_a: Vec::new(),
-        prob_b: Vec::new(),
-        one_class: true,
-        sv_rows: rows,
-    };
+    let sv_data = super::backend::with_rows(&local.subset(&[]), &sv_rows, &vec![1.0; rows.len()]);
+    let model = Model::one_class(kernel, &sv, sv_data, f);
     Ok((model, vec![result]))
 }
 

@@ -83,7 +83,7 @@ impl Plan {
         }
         if self.datasets.is_empty() {
             return Err(Error::param(
-                "no datasets: give --datasets TRAIN[:TEST][@C],… or --config FILE (or a subcommand: `fwsvm bench kernels`)".into(),
+                "no datasets: the matrix needs at least one (TRAIN[:TEST][@C]) or a config file naming them".into(),
             ));
         }
         if self.repeats == 0 {
@@ -142,10 +142,9 @@ impl Plan {
                 precision: alg.default_precision(),
             },
             // simplesvm's α reach C: f64 where the adapter has it, as train.
-            device: if alg == Algorithm::SimpleSvm {
-                device.with_precision(Precision::F64)
-            } else {
-                device.clone()
+            device: match alg.default_precision() {
+                Precision::F64 => device.with_precision(Precision::F64),
+                Precision::F32 => device.clone(),
             },
             sample: if alg == Algorithm::SparseFw || alg == Algorithm::SimpleSvm {
                 0

@@ -49,8 +49,6 @@ use crate::error::{Error, Result};
 use crate::problem::Problem;
 use crate::rng::SplitMix64;
 use std::collections::BinaryHeap;
-use std::fmt;
-use std::str::FromStr;
 
 /// How the next violator is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,28 +61,6 @@ pub enum Violator {
     Queue,
 }
 
-impl FromStr for Violator {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "greedy" => Ok(Violator::Greedy),
-            "queue" => Ok(Violator::Queue),
-            _ => Err(format!(
-                "unknown violator rule `{s}` (expected greedy or queue)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Violator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Violator::Greedy => "greedy",
-            Violator::Queue => "queue",
-        })
-    }
-}
-
 /// How the KKT systems are solved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -95,26 +71,6 @@ pub enum LinearSolver {
     Cholesky,
     /// Conjugate gradients on the stored kernel block.
     Cg,
-}
-
-impl FromStr for LinearSolver {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "chol" | "cholesky" => Ok(LinearSolver::Cholesky),
-            "cg" => Ok(LinearSolver::Cg),
-            _ => Err(format!("unknown linear solver `{s}` (expected chol or cg)")),
-        }
-    }
-}
-
-impl fmt::Display for LinearSolver {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LinearSolver::Cholesky => "chol",
-            LinearSolver::Cg => "cg",
-        })
-    }
 }
 
 /// SimpleSVM settings beyond [`SolverParams`] (whose `eps` is the KKT tolerance on

@@ -286,14 +286,7 @@ impl Backend for GpuBackend<'_> {
             return Ok(());
         }
         if (parts * n) as u64 * self.gt > self.out_bytes {
-            self.gather(idx, g)?;
-            if let Some(p) = prev {
-                self.gather_prev(idx, p)?;
-            }
-            if let Some((j, q)) = col {
-                self.column_entries(j, idx, q)?;
-            }
-            return Ok(());
+            return crate::backend::gather_by_parts(self, idx, g, prev, col);
         }
         let slot = match &col {
             Some((j, _)) => {
