@@ -472,7 +472,6 @@ pub fn run(a: GridArgs) -> Result<()> {
 #[cfg(feature = "mpi")]
 fn run_distributed(a: GridArgs) -> Result<()> {
     use crate::dist::comm::{Comm, agree};
-    use crate::dist::plan::{Distribute, choose, gather_dataset};
     let comm = crate::dist::mpi::MpiComm::init()?;
     let o = &a.opts;
     let root = comm.rank() == 0;
@@ -494,29 +493,26 @@ fn run_distributed(a: GridArgs) -> Result<()> {
     agree(&comm, started)?;
     let pending = search.pending();
     let quiet = o.quiet() || !root;
-    let plan = choose(
-        &comm,
-        &local,
-        pending.len() * a.folds,
-        "grid points × folds",
-        a.distribute,
-    )?;
-    if !quiet {
-        eprintln!(
-            "fwsvm: {} ranks; {} rows; {} points to evaluate; {}",
-            comm.size(),
-            slice.total,
-            pending.len(),
-            plan.why
-        );
-    }
-    if plan.plan == Distribute::Tasks {
-        let all = gather_dataset(&comm, &local, &slice)?;
-        drop(local);
-        grid_by_tasks(&comm, &all, base, &pending, &mut search, &a)?;
-    } else {
-        grid_by_rows(&comm, (&local, slice), &base, pending, &mut search, &a)?;
-    }
+    let (ranks, rows, count) = (comm.size(), slice.total, pending.len());
+    let mut on_plan = |why: &str| {
+        if !quiet {
+            eprintln!("fwsvm: {ranks} ranks; {rows} rows; {count} points to evaluate; {why}");
+        }
+    };
+    let point = |b: &TrainParams, i: usize| {
+        let (_, lc, lg) = pending[i];
+        point_params(b, lc, lg)
+    };
+    let job = crate::dist::run::GridJob {
+        base: &base,
+        point: &point,
+        count,
+        folds: a.folds,
+        seed: o.seed(),
+        distribute: a.distribute,
+    };
+    let mut record = |i: usize, acc: f64, secs: f64| search.record(pending[i], acc, secs);
+    crate::dist::run::grid_run(&comm, (local, slice), job, &mut on_plan, &mut record)?;
     let finished = search.finish(&a);
     agree(&comm, finished)
 }
@@ -534,15 +530,13 @@ fn shared_search(comm: &crate::dist::mpi::MpiComm, a: &GridArgs) -> Result<Searc
         Ok(None)
     };
     let opened = agree(comm, opened)?;
-    let mut buf = Vec::new();
+    let mut v: Vec<f64> = Vec::new();
     if let Some(s) = &opened {
         for p in &s.done {
-            for v in [p.log2c, p.log2g.unwrap_or(f64::NAN), p.accuracy, p.seconds] {
-                buf.extend_from_slice(&v.to_le_bytes());
-            }
+            v.extend([p.log2c, p.log2g.unwrap_or(f64::NAN), p.accuracy, p.seconds]);
         }
     }
-    comm.broadcast(0, &mut buf)?;
+    crate::dist::comm::broadcast_words(comm, 0, &mut v)?;
     Ok(match opened {
         Some(s) => s,
         None => {
@@ -556,10 +550,6 @@ fn shared_search(comm: &crate::dist::mpi::MpiComm, a: &GridArgs) -> Result<Searc
                 file: None,
                 t0: Instant::now(),
             };
-            let v: Vec<f64> = buf
-                .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect();
             s.done = v
                 .chunks_exact(4)
                 .map(|p| Point {
@@ -572,74 +562,6 @@ fn shared_search(comm: &crate::dist::mpi::MpiComm, a: &GridArgs) -> Result<Searc
             s
         }
     })
-}
-
-/// The pending points × folds dealt to the ranks whole, P points at a time, every rank
-/// holding all rows (`all`); a point's seconds are its batch's wall time shared among the
-/// batch's points. Collective.
-#[cfg(feature = "mpi")]
-fn grid_by_tasks(
-    comm: &crate::dist::mpi::MpiComm,
-    all: &crate::data::Dataset,
-    mut base: TrainParams,
-    pending: &[Pending],
-    search: &mut Search,
-    a: &GridArgs,
-) -> Result<()> {
-    use crate::dist::comm::{Comm, agree};
-    // On a GPU the whole data go up once for every task of this rank.
-    if base.sample == 0 {
-        let shared = base.device.share(all);
-        base.device = agree(comm, shared)?;
-    }
-    for batch in pending.chunks(comm.size()) {
-        let t = Instant::now();
-        let points: Vec<TrainParams> = batch
-            .iter()
-            .map(|&(_, lc, lg)| point_params(&base, lc, lg))
-            .collect();
-        let counts =
-            crate::dist::train::cross_validate_tasks(comm, all, &points, a.folds, a.opts.seed())?;
-        let each = t.elapsed().as_secs_f64() / batch.len() as f64;
-        for (&p, folds) in batch.iter().zip(&counts) {
-            let (held, right) = folds
-                .iter()
-                .fold((0, 0), |(h, r), &(n, c, _)| (h + n, r + c));
-            let rec = search.record(p, 100.0 * right as f64 / held.max(1) as f64, each);
-            agree(comm, rec)?;
-        }
-    }
-    Ok(())
-}
-
-/// Each fold of each pending point trained over all ranks by rows. Collective.
-#[cfg(feature = "mpi")]
-fn grid_by_rows(
-    comm: &crate::dist::mpi::MpiComm,
-    (local, slice): (&crate::data::Dataset, crate::dist::slice::RowSlice),
-    base: &TrainParams,
-    pending: Vec<Pending>,
-    search: &mut Search,
-    a: &GridArgs,
-) -> Result<()> {
-    use crate::dist::comm::agree;
-    for p @ (_, lc, lg) in pending {
-        let t = Instant::now();
-        let params = point_params(base, lc, lg);
-        let folds =
-            crate::dist::train::cross_validate(comm, local, slice, &params, a.folds, a.opts.seed());
-        let folds = agree(comm, folds)?;
-        let (held, right) = folds
-            .iter()
-            .fold((0, 0), |(h, r), (n, c, _)| (h + n, r + c));
-        let rec = search.record(
-            p,
-            100.0 * right as f64 / held.max(1) as f64,
-            t.elapsed().as_secs_f64(),
-        );
-        agree(comm, rec)?;
-    }
-    Ok(())
 }
 
 /// The points of `done` on the current grid (a resumed file may hold others).

@@ -135,21 +135,35 @@ impl Word for u64 {
 /// Collective.
 pub fn all_gather<T: Word>(comm: &dyn Comm, own: &[T]) -> Result<Vec<T>> {
     let mut all = Vec::new();
-    let mut buf = Vec::new();
     for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            own.iter()
-                .for_each(|v| buf.extend_from_slice(&v.to_bytes()));
-        }
-        comm.broadcast(root, &mut buf)?;
-        all.extend(buf.chunks_exact(8).map(|c| {
+        let mut v = if root == comm.rank() {
+            own.to_vec()
+        } else {
+            Vec::new()
+        };
+        broadcast_words(comm, root, &mut v)?;
+        all.extend(v);
+    }
+    Ok(all)
+}
+
+/// Rank `root`'s values into `v` on every rank (any number; what other ranks held is
+/// replaced). Collective.
+pub fn broadcast_words<T: Word>(comm: &dyn Comm, root: usize, v: &mut Vec<T>) -> Result<()> {
+    let mut buf = Vec::new();
+    if root == comm.rank() {
+        v.iter().for_each(|x| buf.extend_from_slice(&x.to_bytes()));
+    }
+    comm.broadcast(root, &mut buf)?;
+    if root != comm.rank() {
+        v.clear();
+        v.extend(buf.chunks_exact(8).map(|c| {
             let mut w = [0u8; 8];
             w.copy_from_slice(c);
             T::from_bytes(w)
         }));
     }
-    Ok(all)
+    Ok(())
 }
 
 /// [`Comm::agree`] for any communicator (also behind `dyn Comm`).

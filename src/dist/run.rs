@@ -48,6 +48,83 @@ pub fn cross_validate_run(
         .collect())
 }
 
+/// A grid search's evaluations for [`grid_run`]: `count` points, the settings of point i
+/// `point(base, i)` (from `base` with the device the points share), each cross-validated
+/// with `folds` folds of seed `seed`; `distribute` can insist on how they are spread.
+pub struct GridJob<'a> {
+    /// The settings every point starts from.
+    pub base: &'a TrainParams,
+    /// Point i's settings from the base.
+    pub point: &'a dyn Fn(&TrainParams, usize) -> TrainParams,
+    /// How many points.
+    pub count: usize,
+    /// Folds per point.
+    pub folds: usize,
+    /// The folds' seed.
+    pub seed: u64,
+    /// Tasks, rows, or the cheaper.
+    pub distribute: Distribute,
+}
+
+/// A grid search's points over the ranks (`local`: this rank's rows, `slice` where they lie).
+/// With the whole data fitting every rank, the points × folds are dealt to the ranks whole,
+/// P points at a time (every rank gathers all rows once, and a GPU holds them once for all
+/// points), a point's seconds its batch's wall time shared among the batch's points;
+/// otherwise each fold of each point is trained over all ranks by rows. `on_plan` hears the
+/// choice and why; `record(i, accuracy %, seconds)` is called on every rank as point i
+/// finishes, in order, and its error on any rank ends every rank. Collective.
+pub fn grid_run(
+    comm: &dyn Comm,
+    (local, slice): (Dataset, RowSlice),
+    job: GridJob<'_>,
+    on_plan: &mut dyn FnMut(&str),
+    record: &mut dyn FnMut(usize, f64, f64) -> Result<()>,
+) -> Result<()> {
+    let what = "grid points × folds";
+    let plan = choose(comm, &local, job.count * job.folds, what, job.distribute)?;
+    on_plan(&plan.why);
+    let accuracy = |folds: &[FoldCount]| {
+        let (held, right) = folds
+            .iter()
+            .fold((0, 0), |(h, r), &(n, c, _)| (h + n, r + c));
+        100.0 * right as f64 / held.max(1) as f64
+    };
+    if plan.plan == Distribute::Tasks {
+        let all = gather_dataset(comm, &local, &slice)?;
+        drop(local);
+        let mut base = job.base.clone();
+        if base.sample == 0 {
+            let shared = base.device.share(&all);
+            base.device = agree(comm, shared)?;
+        }
+        let ids: Vec<usize> = (0..job.count).collect();
+        for batch in ids.chunks(comm.size()) {
+            let t = std::time::Instant::now();
+            let points: Vec<TrainParams> = batch.iter().map(|&i| (job.point)(&base, i)).collect();
+            let counts =
+                super::train::cross_validate_tasks(comm, &all, &points, job.folds, job.seed)?;
+            let each = t.elapsed().as_secs_f64() / batch.len() as f64;
+            for (&i, folds) in batch.iter().zip(&counts) {
+                let rec = record(i, accuracy(folds), each);
+                agree(comm, rec)?;
+            }
+        }
+        return Ok(());
+    }
+    for i in 0..job.count {
+        let t = std::time::Instant::now();
+        let params = (job.point)(job.base, i);
+        let folds = super::train::cross_validate(comm, &local, slice, &params, job.folds, job.seed);
+        let folds: Vec<FoldCount> = agree(comm, folds)?
+            .into_iter()
+            .map(|(n, c, rs)| (n, c, rs.iter().map(|r| r.iterations).sum()))
+            .collect();
+        let rec = record(i, accuracy(&folds), t.elapsed().as_secs_f64());
+        agree(comm, rec)?;
+    }
+    Ok(())
+}
+
 /// Each class pair's observers, given how the pairs are spread over the ranks.
 pub type PlanObservers<'f> = &'f mut dyn FnMut(Distribute, &PairInfo) -> Vec<Box<dyn Observer>>;
 
