@@ -12,7 +12,7 @@
 //! rows than that fails with a message naming the CPU backend.
 
 use super::passes::read_back;
-use super::{GpuConfig, GpuContext, entry};
+use super::{GpuConfig, GpuContext, bind_group};
 use crate::backend::cpu::Precision;
 use crate::backend::sampled::{BlockEngine, BlockJob, CpuBlocks};
 use crate::data::Row;
@@ -189,27 +189,25 @@ impl<'a> GpuBlocks<'a> {
         self.staging.ensure(dev, total_rows as u64 * gt);
         rebind |= self.params.ensure(dev, njobs as u64 * self.param_stride);
         if rebind {
-            let params = wgpu::BindGroupEntry {
-                binding: 0,
-                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: &self.params.buf,
-                    offset: 0,
-                    size: wgpu::BufferSize::new(std::mem::size_of::<Job>() as u64),
-                }),
-            };
-            self.bind = Some(dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("block"),
-                layout: &self.pipes.block_bgl,
-                entries: &[
+            let params = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.params.buf,
+                offset: 0,
+                size: wgpu::BufferSize::new(std::mem::size_of::<Job>() as u64),
+            });
+            self.bind = Some(bind_group(
+                dev,
+                "block",
+                &self.pipes.block_bgl,
+                &[
                     params,
-                    entry(1, &self.xs),
-                    entry(2, &self.ylab),
-                    entry(3, &self.rl.buf),
-                    entry(4, &self.wl.buf),
-                    entry(5, &self.wv.buf),
-                    entry(6, &self.out.buf),
+                    self.xs.as_entire_binding(),
+                    self.ylab.as_entire_binding(),
+                    self.rl.buf.as_entire_binding(),
+                    self.wl.buf.as_entire_binding(),
+                    self.wv.buf.as_entire_binding(),
+                    self.out.buf.as_entire_binding(),
                 ],
-            }));
+            ));
         }
     }
 

@@ -8,7 +8,7 @@
 //! subset of rows, a map from its rows to the chunk's (`shaders/column.wgsl`).
 
 use super::pipelines::ChunkInfo;
-use super::{Chunk, GpuContext, Pipelines, ceil_div, entry};
+use super::{Chunk, GpuContext, Pipelines, bind_group, ceil_div};
 use crate::data::{Dataset, Features};
 use crate::error::{Error, Result};
 use wgpu::util::DeviceExt;
@@ -250,27 +250,29 @@ pub(super) fn bind_chunks(
             bytemuck::cast_slice(map.as_deref().unwrap_or(&[0u32])),
         );
         let bind = if data.dense {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("dense chunk"),
-                layout: &pipes.dense_bgl,
-                entries: &[
-                    entry(0, &info_buf),
-                    entry(1, &c.bufs[0]),
-                    entry(2, &map_buf),
+            bind_group(
+                dev,
+                "dense chunk",
+                &pipes.dense_bgl,
+                &[
+                    info_buf.as_entire_binding(),
+                    c.bufs[0].as_entire_binding(),
+                    map_buf.as_entire_binding(),
                 ],
-            })
+            )
         } else {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("csr chunk"),
-                layout: &pipes.csr_bgl,
-                entries: &[
-                    entry(0, &info_buf),
-                    entry(1, &c.bufs[0]),
-                    entry(2, &c.bufs[1]),
-                    entry(3, &c.bufs[2]),
-                    entry(4, &map_buf),
+            bind_group(
+                dev,
+                "csr chunk",
+                &pipes.csr_bgl,
+                &[
+                    info_buf.as_entire_binding(),
+                    c.bufs[0].as_entire_binding(),
+                    c.bufs[1].as_entire_binding(),
+                    c.bufs[2].as_entire_binding(),
+                    map_buf.as_entire_binding(),
                 ],
-            })
+            )
         };
         out.push(Chunk {
             bind,

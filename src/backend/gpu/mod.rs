@@ -486,9 +486,26 @@ impl<'a> GpuBackend<'a> {
     }
 }
 
-fn entry(binding: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry {
-        binding,
-        resource: buf.as_entire_binding(),
-    }
+/// A bind group of `layout` whose binding k is `resources[k]`: the resources are listed in
+/// the order of the layout's table (`pipelines::table`), so no binding index is written out
+/// again (wgpu checks the group against the layout when it is made).
+fn bind_group(
+    dev: &wgpu::Device,
+    label: &str,
+    layout: &wgpu::BindGroupLayout,
+    resources: &[wgpu::BindingResource],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry> = resources
+        .iter()
+        .enumerate()
+        .map(|(k, r)| wgpu::BindGroupEntry {
+            binding: k as u32,
+            resource: r.clone(),
+        })
+        .collect();
+    dev.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(label),
+        layout,
+        entries: &entries,
+    })
 }

@@ -4,7 +4,7 @@
 //! data rows themselves are uploaded (or bound, when shared) by [`super::data`].
 
 use super::pipelines::{PARAMS_SIZE, Pipelines, TILE_COLUMNS};
-use super::{GpuConfig, GpuContext, PARAM_SLOTS, QUERY_SLOTS, WG, ceil_div, entry};
+use super::{GpuConfig, GpuContext, PARAM_SLOTS, QUERY_SLOTS, WG, bind_group, ceil_div};
 use crate::backend::MAX_BLOCK;
 use crate::backend::cpu::Precision;
 use crate::error::{Error, Result};
@@ -285,40 +285,30 @@ struct Binder<'a> {
 
 impl<'a> Binder<'a> {
     /// The Params block at `n` (one slot, selected by a dynamic offset).
-    fn params(&self, n: u32) -> wgpu::BindGroupEntry<'a> {
-        wgpu::BindGroupEntry {
-            binding: n,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.b.params,
-                offset: 0,
-                size: wgpu::BufferSize::new(PARAMS_SIZE),
-            }),
-        }
+    fn params(&self) -> wgpu::BindingResource<'a> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.b.params,
+            offset: 0,
+            size: wgpu::BufferSize::new(PARAMS_SIZE),
+        })
     }
 
-    /// One cache slot at `n` (a column, selected by a dynamic offset).
-    fn slot(&self, n: u32) -> wgpu::BindGroupEntry<'a> {
-        wgpu::BindGroupEntry {
-            binding: n,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: &self.b.cache,
-                offset: 0,
-                size: wgpu::BufferSize::new(self.z.col_bytes),
-            }),
-        }
+    /// One cache slot (a column, selected by a dynamic offset).
+    fn slot(&self) -> wgpu::BindingResource<'a> {
+        wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &self.b.cache,
+            offset: 0,
+            size: wgpu::BufferSize::new(self.z.col_bytes),
+        })
     }
 
     fn group(
         &self,
         label: &str,
         layout: &wgpu::BindGroupLayout,
-        entries: &[wgpu::BindGroupEntry],
+        resources: &[wgpu::BindingResource],
     ) -> wgpu::BindGroup {
-        self.dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(label),
-            layout,
-            entries,
-        })
+        bind_group(self.dev, label, layout, resources)
     }
 
     /// The bind groups of columns.
@@ -334,11 +324,11 @@ impl<'a> Binder<'a> {
             "column",
             &pipes.column_bgl,
             &[
-                self.params(0),
-                entry(1, &self.b.norms),
-                entry(2, &self.b.ylab),
-                entry(3, &self.b.query),
-                self.slot(4),
+                self.params(),
+                self.b.norms.as_entire_binding(),
+                self.b.ylab.as_entire_binding(),
+                self.b.query.as_entire_binding(),
+                self.slot(),
             ],
         );
         let batch = pipes.batch.as_ref().map(|p| {
@@ -346,14 +336,14 @@ impl<'a> Binder<'a> {
                 "column batch",
                 &p.bgl,
                 &[
-                    self.params(0),
-                    entry(1, &self.b.norms),
-                    entry(2, &self.b.ylab),
-                    entry(3, &self.b.query),
-                    self.slot(4),
-                    self.slot(5),
-                    self.slot(6),
-                    self.slot(7),
+                    self.params(),
+                    self.b.norms.as_entire_binding(),
+                    self.b.ylab.as_entire_binding(),
+                    self.b.query.as_entire_binding(),
+                    self.slot(),
+                    self.slot(),
+                    self.slot(),
+                    self.slot(),
                 ],
             )
         });
@@ -366,11 +356,11 @@ impl<'a> Binder<'a> {
                     "column tile",
                     &p.bgl,
                     &[
-                        self.params(0),
-                        entry(1, &self.b.norms),
-                        entry(2, &self.b.ylab),
-                        entry(3, &self.b.query),
-                        entry(4, &self.b.tile),
+                        self.params(),
+                        self.b.norms.as_entire_binding(),
+                        self.b.ylab.as_entire_binding(),
+                        self.b.query.as_entire_binding(),
+                        self.b.tile.as_entire_binding(),
                     ],
                 )
             });
@@ -383,41 +373,41 @@ impl<'a> Binder<'a> {
             "update",
             &pipes.update_bgl,
             &[
-                self.params(0),
-                self.slot(1),
-                self.slot(2),
-                entry(3, &self.b.g),
-                entry(4, &self.b.gp),
-                entry(5, &self.b.pmin_v),
-                entry(6, &self.b.pmin_i),
-                self.slot(7),
-                self.slot(8),
+                self.params(),
+                self.slot(),
+                self.slot(),
+                self.b.g.as_entire_binding(),
+                self.b.gp.as_entire_binding(),
+                self.b.pmin_v.as_entire_binding(),
+                self.b.pmin_i.as_entire_binding(),
+                self.slot(),
+                self.slot(),
             ],
         );
         let active = self.group(
             "active",
             &pipes.active_bgl,
             &[
-                self.params(0),
-                entry(1, &self.b.g),
-                entry(2, &self.b.gp),
-                entry(3, &self.b.lidx),
-                entry(4, &self.b.lw),
-                entry(5, &self.b.pact_v),
-                entry(6, &self.b.pact_i),
+                self.params(),
+                self.b.g.as_entire_binding(),
+                self.b.gp.as_entire_binding(),
+                self.b.lidx.as_entire_binding(),
+                self.b.lw.as_entire_binding(),
+                self.b.pact_v.as_entire_binding(),
+                self.b.pact_i.as_entire_binding(),
             ],
         );
         let last = self.group(
             "final",
             &pipes.final_bgl,
             &[
-                self.params(0),
-                entry(1, &self.b.pmin_v),
-                entry(2, &self.b.pmin_i),
-                entry(3, &self.b.pact_v),
-                entry(4, &self.b.pact_i),
-                entry(5, &self.b.res_v),
-                entry(6, &self.b.res_i),
+                self.params(),
+                self.b.pmin_v.as_entire_binding(),
+                self.b.pmin_i.as_entire_binding(),
+                self.b.pact_v.as_entire_binding(),
+                self.b.pact_i.as_entire_binding(),
+                self.b.res_v.as_entire_binding(),
+                self.b.res_i.as_entire_binding(),
             ],
         );
         (update, active, last)
@@ -427,20 +417,17 @@ impl<'a> Binder<'a> {
     /// binding.
     fn update_list(&self, pipes: &Pipelines) -> Option<wgpu::BindGroup> {
         self.z.whole_cache.then(|| {
-            let all = wgpu::BindGroupEntry {
-                binding: 1,
-                resource: self.b.cache.as_entire_binding(),
-            };
+            let all = self.b.cache.as_entire_binding();
             self.group(
                 "update list",
                 &pipes.update_list_bgl,
                 &[
-                    self.params(0),
+                    self.params(),
                     all,
-                    entry(2, &self.b.g),
-                    entry(3, &self.b.ulist),
-                    entry(4, &self.b.pmin_v),
-                    entry(5, &self.b.pmin_i),
+                    self.b.g.as_entire_binding(),
+                    self.b.ulist.as_entire_binding(),
+                    self.b.pmin_v.as_entire_binding(),
+                    self.b.pmin_i.as_entire_binding(),
                 ],
             )
         })
@@ -460,47 +447,48 @@ impl<'a> Binder<'a> {
             "gather",
             &pipes.gather_bgl,
             &[
-                self.params(0),
-                entry(1, &self.b.g),
-                entry(2, &self.b.gp),
-                self.slot(3),
-                entry(4, &self.b.gidx),
-                entry(5, &self.b.out),
+                self.params(),
+                self.b.g.as_entire_binding(),
+                self.b.gp.as_entire_binding(),
+                self.slot(),
+                self.b.gidx.as_entire_binding(),
+                self.b.out.as_entire_binding(),
             ],
         );
         let gather_all = self.z.whole_cache.then(|| {
-            let all = wgpu::BindGroupEntry {
-                binding: 3,
-                resource: self.b.cache.as_entire_binding(),
-            };
+            let all = self.b.cache.as_entire_binding();
             self.group(
                 "block gather",
                 &pipes.gather_bgl,
                 &[
-                    self.params(0),
-                    entry(1, &self.b.g),
-                    entry(2, &self.b.gp),
+                    self.params(),
+                    self.b.g.as_entire_binding(),
+                    self.b.gp.as_entire_binding(),
                     all,
-                    entry(4, &self.b.gidx),
-                    entry(5, &self.b.out),
+                    self.b.gidx.as_entire_binding(),
+                    self.b.out.as_entire_binding(),
                 ],
             )
         });
         let below = self.group(
             "below",
             &pipes.below_bgl,
-            &[self.params(0), entry(1, &self.b.g), entry(2, &self.b.out)],
+            &[
+                self.params(),
+                self.b.g.as_entire_binding(),
+                self.b.out.as_entire_binding(),
+            ],
         );
         let marked = self.group(
             "marked",
             &pipes.marked_bgl,
             &[
-                self.params(0),
-                entry(1, &self.b.g),
-                entry(2, &self.b.ylab),
-                entry(3, &self.b.marks),
-                entry(4, &self.b.mpart_v),
-                entry(5, &self.b.mpart_i),
+                self.params(),
+                self.b.g.as_entire_binding(),
+                self.b.ylab.as_entire_binding(),
+                self.b.marks.as_entire_binding(),
+                self.b.mpart_v.as_entire_binding(),
+                self.b.mpart_i.as_entire_binding(),
             ],
         );
         (gather, gather_all, below, marked)
