@@ -158,11 +158,7 @@ impl<'a> GpuBackend<'a> {
                 pass.set_pipeline(if self.dense { &batch.dense } else { &batch.csr });
                 pass.set_bind_group(0, bg, &offs);
             }
-            for c in &self.chunks {
-                pass.set_bind_group(1, &c.bind, &[]);
-                pass.dispatch_workgroups(c.nwg, 1, 1);
-                self.stats.dispatches += 1;
-            }
+            dispatch_chunks(&mut pass, &self.chunks, &mut self.stats.dispatches);
         }
         if self.tile_bg.is_some() {
             let bytes = self.prob.len() as u64 * self.gt;
@@ -262,11 +258,7 @@ impl<'a> GpuBackend<'a> {
                 &self.pipes.column_csr
             });
             pass.set_bind_group(0, &self.column_bg, &[off, slot_off]);
-            for c in &self.chunks {
-                pass.set_bind_group(1, &c.bind, &[]);
-                pass.dispatch_workgroups(c.nwg, 1, 1);
-                self.stats.dispatches += 1;
-            }
+            dispatch_chunks(&mut pass, &self.chunks, &mut self.stats.dispatches);
         }
         self.enc = Some(enc);
     }
@@ -605,6 +597,16 @@ pub(super) fn dispatch(
     pass.set_pipeline(pipe);
     pass.set_bind_group(0, bg, offsets);
     pass.dispatch_workgroups(nwg, 1, 1);
+}
+
+/// The column passes' dispatches in an open pass: every chunk of rows with its bind group 1,
+/// counted in `dispatches`.
+fn dispatch_chunks(pass: &mut wgpu::ComputePass<'_>, chunks: &[Chunk], dispatches: &mut u64) {
+    for c in chunks {
+        pass.set_bind_group(1, &c.bind, &[]);
+        pass.dispatch_workgroups(c.nwg, 1, 1);
+        *dispatches += 1;
+    }
 }
 
 /// Maps the first `bytes` of `staging` once the submitted work has run and copies them into
