@@ -260,18 +260,12 @@ pub trait Backend {
             if ask.prev { Some(&mut gp) } else { None },
             ask.col.map(|j| (j, &mut q[..])),
         )?;
-        let mut fold = Fold::EMPTY;
-        for k in 0..n {
-            let e = Entries {
-                g: g[k],
-                gp: gp[k],
-                q: q[k],
-                qd: if ask.diag { self.q_diag(idx[k]) } else { 0.0 },
-            };
-            let (sums, cand) = f(k, e);
-            fold.add(sums, cand.map(|v| (v, idx[k])), ask.min);
-        }
-        Ok(fold)
+        let read = ReadEntries {
+            g: &g,
+            gp: &gp,
+            q: &q,
+        };
+        Ok(read.fold(ask, |k| self.q_diag(idx[k]), |k| (k, idx[k]), f))
     }
 
     /// Computes the listed columns ahead of use, several per pass over the data where the
@@ -545,6 +539,43 @@ pub struct FoldAsk {
     pub diag: bool,
     /// Keep the smallest candidate (else the largest); the lowest point on ties.
     pub min: bool,
+}
+
+/// The entries of a [`Backend::fold_entries`] pass once read: g, g⁻ and the column's entries
+/// at each of the pass's positions (g⁻ and the column 0 where not asked for).
+pub struct ReadEntries<'a> {
+    /// g at each position.
+    pub g: &'a [f64],
+    /// g⁻ at each position.
+    pub gp: &'a [f64],
+    /// Q[·, j] at each position.
+    pub q: &'a [f64],
+}
+
+impl ReadEntries<'_> {
+    /// `f` folded over the positions: Q_ii from `qd(k)` where `ask` wants it, `at(k)` = (the
+    /// index `f` is given, the point a candidate is located at).
+    pub fn fold(
+        &self,
+        ask: FoldAsk,
+        qd: impl Fn(usize) -> f64,
+        at: impl Fn(usize) -> (usize, usize),
+        f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
+    ) -> Fold {
+        let mut fold = Fold::EMPTY;
+        for k in 0..self.g.len() {
+            let e = Entries {
+                g: self.g[k],
+                gp: self.gp[k],
+                q: self.q[k],
+                qd: if ask.diag { qd(k) } else { 0.0 },
+            };
+            let (pos, point) = at(k);
+            let (sums, cand) = f(pos, e);
+            fold.add(sums, cand.map(|v| (v, point)), ask.min);
+        }
+        fold
+    }
 }
 
 /// One point's entries in a [`Backend::fold_entries`] pass: g_i, and g⁻_i, Q[i, j] and Q_ii

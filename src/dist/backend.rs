@@ -20,7 +20,8 @@ pub use super::known::grouping_over_ranks;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{
-    Backend, BackendStats, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks, Reduction, Update,
+    Backend, BackendStats, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks, ReadEntries,
+    Reduction, Update,
 };
 use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
@@ -441,12 +442,7 @@ impl Backend for DistBackend<'_> {
         f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
     ) -> Result<Fold> {
         // Each rank folds its own points, then one sum and one location reduction.
-        let FoldAsk {
-            prev,
-            col,
-            diag,
-            min,
-        } = ask;
+        let FoldAsk { prev, col, min, .. } = ask;
         let lj = match col {
             Some(j) => {
                 self.fetch(&[j])?;
@@ -473,20 +469,18 @@ impl Backend for DistBackend<'_> {
         );
         let mut fold = Fold::EMPTY;
         if got.is_ok() {
-            for t in 0..n {
-                let e = Entries {
-                    g: g[t],
-                    gp: gp[t],
-                    q: q[t],
-                    qd: if diag {
-                        self.local.q_diag(self.own[t])
-                    } else {
-                        0.0
-                    },
-                };
-                let (sums, cand) = f(self.pos[t], e);
-                fold.add(sums, cand.map(|v| (v, self.own[t] + self.slice.first)), min);
-            }
+            let read = ReadEntries {
+                g: &g,
+                gp: &gp,
+                q: &q,
+            };
+            let (local, own, pos, first) = (&self.local, &self.own, &self.pos, self.slice.first);
+            fold = read.fold(
+                ask,
+                |t| local.q_diag(own[t]),
+                |t| (pos[t], own[t] + first),
+                f,
+            );
         }
         self.vals = g;
         self.vals_prev = gp;

@@ -147,6 +147,33 @@ pub fn all_gather<T: Word>(comm: &dyn Comm, own: &[T]) -> Result<Vec<T>> {
     Ok(all)
 }
 
+/// Every rank's part, in rank order, one broadcast per rank: this rank's part is the bytes
+/// `write` puts, and `read` decodes each rank's bytes, in rank order, into `out` (false: they
+/// arrived damaged, an error naming `what` and the rank). Collective.
+pub fn gather_parts<T>(
+    comm: &dyn Comm,
+    what: &str,
+    write: impl FnOnce(&mut Vec<u8>),
+    mut read: impl FnMut(&[u8], &mut Vec<T>) -> bool,
+) -> Result<Vec<T>> {
+    let mut mine = Vec::new();
+    write(&mut mine);
+    let (mut out, mut buf) = (Vec::new(), Vec::new());
+    for root in 0..comm.size() {
+        buf.clear();
+        if root == comm.rank() {
+            buf.extend_from_slice(&mine);
+        }
+        comm.broadcast(root, &mut buf)?;
+        if !read(&buf, &mut out) {
+            return Err(crate::error::Error::Backend(format!(
+                "{what} of rank {root} arrived damaged"
+            )));
+        }
+    }
+    Ok(out)
+}
+
 /// Rank `root`'s values into `v` on every rank (any number; what other ranks held is
 /// replaced). Collective.
 pub fn broadcast_words<T: Word>(comm: &dyn Comm, root: usize, v: &mut Vec<T>) -> Result<()> {

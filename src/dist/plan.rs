@@ -127,35 +127,34 @@ pub fn choose(
 /// slices share the whole file's layout). One broadcast per rank. Collective.
 pub fn gather_dataset(comm: &dyn Comm, local: &Dataset, slice: &RowSlice) -> Result<Dataset> {
     let mut all = local.subset(&[]);
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            buf.extend_from_slice(&(local.len() as u64).to_le_bytes());
-            for i in 0..local.len() {
-                buf.extend_from_slice(&local.labels[i].to_le_bytes());
-                OwnedRow::from(local.row(i)).to_bytes(&mut buf);
-            }
+    let write = |buf: &mut Vec<u8>| {
+        buf.extend_from_slice(&(local.len() as u64).to_le_bytes());
+        for i in 0..local.len() {
+            buf.extend_from_slice(&local.labels[i].to_le_bytes());
+            OwnedRow::from(local.row(i)).to_bytes(buf);
         }
-        comm.broadcast(root, &mut buf)?;
-        let bad = || Error::Backend(format!("the rows of rank {root} arrived damaged"));
-        let word = |at: usize| -> Result<[u8; 8]> {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(buf.get(at..at + 8).ok_or_else(bad)?);
-            Ok(w)
+    };
+    let read = |buf: &[u8], _: &mut Vec<()>| -> bool {
+        let word = |at: usize| -> Option<[u8; 8]> { buf.get(at..at + 8)?.try_into().ok() };
+        let Some(n) = word(0).map(|w| u64::from_le_bytes(w) as usize) else {
+            return false;
         };
-        let n = u64::from_le_bytes(word(0)?) as usize;
-        let (mut rows, mut labels) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut rows, mut labels) = (Vec::new(), Vec::new());
         let mut at = 8;
         for _ in 0..n {
-            labels.push(f64::from_le_bytes(word(at)?));
+            let Some(y) = word(at) else { return false };
+            labels.push(f64::from_le_bytes(y));
             at += 8;
-            let (row, used) = OwnedRow::from_bytes(&buf[at..]).ok_or_else(bad)?;
+            let Some((row, used)) = buf.get(at..).and_then(OwnedRow::from_bytes) else {
+                return false;
+            };
             at += used;
             rows.push(row);
         }
         super::backend::append_rows(&mut all, rows.iter(), &labels);
-    }
+        true
+    };
+    super::comm::gather_parts(comm, "the rows", write, read)?;
     if all.len() != slice.total {
         return Err(Error::Backend(format!(
             "{} rows gathered, {} expected",

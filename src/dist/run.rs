@@ -178,39 +178,26 @@ pub fn gather_pair_blocks(
     comm: &dyn Comm,
     own: &[(usize, Vec<u8>)],
 ) -> Result<Vec<(usize, Vec<u8>)>> {
-    let mut out = Vec::new();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            for (pair, line) in own {
-                buf.extend_from_slice(&(*pair as u64).to_le_bytes());
-                buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
-                buf.extend_from_slice(line);
-            }
+    let write = |buf: &mut Vec<u8>| {
+        for (pair, line) in own {
+            buf.extend_from_slice(&(*pair as u64).to_le_bytes());
+            buf.extend_from_slice(&(line.len() as u64).to_le_bytes());
+            buf.extend_from_slice(line);
         }
-        comm.broadcast(root, &mut buf)?;
-        let damaged = || Error::Backend(format!("the trace lines of rank {root} arrived damaged"));
-        let mut rest: &[u8] = &buf;
-        let mut next = |n: usize| -> Result<&[u8]> {
-            if rest.len() < n {
-                return Err(damaged());
-            }
-            let (head, tail) = rest.split_at(n);
-            rest = tail;
-            Ok(head)
-        };
+    };
+    let read = |mut rest: &[u8], out: &mut Vec<(usize, Vec<u8>)>| {
         let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize;
-        let mut left = buf.len();
-        while left > 0 {
-            let pair = word(next(8)?);
-            let n = word(next(8)?);
-            let line = next(n)?.to_vec();
-            left -= 16 + n;
-            out.push((pair, line));
+        while !rest.is_empty() {
+            if rest.len() < 16 || rest.len() - 16 < word(&rest[8..16]) {
+                return false;
+            }
+            let (pair, n) = (word(&rest[..8]), word(&rest[8..16]));
+            out.push((pair, rest[16..16 + n].to_vec()));
+            rest = &rest[16 + n..];
         }
-    }
-    Ok(out)
+        true
+    };
+    super::comm::gather_parts(comm, "the trace lines", write, read)
 }
 
 /// Platt's sigmoids for every class pair of `model` over the ranks: each pair's internal

@@ -60,23 +60,21 @@ fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<
         mine.truncate(k);
     }
     let own: std::collections::HashSet<usize> = mine.iter().map(|c| c.1).collect();
-    let mut all: Vec<(f64, usize)> = Vec::new();
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        buf.clear();
-        if root == comm.rank() {
-            for &(v, i) in &mine {
-                buf.extend_from_slice(&v.to_le_bytes());
-                buf.extend_from_slice(&(i as u64).to_le_bytes());
-            }
+    let write = |buf: &mut Vec<u8>| {
+        for &(v, i) in &mine {
+            buf.extend_from_slice(&v.to_le_bytes());
+            buf.extend_from_slice(&(i as u64).to_le_bytes());
         }
-        comm.broadcast(root, &mut buf)?;
+    };
+    let read = |buf: &[u8], all: &mut Vec<(f64, usize)>| {
         for c in buf.chunks_exact(16) {
             let v = f64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
             let i = u64::from_le_bytes(c[8..].try_into().expect("8 bytes")) as usize;
             all.push((v, i));
         }
-    }
+        buf.len().is_multiple_of(16)
+    };
+    let mut all = super::comm::gather_parts(comm, "the lowest gradients", write, read)?;
     let k = k.min(all.len());
     if k == 0 {
         return Ok(Vec::new());

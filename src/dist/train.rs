@@ -571,24 +571,18 @@ pub fn train_pairs_dealt_observed(
     let share =
         |own: Result<Vec<crate::train::PairOutcome>>| -> Result<Vec<crate::train::PairOutcome>> {
             let own = super::comm::agree(comm, own)?;
-            let mut out = Vec::new();
-            let mut buf = Vec::new();
-            for root in 0..size {
-                buf.clear();
-                if root == rank {
-                    for p in &own {
-                        write_outcome(p, &mut buf);
-                    }
-                }
-                comm.broadcast(root, &mut buf)?;
+            let write = |buf: &mut Vec<u8>| own.iter().for_each(|p| write_outcome(p, buf));
+            let read = |buf: &[u8], out: &mut Vec<crate::train::PairOutcome>| {
                 let mut at = 0;
                 while at < buf.len() {
-                    out.push(read_outcome(&buf, &mut at).ok_or_else(|| {
-                        Error::Backend(format!("the class pairs of rank {root} arrived damaged"))
-                    })?);
+                    match read_outcome(buf, &mut at) {
+                        Some(p) => out.push(p),
+                        None => return false,
+                    }
                 }
-            }
-            Ok(out)
+                true
+            };
+            super::comm::gather_parts(comm, "the class pairs", write, read)
         };
     // Every rank reaches the exchange (an error in its own pairs included), so after it the
     // ranks agree; what can fail later (the model's assembly) fails alike everywhere.
