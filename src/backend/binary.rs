@@ -239,6 +239,7 @@ impl BinaryPanel {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn row_sum_avx2(&self, rb: &[u64]) -> f64 {
+        use super::simd::avx2::{hsum_pd, popcnt_bytes};
         use std::arch::x86_64::*;
         assert_eq!(rb.len(), self.words);
         assert_eq!(self.bits.len(), self.words * self.width);
@@ -246,11 +247,6 @@ impl BinaryPanel {
         // `bits` (words × width) or of `cb` (width); a count is at most the row's ones
         // (≤ MAX_ONES, checked by `new`), inside `hl`.
         unsafe {
-            let nib = _mm256_set1_epi8(0x0f);
-            let lut = _mm256_setr_epi8(
-                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3,
-                2, 3, 3, 4,
-            );
             let mut x = [_mm256_setzero_si256(); MAX_WORDS];
             for (w, xw) in x.iter_mut().enumerate().take(self.words) {
                 *xw = _mm256_set1_epi64x(rb[w] as i64);
@@ -271,13 +267,7 @@ impl BinaryPanel {
                     for (w, xw) in x.iter().enumerate().take(self.words) {
                         let z =
                             _mm256_loadu_si256(self.bits.as_ptr().add(w * self.width + j).cast());
-                        let v = _mm256_and_si256(*xw, z);
-                        let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nib));
-                        let hi = _mm256_shuffle_epi8(
-                            lut,
-                            _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib),
-                        );
-                        c = _mm256_add_epi8(c, _mm256_add_epi8(lo, hi));
+                        c = _mm256_add_epi8(c, popcnt_bytes(_mm256_and_si256(*xw, z)));
                     }
                     let c = _mm256_sad_epu8(c, _mm256_setzero_si256());
                     let e = if narrow {
@@ -301,9 +291,10 @@ impl BinaryPanel {
                 }
                 j0 += L;
             }
-            let v = _mm256_add_pd(_mm256_add_pd(acc[0], acc[2]), _mm256_add_pd(acc[1], acc[3]));
-            let h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd::<1>(v));
-            _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)))
+            hsum_pd(_mm256_add_pd(
+                _mm256_add_pd(acc[0], acc[2]),
+                _mm256_add_pd(acc[1], acc[3]),
+            ))
         }
     }
 }

@@ -21,7 +21,10 @@ use crate::data::{Dataset, Row};
 use crate::kernel::Kernel;
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+use super::simd::avx2::hsum_pd;
 use super::simd::exp_nonpos;
+use super::simd::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
 
 /// Columns per register tile (4 × 8 f64 lanes with AVX-512, 8 × 4 with AVX2).
 pub const TILE: usize = 32;
@@ -274,40 +277,22 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
     // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
     // t + TILE ≤ width (checked above); nj and coef have `width` entries.
     unsafe {
-        const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52, as exp_nonpos
         let lo = _mm512_set1_pd(-708.0);
         let zero = _mm512_setzero_pd();
         let log2e = _mm512_set1_pd(std::f64::consts::LOG2_E);
-        let shift = _mm512_set1_pd(SHIFT);
-        let ln2_hi = _mm512_set1_pd(6.931_471_803_691_238e-1);
-        let ln2_lo = _mm512_set1_pd(1.908_214_929_270_587_7e-10);
-        let shift_bits = _mm512_set1_epi64(SHIFT.to_bits() as i64);
-        let poly = [
-            _mm512_set1_pd(1.0 / 39_916_800.0),
-            _mm512_set1_pd(1.0 / 3_628_800.0),
-            _mm512_set1_pd(1.0 / 362_880.0),
-            _mm512_set1_pd(1.0 / 40_320.0),
-            _mm512_set1_pd(1.0 / 5_040.0),
-            _mm512_set1_pd(1.0 / 720.0),
-            _mm512_set1_pd(1.0 / 120.0),
-            _mm512_set1_pd(1.0 / 24.0),
-            _mm512_set1_pd(1.0 / 6.0),
-            _mm512_set1_pd(0.5),
-            _mm512_set1_pd(1.0),
-            _mm512_set1_pd(1.0),
-        ];
-        let p0 = _mm512_set1_pd(1.0 / 479_001_600.0);
-        let ng = _mm512_set1_pd(-gamma);
-        let m2 = _mm512_set1_pd(-2.0);
-        let offset = _mm512_set1_pd(p.offset);
+        let shift = _mm512_set1_pd(SHIFT64);
+        let ln2_hi = _mm512_set1_pd(LN2_HI64);
+        let ln2_lo = _mm512_set1_pd(LN2_LO64);
+        let shift_bits = _mm512_set1_epi64(SHIFT64.to_bits() as i64);
+        let poly = POLY64.map(|c| _mm512_set1_pd(c));
         let exp = |x: __m512d| -> __m512d {
             let x = _mm512_min_pd(_mm512_max_pd(x, lo), zero);
             let t = _mm512_fmadd_pd(x, log2e, shift);
             let k = _mm512_sub_pd(t, shift);
             let r = _mm512_fnmadd_pd(k, ln2_hi, x);
             let r = _mm512_fnmadd_pd(k, ln2_lo, r);
-            let mut q = p0;
-            for c in poly {
+            let mut q = poly[0];
+            for &c in &poly[1..] {
                 q = _mm512_fmadd_pd(q, r, c);
             }
             let kbits = _mm512_sub_epi64(_mm512_castpd_si512(t), shift_bits);
@@ -316,6 +301,9 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
                 _mm512_slli_epi64::<52>(kbits),
             ))
         };
+        let ng = _mm512_set1_pd(-gamma);
+        let m2 = _mm512_set1_pd(-2.0);
+        let offset = _mm512_set1_pd(p.offset);
         let zt = p.zt.as_ptr();
         for t in (0..p.width).step_by(TILE) {
             let nj = [0, 8, 16, 24].map(|o| _mm512_loadu_pd(p.nj.as_ptr().add(t + o)));
@@ -372,36 +360,21 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
     // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
     // t + TILE ≤ width (checked above); nj and coef have `width` entries.
     unsafe {
-        const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52, as exp_nonpos
-        const POLY: [f64; 12] = [
-            1.0 / 39_916_800.0,
-            1.0 / 3_628_800.0,
-            1.0 / 362_880.0,
-            1.0 / 40_320.0,
-            1.0 / 5_040.0,
-            1.0 / 720.0,
-            1.0 / 120.0,
-            1.0 / 24.0,
-            1.0 / 6.0,
-            0.5,
-            1.0,
-            1.0,
-        ];
         let zero = _mm256_setzero_pd();
         let exp = |x: __m256d| -> __m256d {
             let x = _mm256_min_pd(_mm256_max_pd(x, _mm256_set1_pd(-708.0)), zero);
-            let shift = _mm256_set1_pd(SHIFT);
+            let shift = _mm256_set1_pd(SHIFT64);
             let t = _mm256_fmadd_pd(x, _mm256_set1_pd(std::f64::consts::LOG2_E), shift);
             let k = _mm256_sub_pd(t, shift);
-            let r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.931_471_803_691_238e-1), x);
-            let r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.908_214_929_270_587_7e-10), r);
-            let mut q = _mm256_set1_pd(1.0 / 479_001_600.0);
-            for c in POLY {
+            let r = _mm256_fnmadd_pd(k, _mm256_set1_pd(LN2_HI64), x);
+            let r = _mm256_fnmadd_pd(k, _mm256_set1_pd(LN2_LO64), r);
+            let mut q = _mm256_set1_pd(POLY64[0]);
+            for &c in &POLY64[1..] {
                 q = _mm256_fmadd_pd(q, r, _mm256_set1_pd(c));
             }
             let kbits = _mm256_sub_epi64(
                 _mm256_castpd_si256(t),
-                _mm256_set1_epi64x(SHIFT.to_bits() as i64),
+                _mm256_set1_epi64x(SHIFT64.to_bits() as i64),
             );
             _mm256_castsi256_pd(_mm256_add_epi64(
                 _mm256_castpd_si256(q),
@@ -435,8 +408,7 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
                     let c = _mm256_loadu_pd(cf.add(4 * q));
                     sum = _mm256_add_pd(sum, _mm256_mul_pd(c, _mm256_add_pd(e, offset)));
                 }
-                let h = _mm_add_pd(_mm256_castpd256_pd128(sum), _mm256_extractf128_pd::<1>(sum));
-                *o += _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+                *o += hsum_pd(sum);
             }
         }
     }

@@ -318,6 +318,7 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
+    use super::simd::avx2::hsum_pd;
     use std::arch::x86_64::*;
     sum.iter_mut().for_each(|o| *o = 0.0);
     wsum.iter_mut().for_each(|o| *o = 0.0);
@@ -389,10 +390,6 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
                 }
             }
         }
-        let hsum_pd = |v: __m256d| -> f64 {
-            let h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd::<1>(v));
-            _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)))
-        };
         for r in 0..rows {
             let [a, b, c, d] = sacc[r];
             sum[r] = hsum_pd(_mm256_add_pd(_mm256_add_pd(a, c), _mm256_add_pd(b, d)));

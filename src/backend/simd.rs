@@ -9,6 +9,7 @@
 use crate::kernel::Kernel;
 use std::borrow::Cow;
 
+pub(super) mod avx2;
 mod fused;
 mod hamming;
 mod layout;
@@ -60,34 +61,44 @@ fn fmadd<const F: bool>(a: f64, b: f64, c: f64) -> f64 {
     if F { a.mul_add(b, c) } else { a * b + c }
 }
 
+/// ln 2 split in two for [`exp_nonpos`]'s reduction (k · LN2_HI64 is exact), and the rest.
+pub const LN2_HI64: f64 = 6.931_471_803_691_238e-1;
+/// See [`LN2_HI64`].
+pub const LN2_LO64: f64 = 1.908_214_929_270_587_7e-10;
+/// 1.5 · 2^52: adding it rounds an f64 to an integer held in the low mantissa bits.
+pub const SHIFT64: f64 = 6_755_399_441_055_744.0;
+/// [`exp_nonpos`]'s Taylor coefficients of e^r, highest degree (12) first.
+pub const POLY64: [f64; 13] = [
+    1.0 / 479_001_600.0,
+    1.0 / 39_916_800.0,
+    1.0 / 3_628_800.0,
+    1.0 / 362_880.0,
+    1.0 / 40_320.0,
+    1.0 / 5_040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+    1.0,
+    1.0,
+];
+
 /// e^x for x ≤ 0 (clamped below at −708), branch-free so it vectorizes; relative error
 /// below 3e-16 on the range used (degree-12 Taylor after reduction to |r| ≤ ln2/2).
 #[inline(always)]
 pub fn exp_nonpos<const F: bool>(x: f64) -> f64 {
-    const LOG2E: f64 = std::f64::consts::LOG2_E;
-    const LN2_HI: f64 = 6.931_471_803_691_238e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5 · 2^52
     let x = x.clamp(-708.0, 0.0);
-    let t = fmadd::<F>(x, LOG2E, SHIFT);
-    let k = t - SHIFT;
-    let r = fmadd::<F>(-k, LN2_HI, x);
-    let r = fmadd::<F>(-k, LN2_LO, r);
-    let mut p = 1.0 / 479_001_600.0;
-    p = fmadd::<F>(p, r, 1.0 / 39_916_800.0);
-    p = fmadd::<F>(p, r, 1.0 / 3_628_800.0);
-    p = fmadd::<F>(p, r, 1.0 / 362_880.0);
-    p = fmadd::<F>(p, r, 1.0 / 40_320.0);
-    p = fmadd::<F>(p, r, 1.0 / 5_040.0);
-    p = fmadd::<F>(p, r, 1.0 / 720.0);
-    p = fmadd::<F>(p, r, 1.0 / 120.0);
-    p = fmadd::<F>(p, r, 1.0 / 24.0);
-    p = fmadd::<F>(p, r, 1.0 / 6.0);
-    p = fmadd::<F>(p, r, 0.5);
-    p = fmadd::<F>(p, r, 1.0);
-    p = fmadd::<F>(p, r, 1.0);
+    let t = fmadd::<F>(x, std::f64::consts::LOG2_E, SHIFT64);
+    let k = t - SHIFT64;
+    let r = fmadd::<F>(-k, LN2_HI64, x);
+    let r = fmadd::<F>(-k, LN2_LO64, r);
+    let mut p = POLY64[0];
+    for &c in &POLY64[1..] {
+        p = fmadd::<F>(p, r, c);
+    }
     // k is an integer stored in the low mantissa bits of t: add it to p's exponent.
-    let kbits = t.to_bits().wrapping_sub(SHIFT.to_bits());
+    let kbits = t.to_bits().wrapping_sub(SHIFT64.to_bits());
     f64::from_bits(p.to_bits().wrapping_add(kbits << 52))
 }
 

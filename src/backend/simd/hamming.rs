@@ -217,6 +217,7 @@ unsafe fn hamming_blocks_avx2<const W: usize>(
     from: usize,
     to: usize,
 ) {
+    use super::avx2::popcnt_bytes;
     use std::arch::x86_64::*;
     assert!(
         values.len() > 64 * W
@@ -226,11 +227,6 @@ unsafe fn hamming_blocks_avx2<const W: usize>(
             && out.len() >= to * LANES
     );
     let qv: [__m256i; W] = std::array::from_fn(|w| _mm256_set1_epi64x(q[w] as i64));
-    let nib = _mm256_set1_epi8(0x0f);
-    let lut = _mm256_setr_epi8(
-        0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3,
-        3, 4,
-    );
     // SAFETY: values has at least 32 entries.
     let t: [__m256; 4] =
         std::array::from_fn(|k| unsafe { _mm256_loadu_ps(values.as_ptr().add(8 * k)) });
@@ -245,10 +241,7 @@ unsafe fn hamming_blocks_avx2<const W: usize>(
         for (w, qw) in qv.iter().enumerate() {
             // SAFETY: the block has W·LANES words (asserted above).
             let x = unsafe { _mm256_loadu_si256(p.add(w * LANES + 4 * half).cast()) };
-            let v = _mm256_xor_si256(x, *qw);
-            let lo = _mm256_shuffle_epi8(lut, _mm256_and_si256(v, nib));
-            let hi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib));
-            c = _mm256_add_epi8(c, _mm256_add_epi8(lo, hi));
+            c = _mm256_add_epi8(c, popcnt_bytes(_mm256_xor_si256(x, *qw)));
         }
         _mm256_sad_epu8(c, _mm256_setzero_si256())
     };
