@@ -70,7 +70,7 @@ fn term(i: u32, si: u32, k: u32) -> GT {
     var t = c * (kval(si, w.y) + GT(1.0));
     if (w.x == i) {
         // y_i · c_i / C = w_i / C since y_i² = 1.
-        t += c * wide(select(jb.inv_c_neg, jb.inv_c, ylab[i] > 0.0));
+        t += c * row_inv_c(select(jb.inv_c_neg, jb.inv_c, ylab[i] > 0.0), ylab[i]);
     }
     return t;
 }
@@ -102,7 +102,7 @@ fn per_row(
         workgroupBarrier();
     }
     if (t == 0u && r < jb.nrows) {
-        out[jb.out_off + r] = GT(ylab[i]) * red[0];
+        out[jb.out_off + r] = GT(label_of(ylab[i])) * red[0];
     }
 }
 
@@ -117,5 +117,5 @@ fn per_thread(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var k = 0u; k < jb.nw; k++) {
         acc += term(ri.x, ri.y, k);
     }
-    out[jb.out_off + r] = GT(ylab[ri.x]) * acc;
+    out[jb.out_off + r] = GT(label_of(ylab[ri.x])) * acc;
 }

@@ -37,7 +37,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var li = gid.x; li < chunk.n; li += stride) {
         let i = chunk.r0 + li;
         let bias = select(GT(1.0), GT(0.0), (p.flags & F_NO_BIAS) != 0u);
-        var v = GT(ylab[i] * p.yj) * (kernel_value(row_value(stored_row(li), i)) + bias);
+        var v = GT(label_of(ylab[i]) * p.yj) * (kernel_value(row_value(stored_row(li), i)) + bias);
         if (i == p.j) {
             v += inv_c_of(ylab[i]);
         }

@@ -63,7 +63,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let r = row_values(stored_row(li), i);
         for (var c = 0u; c < BK; c++) {
             if (c < p.n) {
-                var v = GT(ylab[i] * meta_y(c)) * (kernel_value(r[c]) + bias);
+                var v = GT(label_of(ylab[i]) * meta_y(c)) * (kernel_value(r[c]) + bias);
                 if (i == meta_j(c)) {
                     v += inv_c_of(ylab[i]);
                 }

@@ -59,6 +59,18 @@ fn better_min(v: GT, i: u32, bv: GT, bi: u32) -> bool {
     return v < bv || (v == bv && i < bi);
 }
 
+// The label buffer holds each row's signed cost y_i·s_i: its sign is the label, its magnitude
+// the row's weight s_i (1 without per-row weights, so unweighted arithmetic is unchanged), which
+// divides its class's diagonal term 1/C (merged duplicates carry their count, sample weights
+// their value rounded to f32).
+fn label_of(yw: f32) -> f32 {
+    return sign(yw);
+}
+
+fn row_inv_c(class_inv_c: vec2<f32>, yw: f32) -> GT {
+    return wide(class_inv_c) / GT(abs(yw));
+}
+
 // Higher value wins; ties go to the lower index.
 fn better_max(v: GT, i: u32, bv: GT, bi: u32) -> bool {
     return v > bv || (v == bv && i < bi);

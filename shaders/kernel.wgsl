@@ -19,7 +19,8 @@ fn kernel_value(r: GT) -> GT {
     return r;
 }
 
-// 1/C_i of a row with label y (the diagonal of Q; two values under class weights).
-fn inv_c_of(y: f32) -> GT {
-    return wide(select(p.inv_c_neg, p.inv_c, y > 0.0));
+// 1/C_i of a row with signed cost yw (the diagonal of Q; two values under class weights,
+// divided by the row's weight).
+fn inv_c_of(yw: f32) -> GT {
+    return row_inv_c(select(p.inv_c_neg, p.inv_c, yw > 0.0), yw);
 }

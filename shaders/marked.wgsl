@@ -19,7 +19,7 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
         if (mk == 0u) {
             continue;
         }
-        let h = g[i] + shift * GT(ylab[i]);
+        let h = g[i] + shift * GT(label_of(ylab[i]));
         // i grows along the loop: a strict comparison keeps the lowest index on ties.
         if ((mk & 1u) != 0u && h < bl) {
             bl = h;

@@ -33,6 +33,7 @@ pub mod bench;
 pub mod cli;
 pub mod data;
 pub mod dist;
+pub mod duplicates;
 pub mod error;
 pub mod experiment;
 pub mod interrupt;

@@ -220,6 +220,11 @@ impl<'a> Problem<'a> {
         self.rows.is_some()
     }
 
+    /// Row i's own weight s_i (1 without per-row weights).
+    pub fn row_weight(&self, i: usize) -> f64 {
+        self.rows.as_ref().map_or(1.0, |r| r.s[i])
+    }
+
     /// C_i / C: row i's class weight times its row weight.
     pub fn cost_factor(&self, i: usize) -> f64 {
         let class = if self.y[i] > 0.0 {
@@ -368,6 +373,12 @@ pub fn row_hash(r: crate::data::Row<'_>) -> u64 {
         }
     }
     h
+}
+
+/// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index,
+/// rows equal value for value.
+pub fn distinct_rows_of(ds: &Dataset) -> DistinctRows {
+    find_distinct_rows(ds, None).expect("no limit")
 }
 
 /// The distinct rows of `ds` (first occurrences, in order) and each row's distinct index;

@@ -4,6 +4,7 @@
 use crate::backend::Device;
 use crate::backend::cpu::CpuConfig;
 use crate::data::Dataset;
+use crate::duplicates::merge_duplicates;
 use crate::error::{Error, ParamError, Result};
 use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
@@ -64,8 +65,8 @@ pub struct TrainParams {
     /// one-versus-one pair its two classes' own (LIBSVM's `-wi`); unlisted classes 1.
     pub class_weights: Vec<(f64, f64)>,
     /// Per-row weights (scikit-learn's `sample_weight`), one per row of the data `train`
-    /// gets: row i's cost is C·s_i (times its class weight). Positive; CPU backend only (a
-    /// GPU device with `fallback` trains on the CPU instead, one without refuses).
+    /// gets: row i's cost is C·s_i (times its class weight). Positive; every backend (the GPU
+    /// divides a row's diagonal term 1/C by its weight rounded to f32).
     pub sample_weights: Option<std::sync::Arc<[f64]>>,
     /// Novelty detection (LIBSVM's `-s 2`) instead of classification: the labels are ignored
     /// and the model is the smallest ball around the data in feature space
@@ -90,6 +91,12 @@ pub struct TrainParams {
     /// single-process run to the bit (the sums are added in another order: the same optimum
     /// within the certified gaps). No effect in one process.
     pub partial_sums: bool,
+    /// Repeated points — equal features and label — trained as one point each whose cost is
+    /// the sum of theirs ([`crate::duplicates`]): the same optimum and decision function over
+    /// fewer points, one support vector per group. None: the algorithm's default, merged for
+    /// the working-set solver ([`Algorithm::Ws`]) and kept for the papers' per-iteration
+    /// variants, whose iteration counts are compared with the published ones.
+    pub merge_duplicates: Option<bool>,
 }
 
 impl Default for TrainParams {
@@ -109,6 +116,7 @@ impl Default for TrainParams {
             sample: 0,
             shrink: Some(Default::default()),
             partial_sums: false,
+            merge_duplicates: None,
         }
     }
 }
@@ -148,34 +156,17 @@ impl TrainParams {
         }
     }
 
-    /// Checks the sample weights against `ds`; with weights, a GPU device that may fall back
-    /// gives these settings on the CPU (Some), one that may not is refused.
-    fn for_sample_weights(&self, ds: &Dataset) -> Result<Option<TrainParams>> {
-        let Some(w) = &self.sample_weights else {
-            return Ok(None);
-        };
-        if w.len() != ds.len() {
-            return Err(ParamError::Length {
+    /// Checks that the sample weights, if any, give one weight per row of `ds`.
+    fn check_sample_weights(&self, ds: &Dataset) -> Result<()> {
+        match &self.sample_weights {
+            Some(w) if w.len() != ds.len() => Err(ParamError::Length {
                 what: "sample weights",
                 got: w.len(),
                 rows: ds.len(),
             }
-            .into());
+            .into()),
+            _ => Ok(()),
         }
-        if !self.device.is_gpu() {
-            return Ok(None);
-        }
-        if self.device.falls_back() {
-            return Ok(Some(TrainParams {
-                device: Device::Cpu,
-                ..self.clone()
-            }));
-        }
-        Err(Error::param(
-            "sample weights train on the CPU backend (the GPU's kernel columns take per-class \
-             costs only): use the cpu or auto backend"
-                .into(),
-        ))
     }
 
     /// The class weight of `label`: 1 unless [`class_weights`](Self::class_weights) lists it
@@ -261,6 +252,18 @@ impl TrainParams {
         if self.one_class && limited {
             return Err(unsupported("one-class training").into());
         }
+        if self.merge_duplicates == Some(true) && (limited || self.one_class) {
+            return Err(ParamError::Unsupported {
+                option: "merged duplicates",
+                supported: "the L2-SVM's classifiers (ws, fw, mfw, swap, swap2, partan, cvm)",
+                algorithm: if self.one_class {
+                    "one-class training"
+                } else {
+                    alg.name()
+                },
+            }
+            .into());
+        }
         if self.solver.stop == crate::solver::StopRule::Meb && !alg.is_l2svm() {
             return Err(ParamError::Unsupported {
                 option: "stop = meb",
@@ -273,6 +276,14 @@ impl TrainParams {
     }
 }
 
+impl Checked<'_> {
+    /// Whether the classifier's repeated points are merged ([`TrainParams::merge_duplicates`]).
+    pub fn merges_duplicates(&self) -> bool {
+        self.merge_duplicates
+            .unwrap_or(self.solver.algorithm == Algorithm::Ws && !self.one_class)
+    }
+}
+
 /// One binary sub-problem's outcome.
 #[derive(Debug, Clone)]
 pub struct PairReport {
@@ -280,7 +291,10 @@ pub struct PairReport {
     pub classes: (f64, f64),
     /// Training points in the sub-problem.
     pub m: usize,
-    /// Solver outcome (α indexed within the sub-problem).
+    /// The points the solver saw when repeated ones were merged
+    /// ([`TrainParams::merge_duplicates`]); None when they were not.
+    pub merged: Option<usize>,
+    /// Solver outcome (α indexed within the sub-problem, over the merged points if merged).
     pub result: SolveResult,
 }
 
@@ -321,9 +335,7 @@ pub fn train(
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let params = params.check()?;
-    if let Some(on_cpu) = params.for_sample_weights(ds)? {
-        return train(ds, &on_cpu, observers);
-    }
+    params.check_sample_weights(ds)?;
     if params.one_class {
         return one_class(ds, params, observers);
     }
@@ -387,21 +399,11 @@ pub fn train_dealt(
     share: &mut dyn FnMut(Result<Vec<PairOutcome>>) -> Result<Vec<PairOutcome>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let checked = params.check()?;
-    // What `train` treats apart (including sample weights on a GPU device) goes there.
-    let weights_on_gpu = checked.sample_weights.is_some() && checked.device.is_gpu();
-    if checked.one_class || weights_on_gpu || class_order(ds).len() < 3 {
+    // What `train` treats apart goes there.
+    if checked.one_class || class_order(ds).len() < 3 {
         return train(ds, params, observers);
     }
-    if let Some(w) = &checked.sample_weights
-        && w.len() != ds.len()
-    {
-        return Err(ParamError::Length {
-            what: "sample weights",
-            got: w.len(),
-            rows: ds.len(),
-        }
-        .into());
-    }
+    checked.check_sample_weights(ds)?;
     let labels = class_order(ds);
     let kernel = checked.resolve_kernel(ds)?;
     let class_of = class_indices(ds, &labels);
@@ -565,7 +567,7 @@ fn train_pair(
 ) -> Result<(PairReport, f64)> {
     let (a, b, class_of) = (pair.a, pair.b, pair.class_of);
     let k = pair.labels.len();
-    let (rows, sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
+    let (mut rows, mut sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
         ((0..ds.len()).collect(), None)
     } else {
         let rows: Vec<usize> = (0..ds.len())
@@ -574,32 +576,45 @@ fn train_pair(
         let sub = ds.subset(&rows);
         (rows, Some(sub))
     };
+    let label = |i: usize| if class_of[i] == a { 1.0 } else { -1.0 };
+    let mut weights: Option<Vec<f64>> = params
+        .sample_weights
+        .as_ref()
+        .map(|w| rows.iter().map(|&i| w[i]).collect());
+    let m = rows.len();
+    let mut merged = None;
+    if params.merges_duplicates() {
+        let y: Vec<f64> = rows.iter().map(|&i| label(i)).collect();
+        if let Some(g) = merge_duplicates(sub.as_ref().unwrap_or(ds), &y, weights.as_deref()) {
+            rows = g.rows.iter().map(|&r| rows[r]).collect();
+            sub = Some(ds.subset(&rows));
+            weights = Some(g.weights);
+            merged = Some(rows.len());
+        }
+    }
     let data = sub.as_ref().unwrap_or(ds);
-    let y: Vec<f64> = rows
-        .iter()
-        .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
-        .collect();
+    let y: Vec<f64> = rows.iter().map(|&i| label(i)).collect();
     let classes = (pair.labels[a], pair.labels[b]);
     let alg = params.solver.algorithm;
     let mut prob = alg.problem(data, y, kernel, params.c)?.with_class_weights(
         params.class_weight_of(classes.0),
         params.class_weight_of(classes.1),
     )?;
-    if let Some(w) = &params.sample_weights {
-        prob = prob.with_row_weights(rows.iter().map(|&i| w[i]).collect())?;
+    if let Some(w) = weights {
+        prob = prob.with_row_weights(w)?;
     }
     let info = PairInfo {
         index: pair.index,
         count: k * (k - 1) / 2,
         classes,
-        m: rows.len(),
+        m,
     };
     let mut obs = observers(&info);
     let mut obs_refs: Vec<&mut dyn Observer> = obs
         .iter_mut()
         .map(|o| o.as_mut() as &mut dyn Observer)
         .collect();
-    let pair_device = if k == 2 {
+    let pair_device = if sub.is_none() {
         params.device.clone()
     } else {
         params.device.restrict(&rows)
@@ -616,7 +631,8 @@ fn train_pair(
     let rho = result.rho.unwrap_or(r);
     let report = PairReport {
         classes,
-        m: rows.len(),
+        m,
+        merged,
         result,
     };
     Ok((report, rho))
@@ -643,9 +659,7 @@ pub fn train_one_class(
         ..params.clone()
     };
     let params = params.check()?;
-    if let Some(on_cpu) = params.for_sample_weights(ds)? {
-        return train_one_class(ds, &on_cpu, observers);
-    }
+    params.check_sample_weights(ds)?;
     one_class(ds, params, observers)
 }
 
@@ -692,6 +706,7 @@ fn one_class(
     let report = PairReport {
         classes: (1.0, -1.0),
         m,
+        merged: None,
         result,
     };
     Ok((model, vec![report]))

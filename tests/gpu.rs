@@ -1128,11 +1128,10 @@ fn batched_columns_equal_single_columns_on_the_gpu() {
 
 /// The library's device API (what the CLI's --backend/--device and the Python package's
 /// `backend`/`device` use): `--backend gpu` opens an adapter and trains the CPU's labels; a
-/// named adapter that does not exist is an error naming it; sample weights, which the GPU's
-/// columns do not take, move an `auto` device to the CPU and are refused on a `gpu` one.
+/// named adapter that does not exist is an error naming it; sample weights train there.
 #[test]
 #[ignore = "needs a GPU adapter: bash .ci/run installs lavapipe and runs it"]
-fn device_requests_open_the_gpu_and_sample_weights_stay_on_the_cpu() {
+fn device_requests_open_the_gpu_and_sample_weights_train_there() {
     use fwsvm::backend::{BackendChoice, DeviceRequest};
     use fwsvm::train::{Gamma, TrainParams, train};
     if context().is_none() {
@@ -1177,36 +1176,15 @@ fn device_requests_open_the_gpu_and_sample_weights_stay_on_the_cpu() {
     let e = missing.open(&mut |_| {}).unwrap_err().to_string();
     assert!(e.contains("no-such-adapter-xyz"), "{e}");
 
-    let w: std::sync::Arc<[f64]> = (0..300).map(|i| 1.0 + (i % 2) as f64).collect();
+    // Sample weights train on the GPU (each row's signed cost y_i·s_i in the label buffer):
+    // the weighted problem's optimum, as the CPU finds it, within both runs' duality gaps.
+    let w: std::sync::Arc<[f64]> = (0..300).map(|i| 1.0 + 3.0 * (i % 2) as f64).collect();
     let weighted = TrainParams {
         sample_weights: Some(w.clone()),
         ..on_gpu.clone()
     };
-    let e = train(&ds, &weighted, &mut |_| Vec::new())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("sample weights") && e.contains("CPU"), "{e}");
-    let auto = match dev {
-        Device::Gpu {
-            ctx, cfg, shared, ..
-        } => Device::Gpu {
-            ctx,
-            cfg,
-            fallback: true,
-            shared,
-        },
-        Device::Cpu => unreachable!(),
-    };
-    let (am, _) = train(
-        &ds,
-        &TrainParams {
-            device: auto,
-            ..weighted.clone()
-        },
-        &mut |_| Vec::new(),
-    )
-    .unwrap();
-    let (wm, _) = train(
+    let (wg, rg) = train(&ds, &weighted, &mut |_| Vec::new()).unwrap();
+    let (wc, rc) = train(
         &ds,
         &TrainParams {
             sample_weights: Some(w),
@@ -1215,10 +1193,35 @@ fn device_requests_open_the_gpu_and_sample_weights_stay_on_the_cpu() {
         &mut |_| Vec::new(),
     )
     .unwrap();
-    assert_eq!(
-        am.sv_coef, wm.sv_coef,
-        "auto with weights trains the CPU's model"
+    // The certified (exact f64) objective and gap where the run has them.
+    let fg = |r: &fwsvm::solver::SolveResult| {
+        (
+            r.certified_f.unwrap_or(r.f),
+            r.certified_gap.unwrap_or(r.gap),
+        )
+    };
+    let ((fgpu, ggpu), (fcpu, gcpu)) = (fg(&rg[0].result), fg(&rc[0].result));
+    assert!(
+        (fgpu - fcpu).abs() <= ggpu + gcpu,
+        "weighted objective: GPU {fgpu} (gap {ggpu}), CPU {fcpu} (gap {gcpu})"
     );
+    assert!(
+        (fgpu - rc_unweighted(&ds, &on_gpu)).abs() > ggpu,
+        "the weights change the problem"
+    );
+    let same = wg
+        .predict(&ds)
+        .iter()
+        .zip(wc.predict(&ds))
+        .filter(|(a, b)| **a == *b)
+        .count();
+    assert!(same >= 297, "weighted labels agree on {same} of 300 rows");
+}
+
+/// The objective of `params`' run on `ds` without weights.
+fn rc_unweighted(ds: &fwsvm::data::Dataset, params: &fwsvm::train::TrainParams) -> f64 {
+    let (_, r) = fwsvm::train::train(ds, params, &mut |_| Vec::new()).unwrap();
+    r[0].result.f
 }
 
 /// A GPU per rank: each rank's GPU backend computes the columns of other ranks' vertices as

@@ -175,10 +175,11 @@ def test_the_gpu_backend_trains_the_cpu_labels():
     assert np.mean(gpu.predict(X) == cpu.predict(X)) >= 0.99
     with pytest.raises(ValueError, match="no-such-adapter"):
         fwsvm.SVC(backend="gpu", device="no-such-adapter").fit(X, y)
-    # Sample weights train on the CPU: refused on 'gpu', moved to the CPU under 'auto'.
+    # Sample weights train on the GPU too: the CPU's weighted labels.
     w = np.where(y > 0, 2.0, 1.0)
-    with pytest.raises(ValueError, match="sample weights"):
-        fwsvm.SVC(backend="gpu").fit(X, y, sample_weight=w)
+    gw = fwsvm.SVC(C=1.0, gamma=0.05, backend="gpu").fit(X, y, sample_weight=w)
+    cw = fwsvm.SVC(C=1.0, gamma=0.05, backend="cpu").fit(X, y, sample_weight=w)
+    assert np.mean(gw.predict(X) == cw.predict(X)) >= 0.99
 
 
 def test_support_dual_coef_and_intercept_give_the_decision_function():

@@ -201,14 +201,6 @@ fn rank_weights(params: &TrainParams, slice: RowSlice) -> Result<Option<Vec<f64>
             }
             .into());
         }
-        Some(w) if params.device.is_gpu() => {
-            let _ = w;
-            return Err(Error::param(
-                "sample weights train on the CPU backend (the GPU's kernel columns take \
-                 per-class costs only): use the cpu or auto backend"
-                    .into(),
-            ));
-        }
         Some(w) => Some(w[slice.range()].to_vec()),
     })
 }
@@ -691,6 +683,7 @@ fn read_outcome(buf: &[u8], at: &mut usize) -> Option<crate::train::PairOutcome>
         report: crate::train::PairReport {
             classes,
             m,
+            merged: None,
             result: SolveResult {
                 warm: None,
                 alpha,

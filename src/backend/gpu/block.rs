@@ -214,11 +214,6 @@ impl<'a> GpuBlocks<'a> {
     /// Blocks of `prob` on `ctx` (`cfg.precision` is the accumulation's; `cfg.max_chunk_bytes`
     /// caps the slot buffer, for tests).
     pub fn new(prob: &'a Problem<'a>, ctx: &'a GpuContext, cfg: GpuConfig) -> Result<Self> {
-        if prob.has_row_weights() {
-            return Err(crate::Error::Backend(
-                "per-row weights (sample_weight) run on the CPU backend only".into(),
-            ));
-        }
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
         let dev = &ctx.device;

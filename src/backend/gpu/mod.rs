@@ -315,11 +315,6 @@ impl<'a> GpuBackend<'a> {
         cfg: GpuConfig,
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
     ) -> Result<Made> {
-        if prob.has_row_weights() {
-            return Err(crate::Error::Backend(
-                "per-row weights (sample_weight) run on the CPU backend only".into(),
-            ));
-        }
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
         let dev = &ctx.device;

@@ -189,7 +189,10 @@ impl Buffers {
             let n32: Vec<f32> = prob.norms.iter().map(|&v| v as f32).collect();
             init("norms", bytemuck::cast_slice(&n32), storage)
         };
-        let y32: Vec<f32> = prob.y.iter().map(|&v| v as f32).collect();
+        // Signed costs (common.wgsl's `label_of`, `row_inv_c`): y_i times the row's weight.
+        let y32: Vec<f32> = (0..prob.len())
+            .map(|i| (prob.y[i] * prob.row_weight(i)) as f32)
+            .collect();
         let (m, gt) = (z.m as u64, z.gt);
         let rw = storage | wgpu::BufferUsages::COPY_SRC;
         let (nwg_rows, nwg_list_max) = (z.nwg_rows as u64, z.nwg_list_max as u64);

@@ -108,6 +108,12 @@ pub struct TrainOpts {
     /// Skip the exact recomputation of the duality gap at the end.
     #[arg(help_heading = STOPPING, long)]
     pub(in crate::cli) no_certify: bool,
+    /// Repeated points (equal features and label): merge each group into one point whose C
+    /// is the sum of theirs — the same optimum and decision function over fewer points, one
+    /// support vector per group (see docs/METHODS.md) — or keep them apart. [default: merge
+    /// for ws, keep for the papers' per-iteration variants]
+    #[arg(help_heading = STOPPING, long, value_enum)]
+    pub(in crate::cli) duplicates: Option<Duplicates>,
     /// Under mpirun, with a training split over the ranks by rows: each rank sums its own
     /// part of αᵀg and the away vertex comes from one max-location reduction (three numbers
     /// per iteration instead of the active set's gradient entries); the same optimum within
@@ -293,6 +299,7 @@ impl TrainOpts {
             device,
             sample: self.sample,
             partial_sums: self.partial_sums,
+            merge_duplicates: self.duplicates.map(|d| d == Duplicates::Merge),
             shrink: (!self.no_shrink && self.shrinking != Some(false)).then(|| {
                 crate::solver::shrink::ShrinkParams {
                     min_points: if self.shrink || self.shrinking == Some(true) {
@@ -471,4 +478,13 @@ fn refuse_nu(_: &str) -> std::result::Result<f64, String> {
 /// svm-train's `-p`: the ε of epsilon-SVR.
 fn refuse_svr_epsilon(_: &str) -> std::result::Result<f64, String> {
     Err("-p is epsilon-SVR's ε: fwsvm trains classifiers (-s 0) and one-class models (-s 2)".into())
+}
+
+/// `--duplicates`: what training does with repeated points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Duplicates {
+    /// One weighted point per group.
+    Merge,
+    /// Every row its own point.
+    Keep,
 }

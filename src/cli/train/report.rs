@@ -184,6 +184,15 @@ pub(super) fn summarize(
         cache.0,
         cache.1
     );
+    let (rows, points) = reports.iter().fold((0, 0), |(m, p), r| {
+        (m + r.m, p + r.merged.unwrap_or(r.m))
+    });
+    if reports.iter().any(|r| r.merged.is_some()) {
+        eprintln!(
+            "fwsvm: repeated points merged: {rows} rows trained as {points} weighted points \
+             (--duplicates keep trains them apart)"
+        );
+    }
     for r in reports {
         if let Some(w) = &r.result.warm {
             eprintln!(
