@@ -203,6 +203,14 @@ fn distinct_key(dd: &Distinct, m: usize, j: usize) -> usize {
 impl<'a, T: Elem> CpuBackend<'a, T> {
     /// Lays the data out and allocates g.
     pub fn new(prob: &'a Problem<'a>, cfg: CpuConfig) -> Self {
+        let start = std::time::Instant::now();
+        let mut be = Self::laid_out(prob, cfg);
+        be.stats.call_ns[super::stats::call::SETUP] = start.elapsed().as_nanos() as u64;
+        be
+    }
+
+    /// [`new`](Self::new) without its clock.
+    fn laid_out(prob: &'a Problem<'a>, cfg: CpuConfig) -> Self {
         let m = prob.len();
         let d = prob.data.n_features();
         let (layout, distinct, col_len) = match prob.distinct_rows() {

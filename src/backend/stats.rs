@@ -46,14 +46,18 @@ pub mod call {
     pub const UPDATE_MANY: usize = 4;
     /// [`Backend::update`](crate::backend::Backend::update).
     pub const UPDATE: usize = 5;
+    /// The backend's construction: its buffers, the data's upload or layout, bind groups
+    /// (one per working-set round of a shrinking run, and the warm start's).
+    pub const SETUP: usize = 6;
     /// The calls' names, by index.
-    pub const NAMES: [&str; 6] = [
+    pub const NAMES: [&str; 7] = [
         "reduce",
         "lowest",
         "gather",
         "block",
         "update_many",
         "update",
+        "setup",
     ];
 }
 

@@ -20,6 +20,7 @@ pub mod simple_svm;
 pub mod sparse;
 pub mod stepper;
 pub mod steps;
+pub mod block_steps;
 pub mod swap;
 pub mod swap2;
 pub mod warm;

@@ -14,7 +14,8 @@
 //!    with SWAP-2o steps on the block: s' = argmin_{W} g, v' = the point of W ∩ A with the
 //!    largest exact pairwise decrease, λ = clip((g_v' − g_s')/(Q_s's' + Q_v'v' − 2Q_s'v'), 0,
 //!    α_v'), g_W += λ(Q[W,s'] − Q[W,v']), until the pairwise gap on W, max_{W∩A} g −
-//!    min_W g, is a tenth of what it was (or a tenth of the outer stop rule's gap);
+//!    min_W g, is a tenth of what it was (or a tenth of the outer stop rule's gap) — in
+//!    whole-block passes that vectorize ([`block_steps`]);
 //! 4. updates every g_i once: g += Σ_{j∈W} Δα_j Q[:, j] ([`Backend::update_many`]).
 //!
 //! Each inner step is a pairwise Frank–Wolfe step of the full problem (d = e_s' − e_v', both
@@ -33,7 +34,7 @@
 //! points) trains faster at 1024 than at 64. On a GPU each outer iteration also waits for two
 //! round trips, and its columns cost little: there 256 trains a9a and KDD99 fastest.
 
-use super::{State, Step, StepKind, Variant, steps};
+use super::{State, Step, StepKind, Variant, block_steps};
 use crate::backend::{Backend, Reduction};
 use crate::error::Result;
 
@@ -67,6 +68,8 @@ pub struct WorkingSet {
     high: Vec<(f64, usize)>,
     high_bound: (usize, f64),
     cols: Vec<(usize, f64)>,
+    /// The inner solve's buffers.
+    inner: block_steps::Workspace,
     /// Inner steps taken so far (diagnostics).
     pub inner_steps: u64,
     /// Sum of |W| over outer iterations (diagnostics).
@@ -91,6 +94,7 @@ impl WorkingSet {
             high: Vec::new(),
             high_bound: (0, f64::NEG_INFINITY),
             cols: Vec::new(),
+            inner: block_steps::Workspace::default(),
             inner_steps: 0,
             sizes: 0,
         }
@@ -169,71 +173,6 @@ impl WorkingSet {
         self.w = w;
         Ok(())
     }
-
-    /// SWAP-2o steps on the block until the pairwise gap on W is at most `tol` or `max`
-    /// steps; returns the steps taken.
-    fn inner(&mut self, tol: f64, max: usize) -> usize {
-        let n = self.w.len();
-        let (q, g, a, w) = (&self.qww, &mut self.gw, &mut self.aw, &self.w);
-        // s = argmin_W g (ties to the lower point) and the largest g over W ∩ A; after the
-        // first, each is found in the pass that updates g.
-        let (mut s, mut gmax) = (0, f64::NEG_INFINITY);
-        for k in 0..n {
-            if g[k] < g[s] || (g[k] == g[s] && w[k] < w[s]) {
-                s = k;
-            }
-            if a[k] > 0.0 && g[k] > gmax {
-                gmax = g[k];
-            }
-        }
-        let mut taken = 0;
-        while taken < max {
-            if gmax - g[s] <= tol {
-                break;
-            }
-            let qs = &q[s * n..(s + 1) * n];
-            let q_ss = qs[s];
-            let (mut v, mut best, mut lam) = (usize::MAX, 0.0, 0.0);
-            for k in 0..n {
-                if a[k] <= 0.0 || k == s || g[k] <= g[s] {
-                    continue;
-                }
-                let (l, dec) = steps::pairwise(g[s], g[k], q_ss, q[k * n + k], qs[k], a[k]);
-                if dec > best || (dec == best && v != usize::MAX && w[k] < w[v]) {
-                    best = dec;
-                    v = k;
-                    lam = l;
-                }
-            }
-            if v == usize::MAX || lam <= 0.0 {
-                break;
-            }
-            let (av, as_) = (a[v], a[s]);
-            // A step too small to change α in f64: the block is solved as far as the
-            // arithmetic allows.
-            if as_ + lam == as_ && lam < av && av - lam == av {
-                break;
-            }
-            a[s] = as_ + lam;
-            a[v] = if lam >= av { 0.0 } else { av - lam };
-            let qv = &q[v * n..(v + 1) * n];
-            let mut s_next = 0;
-            gmax = f64::NEG_INFINITY;
-            for k in 0..n {
-                let gk = g[k] + lam * (qs[k] - qv[k]);
-                g[k] = gk;
-                if gk < g[s_next] || (gk == g[s_next] && w[k] < w[s_next]) {
-                    s_next = k;
-                }
-                if a[k] > 0.0 && gk > gmax {
-                    gmax = gk;
-                }
-            }
-            s = s_next;
-            taken += 1;
-        }
-        taken
-    }
 }
 
 /// Inner steps per outer iteration at most: this many per point of W, plus a floor.
@@ -260,7 +199,13 @@ impl Variant for WorkingSet {
         }
         let target = self.eps.min(self.rel_eps * red.alpha_g.abs());
         let tol = (0.1 * (hi - lo)).max(0.1 * target);
-        let taken = self.inner(tol, INNER_PER_POINT * n + INNER_FLOOR);
+        let block = block_steps::Block {
+            q: &self.qww,
+            g: &mut self.gw,
+            a: &mut self.aw,
+            w: &self.w,
+        };
+        let taken = block_steps::solve(block, tol, INNER_PER_POINT * n + INNER_FLOOR, &mut self.inner);
         self.inner_steps += taken as u64;
         self.sizes += n as u64;
         self.cols.clear();

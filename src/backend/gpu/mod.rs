@@ -303,8 +303,11 @@ impl<'a> GpuBackend<'a> {
         cfg: GpuConfig,
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
     ) -> Result<Self> {
+        let start = std::time::Instant::now();
         let made = Self::allocate(prob, ctx, cfg, shared)?;
-        Ok(Self::assemble(prob, ctx, cfg, made))
+        let mut be = Self::assemble(prob, ctx, cfg, made);
+        be.stats.call_ns[crate::backend::stats::call::SETUP] = start.elapsed().as_nanos() as u64;
+        Ok(be)
     }
 
     /// The device side of [`with_data`](Self::with_data): the pipelines, buffers, data chunks
