@@ -195,7 +195,11 @@ fn max_over_support(g: &[f64], a: &[f64]) -> f64 {
     let (ac, ar) = a[..g.len()].as_chunks::<LANES>();
     for (gv, av) in gc.iter().zip(ac) {
         for l in 0..LANES {
-            let v = if av[l] > 0.0 { gv[l] } else { f64::NEG_INFINITY };
+            let v = if av[l] > 0.0 {
+                gv[l]
+            } else {
+                f64::NEG_INFINITY
+            };
             acc[l] = if v > acc[l] { v } else { acc[l] };
         }
     }
@@ -240,7 +244,8 @@ fn lane_min(x: &[f64]) -> f64 {
             acc[0] = v;
         }
     }
-    acc.iter().fold(f64::INFINITY, |m, &v| if v < m { v } else { m })
+    acc.iter()
+        .fold(f64::INFINITY, |m, &v| if v < m { v } else { m })
 }
 
 #[inline(always)]
@@ -256,7 +261,14 @@ mod tests {
 
     /// The inner solve written as one loop with branches, as in the papers' per-iteration
     /// SWAP-2o: the reference the vectorized passes must match bit for bit.
-    fn reference(q: &[f64], g: &mut [f64], a: &mut [f64], w: &[usize], tol: f64, max: usize) -> usize {
+    fn reference(
+        q: &[f64],
+        g: &mut [f64],
+        a: &mut [f64],
+        w: &[usize],
+        tol: f64,
+        max: usize,
+    ) -> usize {
         let n = w.len();
         let (mut s, mut gmax) = (0, f64::NEG_INFINITY);
         for k in 0..n {
@@ -315,8 +327,18 @@ mod tests {
         let mut r = SplitMix64::new(7);
         for n in [1usize, 2, 3, 7, 8, 9, 17, 64, 100] {
             for trial in 0..4 {
-                let x: Vec<f64> = (0..n).map(|k| if trial == 3 { (k / 2) as f64 } else { r.next_f64() * 3.0 }).collect();
-                let y: Vec<f64> = (0..n).map(|k| if k % 3 == 0 { -1.0 } else { 1.0 }).collect();
+                let x: Vec<f64> = (0..n)
+                    .map(|k| {
+                        if trial == 3 {
+                            (k / 2) as f64
+                        } else {
+                            r.next_f64() * 3.0
+                        }
+                    })
+                    .collect();
+                let y: Vec<f64> = (0..n)
+                    .map(|k| if k % 3 == 0 { -1.0 } else { 1.0 })
+                    .collect();
                 let mut q = vec![0.0; n * n];
                 for i in 0..n {
                     for j in 0..n {
@@ -325,17 +347,26 @@ mod tests {
                     }
                 }
                 let w: Vec<usize> = (0..n).map(|k| (k * 7919) % 1009).collect();
-                let a0: Vec<f64> = (0..n).map(|k| if k % 4 == 1 { 0.0 } else { r.next_f64() }).collect();
+                let a0: Vec<f64> = (0..n)
+                    .map(|k| if k % 4 == 1 { 0.0 } else { r.next_f64() })
+                    .collect();
                 let sum: f64 = a0.iter().sum();
                 let a0: Vec<f64> = a0.iter().map(|v| v / sum).collect();
                 let g0: Vec<f64> = (0..n)
-                    .map(|i| (0..n).map(|j| q[i * n + j] * a0[j]).sum::<f64>() + trial as f64 * 0.01)
+                    .map(|i| {
+                        (0..n).map(|j| q[i * n + j] * a0[j]).sum::<f64>() + trial as f64 * 0.01
+                    })
                     .collect();
                 let (mut g1, mut a1) = (g0.clone(), a0.clone());
                 let t1 = reference(&q, &mut g1, &mut a1, &w, 1e-9, 500);
                 let (mut g2, mut a2) = (g0.clone(), a0.clone());
                 let mut ws = Workspace::default();
-                let b = Block { q: &q, g: &mut g2, a: &mut a2, w: &w };
+                let b = Block {
+                    q: &q,
+                    g: &mut g2,
+                    a: &mut a2,
+                    w: &w,
+                };
                 let t2 = solve(b, 1e-9, 500, &mut ws);
                 assert_eq!(t1, t2, "steps, n = {n}, trial {trial}");
                 assert!(t1 > 0 || n < 3, "no step taken, n = {n}");

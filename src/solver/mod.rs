@@ -9,6 +9,7 @@
 //! [`simple_svm::SimpleSvm`] adds a violator and solves its KKT system. [`solve`] picks the
 //! stepper; [`shrink`] runs the loop in working-set rounds.
 
+pub mod block_steps;
 pub mod cvm;
 pub mod fw;
 pub mod init;
@@ -20,7 +21,6 @@ pub mod simple_svm;
 pub mod sparse;
 pub mod stepper;
 pub mod steps;
-pub mod block_steps;
 pub mod swap;
 pub mod swap2;
 pub mod warm;

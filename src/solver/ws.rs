@@ -205,7 +205,12 @@ impl Variant for WorkingSet {
             a: &mut self.aw,
             w: &self.w,
         };
-        let taken = block_steps::solve(block, tol, INNER_PER_POINT * n + INNER_FLOOR, &mut self.inner);
+        let taken = block_steps::solve(
+            block,
+            tol,
+            INNER_PER_POINT * n + INNER_FLOOR,
+            &mut self.inner,
+        );
         self.inner_steps += taken as u64;
         self.sizes += n as u64;
         self.cols.clear();

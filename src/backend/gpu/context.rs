@@ -336,11 +336,12 @@ impl GpuContext {
         }
         self.pipes[wide as usize]
             .get_or_init(|| {
+                // The layouts' errors here, the pipelines' on their threads.
                 let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
                 let p = Pipelines::new(&self.device, wide);
                 match pollster::block_on(scope.pop()) {
                     Some(e) => Err(e.to_string()),
-                    None => Ok(Arc::new(p)),
+                    None => p.map(Arc::new),
                 }
             })
             .clone()

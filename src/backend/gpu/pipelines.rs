@@ -411,15 +411,6 @@ fn layout(dev: &wgpu::Device, label: &str, kinds: &[B]) -> wgpu::BindGroupLayout
     })
 }
 
-fn pipeline(
-    dev: &wgpu::Device,
-    prog: Program,
-    wide: bool,
-    layouts: &[&wgpu::BindGroupLayout],
-) -> wgpu::ComputePipeline {
-    pipeline_at(dev, prog, wide, layouts, "main")
-}
-
 fn pipeline_at(
     dev: &wgpu::Device,
     prog: Program,
@@ -448,31 +439,67 @@ fn pipeline_at(
     })
 }
 
+/// A pipeline being built on its own thread: drivers compile shaders in parallel, and a
+/// first run pays for every program's compilation before its first pass.
+type Building<'s> = std::thread::ScopedJoinHandle<'s, Result<wgpu::ComputePipeline, String>>;
+
+/// Builds `prog`'s pipeline at `entry` on a thread of `sc`, with its own validation scope
+/// (error scopes belong to the thread that pushes them).
+fn spawn<'s>(
+    sc: &'s std::thread::Scope<'s, '_>,
+    dev: &'s wgpu::Device,
+    prog: Program,
+    wide: bool,
+    layouts: [&'s wgpu::BindGroupLayout; 2],
+    n: usize,
+    entry: &'static str,
+) -> Building<'s> {
+    sc.spawn(move || {
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let p = pipeline_at(dev, prog, wide, &layouts[..n], entry);
+        match pollster::block_on(scope.pop()) {
+            Some(e) => Err(format!("{prog:?}: {e}")),
+            None => Ok(p),
+        }
+    })
+}
+
+/// The pipelines [`Pipelines::new`] builds on threads.
+struct Built {
+    block_row: wgpu::ComputePipeline,
+    block_thread: wgpu::ComputePipeline,
+    marked: wgpu::ComputePipeline,
+    marked_final: wgpu::ComputePipeline,
+    column_dense: wgpu::ComputePipeline,
+    column_csr: wgpu::ComputePipeline,
+    batch: Option<(wgpu::ComputePipeline, wgpu::ComputePipeline)>,
+    tile: Option<(wgpu::ComputePipeline, wgpu::ComputePipeline)>,
+    update: wgpu::ComputePipeline,
+    update_list: wgpu::ComputePipeline,
+    active: wgpu::ComputePipeline,
+    fin: wgpu::ComputePipeline,
+    gather: wgpu::ComputePipeline,
+    below: wgpu::ComputePipeline,
+}
+
+fn join(h: Building<'_>) -> Result<wgpu::ComputePipeline, String> {
+    h.join()
+        .unwrap_or_else(|_| Err("a pipeline's thread panicked".into()))
+}
+
 impl Pipelines {
-    /// Builds everything (errors surface through the device's error scope).
-    pub fn new(dev: &wgpu::Device, wide: bool) -> Pipelines {
+    /// Builds everything, the pipelines on threads of their own; the first validation error
+    /// of any of them is the error.
+    pub fn new(dev: &wgpu::Device, wide: bool) -> Result<Pipelines, String> {
         let column_bgl = layout(dev, "column", table::COLUMN);
         let dense_bgl = layout(dev, "dense chunk", table::DENSE);
         let csr_bgl = layout(dev, "csr chunk", table::CSR);
         let lim = dev.limits();
-        let batch = (lim.max_storage_buffers_per_shader_stage >= 11
+        let batch_bgl = (lim.max_storage_buffers_per_shader_stage >= 11
             && lim.max_dynamic_storage_buffers_per_pipeline_layout >= 4)
-            .then(|| {
-                let bgl = layout(dev, "column batch", table::BATCH);
-                Batch {
-                    dense: pipeline(dev, Program::ColumnBatchDense, wide, &[&bgl, &dense_bgl]),
-                    csr: pipeline(dev, Program::ColumnBatchCsr, wide, &[&bgl, &csr_bgl]),
-                    bgl,
-                }
-            });
-        let tile = (lim.max_storage_buffers_per_shader_stage >= 8).then(|| {
-            let bgl = layout(dev, "column tile", table::TILE);
-            Batch {
-                dense: pipeline(dev, Program::ColumnTileDense, wide, &[&bgl, &dense_bgl]),
-                csr: pipeline(dev, Program::ColumnTileCsr, wide, &[&bgl, &csr_bgl]),
-                bgl,
-            }
-        });
+            .then(|| layout(dev, "column batch", table::BATCH));
+        let tile_bgl = (lim.max_storage_buffers_per_shader_stage >= 8)
+            .then(|| layout(dev, "column tile", table::TILE));
         let update_bgl = layout(dev, "update", table::UPDATE);
         let update_list_bgl = layout(dev, "update list", table::UPDATE_LIST);
         let active_bgl = layout(dev, "active", table::ACTIVE);
@@ -481,23 +508,172 @@ impl Pipelines {
         let below_bgl = layout(dev, "below", table::BELOW);
         let marked_bgl = layout(dev, "marked", table::MARKED);
         let block_bgl = layout(dev, "block", table::BLOCK);
-        Pipelines {
-            block_row: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_row"),
-            block_thread: pipeline_at(dev, Program::Block, wide, &[&block_bgl], "per_thread"),
+        let built = std::thread::scope(|sc| {
+            use Program as P;
+            let block_row = spawn(
+                sc,
+                dev,
+                P::Block,
+                wide,
+                [&block_bgl, &block_bgl],
+                1,
+                "per_row",
+            );
+            let block_thread = spawn(
+                sc,
+                dev,
+                P::Block,
+                wide,
+                [&block_bgl, &block_bgl],
+                1,
+                "per_thread",
+            );
+            let marked = spawn(
+                sc,
+                dev,
+                P::Marked,
+                wide,
+                [&marked_bgl, &marked_bgl],
+                1,
+                "main",
+            );
+            let marked_final = spawn(
+                sc,
+                dev,
+                P::MarkedFinal,
+                wide,
+                [&marked_bgl, &marked_bgl],
+                1,
+                "main",
+            );
+            let column_dense = spawn(
+                sc,
+                dev,
+                P::ColumnDense,
+                wide,
+                [&column_bgl, &dense_bgl],
+                2,
+                "main",
+            );
+            let column_csr = spawn(
+                sc,
+                dev,
+                P::ColumnCsr,
+                wide,
+                [&column_bgl, &csr_bgl],
+                2,
+                "main",
+            );
+            let batch = batch_bgl.as_ref().map(|bgl| {
+                (
+                    spawn(
+                        sc,
+                        dev,
+                        P::ColumnBatchDense,
+                        wide,
+                        [bgl, &dense_bgl],
+                        2,
+                        "main",
+                    ),
+                    spawn(sc, dev, P::ColumnBatchCsr, wide, [bgl, &csr_bgl], 2, "main"),
+                )
+            });
+            let tile = tile_bgl.as_ref().map(|bgl| {
+                (
+                    spawn(
+                        sc,
+                        dev,
+                        P::ColumnTileDense,
+                        wide,
+                        [bgl, &dense_bgl],
+                        2,
+                        "main",
+                    ),
+                    spawn(sc, dev, P::ColumnTileCsr, wide, [bgl, &csr_bgl], 2, "main"),
+                )
+            });
+            let update = spawn(
+                sc,
+                dev,
+                P::Update,
+                wide,
+                [&update_bgl, &update_bgl],
+                1,
+                "main",
+            );
+            let update_list = spawn(
+                sc,
+                dev,
+                P::UpdateList,
+                wide,
+                [&update_list_bgl, &update_list_bgl],
+                1,
+                "main",
+            );
+            let active = spawn(
+                sc,
+                dev,
+                P::Active,
+                wide,
+                [&active_bgl, &active_bgl],
+                1,
+                "main",
+            );
+            let fin = spawn(sc, dev, P::Final, wide, [&final_bgl, &final_bgl], 1, "main");
+            let gather = spawn(
+                sc,
+                dev,
+                P::Gather,
+                wide,
+                [&gather_bgl, &gather_bgl],
+                1,
+                "main",
+            );
+            let below = spawn(sc, dev, P::Below, wide, [&below_bgl, &below_bgl], 1, "main");
+            let pair = |hs: Option<(Building<'_>, Building<'_>)>| match hs {
+                Some((d, c)) => Ok(Some((join(d)?, join(c)?))),
+                None => Ok::<_, String>(None),
+            };
+            Ok::<_, String>(Built {
+                block_row: join(block_row)?,
+                block_thread: join(block_thread)?,
+                marked: join(marked)?,
+                marked_final: join(marked_final)?,
+                column_dense: join(column_dense)?,
+                column_csr: join(column_csr)?,
+                batch: pair(batch)?,
+                tile: pair(tile)?,
+                update: join(update)?,
+                update_list: join(update_list)?,
+                active: join(active)?,
+                fin: join(fin)?,
+                gather: join(gather)?,
+                below: join(below)?,
+            })
+        })?;
+        let batch_of =
+            |bgl: Option<wgpu::BindGroupLayout>,
+             p: Option<(wgpu::ComputePipeline, wgpu::ComputePipeline)>| {
+                bgl.zip(p)
+                    .map(|(bgl, (dense, csr))| Batch { bgl, dense, csr })
+            };
+        Ok(Pipelines {
+            block_row: built.block_row,
+            block_thread: built.block_thread,
+            marked: built.marked,
+            marked_final: built.marked_final,
+            column_dense: built.column_dense,
+            column_csr: built.column_csr,
+            batch: batch_of(batch_bgl, built.batch),
+            tile: batch_of(tile_bgl, built.tile),
+            update: built.update,
+            update_list: built.update_list,
+            active: built.active,
+            fin: built.fin,
+            gather: built.gather,
+            below: built.below,
             block_bgl,
-            marked: pipeline(dev, Program::Marked, wide, &[&marked_bgl]),
-            marked_final: pipeline(dev, Program::MarkedFinal, wide, &[&marked_bgl]),
             marked_bgl,
-            column_dense: pipeline(dev, Program::ColumnDense, wide, &[&column_bgl, &dense_bgl]),
-            column_csr: pipeline(dev, Program::ColumnCsr, wide, &[&column_bgl, &csr_bgl]),
-            batch,
-            tile,
-            update: pipeline(dev, Program::Update, wide, &[&update_bgl]),
-            update_list: pipeline(dev, Program::UpdateList, wide, &[&update_list_bgl]),
-            active: pipeline(dev, Program::Active, wide, &[&active_bgl]),
-            fin: pipeline(dev, Program::Final, wide, &[&final_bgl]),
-            gather: pipeline(dev, Program::Gather, wide, &[&gather_bgl]),
-            below: pipeline(dev, Program::Below, wide, &[&below_bgl]),
             below_bgl,
             column_bgl,
             dense_bgl,
@@ -507,7 +683,7 @@ impl Pipelines {
             active_bgl,
             final_bgl,
             gather_bgl,
-        }
+        })
     }
 }
 

@@ -184,9 +184,9 @@ pub(super) fn summarize(
         cache.0,
         cache.1
     );
-    let (rows, points) = reports.iter().fold((0, 0), |(m, p), r| {
-        (m + r.m, p + r.merged.unwrap_or(r.m))
-    });
+    let (rows, points) = reports
+        .iter()
+        .fold((0, 0), |(m, p), r| (m + r.m, p + r.merged.unwrap_or(r.m)));
     if reports.iter().any(|r| r.merged.is_some()) {
         eprintln!(
             "fwsvm: repeated points merged: {rows} rows trained as {points} weighted points \
