@@ -173,19 +173,38 @@ impl Device {
         prob: &'a crate::problem::Problem<'a>,
         cpu: CpuConfig,
     ) -> Result<Box<dyn Local + 'a>> {
+        self.backend_reusing(prob, cpu, None)
+    }
+
+    /// [`Device::backend`] taking over what another backend of this device exported
+    /// ([`crate::backend::Backend::export_columns`]: columns, or only the cache's memory).
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
+    pub fn backend_reusing<'a>(
+        &'a self,
+        prob: &'a crate::problem::Problem<'a>,
+        cpu: CpuConfig,
+        carried: Option<crate::backend::ColumnExport>,
+    ) -> Result<Box<dyn Local + 'a>> {
         match self {
-            Device::Cpu => Ok(cpu::cpu_backend(prob, cpu)),
+            Device::Cpu => {
+                let mut be = cpu::cpu_backend(prob, cpu);
+                if let Some(c) = carried {
+                    be.adopt_columns(c);
+                }
+                Ok(be)
+            }
             #[cfg(feature = "gpu")]
             Device::Gpu {
                 ctx,
                 cfg,
                 fallback,
                 shared,
-            } => match gpu::GpuBackend::with_data(
+            } => match gpu::GpuBackend::with_data_reusing(
                 prob,
                 ctx,
                 *cfg,
                 shared.as_ref().map(SharedRows::view),
+                carried,
             ) {
                 Ok(b) => Ok(Box::new(b)),
                 Err(e) => or_else_on_cpu(*fallback, e, "training on the CPU", || {

@@ -456,10 +456,7 @@ pub fn solve(
         let mut smaller: Option<Vec<bool>> = None;
         let mut check = shrink_check(&rows, &pinned, params, sp, &mut gw, &mut smaller);
         let r = {
-            let mut be = round_dev.backend(round_prob, cpu)?;
-            if let Some(cols) = carried.take() {
-                be.adopt_columns(cols);
-            }
+            let mut be = round_dev.backend_reusing(round_prob, cpu, carried.take())?;
             let mut off = Offset {
                 inner: &mut *observers,
                 iter: run.iterations,

@@ -449,6 +449,14 @@ impl Backend for GpuBackend<'_> {
         self.cache.capacity()
     }
 
+    /// The cache's memory only (no column is carried over: the next backend's slots are over
+    /// other rows), for [`GpuBackend::with_data_reusing`].
+    fn export_columns(&mut self, _keep: &[usize]) -> Option<crate::backend::ColumnExport> {
+        Some(crate::backend::ColumnExport(Box::new(super::CacheMemory(
+            self.cache_buf.clone(),
+        ))))
+    }
+
     fn stats(&self) -> BackendStats {
         BackendStats {
             bytes_up: self.stats.bytes_up + self.vector_bytes.get(),

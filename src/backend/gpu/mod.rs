@@ -265,6 +265,9 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 }
 
 /// What [`GpuBackend::allocate`] made on the device for one backend.
+/// The column cache's memory one backend hands the next ([`Backend::export_columns`]).
+struct CacheMemory(wgpu::Buffer);
+
 struct Made {
     wide: bool,
     pipes: Arc<Pipelines>,
@@ -303,8 +306,24 @@ impl<'a> GpuBackend<'a> {
         cfg: GpuConfig,
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
     ) -> Result<Self> {
+        Self::with_data_reusing(prob, ctx, cfg, shared, None)
+    }
+
+    /// As [`GpuBackend::with_data`], taking the column cache's memory from `memory` — what
+    /// a backend on the same adapter gave up ([`Backend::export_columns`]) — where it has the
+    /// size this backend's cache needs.
+    pub fn with_data_reusing(
+        prob: &'a Problem<'a>,
+        ctx: &'a GpuContext,
+        cfg: GpuConfig,
+        shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
+        memory: Option<crate::backend::ColumnExport>,
+    ) -> Result<Self> {
         let start = std::time::Instant::now();
-        let made = Self::allocate(prob, ctx, cfg, shared)?;
+        let reuse = memory
+            .and_then(|m| m.0.downcast::<CacheMemory>().ok())
+            .map(|c| c.0);
+        let made = Self::allocate(prob, ctx, cfg, shared, reuse)?;
         let mut be = Self::assemble(prob, ctx, cfg, made);
         be.stats.call_ns[crate::backend::stats::call::SETUP] = start.elapsed().as_nanos() as u64;
         Ok(be)
@@ -317,6 +336,7 @@ impl<'a> GpuBackend<'a> {
         ctx: &'a GpuContext,
         cfg: GpuConfig,
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
+        reuse: Option<wgpu::Buffer>,
     ) -> Result<Made> {
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
@@ -326,7 +346,7 @@ impl<'a> GpuBackend<'a> {
         let software = ctx.is_software();
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let vscope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let b = setup::Buffers::new(dev, prob, wide, &z);
+        let b = setup::Buffers::new(dev, prob, wide, &z, reuse);
         let (data, owned) = match shared {
             Some((d, _)) => (d.clone(), false),
             None => (
