@@ -1539,7 +1539,8 @@ fn negative_values_are_named() {
 }
 
 /// The README's first command runs with nothing outside the clone: its data are in `data/`,
-/// and it prints the accuracy line the README quotes.
+/// and it prints the accuracy the README quotes (within 0.1 point: the digits after depend
+/// on the CPU's vector width).
 #[cfg(unix)]
 #[test]
 fn readme_first_command_uses_shipped_data() {
@@ -1585,7 +1586,17 @@ fn readme_first_command_uses_shipped_data() {
         .clone();
     let line = String::from_utf8(out).unwrap();
     let line = line.lines().find(|l| l.starts_with("Accuracy = ")).unwrap();
-    assert!(readme.contains(line), "README should quote `{line}`");
+    // README quotes one machine's line; another CPU's f32 sums (AVX-512, AVX2, portable) may
+    // move the last digits, not the accuracy's first decimal.
+    let percent = |s: &str| -> f64 {
+        let at = s.find("Accuracy = ").expect("an accuracy line") + "Accuracy = ".len();
+        s[at..].split('%').next().unwrap().parse().unwrap()
+    };
+    let (quoted, printed) = (percent(&readme), percent(line));
+    assert!(
+        (quoted - printed).abs() <= 0.1,
+        "README quotes {quoted} %, the command printed `{line}`"
+    );
 }
 
 /// Unscaled data (one feature in the thousands, the rest in [0, 1], like LIBSVM's australian):

@@ -173,3 +173,52 @@ fn bad_weights_are_refused_by_row() {
     let e = train(&ds, &p, &mut |_| Vec::new()).unwrap_err().to_string();
     assert!(e.contains("4 sample weights for 5 rows"), "{e}");
 }
+
+/// Repeated points merged (`TrainParams::merge_duplicates`, the default of ws) train the
+/// problem with every copy kept: the same optimum and decision values, with one support vector
+/// per group; with sample weights the group's weight is the sum of its rows'. One-versus-one
+/// pairs merge their own rows (three classes).
+#[test]
+fn merged_duplicates_give_the_decision_function_of_the_kept_rows() {
+    for (classes, sparse) in [(2, false), (3, true)] {
+        let mut base = random_dataset(60, 3, sparse, 17);
+        if classes == 3 {
+            base.labels = (0..60).map(|i| (i % 3) as f64).collect();
+        }
+        let (_, repeated) = weighted_and_repeated(&base);
+        let s: Vec<f64> = (0..repeated.len()).map(|i| 0.5 + (i % 4) as f64).collect();
+        for alg in [Algorithm::Ws, Algorithm::Swap] {
+            for weights in [None, Some(s.clone())] {
+                let run = |merge: bool| {
+                    let mut p = tight(alg);
+                    p.merge_duplicates = Some(merge);
+                    p.sample_weights = weights.clone().map(Into::into);
+                    let (model, reports) = train(&repeated, &p, &mut |_| Vec::new()).unwrap();
+                    (model, reports)
+                };
+                let ((mk, rk), (mm, rm)) = (run(false), run(true));
+                let what = format!("{alg:?}, {classes} classes, weights {}", weights.is_some());
+                assert_close(
+                    &mk.predict_with_decisions(&base).1,
+                    &mm.predict_with_decisions(&base).1,
+                    1e-7,
+                    &what,
+                );
+                for (k, m) in rk.iter().zip(&rm) {
+                    for r in [k, m] {
+                        assert!(r.result.certified_gap.unwrap() < 1e-9, "{what}: not closed");
+                    }
+                    let (fk, fm) = (k.result.certified_f.unwrap(), m.result.certified_f.unwrap());
+                    assert!(
+                        (fk - fm).abs() <= 1e-9 * fk.abs(),
+                        "{what}: f {fk} against {fm}"
+                    );
+                    assert_eq!(k.merged, None, "{what}");
+                    let points = m.merged.expect("merged");
+                    assert!(points < m.m, "{what}: {points} of {} rows", m.m);
+                }
+                assert!(mm.total_sv() < mk.total_sv(), "{what}: support vectors");
+            }
+        }
+    }
+}

@@ -71,6 +71,10 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         Precision of the kernel columns (default f32; f64 for 'simplesvm').
     n_jobs : int or None
         CPU threads: None or −1 all cores, k > 0 k threads, −2 all but one.
+    duplicates : {'merge', 'keep'} or None
+        Rows with equal features and label: 'merge' trains each group as one point whose C is
+        the sum of theirs (the same decision function, one support vector per group), 'keep'
+        trains every row; None merges for 'ws' and keeps for the other algorithms.
 
     Attributes
     ----------
@@ -86,13 +90,14 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
 
     _PARAMS = ("C", "kernel", "degree", "gamma", "coef0", "tol", "probability", "cache_size",
                "class_weight", "verbose", "max_iter", "decision_function_shape",
-               "random_state") + FWSVM_PARAMS
+               "random_state") + FWSVM_PARAMS + ("duplicates",)
 
     def __init__(self, C=1.0, kernel="rbf", degree=3, gamma="scale", coef0=0.0, tol=1e-4,
                  probability=False, cache_size=1024, class_weight=None, verbose=False,
                  max_iter=-1, decision_function_shape="ovr", random_state=None,
                  algorithm=None, rel_tol=None, sample=0,
-                 time_limit=None, backend="auto", device=None, precision=None, n_jobs=None):
+                 time_limit=None, backend="auto", device=None, precision=None, n_jobs=None,
+                 duplicates=None):
         self.C = C
         self.kernel = kernel
         self.degree = degree
@@ -114,6 +119,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         self.device = device
         self.precision = precision
         self.n_jobs = n_jobs
+        self.duplicates = duplicates
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -150,7 +156,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
             raise ValueError(f"the training data have one class ({self.classes_[0]}); at "
                              "least two are needed")
         self.class_weight_ = self._class_weights(y_idx)
-        opts = _base.common_options(self, X)
+        opts = dict(_base.common_options(self, X), duplicates=self.duplicates)
         opts.update(degree=int(self.degree), coef0=float(self.coef0),
                     probability=bool(self.probability),
                     class_weight=[(float(c), float(wc)) for c, wc in

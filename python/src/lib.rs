@@ -161,6 +161,16 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(o) = opt::<bool>(opts, "one_class")? {
         p.one_class = o;
     }
+    p.merge_duplicates = match opt::<String>(opts, "duplicates")?.as_deref() {
+        None => None,
+        Some("merge") => Some(true),
+        Some("keep") => Some(false),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "duplicates must be 'merge', 'keep' or None, got {other:?}"
+            )));
+        }
+    };
     if let Some(w) = opts.get_item("sample_weight")?
         && !w.is_none()
     {

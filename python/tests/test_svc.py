@@ -291,3 +291,18 @@ def test_load_svmlight_reads_what_scikit_learn_reads(tmp_path):
         fwsvm.load_svmlight(HEART, n_features=5)
     with pytest.raises(ValueError, match="missing.txt"):
         fwsvm.load_svmlight(tmp_path / "missing.txt")
+
+
+def test_duplicates_merge_or_keep_the_repeated_rows():
+    X, y = heart()
+    X = X.toarray()
+    Xr, yr = np.vstack([X, X[:40], X[:40]]), np.concatenate([y, y[:40], y[:40]])
+    kw = dict(C=1.0, gamma=0.05, tol=1e-10, rel_tol=1e-10, backend="cpu", precision="f64")
+    merged = fwsvm.SVC(duplicates="merge", **kw).fit(Xr, yr)
+    kept = fwsvm.SVC(duplicates="keep", **kw).fit(Xr, yr)
+    # The same decision function; each group of equal rows one support vector.
+    assert np.max(np.abs(merged.decision_function(X) - kept.decision_function(X))) < 1e-6
+    assert merged.support_.size < kept.support_.size
+    assert merged.get_params()["duplicates"] == "merge"
+    with pytest.raises(ValueError, match="duplicates"):
+        fwsvm.SVC(duplicates="sometimes").fit(X, y)

@@ -792,10 +792,7 @@ fn kernel_row_sum_impl<const F: bool>(
             acc[l] = fmadd::<F>(coef[k + l], term(dots[k + l], nj[k + l]), acc[l]);
         }
     }
-    let mut s = 0.0;
-    for k in full..n {
-        s = fmadd::<F>(coef[k], term(dots[k], nj[k]), s);
-    }
+    let s = (full..n).fold(0.0, |s, k| fmadd::<F>(coef[k], term(dots[k], nj[k]), s));
     acc.iter().sum::<f64>() + s
 }
 

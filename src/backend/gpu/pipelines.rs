@@ -443,28 +443,95 @@ fn pipeline_at(
 /// first run pays for every program's compilation before its first pass.
 type Building<'s> = std::thread::ScopedJoinHandle<'s, Result<wgpu::ComputePipeline, String>>;
 
-/// Builds `prog`'s pipeline at `entry` on a thread of `sc`, with its own validation scope
-/// (error scopes belong to the thread that pushes them).
-fn spawn<'s>(
-    sc: &'s std::thread::Scope<'s, '_>,
+/// Starts pipelines on threads of one scope, each with its own validation scope (error scopes
+/// belong to the thread that pushes them).
+struct Spawner<'s, 'e> {
+    sc: &'s std::thread::Scope<'s, 'e>,
     dev: &'s wgpu::Device,
-    prog: Program,
     wide: bool,
-    layouts: [&'s wgpu::BindGroupLayout; 2],
-    n: usize,
-    entry: &'static str,
-) -> Building<'s> {
-    sc.spawn(move || {
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let p = pipeline_at(dev, prog, wide, &layouts[..n], entry);
-        match pollster::block_on(scope.pop()) {
-            Some(e) => Err(format!("{prog:?}: {e}")),
-            None => Ok(p),
-        }
-    })
 }
 
-/// The pipelines [`Pipelines::new`] builds on threads.
+impl<'s> Spawner<'s, '_> {
+    fn start(
+        &self,
+        prog: Program,
+        layouts: Vec<&'s wgpu::BindGroupLayout>,
+        entry: &'static str,
+    ) -> Building<'s> {
+        let (dev, wide) = (self.dev, self.wide);
+        self.sc.spawn(move || {
+            let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+            let p = pipeline_at(dev, prog, wide, &layouts, entry);
+            match pollster::block_on(scope.pop()) {
+                Some(e) => Err(format!("{prog:?}: {e}")),
+                None => Ok(p),
+            }
+        })
+    }
+
+    /// `prog`'s `main` over one layout.
+    fn one(&self, prog: Program, l: &'s wgpu::BindGroupLayout) -> Building<'s> {
+        self.start(prog, vec![l], "main")
+    }
+
+    /// `prog`'s `main` over a column layout and a data chunk's.
+    fn two(
+        &self,
+        prog: Program,
+        l: &'s wgpu::BindGroupLayout,
+        chunk: &'s wgpu::BindGroupLayout,
+    ) -> Building<'s> {
+        self.start(prog, vec![l, chunk], "main")
+    }
+}
+
+fn join(h: Building<'_>) -> Result<wgpu::ComputePipeline, String> {
+    h.join()
+        .unwrap_or_else(|_| Err("a pipeline's thread panicked".into()))
+}
+
+/// The bind group layouts, the batched passes' where the adapter allows them.
+struct Layouts {
+    column: wgpu::BindGroupLayout,
+    dense: wgpu::BindGroupLayout,
+    csr: wgpu::BindGroupLayout,
+    batch: Option<wgpu::BindGroupLayout>,
+    tile: Option<wgpu::BindGroupLayout>,
+    update: wgpu::BindGroupLayout,
+    update_list: wgpu::BindGroupLayout,
+    active: wgpu::BindGroupLayout,
+    fin: wgpu::BindGroupLayout,
+    gather: wgpu::BindGroupLayout,
+    below: wgpu::BindGroupLayout,
+    marked: wgpu::BindGroupLayout,
+    block: wgpu::BindGroupLayout,
+}
+
+impl Layouts {
+    fn new(dev: &wgpu::Device) -> Layouts {
+        let lim = dev.limits();
+        Layouts {
+            column: layout(dev, "column", table::COLUMN),
+            dense: layout(dev, "dense chunk", table::DENSE),
+            csr: layout(dev, "csr chunk", table::CSR),
+            batch: (lim.max_storage_buffers_per_shader_stage >= 11
+                && lim.max_dynamic_storage_buffers_per_pipeline_layout >= 4)
+                .then(|| layout(dev, "column batch", table::BATCH)),
+            tile: (lim.max_storage_buffers_per_shader_stage >= 8)
+                .then(|| layout(dev, "column tile", table::TILE)),
+            update: layout(dev, "update", table::UPDATE),
+            update_list: layout(dev, "update list", table::UPDATE_LIST),
+            active: layout(dev, "active", table::ACTIVE),
+            fin: layout(dev, "final", table::FINAL),
+            gather: layout(dev, "gather", table::GATHER),
+            below: layout(dev, "below", table::BELOW),
+            marked: layout(dev, "marked", table::MARKED),
+            block: layout(dev, "block", table::BLOCK),
+        }
+    }
+}
+
+/// The compiled pipelines, before they join their layouts in [`Pipelines`].
 struct Built {
     block_row: wgpu::ComputePipeline,
     block_thread: wgpu::ComputePipeline,
@@ -482,167 +549,52 @@ struct Built {
     below: wgpu::ComputePipeline,
 }
 
-fn join(h: Building<'_>) -> Result<wgpu::ComputePipeline, String> {
-    h.join()
-        .unwrap_or_else(|_| Err("a pipeline's thread panicked".into()))
-}
-
-impl Pipelines {
-    /// Builds everything, the pipelines on threads of their own; the first validation error
+impl Built {
+    /// Every pipeline over `l`, compiled on threads of their own; the first validation error
     /// of any of them is the error.
-    pub fn new(dev: &wgpu::Device, wide: bool) -> Result<Pipelines, String> {
-        let column_bgl = layout(dev, "column", table::COLUMN);
-        let dense_bgl = layout(dev, "dense chunk", table::DENSE);
-        let csr_bgl = layout(dev, "csr chunk", table::CSR);
-        let lim = dev.limits();
-        let batch_bgl = (lim.max_storage_buffers_per_shader_stage >= 11
-            && lim.max_dynamic_storage_buffers_per_pipeline_layout >= 4)
-            .then(|| layout(dev, "column batch", table::BATCH));
-        let tile_bgl = (lim.max_storage_buffers_per_shader_stage >= 8)
-            .then(|| layout(dev, "column tile", table::TILE));
-        let update_bgl = layout(dev, "update", table::UPDATE);
-        let update_list_bgl = layout(dev, "update list", table::UPDATE_LIST);
-        let active_bgl = layout(dev, "active", table::ACTIVE);
-        let final_bgl = layout(dev, "final", table::FINAL);
-        let gather_bgl = layout(dev, "gather", table::GATHER);
-        let below_bgl = layout(dev, "below", table::BELOW);
-        let marked_bgl = layout(dev, "marked", table::MARKED);
-        let block_bgl = layout(dev, "block", table::BLOCK);
-        let built = std::thread::scope(|sc| {
-            use Program as P;
-            let block_row = spawn(
-                sc,
-                dev,
-                P::Block,
-                wide,
-                [&block_bgl, &block_bgl],
-                1,
-                "per_row",
-            );
-            let block_thread = spawn(
-                sc,
-                dev,
-                P::Block,
-                wide,
-                [&block_bgl, &block_bgl],
-                1,
-                "per_thread",
-            );
-            let marked = spawn(
-                sc,
-                dev,
-                P::Marked,
-                wide,
-                [&marked_bgl, &marked_bgl],
-                1,
-                "main",
-            );
-            let marked_final = spawn(
-                sc,
-                dev,
-                P::MarkedFinal,
-                wide,
-                [&marked_bgl, &marked_bgl],
-                1,
-                "main",
-            );
-            let column_dense = spawn(
-                sc,
-                dev,
-                P::ColumnDense,
-                wide,
-                [&column_bgl, &dense_bgl],
-                2,
-                "main",
-            );
-            let column_csr = spawn(
-                sc,
-                dev,
-                P::ColumnCsr,
-                wide,
-                [&column_bgl, &csr_bgl],
-                2,
-                "main",
-            );
-            let batch = batch_bgl.as_ref().map(|bgl| {
+    fn compile(dev: &wgpu::Device, wide: bool, l: &Layouts) -> Result<Built, String> {
+        use Program as P;
+        std::thread::scope(|sc| {
+            let s = Spawner { sc, dev, wide };
+            let batch = l.batch.as_ref().map(|b| {
                 (
-                    spawn(
-                        sc,
-                        dev,
-                        P::ColumnBatchDense,
-                        wide,
-                        [bgl, &dense_bgl],
-                        2,
-                        "main",
-                    ),
-                    spawn(sc, dev, P::ColumnBatchCsr, wide, [bgl, &csr_bgl], 2, "main"),
+                    s.two(P::ColumnBatchDense, b, &l.dense),
+                    s.two(P::ColumnBatchCsr, b, &l.csr),
                 )
             });
-            let tile = tile_bgl.as_ref().map(|bgl| {
+            let tile = l.tile.as_ref().map(|b| {
                 (
-                    spawn(
-                        sc,
-                        dev,
-                        P::ColumnTileDense,
-                        wide,
-                        [bgl, &dense_bgl],
-                        2,
-                        "main",
-                    ),
-                    spawn(sc, dev, P::ColumnTileCsr, wide, [bgl, &csr_bgl], 2, "main"),
+                    s.two(P::ColumnTileDense, b, &l.dense),
+                    s.two(P::ColumnTileCsr, b, &l.csr),
                 )
             });
-            let update = spawn(
-                sc,
-                dev,
-                P::Update,
-                wide,
-                [&update_bgl, &update_bgl],
-                1,
-                "main",
+            let block_row = s.start(P::Block, vec![&l.block], "per_row");
+            let block_thread = s.start(P::Block, vec![&l.block], "per_thread");
+            let (marked, marked_final) = (
+                s.one(P::Marked, &l.marked),
+                s.one(P::MarkedFinal, &l.marked),
             );
-            let update_list = spawn(
-                sc,
-                dev,
-                P::UpdateList,
-                wide,
-                [&update_list_bgl, &update_list_bgl],
-                1,
-                "main",
+            let column_dense = s.two(P::ColumnDense, &l.column, &l.dense);
+            let column_csr = s.two(P::ColumnCsr, &l.column, &l.csr);
+            let (update, update_list) = (
+                s.one(P::Update, &l.update),
+                s.one(P::UpdateList, &l.update_list),
             );
-            let active = spawn(
-                sc,
-                dev,
-                P::Active,
-                wide,
-                [&active_bgl, &active_bgl],
-                1,
-                "main",
-            );
-            let fin = spawn(sc, dev, P::Final, wide, [&final_bgl, &final_bgl], 1, "main");
-            let gather = spawn(
-                sc,
-                dev,
-                P::Gather,
-                wide,
-                [&gather_bgl, &gather_bgl],
-                1,
-                "main",
-            );
-            let below = spawn(sc, dev, P::Below, wide, [&below_bgl, &below_bgl], 1, "main");
-            let pair = |hs: Option<(Building<'_>, Building<'_>)>| match hs {
+            let (active, fin) = (s.one(P::Active, &l.active), s.one(P::Final, &l.fin));
+            let (gather, below) = (s.one(P::Gather, &l.gather), s.one(P::Below, &l.below));
+            let joined = |hs: Option<(Building<'_>, Building<'_>)>| match hs {
                 Some((d, c)) => Ok(Some((join(d)?, join(c)?))),
                 None => Ok::<_, String>(None),
             };
-            Ok::<_, String>(Built {
+            Ok(Built {
                 block_row: join(block_row)?,
                 block_thread: join(block_thread)?,
                 marked: join(marked)?,
                 marked_final: join(marked_final)?,
                 column_dense: join(column_dense)?,
                 column_csr: join(column_csr)?,
-                batch: pair(batch)?,
-                tile: pair(tile)?,
+                batch: joined(batch)?,
+                tile: joined(tile)?,
                 update: join(update)?,
                 update_list: join(update_list)?,
                 active: join(active)?,
@@ -650,39 +602,46 @@ impl Pipelines {
                 gather: join(gather)?,
                 below: join(below)?,
             })
-        })?;
-        let batch_of =
-            |bgl: Option<wgpu::BindGroupLayout>,
-             p: Option<(wgpu::ComputePipeline, wgpu::ComputePipeline)>| {
-                bgl.zip(p)
-                    .map(|(bgl, (dense, csr))| Batch { bgl, dense, csr })
-            };
+        })
+    }
+}
+
+impl Pipelines {
+    /// Builds everything, the pipelines on threads of their own; the first validation error
+    /// of any of them is the error.
+    pub fn new(dev: &wgpu::Device, wide: bool) -> Result<Pipelines, String> {
+        let l = Layouts::new(dev);
+        let b = Built::compile(dev, wide, &l)?;
+        let batch_of = |bgl: Option<wgpu::BindGroupLayout>, p: Option<(_, _)>| {
+            bgl.zip(p)
+                .map(|(bgl, (dense, csr))| Batch { bgl, dense, csr })
+        };
         Ok(Pipelines {
-            block_row: built.block_row,
-            block_thread: built.block_thread,
-            marked: built.marked,
-            marked_final: built.marked_final,
-            column_dense: built.column_dense,
-            column_csr: built.column_csr,
-            batch: batch_of(batch_bgl, built.batch),
-            tile: batch_of(tile_bgl, built.tile),
-            update: built.update,
-            update_list: built.update_list,
-            active: built.active,
-            fin: built.fin,
-            gather: built.gather,
-            below: built.below,
-            block_bgl,
-            marked_bgl,
-            below_bgl,
-            column_bgl,
-            dense_bgl,
-            csr_bgl,
-            update_bgl,
-            update_list_bgl,
-            active_bgl,
-            final_bgl,
-            gather_bgl,
+            block_row: b.block_row,
+            block_thread: b.block_thread,
+            marked: b.marked,
+            marked_final: b.marked_final,
+            column_dense: b.column_dense,
+            column_csr: b.column_csr,
+            batch: batch_of(l.batch, b.batch),
+            tile: batch_of(l.tile, b.tile),
+            update: b.update,
+            update_list: b.update_list,
+            active: b.active,
+            fin: b.fin,
+            gather: b.gather,
+            below: b.below,
+            block_bgl: l.block,
+            marked_bgl: l.marked,
+            below_bgl: l.below,
+            column_bgl: l.column,
+            dense_bgl: l.dense,
+            csr_bgl: l.csr,
+            update_bgl: l.update,
+            update_list_bgl: l.update_list,
+            active_bgl: l.active,
+            final_bgl: l.fin,
+            gather_bgl: l.gather,
         })
     }
 }

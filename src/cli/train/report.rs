@@ -184,15 +184,7 @@ pub(super) fn summarize(
         cache.0,
         cache.1
     );
-    let (rows, points) = reports
-        .iter()
-        .fold((0, 0), |(m, p), r| (m + r.m, p + r.merged.unwrap_or(r.m)));
-    if reports.iter().any(|r| r.merged.is_some()) {
-        eprintln!(
-            "fwsvm: repeated points merged: {rows} rows trained as {points} weighted points \
-             (--duplicates keep trains them apart)"
-        );
-    }
+    say_merged(reports);
     for r in reports {
         if let Some(w) = &r.result.warm {
             eprintln!(
@@ -299,5 +291,18 @@ pub(super) fn describe_kernel(k: &crate::kernel::Kernel) -> String {
             "sigmoid kernel, gamma = {}, coef0 = {coef0}",
             crate::util::fmt_exact(*gamma)
         ),
+    }
+}
+
+/// The summary's line on merged repeated points, where any pair merged them.
+fn say_merged(reports: &[crate::train::PairReport]) {
+    let (rows, points) = reports
+        .iter()
+        .fold((0, 0), |(m, p), r| (m + r.m, p + r.merged.unwrap_or(r.m)));
+    if reports.iter().any(|r| r.merged.is_some()) {
+        eprintln!(
+            "fwsvm: repeated points merged: {rows} rows trained as {points} weighted points \
+             (--duplicates keep trains them apart)"
+        );
     }
 }
