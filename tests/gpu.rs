@@ -1216,6 +1216,19 @@ fn device_requests_open_the_gpu_and_sample_weights_train_there() {
         .filter(|(a, b)| **a == *b)
         .count();
     assert!(same >= 297, "weighted labels agree on {same} of 300 rows");
+    // A weight f32 cannot hold is refused on the GPU, not trained as a label of 0.
+    let tiny: std::sync::Arc<[f64]> = (0..300).map(|i| if i == 7 { 1e-50 } else { 1.0 }).collect();
+    let e = train(
+        &ds,
+        &TrainParams {
+            sample_weights: Some(tiny),
+            ..on_gpu.clone()
+        },
+        &mut |_| Vec::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("1e-50") && e.contains("f32"), "{e}");
 }
 
 /// The objective of `params`' run on `ds` without weights.

@@ -338,6 +338,15 @@ impl<'a> GpuBackend<'a> {
         shared: Option<(&Arc<GpuData>, Option<&[usize]>)>,
         reuse: Option<wgpu::Buffer>,
     ) -> Result<Made> {
+        // The label buffer holds y_i times the row's weight in f32 (common.wgsl's `label_of`).
+        if prob.has_row_weights()
+            && let Some(i) = (0..prob.len()).find(|&i| !(prob.row_weight(i) as f32).is_normal())
+        {
+            return Err(Error::Backend(format!(
+                "a row weight of {:e} is outside the f32 range the GPU keeps row weights in; use the CPU backend",
+                prob.row_weight(i)
+            )));
+        }
         let wide = cfg.precision == Precision::F64;
         let pipes = ctx.pipelines(wide)?;
         let dev = &ctx.device;
