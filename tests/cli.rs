@@ -2118,3 +2118,67 @@ fn renumbered_features_train_and_predict_as_the_original() {
     };
     assert_eq!(head_and_coefs(&p("a.model")), head_and_coefs(&p("b.model")));
 }
+
+/// `--duplicates`: ws merges repeated rows by default and says so; `keep` trains every row;
+/// both models, converged, label the data alike; the per-iteration variants keep rows unless asked, and
+/// SimpleSVM refuses `merge` with a message naming the option.
+#[test]
+fn duplicates_merge_by_default_for_ws_and_on_request() {
+    let d = common::tempdir();
+    let p = d.path().join("rep.txt");
+    let mut s = String::new();
+    for i in 0..300 {
+        let (x, y) = ((i * 7) % 13, (i * 5) % 11);
+        let label = if (x + y) % 2 == 0 { 1 } else { -1 };
+        s += &format!("{label} 1:{} 2:{}\n", x as f64 / 13.0, y as f64 / 11.0);
+    }
+    std::fs::write(&p, s).unwrap();
+    let run = |extra: &[&str], model: &str| {
+        let out = fwsvm()
+            .arg("train")
+            .args(extra)
+            .args(["-c", "10", "-g", "2", "-e", "1e-10", "--rel-eps", "1e-10"])
+            .arg(&p)
+            .arg(d.path().join(model))
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let merged = run(&[], "m.model");
+    assert!(
+        merged.contains("repeated points merged: 300 rows trained as 143 weighted points"),
+        "{merged}"
+    );
+    let kept = run(&["--duplicates", "keep"], "k.model");
+    assert!(!kept.contains("repeated points merged"), "{kept}");
+    let swap = run(&["-a", "swap"], "s.model");
+    assert!(!swap.contains("repeated points merged"), "{swap}");
+    let swap_m = run(&["-a", "swap", "--duplicates", "merge"], "sm.model");
+    assert!(swap_m.contains("repeated points merged"), "{swap_m}");
+    let labels = |model: &str| {
+        let out = d.path().join(format!("{model}.pred"));
+        fwsvm()
+            .arg("predict")
+            .arg(&p)
+            .arg(d.path().join(model))
+            .arg(&out)
+            .assert()
+            .success();
+        std::fs::read_to_string(out).unwrap()
+    };
+    let (a, b) = (labels("m.model"), labels("k.model"));
+    let same = a.lines().zip(b.lines()).filter(|(x, y)| x == y).count();
+    assert!(
+        same >= 297,
+        "merged and kept models agree on {same} of 300 rows"
+    );
+    fwsvm()
+        .args(["train", "-a", "simplesvm", "--duplicates", "merge"])
+        .arg(&p)
+        .arg(d.path().join("x.model"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("merged duplicates"));
+}

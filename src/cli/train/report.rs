@@ -300,9 +300,13 @@ fn say_merged(reports: &[crate::train::PairReport]) {
         .iter()
         .fold((0, 0), |(m, p), r| (m + r.m, p + r.merged.unwrap_or(r.m)));
     if reports.iter().any(|r| r.merged.is_some()) {
+        let pairs = match reports.len() {
+            1 => String::new(),
+            n => format!(" (summed over {n} class pairs)"),
+        };
         eprintln!(
-            "fwsvm: repeated points merged: {rows} rows trained as {points} weighted points \
-             (--duplicates keep trains them apart)"
+            "fwsvm: repeated points merged: {rows} rows trained as {points} weighted \
+             points{pairs} (--duplicates keep trains them apart)"
         );
     }
 }
