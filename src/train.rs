@@ -576,24 +576,26 @@ fn train_pair(
         let sub = ds.subset(&rows);
         (rows, Some(sub))
     };
-    let label = |i: usize| if class_of[i] == a { 1.0 } else { -1.0 };
+    let mut y: Vec<f64> = rows
+        .iter()
+        .map(|&i| if class_of[i] == a { 1.0 } else { -1.0 })
+        .collect();
     let mut weights: Option<Vec<f64>> = params
         .sample_weights
         .as_ref()
         .map(|w| rows.iter().map(|&i| w[i]).collect());
     let m = rows.len();
     let mut merged = None;
-    if params.merges_duplicates() {
-        let y: Vec<f64> = rows.iter().map(|&i| label(i)).collect();
-        if let Some(g) = merge_duplicates(sub.as_ref().unwrap_or(ds), &y, weights.as_deref()) {
-            rows = g.rows.iter().map(|&r| rows[r]).collect();
-            sub = Some(ds.subset(&rows));
-            weights = Some(g.weights);
-            merged = Some(rows.len());
-        }
+    if params.merges_duplicates()
+        && let Some(g) = merge_duplicates(sub.as_ref().unwrap_or(ds), &y, weights.as_deref())
+    {
+        y = g.rows.iter().map(|&r| y[r]).collect();
+        rows = g.rows.iter().map(|&r| rows[r]).collect();
+        sub = Some(ds.subset(&rows));
+        weights = Some(g.weights);
+        merged = Some(rows.len());
     }
     let data = sub.as_ref().unwrap_or(ds);
-    let y: Vec<f64> = rows.iter().map(|&i| label(i)).collect();
     let classes = (pair.labels[a], pair.labels[b]);
     let alg = params.solver.algorithm;
     let mut prob = alg.problem(data, y, kernel, params.c)?.with_class_weights(

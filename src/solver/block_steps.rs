@@ -148,7 +148,7 @@ fn best_candidate(dec: &[f64], w: &[usize]) -> Option<usize> {
 #[inline(always)]
 fn lowest(g: &[f64], w: &[usize]) -> usize {
     let min = lane_min(g);
-    if min == f64::INFINITY || min.is_nan() {
+    if min == f64::INFINITY {
         return 0;
     }
     lowest_point_at(g, min, w)
@@ -208,50 +208,44 @@ fn max_over_support(g: &[f64], a: &[f64]) -> f64 {
             acc[0] = v;
         }
     }
-    fold_max(&acc)
+    lane_max(&acc)
 }
 
 /// The largest of `x` in independent lanes (−∞ when empty; NaN never wins).
 #[inline(always)]
 fn lane_max(x: &[f64]) -> f64 {
-    let mut acc = [f64::NEG_INFINITY; LANES];
-    let (xc, xr) = x.as_chunks::<LANES>();
-    for xv in xc {
-        for l in 0..LANES {
-            acc[l] = if xv[l] > acc[l] { xv[l] } else { acc[l] };
-        }
-    }
-    for &v in xr {
-        if v > acc[0] {
-            acc[0] = v;
-        }
-    }
-    fold_max(&acc)
+    lane_extreme::<true>(x)
 }
 
 /// The smallest of `x` in independent lanes (+∞ when empty; NaN never wins).
 #[inline(always)]
 fn lane_min(x: &[f64]) -> f64 {
-    let mut acc = [f64::INFINITY; LANES];
+    lane_extreme::<false>(x)
+}
+
+/// The largest (`MAX`) or smallest of `x`, lane by lane, then across the lanes.
+#[inline(always)]
+fn lane_extreme<const MAX: bool>(x: &[f64]) -> f64 {
+    let better = |v: f64, than: f64| if MAX { v > than } else { v < than };
+    let none = if MAX {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
+    let mut acc = [none; LANES];
     let (xc, xr) = x.as_chunks::<LANES>();
     for xv in xc {
         for l in 0..LANES {
-            acc[l] = if xv[l] < acc[l] { xv[l] } else { acc[l] };
+            acc[l] = if better(xv[l], acc[l]) { xv[l] } else { acc[l] };
         }
     }
     for &v in xr {
-        if v < acc[0] {
+        if better(v, acc[0]) {
             acc[0] = v;
         }
     }
     acc.iter()
-        .fold(f64::INFINITY, |m, &v| if v < m { v } else { m })
-}
-
-#[inline(always)]
-fn fold_max(acc: &[f64; LANES]) -> f64 {
-    acc.iter()
-        .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m })
+        .fold(none, |m, &v| if better(v, m) { v } else { m })
 }
 
 #[cfg(test)]
