@@ -10,6 +10,8 @@ use crate::backend::update;
 
 /// Dense rows of at most this many features compute their columns in place.
 const IN_PLACE_MAX_D: usize = 4;
+/// Columns an in-place update computes per call over a chunk of rows.
+const IN_PLACE_BATCH: usize = crate::backend::simd::BATCH;
 
 impl<T: Elem> CpuBackend<'_, T> {
     /// True when columns cost less to compute than to read back from memory, so the
@@ -31,24 +33,28 @@ impl<T: Elem> CpuBackend<'_, T> {
             }
     }
 
-    /// Rows r0..r0 + out.len() of column j as the cache would hold them (the 1/C diagonal
-    /// added), for [`Self::computes_in_place`] backends; `q` is x_j as [`Self::load_query`]
-    /// writes it (unused for bit rows).
-    fn entries_in_place(&self, j: usize, q: &[f64], r0: usize, out: &mut [T]) {
+    /// Rows r0..r0 + out.len() of the columns `cols` — (j, x_j as [`Self::load_query`] writes
+    /// it; unused for bit rows) — as the cache would hold them (the 1/C diagonal added), one
+    /// output each, for [`Self::computes_in_place`] backends. Dense rows compute the columns in
+    /// one batched call, so their exponentials run side by side.
+    fn entries_in_place(&self, cols: &[(usize, &[f64])], r0: usize, outs: &mut [&mut [T]]) {
         let prob = self.prob;
         match (&self.layout, &self.rbf_table) {
             (Layout::Binary { .. }, Some(table)) if T::SINGLE => {
-                // SAFETY: T is f32 (SINGLE), the same size and layout.
-                let out32: &mut [f32] =
-                    unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
-                crate::backend::simd::binary_rbf_entries(
-                    &self.layout,
-                    table,
-                    &prob.y,
-                    j,
-                    r0,
-                    out32,
-                );
+                for (&(j, _), out) in cols.iter().zip(outs.iter_mut()) {
+                    // SAFETY: T is f32 (SINGLE), the same size and layout.
+                    let out32: &mut [f32] = unsafe {
+                        std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len())
+                    };
+                    crate::backend::simd::binary_rbf_entries(
+                        &self.layout,
+                        table,
+                        &prob.y,
+                        j,
+                        r0,
+                        out32,
+                    );
+                }
             }
             _ => {
                 let args = ColumnArgs {
@@ -58,12 +64,14 @@ impl<T: Elem> CpuBackend<'_, T> {
                     y: &prob.y,
                     rbf_table: self.rbf_table.as_ref(),
                 };
-                with_dots(|dots| columns_chunk(&args, &[(j, q)], r0, dots, &mut [out]));
+                with_dots(|dots| columns_chunk(&args, cols, r0, dots, outs));
             }
         }
-        if (r0..r0 + out.len()).contains(&j) {
-            let e = &mut out[j - r0];
-            *e = T::from_f64(e.to_f64() + prob.inv_c(j));
+        for (&(j, _), out) in cols.iter().zip(outs.iter_mut()) {
+            if (r0..r0 + out.len()).contains(&j) {
+                let e = &mut out[j - r0];
+                *e = T::from_f64(e.to_f64() + prob.inv_c(j));
+            }
         }
     }
 
@@ -99,20 +107,27 @@ impl<T: Elem> CpuBackend<'_, T> {
                 let n = CHUNK.min(m - r0);
                 // SAFETY: rows r0..r0+n of g belong to this chunk.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
-                let mut buf = [[T::default(); CHUNK]; 2];
-                for (k, two) in cols.chunks(2).enumerate() {
-                    for (u, (b, &(j, _))) in buf.iter_mut().zip(two).enumerate() {
-                        let at = (2 * k + u) * d;
-                        let q = this.in_place_q.get(at..at + d).unwrap_or(&[]);
-                        this.entries_in_place(j, q, r0, &mut b[..n]);
+                // The columns eight at a time (their exponentials side by side), applied to g
+                // two at a time in the order of `cols`, as the resident update applies them.
+                let mut buf = [[T::default(); CHUNK]; IN_PLACE_BATCH];
+                for (k8, eight) in cols.chunks(IN_PLACE_BATCH).enumerate() {
+                    let mut js = [(0usize, &[][..]); IN_PLACE_BATCH];
+                    for (u, (slot, &(j, _))) in js.iter_mut().zip(eight).enumerate() {
+                        let at = (k8 * IN_PLACE_BATCH + u) * d;
+                        *slot = (j, this.in_place_q.get(at..at + d).unwrap_or(&[]));
                     }
-                    let col = |u: usize| -> (&[T], f64) {
-                        match two.get(u) {
-                            Some(&(_, a)) => (&buf[u][..n], a),
-                            None => (&[], 0.0),
-                        }
-                    };
-                    apply_pair(g, k, [col(0), col(1)], two.len(), scale, None);
+                    let mut outs: [&mut [T]; IN_PLACE_BATCH] = buf.each_mut().map(|b| &mut b[..n]);
+                    this.entries_in_place(&js[..eight.len()], r0, &mut outs[..eight.len()]);
+                    for (p, two) in eight.chunks(2).enumerate() {
+                        let col = |u: usize| -> (&[T], f64) {
+                            match two.get(u) {
+                                Some(&(_, a)) => (&buf[2 * p + u][..n], a),
+                                None => (&[], 0.0),
+                            }
+                        };
+                        let k = k8 * IN_PLACE_BATCH / 2 + p;
+                        apply_pair(g, k, [col(0), col(1)], two.len(), scale, None);
+                    }
                 }
                 match update::argmin(g) {
                     (_, usize::MAX) => (f64::INFINITY, usize::MAX),
@@ -214,7 +229,8 @@ mod tests {
         a.set(5, 1.0);
         fused.set_alpha(&a).unwrap();
         cached.set_alpha(&a).unwrap();
-        let cols: Vec<(usize, f64)> = [5usize, 17, m - 4, m - 1, 300, 2048, 2049]
+        // Eleven columns: a batch of eight and a partial one, with an odd last pair.
+        let cols: Vec<(usize, f64)> = [5usize, 17, m - 4, m - 1, 300, 2048, 2049, 9, 1000, 4000, 2]
             .iter()
             .map(|&j| (j, 0.1 + j as f64 * 1e-4))
             .collect();

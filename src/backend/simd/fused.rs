@@ -170,65 +170,30 @@ fn exp_plus_one(x: __m512) -> __m512 {
     _mm512_add_ps(e, _mm512_set1_ps(1.0))
 }
 
-/// K columns over the job's rows, sixteen rows (two blocks) per step.
+/// K columns over the job's rows, sixteen rows (two blocks) per step. The two blocks are
+/// computed by [`half`] into values of their own (no array indexed by the block), so the
+/// exponents stay in registers: an array indexed at run time lives on the stack, and reading
+/// its two 256-bit halves back as one 512-bit vector cannot be forwarded from the stores.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::needless_range_loop)] // c indexes the accumulators, the queries and the outputs
+#[allow(clippy::needless_range_loop)] // c indexes the exponents, signs and outputs
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]
 unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&mut [f32]]) {
     let n = job.norms.len();
     let nb = n.div_ceil(LANES);
     let mut b = 0;
     while b < nb {
-        let mut t = [[_mm256_setzero_ps(); 2]; K];
-        let mut s = [[_mm256_setzero_ps(); 2]; K];
-        let pair = (nb - b).min(2);
-        for h in 0..pair {
-            let blk = b + h;
-            // SAFETY: block `blk` < nb lies in the job's slices (the caller sliced them to nb
-            // blocks); norms and labels are read under a mask past n.
-            unsafe {
-                let rows = (n - blk * LANES).min(LANES);
-                let mask: __mmask8 = if rows == LANES {
-                    0xff
-                } else {
-                    (1u8 << rows) - 1
-                };
-                let mut acc = [_mm512_setzero_pd(); K];
-                let xp = job.xb.as_ptr().add(blk * job.dc * LANES);
-                for f in 0..job.dc {
-                    let x = _mm512_cvtps_pd(_mm256_loadu_ps(xp.add(f * LANES)));
-                    for c in 0..K {
-                        acc[c] =
-                            _mm512_fmadd_pd(x, _mm512_set1_pd(*q.qc[c].get_unchecked(f)), acc[c]);
-                    }
-                }
-                if job.words > 0 {
-                    let bp = job.bits.as_ptr().add(blk * job.words * LANES);
-                    for c in 0..K {
-                        let mut cnt = _mm512_setzero_si512();
-                        for w in 0..job.words {
-                            let v = _mm512_loadu_si512(bp.add(w * LANES).cast());
-                            let m = _mm512_and_si512(v, _mm512_set1_epi64(q.qb[c][w] as i64));
-                            cnt = _mm512_add_epi64(cnt, _mm512_popcnt_epi64(m));
-                        }
-                        acc[c] = _mm512_add_pd(acc[c], _mm512_cvtepi64_pd(cnt));
-                    }
-                }
-                let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(blk * LANES));
-                let yi = _mm512_maskz_loadu_pd(mask, job.y.as_ptr().add(blk * LANES));
-                for c in 0..K {
-                    let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
-                    let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[c], sum);
-                    let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
-                    t[c][h] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2));
-                    s[c][h] = _mm512_cvtpd_ps(_mm512_mul_pd(yi, _mm512_set1_pd(q.yj[c])));
-                }
-            }
-        }
+        // SAFETY: blocks b and b + 1 (when it exists) are < nb.
+        let (t0, s0) = unsafe { half::<K>(job, q, b) };
+        let (t1, s1) = if b + 1 < nb {
+            // SAFETY: as above.
+            unsafe { half::<K>(job, q, b + 1) }
+        } else {
+            ([_mm256_setzero_ps(); K], [_mm256_setzero_ps(); K])
+        };
         let rows = (n - b * LANES).min(2 * LANES);
         for c in 0..K {
-            let tt = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t[c][0]), t[c][1]);
-            let ss = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s[c][0]), s[c][1]);
+            let tt = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t0[c]), t1[c]);
+            let ss = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s0[c]), s1[c]);
             let e = _mm512_mul_ps(exp_plus_one(tt), ss);
             // SAFETY: outs[c] holds n entries; rows b·LANES.. b·LANES + rows are within it.
             unsafe {
@@ -240,7 +205,68 @@ unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&m
                 }
             }
         }
-        b += pair;
+        b += 2;
+    }
+}
+
+/// Block `blk` (eight rows) of K columns: the exponents (−γ·d², rounded to f32) and the signs
+/// y_i·y_j. Rows past the job's end (a last, partial block) read as zero. Always inlined into
+/// [`columns`], whose target features it is compiled with (a call would pass the arrays
+/// through memory).
+///
+/// # Safety
+/// `blk` < the job's block count; called only from [`columns`] (the CPU has its features).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+unsafe fn half<const K: usize>(
+    job: &Job<'_>,
+    q: &Queries<'_>,
+    blk: usize,
+) -> ([__m256; K], [__m256; K]) {
+    let n = job.norms.len();
+    // SAFETY: the CPU has the features (the caller's contract); block `blk` lies in the
+    // job's slices (the caller sliced them to its blocks); norms and labels are read under a
+    // mask past n.
+    unsafe {
+        let mut t = [_mm256_setzero_ps(); K];
+        let mut s = [_mm256_setzero_ps(); K];
+        let rows = (n - blk * LANES).min(LANES);
+        let mask: __mmask8 = if rows == LANES {
+            0xff
+        } else {
+            (1u8 << rows) - 1
+        };
+        let mut acc = [_mm512_setzero_pd(); K];
+        let xp = job.xb.as_ptr().add(blk * job.dc * LANES);
+        for f in 0..job.dc {
+            let x = _mm512_cvtps_pd(_mm256_loadu_ps(xp.add(f * LANES)));
+            for c in 0..K {
+                acc[c] = _mm512_fmadd_pd(x, _mm512_set1_pd(*q.qc[c].get_unchecked(f)), acc[c]);
+            }
+        }
+        if job.words > 0 {
+            let bp = job.bits.as_ptr().add(blk * job.words * LANES);
+            for c in 0..K {
+                let mut cnt = _mm512_setzero_si512();
+                for w in 0..job.words {
+                    let v = _mm512_loadu_si512(bp.add(w * LANES).cast());
+                    let m = _mm512_and_si512(v, _mm512_set1_epi64(q.qb[c][w] as i64));
+                    cnt = _mm512_add_epi64(cnt, _mm512_popcnt_epi64(m));
+                }
+                acc[c] = _mm512_add_pd(acc[c], _mm512_cvtepi64_pd(cnt));
+            }
+        }
+        let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(blk * LANES));
+        let yi = _mm512_maskz_loadu_pd(mask, job.y.as_ptr().add(blk * LANES));
+        for c in 0..K {
+            let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
+            let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[c], sum);
+            let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
+            t[c] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2));
+            s[c] = _mm512_cvtpd_ps(_mm512_mul_pd(yi, _mm512_set1_pd(q.yj[c])));
+        }
+        (t, s)
     }
 }
 

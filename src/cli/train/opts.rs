@@ -86,7 +86,8 @@ pub struct TrainOpts {
     #[arg(help_heading = STOPPING, long, default_value_t = 20, value_parser = crate::cli::common::parse_count::<usize>)]
     pub(in crate::cli) init_size: usize,
     /// The working-set solver's |W|, the kernel columns computed per outer iteration (0 =
-    /// automatic: a power of two from 64 to 1024 that grows with the support; see docs/METHODS.md).
+    /// automatic: the power of two at or above m/512, from 64 — 256 on a hardware GPU — to 1024;
+    /// see docs/METHODS.md).
     #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = crate::cli::common::parse_count::<usize>)]
     pub(in crate::cli) ws_size: usize,
     /// ws: start cold (20 random points) instead of from a tenth of the points solved first

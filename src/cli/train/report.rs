@@ -157,6 +157,15 @@ pub(super) fn summarize(
         .iter()
         .map(|r| r.result.certified_f.unwrap_or(r.result.f))
         .sum();
+    // The gap relative to 2f (the default rule of ws tests it against --rel-eps), the largest
+    // over class pairs.
+    let rel = reports
+        .iter()
+        .filter_map(|r| {
+            let (gap, f) = (r.result.certified_gap?, r.result.certified_f?);
+            (f > 0.0).then(|| gap / (2.0 * f))
+        })
+        .fold(None::<f64>, |m, g| Some(m.map_or(g, |m| m.max(g))));
     let stop = reports
         .iter()
         .map(|r| r.result.stop)
@@ -176,8 +185,12 @@ pub(super) fn summarize(
         } else {
             "certified KKT violation"
         },
-        gap.map(|g| format!("{g:.3e}"))
-            .unwrap_or_else(|| "not computed".into()),
+        match (gap, rel) {
+            (Some(g), Some(r)) if algorithm.is_l2svm() =>
+                format!("{g:.3e} ({:.1} % of 2f)", 100.0 * r),
+            (Some(g), _) => format!("{g:.3e}"),
+            (None, _) => "not computed".into(),
+        },
         obj,
         secs,
         cert_secs,
