@@ -6,6 +6,7 @@ published figures (docs/PAPERS.md says claim by claim what they show).
         [--out target/papers]
     .venv/bin/python benches/papers/suite.py --only table4 [--seeds 10] [--table4-sets ijcnn1,w8a]
     .venv/bin/python benches/papers/suite.py --only table3 [--table3-limit 180]
+    .venv/bin/python benches/papers/suite.py --only csel [--csel-sets ijcnn1,w8a,a9a,kdd99]
 
 Every run is `fwsvm train --backend cpu --test TEST [options] TRAIN MODEL` on the paper's
 dataset with the paper's kernel, C and γ (or its rule), tolerance, initialisation and sample
@@ -134,8 +135,8 @@ class Suite:
         self.runs = []
         self.md = []
 
-    def run(self, paper, ds, args, tag):
-        tr, te = prepare(ds, os.path.join(ROOT, "target", "peers-data"))
+    def run(self, paper, ds, args, tag, files=None):
+        tr, te = files or prepare(ds, os.path.join(ROOT, "target", "peers-data"))
         r = train(tr, te, args, self.work)
         r.update(paper=paper, set=ds, tag=tag)
         self.runs.append(r)
@@ -174,6 +175,38 @@ class Suite:
         self.table(title, ["set", "method", "iterations (paper)", "s (paper's s)", "SVs (paper)",
                            "test acc % (paper)", "stop"], rows)
         return rows
+
+    def select_c(self, sets, grid, eps, cap):
+        """The PARTAN paper's C: each set's training file split 70/30 (Python's
+        random.Random(1) shuffle), ws trained on the 70 % at each C of `grid` (γ fixed at the
+        CVM heuristic's value) and the C of highest accuracy on the 30 % kept (the smaller C on
+        ties); then FW, MFW, SWAP and PARTAN at that C and ε on the whole training file, beside
+        Table 2."""
+        chosen, vrows = {}, []
+        for ds in sets:
+            tr, _ = prepare(ds, os.path.join(ROOT, "target", "peers-data"))
+            fit, val = split_70_30(tr, os.path.join(self.work, ds))
+            g = PARAMS[ds][1]
+            accs = []
+            for c in grid:
+                r = self.run("partan", ds, ["-c", f"{c:g}", "-g", str(g)], f"validation C {c:g}",
+                             files=(fit, val))
+                accs.append(r.get("accuracy") or 0.0)
+            best = max(range(len(grid)), key=lambda k: (accs[k], -k))
+            chosen[ds] = grid[best]
+            vrows.append([ds, f"{g:g}"] + [f"**{a:.2f}**" if k == best else f"{a:.2f}"
+                                           for k, a in enumerate(accs)] + [f"{grid[best]:g}"])
+        self.table("PARTAN paper's C rule: accuracy % on a 30 % validation split (ws on the other 70 %, "
+                   "default stop), per C",
+                   ["set", "γ"] + [f"C = {c:g}" for c in grid] + ["chosen C"], vrows)
+        saved = dict(PARAMS)
+        for ds in sets:
+            PARAMS[ds] = (chosen[ds], PARAMS[ds][1])
+        rows = self.variants(f"PARTAN paper, Table 2 (ε = {eps:g}) at the validated C "
+                             f"({', '.join(f'{ds} {chosen[ds]:g}' for ds in sets)})",
+                             sets, eps, 0, T2, cap)
+        PARAMS.update(saved)
+        return chosen, rows
 
     def table3_strict(self, limit):
         """Table 3's ε = 1e-6 column on a9a, w8a and ijcnn1: each method until the gap is
@@ -344,6 +377,23 @@ class Suite:
                     "LIBSVM SVs", "LIBSVM acc %", "same labels %"], rows)
 
 
+def split_70_30(path, prefix):
+    """`path`'s rows shuffled by random.Random(1) and cut 70/30 into prefix.fit and prefix.val
+    (made once)."""
+    import random
+    fit, val = prefix + ".fit", prefix + ".val"
+    if not (os.path.exists(fit) and os.path.exists(val)):
+        with open(path) as f:
+            lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
+        random.Random(1).shuffle(lines)
+        cut = int(round(0.7 * len(lines)))
+        with open(fit, "w") as o:
+            o.writelines(lines[:cut])
+        with open(val, "w") as o:
+            o.writelines(lines[cut:])
+    return fit, val
+
+
 def read_dense(path):
     rows = []
     with open(path) as f:
@@ -441,6 +491,8 @@ def main():
                     help="seconds per run of --only table3 (Table 3's ε = 1e-6 column)")
     ap.add_argument("--table4-sets", default="ijcnn1,w8a",
                     help="sets of `--only table4` (one seed on all four takes about 6 minutes)")
+    ap.add_argument("--csel-sets", default="ijcnn1,w8a,a9a,kdd99",
+                    help="sets of `--only csel` (C by the 70/30 validation split, then Table 2 at it)")
     a = ap.parse_args()
     only = set(a.only.split(","))
     s = Suite(a.out, a.quick)
@@ -481,6 +533,8 @@ def main():
             s.pendigits(1e-4, cap)
         if "table3" in only:
             s.table3_strict(a.table3_limit)
+        if "csel" in only:
+            s.select_c(a.csel_sets.split(","), [0.1, 1.0, 10.0, 100.0, 1000.0], 1e-4, cap)
         if "table4" in only:
             s.table4_seeds(a.table4_sets.split(","), a.seeds, cap)
         if "sparse" in only:
