@@ -2,7 +2,7 @@
 """The five papers' experiments, run as published where their data are here, beside the
 published figures (docs/PAPERS.md says claim by claim what they show).
 
-    .venv/bin/python benches/papers/suite.py [--quick] [--only partan,swap,poly,pendigits,sparse,simplesvm]
+    .venv/bin/python benches/papers/suite.py [--quick] [--only partan,csel,swap,poly,pendigits,sparse,simplesvm]
         [--out target/papers]
     .venv/bin/python benches/papers/suite.py --only table4 [--seeds 10] [--table4-sets ijcnn1,w8a]
     .venv/bin/python benches/papers/suite.py --only table3 [--table3-limit 180]
@@ -483,7 +483,7 @@ def libsvm_on(train_path, test_path, c, g):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one small case per paper (under 3 minutes)")
-    ap.add_argument("--only", default="partan,swap,poly,pendigits,sparse,simplesvm")
+    ap.add_argument("--only", default="partan,csel,swap,poly,pendigits,sparse,simplesvm")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "papers"))
     ap.add_argument("--seeds", type=int, default=10,
                     help="seeds of `--only table4` (Table 4 over several seeds; not in the default run)")
