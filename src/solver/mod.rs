@@ -16,6 +16,7 @@ pub mod init;
 pub mod kkt;
 pub mod mfw;
 pub mod partan;
+pub mod rounds;
 pub mod shrink;
 pub mod simple_svm;
 pub mod sparse;

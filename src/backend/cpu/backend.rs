@@ -163,6 +163,16 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         })
     }
 
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let m = self.prob.len();
+        out.resize(m, 0.0);
+        let gv = self.grad();
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = gv.g(i);
+        }
+        Ok(0..m)
+    }
+
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
         let gv = self.grad();
         for (o, &i) in out.iter_mut().zip(idx) {
