@@ -73,6 +73,34 @@ pub mod shrink;
 pub mod slice;
 pub mod train;
 
+/// This rank's device in a distributed run, every rank calling it alike: the CPU when `req`
+/// asks for it; for a GPU request without a named adapter, the local rank's share of the
+/// adapters that can run the job (modulo their number, so ranks share one GPU); for auto, the
+/// request's own choice on this rank's rows `local` (a hardware GPU where they pay for one). `notes` hears rank 0's
+/// account of the choice. An error on any rank ends every rank. Collective.
+pub fn open_rank_device(
+    comm: &dyn comm::Comm,
+    mut req: crate::backend::DeviceRequest,
+    local: &crate::data::Dataset,
+    notes: &mut dyn FnMut(&str),
+) -> crate::error::Result<crate::backend::Device> {
+    let rank = comm.rank();
+    use crate::backend::BackendChoice;
+    let device = if req.backend == BackendChoice::Cpu {
+        Ok(crate::backend::Device::Cpu)
+    } else {
+        if req.backend == BackendChoice::Gpu {
+            req.local_rank = local_rank();
+        }
+        req.open_for(local, &mut |s| {
+            if rank == 0 {
+                notes(s);
+            }
+        })
+    };
+    comm::agree(comm, device)
+}
+
 /// This process's rank among the ranks on its machine, as the MPI launcher says (Open MPI,
 /// MPICH/Hydra, MVAPICH, Slurm); None outside a launcher. A rank's default GPU adapter.
 pub fn local_rank() -> Option<usize> {

@@ -355,31 +355,20 @@ impl TrainOpts {
         local: &Dataset,
     ) -> Result<crate::backend::Device> {
         let rank = comm.rank();
-        let device = match backend {
-            BackendArg::Cpu => Ok(crate::backend::Device::Cpu),
-            backend => {
-                // --backend gpu: the local rank's share of the adapters that can run the job
-                // by default. --backend auto keeps its own choice (a hardware GPU where the rows
-                // pay for one, never a software adapter).
-                let mut req = crate::cli::common::device_request(
-                    backend,
-                    self.device.as_deref(),
-                    self.precision(),
-                    self.precision.is_some(),
-                    self.gpu_cache_bytes(),
-                );
-                if backend == BackendArg::Gpu {
-                    req.local_rank = crate::dist::local_rank();
-                }
-                req.open_for(local, &mut |s| {
-                    // The choice's note once (rank 0's); every rank names a GPU it took below.
-                    if !self.quiet && rank == 0 {
-                        rank_line(rank, s);
-                    }
-                })
+        let req = crate::cli::common::device_request(
+            backend,
+            self.device.as_deref(),
+            self.precision(),
+            self.precision.is_some(),
+            self.gpu_cache_bytes(),
+        );
+        let quiet = self.quiet;
+        let device = crate::dist::open_rank_device(comm, req, local, &mut |s| {
+            // The choice's note once (rank 0's); every rank names a GPU it took below.
+            if !quiet {
+                rank_line(rank, s);
             }
-        };
-        let device = crate::dist::comm::agree(comm, device)?;
+        })?;
         if !self.quiet && device.is_gpu() {
             rank_line(rank, &device.describe());
         }
