@@ -129,22 +129,7 @@ pub(super) fn summarize(
     multiclass: bool,
 ) {
     if multiclass {
-        for r in reports {
-            eprintln!(
-                "  pair {} vs {}: m {}, iterations {}, SVs {}, certified gap {}, {:.2}s, {}",
-                r.classes.0,
-                r.classes.1,
-                r.m,
-                r.result.iterations,
-                r.result.alpha.len(),
-                r.result
-                    .certified_gap
-                    .map(|g| format!("{g:.3e}"))
-                    .unwrap_or("-".into()),
-                r.result.seconds,
-                r.result.stop
-            );
-        }
+        say_pairs(reports);
     }
     let iters: u64 = reports.iter().map(|r| r.result.iterations).sum();
     let secs: f64 = reports.iter().map(|r| r.result.seconds).sum();
@@ -198,6 +183,31 @@ pub(super) fn summarize(
         cache.1
     );
     say_merged(reports);
+    say_rounds_and_traffic(reports, iters);
+}
+
+/// One line per class pair of a multi-class run.
+fn say_pairs(reports: &[crate::train::PairReport]) {
+    for r in reports {
+        eprintln!(
+            "  pair {} vs {}: m {}, iterations {}, SVs {}, certified gap {}, {:.2}s, {}",
+            r.classes.0,
+            r.classes.1,
+            r.m,
+            r.result.iterations,
+            r.result.alpha.len(),
+            r.result
+                .certified_gap
+                .map(|g| format!("{g:.3e}"))
+                .unwrap_or("-".into()),
+            r.result.seconds,
+            r.result.stop
+        );
+    }
+}
+
+/// The warm starts, the working-set rounds, the device traffic and the backend call times.
+fn say_rounds_and_traffic(reports: &[crate::train::PairReport], iters: u64) {
     for r in reports {
         if let Some(w) = &r.result.warm {
             eprintln!(
