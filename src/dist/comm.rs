@@ -156,22 +156,40 @@ pub fn gather_parts<T>(
     write: impl FnOnce(&mut Vec<u8>),
     mut read: impl FnMut(&[u8], &mut Vec<T>) -> bool,
 ) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    each_rank_part(comm, what, &|_| true, write, |_, buf| read(buf, &mut out))?;
+    Ok(out)
+}
+
+/// One broadcast from each rank `sends(rank)` names (every rank must name the same ones), in
+/// rank order: this rank's part is the bytes `write` puts (called only when it sends), and
+/// `read(root, bytes)` takes each sender's (false: they arrived damaged, an error naming `what`
+/// and the rank). Collective.
+pub fn each_rank_part(
+    comm: &dyn Comm,
+    what: &str,
+    sends: &dyn Fn(usize) -> bool,
+    write: impl FnOnce(&mut Vec<u8>),
+    mut read: impl FnMut(usize, &[u8]) -> bool,
+) -> Result<()> {
     let mut mine = Vec::new();
-    write(&mut mine);
-    let (mut out, mut buf) = (Vec::new(), Vec::new());
-    for root in 0..comm.size() {
+    if sends(comm.rank()) {
+        write(&mut mine);
+    }
+    let mut buf = Vec::new();
+    for root in (0..comm.size()).filter(|&r| sends(r)) {
         buf.clear();
         if root == comm.rank() {
             buf.extend_from_slice(&mine);
         }
         comm.broadcast(root, &mut buf)?;
-        if !read(&buf, &mut out) {
+        if !read(root, &buf) {
             return Err(crate::error::Error::Backend(format!(
                 "{what} of rank {root} arrived damaged"
             )));
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Rank `root`'s values into `v` on every rank (any number; what other ranks held is

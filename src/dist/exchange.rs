@@ -1,5 +1,6 @@
 //! Rows from their owners to every rank: one broadcast per rank that owns any of the rows
-//! asked for, in rank order (every rank must ask for the same rows at the same moment).
+//! asked for, in rank order (every rank must ask for the same rows at the same moment;
+//! [`super::comm::each_rank_part`]).
 
 use super::comm::Comm;
 use crate::data::{Dataset, OwnedRow};
@@ -27,40 +28,46 @@ pub fn exchange_rows(
         return Err(Error::Backend(format!("point {j} beyond the {m} rows")));
     }
     let mut out: Vec<Option<(OwnedRow, [f64; 2])>> = vec![None; js.len()];
-    let mut buf = Vec::new();
-    for root in 0..comm.size() {
-        let mine: Vec<usize> = (0..js.len())
-            .filter(|&k| owner(starts, js[k]) == root)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
-        buf.clear();
-        if root == comm.rank() {
-            for &k in &mine {
-                let i = js[k] - first;
-                for x in extra(i) {
-                    buf.extend_from_slice(&x.to_le_bytes());
-                }
-                OwnedRow::from(data.row(i)).to_bytes(&mut buf);
+    // The positions in `js` of each rank's rows.
+    let mut of_rank: Vec<Vec<usize>> = vec![Vec::new(); comm.size()];
+    for (k, &j) in js.iter().enumerate() {
+        of_rank[owner(starts, j)].push(k);
+    }
+    let write = |buf: &mut Vec<u8>| {
+        for &k in &of_rank[comm.rank()] {
+            let i = js[k] - first;
+            for x in extra(i) {
+                buf.extend_from_slice(&x.to_le_bytes());
             }
+            OwnedRow::from(data.row(i)).to_bytes(buf);
         }
-        comm.broadcast(root, &mut buf)?;
+    };
+    let read = |root: usize, buf: &[u8]| {
         let mut at = 0;
-        for &k in &mine {
-            let bad = || Error::Backend(format!("row {} arrived damaged", js[k]));
+        for &k in &of_rank[root] {
             let mut num = [0.0; 2];
             for x in num.iter_mut() {
-                let mut w = [0u8; 8];
-                w.copy_from_slice(buf.get(at..at + 8).ok_or_else(bad)?);
-                *x = f64::from_le_bytes(w);
+                let Some(w) = buf.get(at..at + 8) else {
+                    return false;
+                };
+                *x = f64::from_le_bytes(w.try_into().expect("8 bytes"));
                 at += 8;
             }
-            let (row, used) = OwnedRow::from_bytes(&buf[at..]).ok_or_else(bad)?;
+            let Some((row, used)) = OwnedRow::from_bytes(&buf[at..]) else {
+                return false;
+            };
             at += used;
             out[k] = Some((row, num));
         }
-    }
+        true
+    };
+    super::comm::each_rank_part(
+        comm,
+        "the requested rows",
+        &|r| !of_rank[r].is_empty(),
+        write,
+        read,
+    )?;
     out.into_iter()
         .zip(js)
         .map(|(r, j)| r.ok_or_else(|| Error::Backend(format!("row {j} was not sent"))))
