@@ -31,6 +31,7 @@ pub mod backend;
 pub mod bench;
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod comm;
 pub mod data;
 pub mod dist;
 pub mod duplicates;

@@ -256,6 +256,11 @@ impl Backend for Recorder<'_> {
     fn ws_floor(&self) -> usize {
         self.inner.ws_floor()
     }
+    /// ws compared across backends: both choose away candidates by the GPU's rule (the
+    /// highest gradients), so that their vertex choices can match.
+    fn entries_are_local(&self) -> bool {
+        false
+    }
     fn stats(&self) -> BackendStats {
         self.inner.stats()
     }

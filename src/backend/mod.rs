@@ -383,6 +383,13 @@ pub trait Backend {
     fn ws_floor(&self) -> usize {
         0
     }
+
+    /// Whether a few entries of a column ([`column_entries`](Self::column_entries)) cost no
+    /// round trip to a device: the working-set solver then ranks its away candidates by the
+    /// second-order decrease, reading s's column at the support, and else by their gradient.
+    fn entries_are_local(&self) -> bool {
+        true
+    }
 }
 
 /// The marked reductions (capability): what sparse FW and SimpleSVM need besides the core

@@ -62,7 +62,7 @@
 
 pub mod backend;
 pub mod blocks;
-pub mod comm;
+pub use crate::comm;
 pub mod exchange;
 mod known;
 #[cfg(feature = "mpi")]

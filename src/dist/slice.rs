@@ -16,23 +16,7 @@ use crate::error::{Error, Result};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// The global rows one rank owns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowSlice {
-    /// Global index of its first row.
-    pub first: usize,
-    /// Rows it owns (possibly 0).
-    pub rows: usize,
-    /// Rows over all ranks.
-    pub total: usize,
-}
-
-impl RowSlice {
-    /// The global rows as a range.
-    pub fn range(&self) -> std::ops::Range<usize> {
-        self.first..self.first + self.rows
-    }
-}
+pub use crate::comm::RowSlice;
 
 /// Rank `rank` of `size`'s part of `n` items: `[n·r/P, n·(r+1)/P)`.
 pub fn share(n: u64, rank: usize, size: usize) -> (u64, u64) {

@@ -17,10 +17,10 @@
 use super::{Observer, Progress, SolveResult, SolverParams, StopReason, YieldCheck, stop_rule_met};
 use crate::active::ActiveSet;
 use crate::backend::{Backend, BackendStats};
-use crate::dist::comm::Comm;
+use crate::comm::Comm;
+use crate::comm::RowSlice;
 #[cfg(doc)]
-use crate::dist::comm::SelfComm;
-use crate::dist::slice::RowSlice;
+use crate::comm::SelfComm;
 use crate::error::Result;
 use std::time::Instant;
 
@@ -204,7 +204,7 @@ fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<
         }
         buf.len().is_multiple_of(16)
     };
-    let mut all = crate::dist::comm::gather_parts(comm, "the lowest gradients", write, read)?;
+    let mut all = crate::comm::gather_parts(comm, "the lowest gradients", write, read)?;
     let k = k.min(all.len());
     if k == 0 {
         return Ok(Vec::new());

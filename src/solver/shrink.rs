@@ -31,8 +31,8 @@ pub use super::rounds::{SHRINK_MIN_POINTS, ShrinkParams, ShrinkStats, WS_MIN_POI
 use super::{Observer, SolveResult, SolverParams, StopReason, StopRule, init, solve_from};
 use crate::active::ActiveSet;
 use crate::backend::{ColumnExport, CpuConfig, Device};
-use crate::dist::comm::SelfComm;
-use crate::dist::slice::RowSlice;
+use crate::comm::RowSlice;
+use crate::comm::SelfComm;
 use crate::error::Result;
 use crate::problem::Problem;
 use std::time::Instant;

@@ -5,9 +5,11 @@
 //!
 //! 1. picks a working set W of q points from the Frank–Wolfe candidates of the whole problem:
 //!    the global FW vertex s = argmin g and away vertex v = argmax_{α>0} g first, then the
-//!    lowest gradients over all points (toward vertices) and the highest over the support
-//!    (away vertices), alternately, after the previous W's support vectors (whose columns are
-//!    still cached);
+//!    lowest gradients over all points (toward vertices) and the points of the support from
+//!    which a pairwise step to s decreases f most, (g_v − g_s)²/(Q_ss + Q_vv − 2Q_sv) (away
+//!    vertices: the second-order choice of LIBSVM's working sets with s fixed; the highest
+//!    gradients on a GPU, where s's column costs a round trip), alternately,
+//!    after the previous W's support vectors (whose columns are still cached);
 //! 2. computes W's columns in batched passes over the data ([`Backend::block`]) and keeps
 //!    the q×q block Q_WW on the host;
 //! 3. solves the problem restricted to W — α outside W fixed, Σ_{i∈W} α_i unchanged, α ≥ 0 —
@@ -64,10 +66,17 @@ pub struct WorkingSet {
     aw: Vec<f64>,
     a0: Vec<f64>,
     low: Vec<(f64, usize)>,
-    /// The highest gradients over A as (−g_i, i), and (q, the 2q-th −g) of the last choice.
+    /// The best away candidates over A as (score, i), lowest first, and (q, the bound) of the
+    /// last choice.
     high: Vec<(f64, usize)>,
     high_bound: (usize, f64),
     cols: Vec<(usize, f64)>,
+    /// Q[A, s], the away candidates' scores, and Q_ii of every point (this backend's: a
+    /// variant lives for one solve).
+    qs: Vec<f64>,
+    diag: Vec<f64>,
+    score: Vec<f64>,
+
     /// The inner solve's buffers.
     inner: block_steps::Workspace,
     /// Inner steps taken so far (diagnostics).
@@ -94,6 +103,10 @@ impl WorkingSet {
             high: Vec::new(),
             high_bound: (0, f64::NEG_INFINITY),
             cols: Vec::new(),
+            qs: Vec::new(),
+            diag: Vec::new(),
+            score: Vec::new(),
+
             inner: block_steps::Workspace::default(),
             inner_steps: 0,
             sizes: 0,
@@ -144,14 +157,39 @@ impl WorkingSet {
             take(i, &mut w, &mut self.mark);
         }
         be.lowest(q, &mut self.low)?;
-        // Away candidates: the highest gradients over A.
         let a = state.alpha.indices();
         self.gw.resize(a.len(), 0.0);
         be.gather(a, &mut self.gw)?;
-        // The q highest as the q lowest of −g, bounded by the last choice (exactly).
-        let gw = &self.gw;
+        // Away candidates: where the backend reads entries locally, the points of A from which a
+        // pairwise step to s decreases f most before clipping, (g_v − g_s)² / (Q_ss + Q_vv −
+        // 2Q_sv) — the second-order choice of LIBSVM's working sets (Fan, Chen and Lin 2005)
+        // with s fixed — read from s's column (which W needs anyway), points with g_v ≤ g_s
+        // last; on a device, the highest gradients (no round trip for the column).
+        self.score.clear();
+        if be.entries_are_local() {
+            self.qs.resize(a.len(), 0.0);
+            be.column_entries(red.s, a, &mut self.qs)?;
+            if self.diag.len() != m {
+                self.diag = (0..m).map(|i| be.q_diag(i)).collect();
+            }
+            let diag = &self.diag;
+            let (gs, qss) = (red.g_s, diag[red.s]);
+            for ((&g, &q_sv), &i) in self.gw.iter().zip(&self.qs).zip(a) {
+                let d = g - gs;
+                let curv = (qss + diag[i] - 2.0 * q_sv).max(CURVATURE_FLOOR);
+                self.score.push(if d > 0.0 {
+                    -(d * d / curv)
+                } else {
+                    f64::INFINITY
+                });
+            }
+        } else {
+            self.score.extend(self.gw.iter().map(|&g| -g));
+        }
+        // The q best as the q lowest scores, bounded by the last choice (exactly).
+        let sc = &self.score;
         crate::backend::select_lowest_bounded(
-            || gw.iter().zip(a).map(|(&g, &i)| (-g, i)),
+            || sc.iter().zip(a).map(|(&v, &i)| (v, i)),
             a.len(),
             q,
             &mut self.high_bound,
@@ -174,6 +212,10 @@ impl WorkingSet {
         Ok(())
     }
 }
+
+/// Smallest curvature of a pairwise step the away candidates' scores divide by (a point whose
+/// column equals s's).
+const CURVATURE_FLOOR: f64 = 1e-12;
 
 /// Inner steps per outer iteration at most: this many per point of W, plus a floor.
 const INNER_PER_POINT: usize = 50;

@@ -437,6 +437,10 @@ impl Backend for GpuBackend<'_> {
         })
     }
 
+    fn entries_are_local(&self) -> bool {
+        false
+    }
+
     fn ws_floor(&self) -> usize {
         if self.ctx.is_software() {
             0

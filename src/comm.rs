@@ -11,6 +11,24 @@
 use crate::error::{Error, Result};
 use std::sync::{Arc, Barrier, Mutex};
 
+/// The global rows one rank owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowSlice {
+    /// Global index of its first row.
+    pub first: usize,
+    /// Rows it owns (possibly 0).
+    pub rows: usize,
+    /// Rows over all ranks.
+    pub total: usize,
+}
+
+impl RowSlice {
+    /// The global rows as a range.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.rows
+    }
+}
+
 /// Messages and bytes one rank has sent through collective operations (each collective counts
 /// as one message of the bytes this rank contributes: what a network model needs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
