@@ -345,8 +345,19 @@ fn run_interruptible<T: Send>(
                 finished.recv_timeout(Duration::from_millis(50))
             {
                 Python::attach(|py| {
-                    if printed.is_ok() {
-                        printed = flush_messages(py, msgs);
+                    if printed.is_ok()
+                        && let Err(e) = flush_messages(py, msgs)
+                    {
+                        // Ctrl-C whose handler ran inside the printing raised there: it is the
+                        // interrupt, not a failure to print.
+                        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                            if interrupt.is_none() {
+                                fwsvm::interrupt::request(None);
+                                interrupt = Some(e);
+                            }
+                        } else {
+                            printed = Err(e);
+                        }
                     }
                     if interrupt.is_none()
                         && let Err(e) = py.check_signals()
