@@ -9,6 +9,11 @@ CHILD = textwrap.dedent("""
     import numpy as np
     import fwsvm
 
+    # Python's own Ctrl-C handler, whatever the process inherited (a job started in the
+    # background of a non-interactive shell starts with SIGINT ignored, and then Python
+    # installs none).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 10))
     y = rng.integers(0, 2, 20000)      # random labels: a long fit at a tight tolerance
