@@ -226,6 +226,15 @@ fn the_warm_start_reaches_the_cold_optimum() {
         stats.support > stats.points,
         "the start covers more than the subsample: {stats:?}"
     );
+    // The cap: the subsample's support grown by the exponent its nested half shows.
+    assert!(stats.support <= stats.cap, "{stats:?}");
+    assert!((0.5..=1.0).contains(&stats.growth), "{stats:?}");
+    assert!(
+        0 < stats.half_support && stats.half_support < stats.sub_support,
+        "{stats:?}"
+    );
+    let want = stats.sub_support as f64 * 10f64.powf(stats.growth);
+    assert!((stats.cap as f64 - want).abs() <= 1.0, "{stats:?}");
     assert!(cold.warm.is_none());
     for (tag, r) in [("warm", &warm), ("cold", &cold)] {
         assert_eq!(r.stop, StopReason::Converged, "{tag}");

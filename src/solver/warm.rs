@@ -34,23 +34,52 @@ pub const FRACTION: usize = 10;
 pub struct WarmStats {
     /// Points of the subsample solved first.
     pub points: usize,
-    /// Its iterations (its own warm start's included).
+    /// Its iterations and its half's (their own warm starts' included).
     pub iterations: u64,
     /// Points with α_i > 0 in the extended start.
     pub support: usize,
+    /// Support vectors of the subsample's nested half and of the subsample, and the cap on
+    /// the extension they predict with the growth exponent e ([`predicted_support`]).
+    pub half_support: usize,
+    pub sub_support: usize,
+    pub cap: usize,
+    pub growth: f64,
     /// Seconds: the subsample's solve and the extension.
     pub seconds: f64,
 }
 
-/// The extension keeps at most this many times the support the subsample's share predicts
-/// (its support vectors × [`FRACTION`]): a loosely solved F_sub (margins off by up to the gap)
-/// can put whole clusters of near-duplicate points just under 2f_sub, all of which the
-/// optimum leaves out (KDD99: 234,000 starting support vectors for 6,000 at the end). A
-/// support vector too many costs its column and the steps that take it out again; one too
-/// few joins W when its gradient is among the lowest. The subsample's share already
-/// overestimates where most support vectors lie on the margin (ijcnn1: 12,030 predicted,
-/// 7,941 at the end; a9a, whose support is mostly margin errors: 20,320 and 19,953).
-pub const SUPPORT_GROWTH: usize = 1;
+/// The extension keeps at most the support the whole problem is predicted to have from the
+/// subsample's: s_sub · [`FRACTION`]^e, where e is the growth of the support between a nested
+/// half of the subsample and the subsample itself, e = log₂(s_sub / s_half), within
+/// [[`GROWTH_MIN`], 1]. A loosely solved F_sub (margins off by up to the gap) can put whole
+/// clusters of near-duplicate points just under 2f_sub, all of which the optimum leaves out
+/// (KDD99: 234,000 starting support vectors for 6,000 at the end), so the extension is
+/// capped; and the subsample's share of support vectors overestimates the whole problem's
+/// where that share falls as points are added, which a cap of s_sub · FRACTION (e = 1) does
+/// not see: ijcnn1's subsample of 4,999 points has 1,179 support vectors, its nested half 697
+/// (e = 0.76), and the whole run ends with 7,857 at e = 1 against 7,423 at the predicted cap
+/// of 6,759 (11,790 starting support vectors then); a9a, whose support is mostly margin
+/// errors, has e = 0.93. A support vector too many costs its column and the steps that take
+/// it out again; one too few joins W when its gradient is among the lowest.
+/// Returns (the cap, e).
+fn predicted_support(sub: usize, half: usize) -> (usize, f64) {
+    let e = (sub as f64 / half.max(1) as f64)
+        .log2()
+        .clamp(GROWTH_MIN, 1.0);
+    ((sub as f64 * (FRACTION as f64).powf(e)).ceil() as usize, e)
+}
+
+/// The smallest growth exponent [`predicted_support`] uses: below it the two counts say more
+/// about their noise than about the data.
+pub const GROWTH_MIN: f64 = 0.5;
+
+impl WarmStats {
+    /// The support the subsample's share of support vectors predicts: its support vectors
+    /// times [`FRACTION`] (the cap were the support to grow in proportion to the points).
+    pub fn share(&self) -> usize {
+        self.sub_support * FRACTION
+    }
+}
 
 /// α ∝ `guess` on the at most `cap` points of largest guess (the most violated margins; ties
 /// to the lower index), normalised; None when no guess is positive.
@@ -100,23 +129,18 @@ pub fn start(
     let m = prob.len();
     let mut rows = init::sample(m, m / FRACTION, params.seed);
     rows.sort_unstable();
-    let sub = prob.data.subset(&rows);
-    let sub_prob = prob.restricted(&sub, &rows)?;
     let sub_params = SolverParams {
         certify: false,
         ..params.clone()
     };
-    // A subsample whose column pass is too small for a GPU to pay (the rule of
-    // `--backend auto`) is solved on the CPU, where it is several times faster (measured on an
-    // H100: docs/BENCHMARKS.md).
-    let sub_device = if device.is_gpu()
-        && crate::backend::column_pass_bytes(&sub) < crate::backend::AUTO_GPU_MIN_BYTES
-    {
-        Device::Cpu
-    } else {
-        device.restrict(&rows)
-    };
-    let r = solve_on(&sub_prob, &sub_device, cpu, &sub_params, sp, &mut [])?;
+    let r = solve_subset(prob, &rows, device, cpu, &sub_params, sp)?;
+    // A nested half of the subsample, for the support's growth (see `predicted_support`).
+    let mut half: Vec<usize> = init::sample(rows.len(), rows.len() / 2, params.seed ^ HALF_SEED)
+        .into_iter()
+        .map(|k| rows[k])
+        .collect();
+    half.sort_unstable();
+    let rh = solve_subset(prob, &half, device, cpu, &sub_params, sp)?;
     // The subsample's F on every point, g_i = y_i F(x_i) + α_i / C_i: in f32 where the screen
     // applies (the guess and the first W need no more; the rounds' exact passes follow), else
     // in f64.
@@ -136,19 +160,52 @@ pub fn start(
             ((two_f - yf) / prob.inv_c(i)).max(0.0)
         })
         .collect();
-    let sub_support = r.alpha.len();
-    let alpha =
-        extend(&guess, sub_support * FRACTION * SUPPORT_GROWTH).unwrap_or_else(|| placed.clone());
+    let (cap, growth) = predicted_support(r.alpha.len(), rh.alpha.len());
+    let alpha = extend(&guess, cap).unwrap_or_else(|| placed.clone());
     for (i, gi) in g.iter_mut().enumerate() {
         *gi += (alpha.get(i) - placed.get(i)) * prob.inv_c(i);
     }
     let stats = WarmStats {
         points: rows.len(),
-        iterations: r.iterations + r.warm.map_or(0, |w| w.iterations),
+        iterations: [&r, &rh]
+            .iter()
+            .map(|r| r.iterations + r.warm.map_or(0, |w| w.iterations))
+            .sum(),
+        half_support: rh.alpha.len(),
+        sub_support: r.alpha.len(),
+        cap,
+        growth,
         support: alpha.len(),
         seconds: t.elapsed().as_secs_f64(),
     };
     Ok((alpha, stats, g))
+}
+
+/// Salt of the nested half's sample (any constant: the half is another draw from the
+/// subsample's rows).
+const HALF_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// `prob` restricted to `rows` (ascending), solved as [`solve_on`] solves it. A subset whose
+/// column pass is too small for a GPU to pay (the rule of `--backend auto`) is solved on the
+/// CPU, where it is several times faster (measured on an H100: docs/BENCHMARKS.md).
+fn solve_subset(
+    prob: &Problem<'_>,
+    rows: &[usize],
+    device: &Device,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: Option<ShrinkParams>,
+) -> Result<SolveResult> {
+    let sub = prob.data.subset(rows);
+    let sub_prob = prob.restricted(&sub, rows)?;
+    let sub_device = if device.is_gpu()
+        && crate::backend::column_pass_bytes(&sub) < crate::backend::AUTO_GPU_MIN_BYTES
+    {
+        Device::Cpu
+    } else {
+        device.restrict(rows)
+    };
+    solve_on(&sub_prob, &sub_device, cpu, params, sp, &mut [])
 }
 
 /// Solves `prob` on `device` as training solves one problem without sampling: by
@@ -193,7 +250,26 @@ pub fn solve_on(
 
 #[cfg(test)]
 mod tests {
-    use super::extend;
+    use super::{GROWTH_MIN, extend, predicted_support};
+
+    /// The cap grows the subsample's support by FRACTION^e, e = log₂(sub/half) within
+    /// [GROWTH_MIN, 1].
+    #[test]
+    fn predicted_support_follows_the_growth_between_the_half_and_the_subsample() {
+        // Support proportional to points (a9a-like): e = 1, ten times the subsample's.
+        assert_eq!(predicted_support(1_000, 500), (10_000, 1.0));
+        // Support ∝ points^0.75: 1,000 · 10^0.75 = 5,623.4.
+        let (cap, e) = predicted_support(1_000, (1_000.0 / 2f64.powf(0.75)) as usize);
+        assert!((e - 0.75).abs() < 5e-3, "{e}");
+        assert!((5_600..=5_650).contains(&cap), "{cap}");
+        // Faster than proportional, or a half without support: never above e = 1.
+        assert_eq!(predicted_support(1_000, 300), (10_000, 1.0));
+        assert_eq!(predicted_support(10, 0), (100, 1.0));
+        // Flat or shrinking (noise): the floor.
+        let (cap, e) = predicted_support(1_000, 1_100);
+        assert_eq!(e, GROWTH_MIN);
+        assert_eq!(cap, (1_000.0 * 10f64.sqrt()).ceil() as usize);
+    }
 
     #[test]
     fn extension_keeps_the_most_violated_points_up_to_the_cap() {

@@ -211,9 +211,17 @@ fn say_rounds_and_traffic(reports: &[crate::train::PairReport], iters: u64) {
     for r in reports {
         if let Some(w) = &r.result.warm {
             eprintln!(
-                "fwsvm: warm start: {} points solved first ({} iterations), extended to {} \
-                 starting support vectors ({:.2}s)",
-                w.points, w.iterations, w.support, w.seconds
+                "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
+                 half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
+                 to {} starting support vectors ({:.2}s)",
+                w.points,
+                w.sub_support,
+                w.half_support,
+                w.growth,
+                w.cap,
+                w.iterations,
+                w.support,
+                w.seconds
             );
         }
         if let Some(w) = &r.result.shrink {
