@@ -331,20 +331,40 @@ fn screened_rows(
     out: &mut [f64],
     err: Option<&mut [f64]>,
 ) -> bool {
+    let act = alpha.indices();
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
+    if !screened_sums(prob, act, &coef, rows, out, err) {
+        return false;
+    }
+    for (&i, g) in rows.iter().zip(out.iter_mut()) {
+        *g += alpha.get(i) * prob.inv_c(i);
+    }
+    true
+}
+
+/// y_i Σ_j coef_j (k(x_i, x_j) + 1) for i = rows\[k\] into out\[k\] by the screen (signed
+/// coefficients: the product of α, or of a change of α, with the labels), with
+/// [`screened_rows`]'s bound in `err`; false, `out` untouched, where the screen does not apply.
+fn screened_sums(
+    prob: &Problem<'_>,
+    act: &[usize],
+    coef: &[f64],
+    rows: &[usize],
+    out: &mut [f64],
+    err: Option<&mut [f64]>,
+) -> bool {
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return false;
     };
-    let act = alpha.indices();
     if act.is_empty()
         || prob.distinct_rows().is_some()
         || super::binary::applies(prob.kernel, prob.data)
     {
         return false;
     }
-    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     let Some(screen) =
-        super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)
+        super::screen::Screen::new(gamma, prob.data, act, coef, &nj, SCREEN_MAX_BYTES)
     else {
         return false;
     };
@@ -352,12 +372,35 @@ fn screened_rows(
     screen.row_sums(prob.data, &prob.norms, rows, out, &mut bound);
     let c1: f64 = coef.iter().sum();
     for (&i, g) in rows.iter().zip(out.iter_mut()) {
-        *g = prob.y[i] * (*g + c1) + alpha.get(i) * prob.inv_c(i);
+        *g = prob.y[i] * (*g + c1);
     }
     if let Some(e) = err {
         for (e, b) in e.iter_mut().zip(&bound) {
             *e = b + SLACK;
         }
+    }
+    true
+}
+
+/// (Q(up − down))_i for i = rows\[k\] into out\[k\] by one screened pass over the change's
+/// points (`up` and `down` ≥ 0 with no point in both), its bound in `err`; false where the
+/// screen does not apply.
+pub(super) fn screened_change(
+    prob: &Problem<'_>,
+    (up, down): (&ActiveSet, &ActiveSet),
+    rows: &[usize],
+    out: &mut [f64],
+    err: &mut [f64],
+) -> bool {
+    let mut act: Vec<usize> = up.indices().iter().chain(down.indices()).copied().collect();
+    act.sort_unstable();
+    let change = |j: usize| up.get(j) - down.get(j);
+    let coef: Vec<f64> = act.iter().map(|&j| change(j) * prob.y[j]).collect();
+    if !screened_sums(prob, &act, &coef, rows, out, Some(&mut *err)) {
+        return false;
+    }
+    for (&i, g) in rows.iter().zip(out.iter_mut()) {
+        *g += change(i) * prob.inv_c(i);
     }
     true
 }

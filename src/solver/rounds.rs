@@ -516,6 +516,13 @@ pub(crate) trait ExactPasses {
     /// computed on the way (exact, or within the certification's screen where it applies):
     /// the rebuild of the set-aside gradients when the run goes on.
     fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)>;
+
+    /// After a certification the run goes on from (a rebuild): computes exactly every row of
+    /// `g` the pass knew only within an interval reaching `level` (2f), so that the next pass
+    /// can bring those rows forward exactly. Nothing where the passes keep no such intervals.
+    fn settle_below(&mut self, _g: &mut [f64], _level: f64) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The bookkeeping of a run by rounds that outlives each round.
@@ -621,8 +628,9 @@ impl Rounds {
             };
             return Ok(Some(end.result(params, r, observers)));
         }
+        exact.settle_below(g, two_f)?;
         self.stats.rebuilds += 1;
-        self.stats.rebuild_seconds += pass.as_secs_f64();
+        self.stats.rebuild_seconds += t.elapsed().as_secs_f64();
         Ok(None)
     }
 }

@@ -80,6 +80,13 @@ impl ExactPasses for OneProcess<'_, '_> {
             crate::backend::exact::certify_incremental(self.prob, alpha, &mut self.last, g);
         Ok((f, gap))
     }
+
+    fn settle_below(&mut self, g: &mut [f64], level: f64) -> Result<()> {
+        if let Some(c) = self.last.as_mut() {
+            c.settle_below(self.prob, level, g);
+        }
+        Ok(())
+    }
 }
 
 impl RoundHost for OneProcess<'_, '_> {
