@@ -9,7 +9,9 @@
 //!
 //! One job runs at a time. A call made while the team is busy (another thread's job) runs on
 //! rayon instead, and a call from inside a job runs serially, so nothing waits on itself.
-//! Workers that have spun for [`SPIN`] without work park until the next job wakes them.
+//! Workers that have spun for [`SPIN`] without work park until the next job wakes them; while
+//! they spin they may do short steps of idle work ([`set_idle_work`]: the column cache's page
+//! faults, taken ahead of its growth).
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -123,14 +125,34 @@ fn work(s: &Shared, job: Job) {
     IN_JOB.with(|c| c.set(false));
 }
 
+/// Work an idle worker may do in small steps while it waits ([`set_idle_work`]).
+static IDLE_WORK: std::sync::OnceLock<fn() -> bool> = std::sync::OnceLock::new();
+
+/// Gives the team's waiting workers something to do: `step` does one short piece of work (a few
+/// µs: a new job waits for it) and says whether there was any. Workers call it while they spin,
+/// within [`SPIN`] of their last job, never once they park. The first registration stays:
+/// false when another came first.
+pub fn set_idle_work(step: fn() -> bool) -> bool {
+    IDLE_WORK.set(step).is_ok()
+}
+
 fn worker(s: &Shared, w: usize) {
     let mut seen = 0u64;
     loop {
         let start = Instant::now();
         let mut spins = 0u32;
+        let mut idle = IDLE_WORK.get().copied();
         loop {
             if s.epoch.load(Ordering::Acquire) != seen {
                 break;
+            }
+            if let Some(step) = idle {
+                if start.elapsed() >= SPIN {
+                    // Not again before the next job.
+                    idle = None;
+                } else if step() {
+                    continue;
+                }
             }
             spins = spins.wrapping_add(1);
             if spins < 1 << 12 {
@@ -246,6 +268,33 @@ mod tests {
                 }
             }
         });
+    }
+
+    /// A waiting worker runs the idle work between jobs (and the jobs still run completely).
+    #[test]
+    fn waiting_workers_do_the_idle_work() {
+        static STEPS: AtomicUsize = AtomicUsize::new(0);
+        fn step() -> bool {
+            STEPS.fetch_add(1, Ordering::Relaxed) < 1000
+        }
+        if !set_idle_work(step) {
+            eprintln!("SKIPPED: another test of this process registered its idle work first");
+            return;
+        }
+        // A team of its own (teams are per size).
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut out = Vec::new();
+            for round in 0..20 {
+                map_into(4, |t| t + round, &mut out);
+                assert_eq!(out, (0..4).map(|t| t + round).collect::<Vec<_>>());
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+        assert!(STEPS.load(Ordering::Relaxed) > 0, "no idle step ran");
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! slots live in one zeroed region whose untouched pages cost nothing; a warmed-up cache
 //! allocates nothing. The region asks for no 2 MiB pages (`madvise(MADV_HUGEPAGE)`): with
 //! `defrag = madvise` the kernel compacts memory on those faults, which makes training
-//! slower.
+//! slower. The pages of the next slots are populated ahead of the cache's growth in the team's
+//! idle time ([`super::prefault`]), so a column pass rarely takes a fault itself.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -124,6 +125,7 @@ impl<T: Copy + Default> ColumnCache<T> {
                 newer: NIL,
                 older: NIL,
             });
+            self.publish_frontier();
             self.slots.len() - 1
         } else {
             // The least recently used slot, or the one before it when that one is pinned.
@@ -173,7 +175,7 @@ impl<T: Copy + Default> ColumnCache<T> {
         self.m = m.max(1);
         self.capacity = (budget / self.m).min(self.m).clamp(2, 1 << 24);
         if self.region.len() < self.capacity * self.m {
-            self.region = Vec::new();
+            self.free_region();
         }
     }
 
@@ -215,6 +217,7 @@ impl<T: Copy + Default> ColumnCache<T> {
         let budget = self.capacity * m;
         self.m = n;
         self.capacity = (budget / n).min(n).clamp(2, 1 << 24).max(self.slots.len());
+        self.publish_frontier();
     }
 
     /// Puts slot s (not in the list) at its least recent end.
@@ -294,6 +297,32 @@ impl<T: Copy + Default> ColumnCache<T> {
     /// a large one maps fresh zero pages that cost nothing until first written.
     fn reserve(&mut self) {
         self.region = vec![T::default(); self.capacity * self.m];
+    }
+
+    /// Tells [`super::prefault`] where the slots in use end: the team's idle time populates
+    /// the pages of the next ones.
+    fn publish_frontier(&self) {
+        let sz = std::mem::size_of::<T>();
+        super::prefault::publish(
+            self.region.as_ptr().cast(),
+            self.region.len() * sz,
+            self.slots.len() * self.m * sz,
+        );
+    }
+
+    fn free_region(&mut self) {
+        if !self.region.is_empty() {
+            super::prefault::retract(self.region.as_ptr().cast());
+        }
+        self.region = Vec::new();
+    }
+}
+
+impl<T> Drop for ColumnCache<T> {
+    fn drop(&mut self) {
+        if !self.region.is_empty() {
+            super::prefault::retract(self.region.as_ptr().cast());
+        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod gram;
 mod groups;
 pub mod mirror;
 mod open;
+mod prefault;
 pub mod sampled;
 mod screen;
 mod simd;
