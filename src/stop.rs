@@ -24,10 +24,19 @@ pub fn stop_rule_met(
     alpha_g: f64,
     kappa: f64,
 ) -> bool {
+    gap <= allowed_gap(rule, eps, rel_eps, alpha_g, kappa)
+}
+
+/// The largest duality gap the stop rule accepts at αᵀg = `alpha_g`.
+pub fn allowed_gap(rule: StopRule, eps: f64, rel_eps: f64, alpha_g: f64, kappa: f64) -> f64 {
     match rule {
         // |2f|: an indefinite kernel (sigmoid) can make f negative.
-        StopRule::Gap => gap <= eps && gap <= rel_eps * alpha_g.abs(),
+        // (A NaN bound accepts nothing.)
+        StopRule::Gap => {
+            let rel = rel_eps * alpha_g.abs();
+            if eps <= rel { eps } else { rel }
+        }
         // dist² − R² = 2Δ ≤ ((1+ε)² − 1) R²
-        StopRule::Meb => 2.0 * gap <= ((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g),
+        StopRule::Meb => 0.5 * (((1.0 + eps).powi(2) - 1.0) * (kappa - alpha_g)),
     }
 }

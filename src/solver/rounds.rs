@@ -518,9 +518,10 @@ pub(crate) trait ExactPasses {
     fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)>;
 
     /// After a certification the run goes on from (a rebuild): computes exactly every row of
-    /// `g` the pass knew only within an interval reaching `level` (2f), so that the next pass
-    /// can bring those rows forward exactly. Nothing where the passes keep no such intervals.
-    fn settle_below(&mut self, _g: &mut [f64], _level: f64) -> Result<()> {
+    /// `g` the pass knew only within an interval reaching `level` (2f) and wider than `width`
+    /// on either side (the gap the stop rule allows), so that the next pass can bring those
+    /// rows forward exactly. Nothing where the passes keep no such intervals.
+    fn settle_below(&mut self, _g: &mut [f64], _level: f64, _width: f64) -> Result<()> {
         Ok(())
     }
 }
@@ -628,7 +629,8 @@ impl Rounds {
             };
             return Ok(Some(end.result(params, r, observers)));
         }
-        exact.settle_below(g, two_f)?;
+        let width = crate::stop::allowed_gap(params.stop, params.eps, params.rel_eps, two_f, kappa);
+        exact.settle_below(g, two_f, width)?;
         self.stats.rebuilds += 1;
         self.stats.rebuild_seconds += t.elapsed().as_secs_f64();
         Ok(None)

@@ -81,9 +81,9 @@ impl ExactPasses for OneProcess<'_, '_> {
         Ok((f, gap))
     }
 
-    fn settle_below(&mut self, g: &mut [f64], level: f64) -> Result<()> {
+    fn settle_below(&mut self, g: &mut [f64], level: f64, width: f64) -> Result<()> {
         if let Some(c) = self.last.as_mut() {
-            c.settle_below(self.prob, level, g);
+            c.settle_below(self.prob, level, width, g);
         }
         Ok(())
     }
