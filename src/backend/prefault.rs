@@ -63,7 +63,7 @@ pub fn publish(base: *const u8, len: usize, used: usize) {
     }
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
-        crate::team::set_idle_work(step);
+        crate::team::set_idle_work(Some(step));
     });
     TARGET
         .lock()
