@@ -342,6 +342,16 @@ fn screened_rows(
     true
 }
 
+/// Whether the screen computes `prob`'s row sums ([`screened_sums`]): the RBF kernel, on rows
+/// that are neither repeated (their sums are per distinct row) nor binary (their f64 product
+/// by bit counts costs less than the screen) — short of the panel's size and the CPU's vector
+/// instructions, which [`screened_sums`] checks.
+pub(super) fn screened_sums_apply(prob: &Problem<'_>) -> bool {
+    matches!(prob.kernel, crate::kernel::Kernel::Rbf { .. })
+        && prob.distinct_rows().is_none()
+        && !super::binary::applies(prob.kernel, prob.data)
+}
+
 /// y_i Σ_j coef_j (k(x_i, x_j) + 1) for i = rows\[k\] into out\[k\] by the screen (signed
 /// coefficients: the product of α, or of a change of α, with the labels), with
 /// [`screened_rows`]'s bound in `err`; false, `out` untouched, where the screen does not apply.
@@ -356,10 +366,7 @@ fn screened_sums(
     let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
         return false;
     };
-    if act.is_empty()
-        || prob.distinct_rows().is_some()
-        || super::binary::applies(prob.kernel, prob.data)
-    {
+    if act.is_empty() || !screened_sums_apply(prob) {
         return false;
     }
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();

@@ -17,6 +17,7 @@
 //! features), the tile of Zᵀ stays in L1 across a block of rows, and the loops are written so
 //! LLVM vectorizes them: compiled for AVX-512, AVX2+FMA and the baseline, chosen at run time.
 
+use super::aligned::Aligned;
 use crate::data::{Dataset, Row};
 use crate::kernel::Kernel;
 use rayon::prelude::*;
@@ -44,11 +45,11 @@ pub struct Panel {
     /// For each original feature, its row in `zt`, or u32::MAX when no column uses it.
     fmap: Vec<u32>,
     /// Feature-major panel: `zt[r * width + j]` = feature (fmap⁻¹ r) of column j.
-    zt: Vec<f64>,
+    zt: Aligned<f64>,
     /// ‖z_j‖² (0 for padding).
-    nj: Vec<f64>,
+    nj: Aligned<f64>,
     /// Weights (0 for padding, so padded columns add nothing).
-    coef: Vec<f64>,
+    coef: Aligned<f64>,
 }
 
 impl Panel {
@@ -69,15 +70,15 @@ impl Panel {
         if bytes > MAX_PANEL_BYTES {
             return None;
         }
-        let mut zt = vec![0.0f64; used as usize * width];
+        let mut zt = Aligned::zeroed(used as usize * width);
         for (c, &j) in cols.iter().enumerate() {
             for_nonzeros(data.row(j), |f, v| {
                 zt[fmap[f] as usize * width + c] = v;
             });
         }
-        let mut nj = vec![0.0; width];
+        let mut nj = Aligned::zeroed(width);
         nj[..cols.len()].copy_from_slice(norms);
-        let mut cf = vec![0.0; width];
+        let mut cf = Aligned::zeroed(width);
         cf[..cols.len()].copy_from_slice(coef);
         Some(Panel {
             kernel,
@@ -260,22 +261,57 @@ unsafe fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
     block_impl::<true>(p, s, out, |f, v, z, a| dots_avx512(f, v, z, a))
 }
 
-/// The RBF block written out in AVX-512: a tile's 32 dots, their kernel values and the
-/// weighted sum stay in registers, and the exponential's constants are loaded once per block
-/// (as compiled from [`block_impl`], LLVM reloaded them and spilled the dots for every row
-/// and tile). The exponential is [`exp_nonpos`] step for step, so every kernel value is the
-/// same number; only the order of the final additions differs.
+/// The RBF block written out in AVX-512: the dots of 64 columns (the last 32 when the width
+/// is an odd number of tiles) stay in registers as eight independent chains of multiply-adds,
+/// their kernel values are summed into one vector per row, and the rows' vectors are reduced
+/// once at the end; the exponential's constants are loaded once per block (as compiled from
+/// [`block_impl`], LLVM reloaded them and spilled the dots for every row and tile). The
+/// exponential is [`exp_nonpos`] step for step, so every kernel value is the same number; only
+/// the order of the additions differs.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
     use std::arch::x86_64::*;
-    out.iter_mut().for_each(|o| *o = 0.0);
     let rows = out.len();
+    assert!(rows <= ROW_BLOCK);
     if let Some(&last) = s.feat[..s.ptr[rows]].iter().max() {
         assert!(last + p.width <= p.zt.len(), "panel offsets out of range");
     }
-    // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
-    // t + TILE ≤ width (checked above); nj and coef have `width` entries.
+    // SAFETY: the panel offsets are checked above; rbf_tiles_avx512 reads columns t .. t + 8V
+    // ≤ width of each.
+    unsafe {
+        let mut sums = [_mm512_setzero_pd(); ROW_BLOCK];
+        let pairs = p.width / (2 * TILE);
+        for t in (0..pairs).map(|k| 2 * TILE * k) {
+            rbf_tiles_avx512::<8>(p, s, t, gamma, &mut sums[..rows]);
+        }
+        if !p.width.is_multiple_of(2 * TILE) {
+            rbf_tiles_avx512::<4>(p, s, p.width - TILE, gamma, &mut sums[..rows]);
+        }
+        for (o, v) in out.iter_mut().zip(&sums) {
+            *o = _mm512_reduce_add_pd(*v);
+        }
+    }
+}
+
+/// Adds to `sums[r]` (eight lanes) Σ coef_j (k(x_r, z_j) + offset) over the 8·`V` columns
+/// from `t`, for every row r of `s`.
+///
+/// # Safety
+/// The CPU has AVX-512F, DQ and FMA; t + 8·`V` ≤ the panel's width, and every offset in `s`
+/// plus the width lies within the panel.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn rbf_tiles_avx512<const V: usize>(
+    p: &Panel,
+    s: &Scratch,
+    t: usize,
+    gamma: f64,
+    sums: &mut [std::arch::x86_64::__m512d],
+) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's conditions.
     unsafe {
         let lo = _mm512_set1_pd(-708.0);
         let zero = _mm512_setzero_pd();
@@ -304,33 +340,25 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
         let ng = _mm512_set1_pd(-gamma);
         let m2 = _mm512_set1_pd(-2.0);
         let offset = _mm512_set1_pd(p.offset);
-        let zt = p.zt.as_ptr();
-        for t in (0..p.width).step_by(TILE) {
-            let nj = [0, 8, 16, 24].map(|o| _mm512_loadu_pd(p.nj.as_ptr().add(t + o)));
-            let cf = [0, 8, 16, 24].map(|o| _mm512_loadu_pd(p.coef.as_ptr().add(t + o)));
-            let base = zt.add(t);
-            let tile_sum = |acc: &[__m512d; 4], ni: f64| -> f64 {
-                let ni = _mm512_set1_pd(ni);
-                let mut sum = zero;
-                for q in 0..4 {
-                    let d2 =
-                        _mm512_max_pd(_mm512_fmadd_pd(m2, acc[q], _mm512_add_pd(ni, nj[q])), zero);
-                    let e = exp(_mm512_mul_pd(ng, d2));
-                    sum = _mm512_add_pd(sum, _mm512_mul_pd(cf[q], _mm512_add_pd(e, offset)));
+        let (nj, cf) = (p.nj.as_ptr().add(t), p.coef.as_ptr().add(t));
+        let base = p.zt.as_ptr().add(t);
+        for (r, sum) in sums.iter_mut().enumerate() {
+            let (a, b) = (s.ptr[r], s.ptr[r + 1]);
+            let mut acc = [zero; V];
+            for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
+                let z = base.add(off);
+                let v = _mm512_set1_pd(v);
+                for (q, aq) in acc.iter_mut().enumerate() {
+                    *aq = _mm512_fmadd_pd(v, _mm512_loadu_pd(z.add(8 * q)), *aq);
                 }
-                _mm512_reduce_add_pd(sum)
-            };
-            for (r, o) in out.iter_mut().enumerate() {
-                let (a, b) = (s.ptr[r], s.ptr[r + 1]);
-                let mut acc = [zero; 4];
-                for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
-                    let z = base.add(off);
-                    let v = _mm512_set1_pd(v);
-                    for (q, aq) in acc.iter_mut().enumerate() {
-                        *aq = _mm512_fmadd_pd(v, _mm512_loadu_pd(z.add(8 * q)), *aq);
-                    }
-                }
-                *o += tile_sum(&acc, s.ni[r]);
+            }
+            let ni = _mm512_set1_pd(s.ni[r]);
+            for (q, aq) in acc.iter().enumerate() {
+                let n = _mm512_add_pd(ni, _mm512_loadu_pd(nj.add(8 * q)));
+                let d2 = _mm512_max_pd(_mm512_fmadd_pd(m2, *aq, n), zero);
+                let e = exp(_mm512_mul_pd(ng, d2));
+                let c = _mm512_loadu_pd(cf.add(8 * q));
+                *sum = _mm512_add_pd(*sum, _mm512_mul_pd(c, _mm512_add_pd(e, offset)));
             }
         }
     }

@@ -6,6 +6,7 @@
 //! lives in [`cpu`]; the GPU backend (`gpu`, feature `gpu`) implements the same trait, and the
 //! sampled (randomized) iterations can wrap a backend behind the same interface.
 
+mod aligned;
 mod binary;
 mod cache;
 pub mod cpu;

@@ -14,39 +14,48 @@
 //! for the rows whose interval does not clear U, so the certificate is the same number the full
 //! f64 pass gives.
 //!
-//! **The bound.** With u = 2⁻²⁴ and n = the row's non-zeros among the panel's features (the
-//! features are f32 in the dataset, so x and z are exact), the exponent is computed as
-//! t̃ = 2γ·(x·z) + (−γ‖x‖² − γ‖z‖²) in f32:
+//! **The bound.** The exponent is computed in base 2: the panel holds z' = 2γ·log₂e·z and
+//! −γ·log₂e·‖z‖², each row −γ·log₂e·‖x‖² (all rounded to f32 from f64), so that
+//! t̃ = (x·z') + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²) ≈ −γ‖x − z‖²·log₂e and k̃ = 2^t̃ needs no
+//! reduction by ln 2. With u = 2⁻²⁴, n = the row's non-zeros among the panel's features (the
+//! features are f32 in the dataset, so x and z are exact) and N = ‖x‖² + ‖z‖², in base-2 units:
 //!
-//! * the dot x·z accumulated by n fused multiply-adds is within 1.01·n·u·Σ|x_f z_f| ≤
-//!   1.01·n·u·(‖x‖² + ‖z‖²)/2 of the real one: 1.01·n·u·γ(‖x‖² + ‖z‖²) in t;
-//! * 2γ rounded to f32: u·2γ|x·z| ≤ u·γ(‖x‖² + ‖z‖²); −γ‖x‖² and −γ‖z‖² (γ, the product and
-//!   the f64 norm rounded, 3u each) and their sum (u): 4u·γ(‖x‖² + ‖z‖²); the final fused add,
-//!   u·|t̃| ≤ 2u·γ(‖x‖² + ‖z‖²)(1 + 10u). So |t̃ − t| ≤ δ = γ·u·(n + 15)·(‖x‖² + max_j ‖z_j‖²),
-//!   the same for every column of the row (t̃ > 0 is clamped to 0, which only helps);
-//! * the exponential (the vector form of [`exp_nonpos_f32`]) has relative error at most
-//!   [`EXP32_ERR`]
-//!   (tested against f64 over its range), so |k̃ − k| ≤ k̃·(1.01·δ + 2.01·EXP32_ERR) while
-//!   δ ≤ 0.01; exponents below −86 are clamped (k̃ = e⁻⁸⁶ for a true k below it: at most 1e-37
-//!   off);
-//! * c_j rounded to f32 (u), the products added in f32 over a tile of 64 columns (four terms
-//!   per lane: 4u) and the tiles in f64 per lane: 9u·Σ|c_j| k̃_j covers them.
+//! * the dot x·z' accumulated by n fused multiply-adds from 0 is within 1.01·n·u·Σ|x_f z'_f| ≤
+//!   1.01·n·u·γ·log₂e·N of its exact value, and z' rounded adds u·γ·log₂e·N;
+//! * the two norms rounded, u·γ·log₂e·N; their sum and the final sum, whose magnitudes are at
+//!   most 2γ·log₂e·N, 4u·γ·log₂e·N.
 //!
-//! Hence B_i = W_i·(1.01·δ + 2.01·EXP32_ERR + 9u)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|, with
-//! W_i = Σ_j |c_j| k̃_j accumulated beside S̃_i in f32 (tiles + 8 roundings per lane, so it is
-//! scaled up by (1 + (tiles + 8)·1.01u) first). Rows for which δ > 0.01 get B_i = +∞ (decided
+//! So |t̃ − t·log₂e| ≤ δ/ln 2 with δ = γ·u·(1.01·n + 7)·(‖x‖² + max_j ‖z_j‖²), the same for
+//! every column of the row (t̃ > 0 is clamped to 0, which only helps), and:
+//!
+//! * the exponential ([`exp2_nonpos_f32`], whose steps the vector code takes) has relative
+//!   error at most [`EXP2_32_ERR`] (tested against f64 over its range), so
+//!   |k̃ − k| ≤ k̃·(1.01·δ + 2.01·EXP2_32_ERR) while δ ≤ 0.01; exponents below −124 are clamped
+//!   (k̃ ≤ 2⁻¹²⁴·1.5 for a true k below it: at most 1e-37 off);
+//! * c_j rounded to f32 (u), the products added in f32 over a tile of 128 columns (eight
+//!   terms per lane: 1.01·8u) and the tiles in f64 per lane: 10u·Σ|c_j| k̃_j covers them.
+//!
+//! Hence B_i = W_i·(1.01·δ + 2.01·EXP2_32_ERR + 10u)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|, with
+//! W_i = Σ_j |c_j| k̃_j accumulated beside S̃_i in f32 (8 roundings per lane in a tile, one per
+//! tile, 4 in the final sum of the lanes, so it is scaled up by (1 + (tiles + 12)·1.01u)
+//! first). Rows for which δ > 0.01 get B_i = +∞ (decided
 //! in f64).
+//!
+//! **The sums.** The columns are ordered by the sign of c_j, so every tile but one holds
+//! weights of one sign; there S̃ = ±W on the tile and one multiply-add per column gives both.
 
 use crate::data::Dataset;
 use rayon::prelude::*;
 
+use super::aligned::Aligned;
 use super::gram::{feature_map, for_nonzeros};
 #[cfg(doc)]
-use super::simd::exp_nonpos_f32;
-use super::simd::{EXP32_ERR, EXP32_LO, LN2_HI32, LN2_LO32, POLY32, SHIFT32};
+use super::simd::exp2_nonpos_f32;
+use super::simd::{EXP2_32_ERR, EXP2_32_LO, POLY2_32, SHIFT32};
 
-/// Columns per tile: four vectors of sixteen f32 lanes.
-const TILE: usize = 64;
+/// Columns per tile: eight vectors of sixteen f32 lanes (eight independent chains of
+/// multiply-adds per row; measured, 64 columns took 16 % more time per kernel value, 256 9 %).
+const TILE: usize = 128;
 /// Rows per parallel task.
 const ROW_BLOCK: usize = 128;
 /// u = 2⁻²⁴, the unit roundoff of f32.
@@ -58,11 +67,14 @@ pub struct Screen {
     gamma: f64,
     width: usize,
     fmap: Vec<u32>,
-    zt: Vec<f32>,
-    /// −γ‖z_j‖² (f32).
-    gnj: Vec<f32>,
-    coef: Vec<f32>,
-    abs_coef: Vec<f32>,
+    /// 2γ·log₂e·z, feature-major.
+    zt: Aligned<f32>,
+    /// −γ·log₂e·‖z_j‖² (f32).
+    gnj: Aligned<f32>,
+    /// Per tile: 1 when its weights are all ≥ 0, −1 when all ≤ 0, 0 when mixed.
+    tile_sign: Vec<i8>,
+    coef: Aligned<f32>,
+    abs_coef: Aligned<f32>,
     /// max_j ‖z_j‖² (f64).
     nz_max: f64,
     /// Which compiled copy of the block runs.
@@ -92,31 +104,50 @@ impl Screen {
         if (used as usize).checked_mul(width)?.checked_mul(4)? > max_bytes {
             return None;
         }
-        let mut zt = vec![0.0f32; used as usize * width];
-        for (c, &j) in cols.iter().enumerate() {
-            for_nonzeros(data.row(j), |f, v| {
-                zt[fmap[f] as usize * width + c] = v as f32;
+        // The columns by the sign of their weight (the sum's order does not change the bound).
+        let mut order: Vec<usize> = (0..cols.len()).collect();
+        order.sort_by_key(|&c| coef[c] < 0.0);
+        let scale = 2.0 * gamma * std::f64::consts::LOG2_E;
+        let mut zt = Aligned::zeroed(used as usize * width);
+        for (c, &o) in order.iter().enumerate() {
+            for_nonzeros(data.row(cols[o]), |f, v| {
+                zt[fmap[f] as usize * width + c] = (scale * v) as f32;
             });
         }
-        let pad = |v: &[f64]| -> Vec<f32> {
-            let mut o = vec![0.0f32; width];
-            for (a, &b) in o.iter_mut().zip(v) {
-                *a = b as f32;
+        let pad = |v: &dyn Fn(usize) -> f64| -> Aligned<f32> {
+            let mut out = Aligned::zeroed(width);
+            for (a, &o) in out.iter_mut().zip(&order) {
+                *a = v(o) as f32;
             }
-            o
+            out
         };
-        let abs: Vec<f64> = coef.iter().map(|c| c.abs()).collect();
+        let tile_sign = (0..width / TILE)
+            .map(|t| {
+                let w = &order[(t * TILE).min(order.len())..((t + 1) * TILE).min(order.len())];
+                let (pos, neg) = (
+                    w.iter().any(|&o| coef[o] > 0.0),
+                    w.iter().any(|&o| coef[o] < 0.0),
+                );
+                match (pos, neg) {
+                    (_, false) => 1,
+                    (false, true) => -1,
+                    (true, true) => 0,
+                }
+            })
+            .collect();
+        let g2 = gamma * std::f64::consts::LOG2_E;
         Some(Screen {
             gamma,
             width,
             fmap,
             zt,
-            gnj: pad(&norms.iter().map(|n| -gamma * n).collect::<Vec<_>>()),
-            coef: pad(coef),
-            abs_coef: pad(&abs),
+            gnj: pad(&|o| -g2 * norms[o]),
+            tile_sign,
+            coef: pad(&|o| coef[o]),
+            abs_coef: pad(&|o| coef[o].abs()),
             nz_max: norms.iter().copied().fold(0.0, f64::max),
             isa,
-            abs_sum: abs.iter().sum(),
+            abs_sum: coef.iter().map(|c| c.abs()).sum(),
         })
     }
 
@@ -153,13 +184,16 @@ impl Screen {
 
     /// B_i from W_i, the row's non-zeros n and ‖x_i‖².
     fn bound(&self, w: f64, n: usize, ni: f64) -> f64 {
-        let delta = self.gamma * U * (n as f64 + 15.0) * (ni + self.nz_max);
+        let delta = self.gamma * U * (1.01 * n as f64 + 7.0) * (ni + self.nz_max);
         if !(delta <= 0.01) {
             return f64::INFINITY;
         }
+        // Terms per lane in a tile.
+        const PER_LANE: f64 = (TILE / 16) as f64;
         let tiles = (self.width / TILE) as f64;
-        let w = w * (1.0 + (tiles + 8.0) * 1.01 * U);
-        w * (1.01 * delta + 2.01 * EXP32_ERR + 9.0 * U) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
+        let w = w * (1.0 + (tiles + PER_LANE + 4.0) * 1.01 * U);
+        w * (1.01 * delta + 2.01 * EXP2_32_ERR + (PER_LANE + 2.0) * U) * (1.0 + 1e-3)
+            + 1e-36 * self.abs_sum
     }
 }
 
@@ -195,7 +229,7 @@ struct Rows {
     /// Offsets into the panel (feature row · width).
     feat: Vec<usize>,
     val: Vec<f32>,
-    /// ‖x‖² (f64) and −γ‖x‖² (f32).
+    /// ‖x‖² (f64) and −γ·log₂e·‖x‖² (f32).
     ni: Vec<f64>,
     gni: Vec<f32>,
 }
@@ -220,7 +254,8 @@ impl Rows {
             });
             self.ptr.push(self.feat.len());
             self.ni.push(norms[i]);
-            self.gni.push((-p.gamma * norms[i]) as f32);
+            self.gni
+                .push((-p.gamma * std::f64::consts::LOG2_E * norms[i]) as f32);
         }
     }
 
@@ -234,6 +269,7 @@ impl Rows {
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
     use std::arch::x86_64::*;
+    const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
     wsum.iter_mut().for_each(|o| *o = 0.0);
     let rows = sum.len();
@@ -241,42 +277,42 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
         assert!(last + p.width <= p.zt.len(), "panel offsets out of range");
     }
     // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
-    // t + TILE ≤ width (checked above); nj, coef and abs_coef have `width` entries.
+    // t + TILE ≤ width (checked above); gnj, coef and abs_coef have `width` entries.
     unsafe {
-        let lo = _mm512_set1_ps(EXP32_LO);
+        let lo = _mm512_set1_ps(EXP2_32_LO);
         let zero = _mm512_setzero_ps();
-        let log2e = _mm512_set1_ps(std::f32::consts::LOG2_E);
         let shift = _mm512_set1_ps(SHIFT32);
-        let ln2_hi = _mm512_set1_ps(LN2_HI32);
-        let ln2_lo = _mm512_set1_ps(LN2_LO32);
-        let poly = POLY32.map(|c| _mm512_set1_ps(c));
-        let exp = |x: __m512| -> __m512 {
+        let poly = POLY2_32.map(|c| _mm512_set1_ps(c));
+        // exp2_nonpos_f32's steps (k rounded to the nearest integer by adding and taking away
+        // 1.5·2²³); q·2^k is exact (a normal result), as adding k to q's exponent bits is.
+        let exp2 = |x: __m512| -> __m512 {
             let x = _mm512_min_ps(_mm512_max_ps(x, lo), zero);
-            let t = _mm512_fmadd_ps(x, log2e, shift);
-            let k = _mm512_sub_ps(t, shift);
-            let r = _mm512_fnmadd_ps(k, ln2_hi, x);
-            let r = _mm512_fnmadd_ps(k, ln2_lo, r);
+            let k = _mm512_sub_ps(_mm512_add_ps(x, shift), shift);
+            let f = _mm512_sub_ps(x, k);
             let mut q = poly[0];
             for &c in &poly[1..] {
-                q = _mm512_fmadd_ps(q, r, c);
+                q = _mm512_fmadd_ps(q, f, c);
             }
-            // q·2^k exactly (k ∈ [−125, 0], q ∈ [0.7, 1.5]: a normal result), as adding k to
-            // q's exponent bits does, in one instruction.
             _mm512_scalef_ps(q, k)
         };
         let zt = p.zt.as_ptr();
-        let two_g = _mm512_set1_ps(2.0 * p.gamma as f32);
         // Per row: S̃ in two f64 vectors (one per half of the lanes), W in one f32 vector.
         let mut sacc = [[_mm512_setzero_pd(); 2]; ROW_BLOCK];
         let mut wacc = [zero; ROW_BLOCK];
         assert!(rows <= ROW_BLOCK);
         for t in (0..p.width).step_by(TILE) {
-            let ld = |v: &Vec<f32>| [0, 16, 32, 48].map(|o| _mm512_loadu_ps(v.as_ptr().add(t + o)));
-            let (gnj, cf, af) = (ld(&p.gnj), ld(&p.coef), ld(&p.abs_coef));
+            let (gnj, cf, af) = (
+                p.gnj.as_ptr().add(t),
+                p.coef.as_ptr().add(t),
+                p.abs_coef.as_ptr().add(t),
+            );
             let base = zt.add(t);
+            let sign = p.tile_sign[t / TILE];
+            let mixed = sign == 0;
+            let neg = _mm512_set1_ps(f32::from(sign));
             for r in 0..rows {
                 let (a, b) = (s.ptr[r], s.ptr[r + 1]);
-                let mut acc = [zero; 4];
+                let mut acc = [zero; V];
                 for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
                     let z = base.add(off);
                     let v = _mm512_set1_ps(v);
@@ -284,13 +320,20 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
                         *aq = _mm512_fmadd_ps(v, _mm512_loadu_ps(z.add(16 * q)), *aq);
                     }
                 }
-                // −γ‖x − z‖² = 2γ·x·z + (−γ‖x‖² − γ‖z‖²), clamped at 0 inside the exponential.
+                // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²).
                 let gni = _mm512_set1_ps(s.gni[r]);
                 let (mut sv, mut wv) = (zero, zero);
-                for q in 0..4 {
-                    let e = exp(_mm512_fmadd_ps(two_g, acc[q], _mm512_add_ps(gni, gnj[q])));
-                    sv = _mm512_fmadd_ps(cf[q], e, sv);
-                    wv = _mm512_fmadd_ps(af[q], e, wv);
+                for (q, aq) in acc.iter().enumerate() {
+                    let arg = _mm512_add_ps(gni, _mm512_loadu_ps(gnj.add(16 * q)));
+                    let e = exp2(_mm512_add_ps(*aq, arg));
+                    if mixed {
+                        sv = _mm512_fmadd_ps(_mm512_loadu_ps(cf.add(16 * q)), e, sv);
+                    }
+                    wv = _mm512_fmadd_ps(_mm512_loadu_ps(af.add(16 * q)), e, wv);
+                }
+                // A tile of one sign: S̃ = ±W there.
+                if !mixed {
+                    sv = _mm512_mul_ps(neg, wv);
                 }
                 let lo_half = _mm512_cvtps_pd(_mm512_castps512_ps256(sv));
                 let hi_half = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
@@ -309,14 +352,16 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
 }
 
 /// [`block_avx512`] in AVX2: each 16-lane vector of that copy is two 8-lane halves here, the
-/// low half from the even groups of eight columns and the high half from the odd ones, so every
-/// lane sums the same columns in the same order and the bound's rounding count (four terms per
-/// lane per tile, the tiles in f64, sixteen lanes reduced at the end) is unchanged.
+/// low half from the even groups of eight columns and the high half from the odd ones (each
+/// half in a pass of its own over the row's non-zeros, so that its eight accumulators stay in
+/// registers), so every lane sums the same columns in the same order and the bound's rounding
+/// count is unchanged.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
     use super::simd::avx2::hsum_pd;
     use std::arch::x86_64::*;
+    const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
     wsum.iter_mut().for_each(|o| *o = 0.0);
     let rows = sum.len();
@@ -326,17 +371,17 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
     // SAFETY: as in block_avx512.
     unsafe {
         let zero = _mm256_setzero_ps();
-        let exp = |x: __m256| -> __m256 {
-            let x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP32_LO)), zero);
-            let shift = _mm256_set1_ps(SHIFT32);
-            let t = _mm256_fmadd_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E), shift);
+        let shift = _mm256_set1_ps(SHIFT32);
+        let exp2 = |x: __m256| -> __m256 {
+            let x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP2_32_LO)), zero);
+            let t = _mm256_add_ps(x, shift);
             let k = _mm256_sub_ps(t, shift);
-            let r = _mm256_fnmadd_ps(k, _mm256_set1_ps(LN2_HI32), x);
-            let r = _mm256_fnmadd_ps(k, _mm256_set1_ps(LN2_LO32), r);
-            let mut q = _mm256_set1_ps(POLY32[0]);
-            for &c in &POLY32[1..] {
-                q = _mm256_fmadd_ps(q, r, _mm256_set1_ps(c));
+            let f = _mm256_sub_ps(x, k);
+            let mut q = _mm256_set1_ps(POLY2_32[0]);
+            for &c in &POLY2_32[1..] {
+                q = _mm256_fmadd_ps(q, f, _mm256_set1_ps(c));
             }
+            // k is an integer held in t's low mantissa bits: added to q's exponent.
             let kbits = _mm256_sub_epi32(
                 _mm256_castps_si256(t),
                 _mm256_set1_epi32(SHIFT32.to_bits() as i32),
@@ -347,7 +392,6 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
             ))
         };
         let zt = p.zt.as_ptr();
-        let two_g = _mm256_set1_ps(2.0 * p.gamma as f32);
         // Per row: S̃ in four f64 vectors (the sixteen lanes), W in two f32 vectors.
         let mut sacc = [[_mm256_setzero_pd(); 4]; ROW_BLOCK];
         let mut wacc = [[zero; 2]; ROW_BLOCK];
@@ -359,31 +403,39 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
                 p.abs_coef.as_ptr().add(t),
             );
             let base = zt.add(t);
+            let sign = p.tile_sign[t / TILE];
             for r in 0..rows {
                 let (a, b) = (s.ptr[r], s.ptr[r + 1]);
-                let mut acc = [zero; TILE / 8];
-                for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
-                    let z = base.add(off);
-                    let v = _mm256_set1_ps(v);
-                    for (q, aq) in acc.iter_mut().enumerate() {
-                        *aq = _mm256_fmadd_ps(v, _mm256_loadu_ps(z.add(8 * q)), *aq);
-                    }
-                }
                 let gni = _mm256_set1_ps(s.gni[r]);
-                let (mut sv, mut wv) = ([zero; 2], [zero; 2]);
-                for (q, aq) in acc.iter().enumerate() {
-                    let arg = _mm256_add_ps(gni, _mm256_loadu_ps(gnj.add(8 * q)));
-                    let e = exp(_mm256_fmadd_ps(two_g, *aq, arg));
-                    let h = q % 2;
-                    sv[h] = _mm256_fmadd_ps(_mm256_loadu_ps(cf.add(8 * q)), e, sv[h]);
-                    wv[h] = _mm256_fmadd_ps(_mm256_loadu_ps(af.add(8 * q)), e, wv[h]);
-                }
                 for h in 0..2 {
-                    let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(sv[h]));
-                    let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(sv[h]));
+                    let mut acc = [zero; V];
+                    for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
+                        let z = base.add(off + 8 * h);
+                        let v = _mm256_set1_ps(v);
+                        for (q, aq) in acc.iter_mut().enumerate() {
+                            *aq = _mm256_fmadd_ps(v, _mm256_loadu_ps(z.add(16 * q)), *aq);
+                        }
+                    }
+                    let (mut sv, mut wv) = (zero, zero);
+                    for (q, aq) in acc.iter().enumerate() {
+                        let o = 16 * q + 8 * h;
+                        let arg = _mm256_add_ps(gni, _mm256_loadu_ps(gnj.add(o)));
+                        let e = exp2(_mm256_add_ps(*aq, arg));
+                        if sign == 0 {
+                            sv = _mm256_fmadd_ps(_mm256_loadu_ps(cf.add(o)), e, sv);
+                        }
+                        wv = _mm256_fmadd_ps(_mm256_loadu_ps(af.add(o)), e, wv);
+                    }
+                    match sign {
+                        0 => {}
+                        1 => sv = wv,
+                        _ => sv = _mm256_sub_ps(zero, wv),
+                    }
+                    let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(sv));
+                    let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(sv));
                     sacc[r][2 * h] = _mm256_add_pd(sacc[r][2 * h], lo);
                     sacc[r][2 * h + 1] = _mm256_add_pd(sacc[r][2 * h + 1], hi);
-                    wacc[r][h] = _mm256_add_ps(wacc[r][h], wv[h]);
+                    wacc[r][h] = _mm256_add_ps(wacc[r][h], wv);
                 }
             }
         }

@@ -6,6 +6,7 @@
 //! `acc[l] += x[b][f][l] · q[f]` with no horizontal sums. Dots accumulate in f64 from the f32
 //! data, so every product is exact and the column agrees with the host's exact kernel.
 
+use super::aligned::Aligned;
 use crate::kernel::Kernel;
 use std::borrow::Cow;
 
@@ -125,8 +126,46 @@ pub fn exp_nonpos_f32<const F: bool>(x: f32) -> f32 {
     f32::from_bits(p.to_bits().wrapping_add(kbits << 23))
 }
 
+/// 2^x for x ≤ 0 in f32 arithmetic, the screen's exponential (its vector copies take the same
+/// steps): x clamped to [[`EXP2_32_LO`], 0], k = x rounded to the nearest integer, f = x − k
+/// (exact: |f| ≤ 1/2 and x has at most 17 fraction bits there), 2^f by the polynomial
+/// [`POLY2_32`], k added to the exponent. With the argument already in base 2 (the screen
+/// folds log₂e into its constants) there is no reduction by ln 2 to round. Relative error
+/// below [`EXP2_32_ERR`].
+#[inline(always)]
+#[cfg_attr(not(test), allow(dead_code))] // the reference its tests measure
+pub fn exp2_nonpos_f32(x: f32) -> f32 {
+    let x = x.clamp(EXP2_32_LO, 0.0);
+    let k = x.round_ties_even();
+    let f = x - k;
+    let mut p = POLY2_32[0];
+    for &c in &POLY2_32[1..] {
+        p = p.mul_add(f, c);
+    }
+    // k ∈ [−124, 0] and p ∈ [0.7, 1.5]: the result is a normal f32.
+    f32::from_bits(p.to_bits().wrapping_add(((k as i32) << 23) as u32))
+}
+
+/// Where [`exp2_nonpos_f32`] clamps its argument (2⁻¹²⁴ times the polynomial stays normal).
+pub const EXP2_32_LO: f32 = -124.0;
+/// Bound on the relative error of [`exp2_nonpos_f32`] over [−124, 0]: 8 units of f32 roundoff
+/// (the test measures below half of it).
+pub const EXP2_32_ERR: f64 = 8.0 / 16_777_216.0;
+/// 2^f on |f| ≤ 1/2, highest degree first: the degree-5 polynomial with constant term 1 of
+/// least relative error, 9.1e-8, fitted by Lawson's iteration.
+#[allow(clippy::excessive_precision)]
+pub const POLY2_32: [f32; 6] = [
+    0.001_326_472_874_690_502_7,
+    0.009_671_513_181_931_057,
+    0.055_507_337_445_211_86,
+    0.240_222_420_771_125_6,
+    0.693_146_977_595_105_8,
+    1.0,
+];
+
 /// Bound on the relative error of [`exp_nonpos_f32`] over [−86, 0]: 8 units of f32 roundoff
 /// (the test measures below half of it).
+#[cfg_attr(not(test), allow(dead_code))] // what its test measures against
 pub const EXP32_ERR: f64 = 8.0 / 16_777_216.0;
 /// Where [`exp_nonpos_f32`] clamps its argument.
 pub const EXP32_LO: f32 = -86.0;
@@ -849,7 +888,10 @@ mod tests {
                 xb[((i / LANES) * d + f) * LANES + i % LANES] = v[f] as f32;
             }
         }
-        let plain = Layout::Dense { d, xb };
+        let plain = Layout::Dense {
+            d,
+            xb: Aligned::from(&xb[..]),
+        };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         let mut queries: Vec<(usize, Vec<f64>)> = [0usize, 7, 100, 249, 31]
             .iter()
@@ -1098,6 +1140,30 @@ mod tests {
             exp_nonpos_f32::<true>(-1e6),
             exp_nonpos_f32::<true>(EXP32_LO)
         );
+    }
+
+    #[test]
+    fn f32_exp2_is_within_its_bound() {
+        let mut worst: f64 = 0.0;
+        let n = 2_000_000;
+        for k in 0..=n {
+            let x = (EXP2_32_LO as f64 * k as f64 / n as f64) as f32;
+            for x in [
+                x,
+                f32::from_bits(x.to_bits() + 1),
+                f32::from_bits(x.to_bits().saturating_sub(1)),
+            ] {
+                if !(EXP2_32_LO..=0.0).contains(&x) {
+                    continue;
+                }
+                let want = (x as f64).exp2();
+                worst = worst.max((exp2_nonpos_f32(x) as f64 - want).abs() / want);
+            }
+        }
+        assert!(worst < EXP2_32_ERR / 2.0, "relative error {worst:e}");
+        assert_eq!(exp2_nonpos_f32(0.0), 1.0);
+        assert_eq!(exp2_nonpos_f32(-3.0), 0.125);
+        assert_eq!(exp2_nonpos_f32(-1e6), exp2_nonpos_f32(EXP2_32_LO));
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl<T: Elem> CpuBackend<'_, T> {
         if tb.resets != resets || tb.rows > touched.len() || tb.layout.is_none() {
             tb.layout = Some(Layout::Binary {
                 words: *words,
-                bits: Vec::new(),
+                bits: Default::default(),
             });
             (tb.rows, tb.resets) = (0, resets);
         }

@@ -4,7 +4,7 @@
 //! of eight rows per instruction (VPOPCNTQ) and looks them up by a two-register permutation
 //! (distances below 32) or a gather; a portable loop does the rest.
 
-use super::{LANES, Layout, MAX_BINARY_WORDS};
+use super::{Aligned, LANES, Layout, MAX_BINARY_WORDS};
 
 /// The RBF kernel on [`Layout::Binary`] rows by lookup: for 0/1 rows the squared distance is
 /// a Hamming distance, ‖x_i − x_j‖² = popcount(x_i ⊕ x_j), so every entry is one of the
@@ -387,14 +387,14 @@ pub fn binary_rbf_entries_against(
 
 /// Appends row j of the bit rows `of` to the blocked bit rows `bits` of `len` rows (`words`
 /// per row, as [`Layout::Binary`] holds them), growing it by a block when full.
-pub fn push_bit_row(of: &Layout<'_>, j: usize, bits: &mut Vec<u64>, len: usize) -> bool {
+pub fn push_bit_row(of: &Layout<'_>, j: usize, bits: &mut Aligned<u64>, len: usize) -> bool {
     let Layout::Binary { words, bits: src } = of else {
         return false;
     };
     let words = *words;
     let (b, l) = (len / LANES, len % LANES);
     if l == 0 {
-        bits.resize((b + 1) * words * LANES, 0);
+        bits.resize_zeroed((b + 1) * words * LANES);
     }
     let (sb, sl) = (j / LANES, j % LANES);
     for w in 0..words {

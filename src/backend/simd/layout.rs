@@ -10,7 +10,7 @@ pub enum Layout<'a> {
         /// d
         d: usize,
         /// blocks × d × LANES values
-        xb: Vec<f32>,
+        xb: Aligned<f32>,
     },
     /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
     /// features (one-hot categories: ijcnn1's first 10 of 22) as bit sets per row: the dot
@@ -21,11 +21,11 @@ pub enum Layout<'a> {
         /// Original index of the binary feature at each bit.
         bin: Vec<u32>,
         /// blocks × cont.len() × LANES values.
-        xb: Vec<f32>,
+        xb: Aligned<f32>,
         /// u64 words of bits per row.
         words: usize,
         /// blocks × words × LANES: word w of row l of block b at (b·words + w)·LANES + l.
-        bits: Vec<u64>,
+        bits: Aligned<u64>,
     },
     /// Rows whose every stored value is 1 (one-hot and other binary features: a9a, w8a) as
     /// bit sets, `words` u64 per row: ⟨x_i, x_j⟩ is a popcount of x_i ∧ x_j.
@@ -35,7 +35,7 @@ pub enum Layout<'a> {
         /// blocks × words × LANES: word w of row l of block b at (b·words + w)·LANES + l
         /// (rows padded with empty sets to a multiple of LANES), so a block's word w of its
         /// LANES rows is one vector load.
-        bits: Vec<u64>,
+        bits: Aligned<u64>,
     },
     /// CSR, borrowed from the dataset (or owned, for a selection of its rows).
     Sparse {
@@ -58,7 +58,7 @@ fn binary_pays(d: usize, nnz: usize, m: usize, values: &[f32]) -> bool {
 }
 
 /// The rows `rows` of a binary CSR matrix as bit sets of `words` words each.
-fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Vec<u64> {
+fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Aligned<u64> {
     let mut bits = Vec::new();
     for (i, ix) in rows.enumerate() {
         let (b, l) = (i / LANES, i % LANES);
@@ -69,7 +69,7 @@ fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Vec<u
             bits[(b * words + f as usize / 64) * LANES + l] |= 1u64 << (f % 64);
         }
     }
-    bits
+    Aligned::from(&bits[..])
 }
 
 /// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
@@ -82,7 +82,7 @@ fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
 impl<'a> Layout<'a> {
     /// The dense AoSoA layout of `d` features, or the hybrid one when enough features take
     /// only the values 0 and 1 (at least 4 and a quarter of them, and some other feature).
-    fn dense(d: usize, xb: Vec<f32>) -> Layout<'a> {
+    fn dense(d: usize, xb: Aligned<f32>) -> Layout<'a> {
         let nb = xb.len() / (d * LANES).max(1);
         let binary: Vec<bool> = (0..d)
             .map(|f| {
@@ -105,8 +105,8 @@ impl<'a> Layout<'a> {
             return Layout::Dense { d, xb };
         }
         let dc = cont.len();
-        let mut xc = vec![0f32; nb * dc * LANES];
-        let mut bits = vec![0u64; nb * words * LANES];
+        let mut xc = Aligned::zeroed(nb * dc * LANES);
+        let mut bits = Aligned::zeroed(nb * words * LANES);
         for b in 0..nb {
             for (k, &f) in cont.iter().enumerate() {
                 let src = (b * d + f as usize) * LANES;
@@ -140,7 +140,7 @@ impl<'a> Layout<'a> {
                 let d = *n_features;
                 let m = ds.len();
                 let nb = m.div_ceil(LANES);
-                let mut xb = vec![0f32; nb * d * LANES];
+                let mut xb = Aligned::zeroed(nb * d * LANES);
                 for i in 0..m {
                     let (b, l) = (i / LANES, i % LANES);
                     for f in 0..d {
@@ -170,7 +170,7 @@ impl<'a> Layout<'a> {
                     }
                 } else if dense_pays(d, m, values.len()) {
                     let nb = m.div_ceil(LANES);
-                    let mut xb = vec![0f32; nb * d * LANES];
+                    let mut xb = Aligned::zeroed(nb * d * LANES);
                     for i in 0..m {
                         let (b, l) = (i / LANES, i % LANES);
                         for k in indptr[i]..indptr[i + 1] {
@@ -234,7 +234,7 @@ impl<'a> Layout<'a> {
         }
         if ds.is_dense() || dense_pays(d, m, nnz) {
             let nb = m.div_ceil(LANES);
-            let mut xb = vec![0f32; nb * d * LANES];
+            let mut xb = Aligned::zeroed(nb * d * LANES);
             for (r, &i) in rows.iter().enumerate() {
                 let (b, l) = (r / LANES, r % LANES);
                 match ds.row(i) {
