@@ -199,9 +199,11 @@ fn bring_forward(
     exact_into(prob, &c.alpha, &entering, &mut c.g, &mut c.err);
     let two_f0: f64 = c.alpha.iter().map(|(i, a)| a * c.g[i]).sum();
     let dg: f64 = d.iter().map(|&i| delta(i) * c.g[i]).sum();
-    let dqd = if screened_sums_apply(prob) {
-        // (QΔ) on D's rows in f64, g¹ = g⁰ + QΔ there.
-        let mut h = vec![0.0; m];
+    // h = QΔ in f64, on D's rows at least: g¹ = g⁰ + h there, and ΔᵀQΔ = Σ_D Δ_i h_i.
+    let mut h = vec![0.0; m];
+    // The earlier f64 values of the rows left pending, when the screen brings them forward.
+    let mut kept = None;
+    if screened_sums_apply(prob) {
         add_exact(prob, &up, &down, &d, &mut h);
         for &i in &d {
             c.g[i] += h[i];
@@ -222,17 +224,14 @@ fn bring_forward(
                 c.g[i] += v[k];
                 c.err[i] += e[k];
             }
-            let dqd: f64 = d.iter().map(|&i| delta(i) * h[i]).sum();
-            c.pending = Some(Pending { g0, up, down });
-            dqd
+            kept = Some(g0);
         } else {
             add_exact(prob, &up, &down, &rest, &mut c.g);
-            d.iter().map(|&i| delta(i) * h[i]).sum()
         }
     } else {
         // No screen for these rows (binary data, repeated rows: their f64 products cost less):
         // the change's product in f64 on every row, an interval staying one, as wide.
-        let (mut h, mut p) = (vec![0.0; m], vec![0.0; m]);
+        let mut p = vec![0.0; m];
         for (part, sign) in [(&up, 1.0), (&down, -1.0)] {
             if !part.is_empty() {
                 full_gradient(prob, part, &mut p);
@@ -240,10 +239,10 @@ fn bring_forward(
             }
         }
         c.g.iter_mut().zip(&h).for_each(|(g, v)| *g += v);
-        d.iter().map(|&i| delta(i) * h[i]).sum()
-    };
-    let two_f = two_f0 + 2.0 * dg + dqd;
-    settle(prob, alpha, two_f, c)
+    }
+    let dqd: f64 = d.iter().map(|&i| delta(i) * h[i]).sum();
+    c.pending = kept.map(|g0| Pending { g0, up, down });
+    settle(prob, alpha, two_f0 + 2.0 * dg + dqd, c)
 }
 
 /// g\[rows\[k\]\] += (Q(up − down))_{rows\[k\]} in f64.
@@ -284,9 +283,8 @@ fn exact_rows(prob: &Problem<'_>, alpha: &ActiveSet, c: &mut Certified, rows: &[
     let (pend, other): (Vec<usize>, Vec<usize>) = rows
         .iter()
         .partition(|&&i| c.pending.as_ref().is_some_and(|p| p.has(i)));
-    if let Some(p) = c.pending.take() {
+    if let Some(mut p) = c.pending.take() {
         c.exact_from_pending(prob, &p, &pend);
-        let mut p = p;
         pend.iter().for_each(|&i| p.g0[i] = f64::NAN);
         c.pending = Some(p);
     }
