@@ -29,6 +29,7 @@
 pub mod active;
 pub mod backend;
 pub mod bench;
+pub mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod comm;

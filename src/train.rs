@@ -10,6 +10,7 @@ use crate::kernel::{Kernel, gamma_heuristic};
 use crate::model::{Model, sv_dataset};
 use crate::problem::Problem;
 use crate::solver::{Algorithm, Observer, SolveResult, SolverParams, solve_plain};
+use std::time::{Duration, Instant};
 
 mod folds;
 pub use folds::{
@@ -329,9 +330,29 @@ pub fn class_order(ds: &Dataset) -> Vec<f64> {
 }
 
 /// Trains a model on `ds`; `observers` is asked for the observers of each binary sub-problem.
+///
+/// A time limit (`params.solver.time_limit`) holds for the whole training, counted from this
+/// call: with several class pairs, pair p must be done when its share of the time has passed,
+/// its share growing with the points of the pairs up to it (time a pair leaves unused goes to
+/// the pairs after it). A run stopped by the limit or by [`crate::interrupt`] keeps its
+/// iterate, and says in its report whether an exact pass certified it.
 pub fn train(
     ds: &Dataset,
     params: &TrainParams,
+    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
+) -> Result<(Model, Vec<PairReport>)> {
+    let deadline = params.solver.time_limit.map(|t| (Instant::now(), t));
+    crate::budget::within(deadline.map(|(s, t)| s + t), || {
+        train_within(ds, params, deadline, observers)
+    })
+}
+
+/// [`train`] within the time limit's budget, which started at `deadline.0` and lasts
+/// `deadline.1`.
+fn train_within(
+    ds: &Dataset,
+    params: &TrainParams,
+    deadline: Option<(Instant, Duration)>,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let params = params.check()?;
@@ -352,6 +373,13 @@ pub fn train(
     let mut sv = SvCoefficients::new(k);
     let mut rho = Vec::with_capacity(k * (k - 1) / 2);
     let mut reports = Vec::with_capacity(k * (k - 1) / 2);
+    // Each pair's share of the time limit: the points of the pairs up to it over all pairs'.
+    let mut count = vec![0usize; k];
+    for &c in &class_of {
+        count[c] += 1;
+    }
+    let all_pairs = ((k - 1) * ds.len()) as f64;
+    let mut done = 0usize;
     for a in 0..k {
         for b in a + 1..k {
             let pair = ClassPair {
@@ -361,7 +389,11 @@ pub fn train(
                 labels: &labels,
                 class_of: &class_of,
             };
-            let (report, r) = train_pair(ds, params, kernel, &pair, &mut sv, observers)?;
+            done += count[a] + count[b];
+            let until = deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs));
+            let (report, r) = crate::budget::within(until, || {
+                train_pair(ds, params, kernel, &pair, &mut sv, observers)
+            })?;
             rho.push(r);
             reports.push(report);
         }

@@ -161,9 +161,13 @@ impl BinaryPanel {
         } else {
             assert_eq!(data.len(), out.len());
         }
+        let budget = crate::budget::current();
         out.par_chunks_mut(ROW_BLOCK)
             .enumerate()
             .for_each(|(b, chunk)| {
+                if budget.spent() {
+                    return;
+                }
                 let mut rb = [0u64; MAX_WORDS];
                 for (k, o) in chunk.iter_mut().enumerate() {
                     let i = match rows {

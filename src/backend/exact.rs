@@ -51,9 +51,13 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
                 .scatter_f64(xa.row_mut(r).as_slice_mut().expect("contiguous"));
         }
         let xat = xa.t();
+        let budget = crate::budget::current();
         out.par_chunks_mut(BLOCK)
             .enumerate()
             .for_each(|(b, chunk)| {
+                if budget.spent() {
+                    return;
+                }
                 let r0 = b * BLOCK;
                 let n = chunk.len();
                 let mut xb = Array2::<f64>::zeros((n, d));
@@ -78,9 +82,13 @@ pub fn full_gradient(prob: &Problem<'_>, alpha: &ActiveSet, out: &mut [f64]) {
             });
     } else {
         let post = super::gram::Postings::new(prob.data, &act);
+        let budget = crate::budget::current();
         out.par_iter_mut().enumerate().for_each_init(
             || vec![0.0f64; na],
             |dots, (i, g)| {
+                if budget.spent() {
+                    return;
+                }
                 pair_dots(post.as_ref(), prob.data, i, &act, dots);
                 let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
                 *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);
@@ -567,9 +575,13 @@ pub fn gradient_rows_of_block(
         }
         let xat = xa.t();
         const RB: usize = 64;
+        let budget = crate::budget::current();
         out.par_chunks_mut(RB)
             .zip(rows.par_chunks(RB))
             .for_each(|(chunk, rs)| {
+                if budget.spent() {
+                    return;
+                }
                 let mut xb = Array2::<f64>::zeros((rs.len(), d));
                 for (r, &i) in rs.iter().enumerate() {
                     prob.data
@@ -593,9 +605,13 @@ pub fn gradient_rows_of_block(
         return;
     }
     let post = super::gram::Postings::new(prob.data, act);
+    let budget = crate::budget::current();
     out.par_iter_mut().zip(rows.par_iter()).for_each_init(
         || vec![0.0f64; act.len()],
         |dots, (g, &i)| {
+            if budget.spent() {
+                return;
+            }
             pair_dots(post.as_ref(), prob.data, i, act, dots);
             let s = kernel_row_sum(prob.kernel, dots, &nj, &coef, prob.norms[i]);
             *g = prob.y[i] * s + alpha.get(i) * prob.inv_c(i);

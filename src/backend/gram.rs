@@ -111,9 +111,13 @@ impl Panel {
             assert_eq!(data.len(), out.len());
         }
         let kind = Isa::detect();
+        let budget = crate::budget::current();
         out.par_chunks_mut(ROW_BLOCK).enumerate().for_each_init(
             || Scratch::new(ROW_BLOCK),
             |scratch, (b, chunk)| {
+                if budget.spent() {
+                    return;
+                }
                 let r0 = b * ROW_BLOCK;
                 scratch.load(self, data, norms, chunk.len(), |k| match rows {
                     Some(r) => r[r0 + k],

@@ -163,10 +163,14 @@ impl Screen {
     ) {
         assert_eq!(sum.len(), rows.len());
         assert_eq!(bound.len(), rows.len());
+        let budget = crate::budget::current();
         sum.par_chunks_mut(ROW_BLOCK)
             .zip(bound.par_chunks_mut(ROW_BLOCK))
             .zip(rows.par_chunks(ROW_BLOCK))
             .for_each_init(Rows::default, |scratch, ((s, e), rs)| {
+                if budget.spent() {
+                    return;
+                }
                 scratch.load(self, data, norms, rs);
                 // SAFETY: `new` chose the copy from what the CPU has.
                 #[cfg(target_arch = "x86_64")]

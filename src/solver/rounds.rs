@@ -386,11 +386,12 @@ pub struct ShrinkParams {
 pub(crate) struct RoundsEnd {
     pub alpha: ActiveSet,
     pub iterations: u64,
-    /// 2f and the gap of the last exact pass.
-    pub two_f: f64,
-    pub gap: f64,
+    /// 2f and the gap of the last exact pass of α (None: the pass ran out of time).
+    pub certified: Option<(f64, f64)>,
     /// Whether the exact stop rule holds.
     pub met: bool,
+    /// Why the run ended, when not as its last round did (the exact pass ran out of time).
+    pub stop: Option<StopReason>,
     pub start: Instant,
     /// Time spent in exact passes (reported apart from training).
     pub pass: std::time::Duration,
@@ -408,19 +409,20 @@ impl RoundsEnd {
         r: &SolveResult,
         observers: &mut [&mut dyn Observer],
     ) -> SolveResult {
-        let stop = if r.stop == StopReason::Converged && !self.met {
-            StopReason::Stalled
-        } else {
-            r.stop
+        let stop = match self.stop {
+            Some(s) => s,
+            None if r.stop == StopReason::Converged && !self.met => StopReason::Stalled,
+            None => r.stop,
         };
+        let certified = self.certified.filter(|_| params.certify);
         let result = SolveResult {
             warm: None,
             alpha: self.alpha,
             iterations: self.iterations,
             f: r.f,
             gap: r.gap,
-            certified_f: params.certify.then_some(0.5 * self.two_f),
-            certified_gap: params.certify.then_some(self.gap),
+            certified_f: certified.map(|c| 0.5 * c.0),
+            certified_gap: certified.map(|c| c.1),
             stop,
             seconds: self.start.elapsed().saturating_sub(self.pass).as_secs_f64(),
             certify_seconds: self.pass.as_secs_f64(),
@@ -514,15 +516,18 @@ pub(crate) fn pin_added(before: &[bool], in_w: &[bool], pinned: &mut [bool]) {
 pub(crate) trait ExactPasses {
     /// The certified (f, gap) of α, leaving in `g` the gradient Qα of every point the pass
     /// computed on the way (exact, or within the certification's screen where it applies):
-    /// the rebuild of the set-aside gradients when the run goes on.
-    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)>;
+    /// the rebuild of the set-aside gradients when the run goes on. None when the thread's
+    /// [`crate::budget`] ran out during the pass: `g` and the passes' own state are then of
+    /// no use, and the run ends.
+    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<Option<(f64, f64)>>;
 
     /// After a certification the run goes on from (a rebuild): computes exactly every row of
     /// `g` the pass knew only within an interval reaching `level` (2f) and wider than `width`
     /// on either side (the gap the stop rule allows), so that the next pass can bring those
-    /// rows forward exactly. Nothing where the passes keep no such intervals.
-    fn settle_below(&mut self, _g: &mut [f64], _level: f64, _width: f64) -> Result<()> {
-        Ok(())
+    /// rows forward exactly. Nothing where the passes keep no such intervals. False when the
+    /// budget ran out on the way (the run then ends with the certification before it).
+    fn settle_below(&mut self, _g: &mut [f64], _level: f64, _width: f64) -> Result<bool> {
+        Ok(true)
     }
 }
 
@@ -611,29 +616,85 @@ impl Rounds {
         observers: &mut [&mut dyn Observer],
     ) -> Result<Option<SolveResult>> {
         let t = Instant::now();
-        let (f, gap) = exact.certify(&self.alpha, g)?;
+        // A round stopped by the time limit or a request: the certification gets a short
+        // budget of its own, and the model is not certified when it is not enough.
+        let stopped = matches!(r.stop, StopReason::TimeLimit | StopReason::Interrupted);
+        let grace = crate::budget::grace_after(params.time_limit);
+        let certified = if stopped {
+            crate::budget::grace(grace, || exact.certify(&self.alpha, g))?
+        } else {
+            crate::budget::extended(grace, || exact.certify(&self.alpha, g))?
+        };
+        let Some((f, gap)) = certified else {
+            return Ok(Some(self.end(
+                None,
+                false,
+                Some(cut_stop(r.stop)),
+                t,
+                params,
+                r,
+                observers,
+            )));
+        };
         let two_f = 2.0 * f;
-        let pass = t.elapsed();
         let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
         if r.stop != StopReason::Converged || met || self.idle >= 2 {
-            let end = RoundsEnd {
-                alpha: std::mem::replace(&mut self.alpha, ActiveSet::new(0)),
-                iterations: self.iterations,
-                two_f,
-                gap,
-                met,
-                start: self.start,
-                pass,
-                backend_stats: std::mem::take(&mut self.backend_stats),
-                stats: std::mem::take(&mut self.stats),
-            };
-            return Ok(Some(end.result(params, r, observers)));
+            let end = self.end(Some((two_f, gap)), met, None, t, params, r, observers);
+            return Ok(Some(end));
         }
         let width = crate::stop::allowed_gap(params.stop, params.eps, params.rel_eps, two_f, kappa);
-        exact.settle_below(g, two_f, width)?;
+        if !crate::budget::extended(grace, || exact.settle_below(g, two_f, width))? {
+            // α has not moved since the pass that certified it.
+            let stop = Some(cut_stop(r.stop));
+            return Ok(Some(self.end(
+                Some((two_f, gap)),
+                met,
+                stop,
+                t,
+                params,
+                r,
+                observers,
+            )));
+        }
         self.stats.rebuilds += 1;
         self.stats.rebuild_seconds += t.elapsed().as_secs_f64();
         Ok(None)
+    }
+
+    /// The run's result after the exact pass begun at `t` (see [`RoundsEnd`]).
+    #[allow(clippy::too_many_arguments)]
+    fn end(
+        &mut self,
+        certified: Option<(f64, f64)>,
+        met: bool,
+        stop: Option<StopReason>,
+        t: Instant,
+        params: &SolverParams,
+        r: &SolveResult,
+        observers: &mut [&mut dyn Observer],
+    ) -> SolveResult {
+        let end = RoundsEnd {
+            alpha: std::mem::replace(&mut self.alpha, ActiveSet::new(0)),
+            iterations: self.iterations,
+            certified,
+            met,
+            stop,
+            start: self.start,
+            pass: t.elapsed(),
+            backend_stats: std::mem::take(&mut self.backend_stats),
+            stats: std::mem::take(&mut self.stats),
+        };
+        end.result(params, r, observers)
+    }
+}
+
+/// Why a run whose exact pass ran out of budget ended: the stop request, else the time limit
+/// (`round`: how the round before it ended).
+pub(crate) fn cut_stop(round: StopReason) -> StopReason {
+    if round == StopReason::Interrupted || crate::interrupt::requested() {
+        StopReason::Interrupted
+    } else {
+        StopReason::TimeLimit
     }
 }
 

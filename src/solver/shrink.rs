@@ -74,18 +74,30 @@ struct OneProcess<'p, 'a> {
 }
 
 impl ExactPasses for OneProcess<'_, '_> {
-    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<(f64, f64)> {
+    fn certify(&mut self, alpha: &ActiveSet, g: &mut Vec<f64>) -> Result<Option<(f64, f64)>> {
         g.resize(self.prob.len(), 0.0);
         let (f, gap, _) =
             crate::backend::exact::certify_incremental(self.prob, alpha, &mut self.last, g);
-        Ok((f, gap))
+        Ok(self.whole().then_some((f, gap)))
     }
 
-    fn settle_below(&mut self, g: &mut [f64], level: f64, width: f64) -> Result<()> {
+    fn settle_below(&mut self, g: &mut [f64], level: f64, width: f64) -> Result<bool> {
         if let Some(c) = self.last.as_mut() {
             c.settle_below(self.prob, level, width, g);
         }
-        Ok(())
+        Ok(self.whole())
+    }
+}
+
+impl OneProcess<'_, '_> {
+    /// Whether the pass just made ran whole; if the budget cut it, the state it left for the
+    /// next pass to bring forward is dropped.
+    fn whole(&mut self) -> bool {
+        if crate::budget::current().cut() {
+            self.last = None;
+            return false;
+        }
+        true
     }
 }
 
@@ -149,7 +161,14 @@ pub fn solve(
         StopRule::Gap => 0.0,
         StopRule::Meb => super::check_meb_kernel(prob).map(|()| prob.q_diag(0))?,
     };
-    let (alpha, warm, g, in_w) = starting_point(prob, device, cpu, params, sp)?;
+    let (alpha, warm, g, in_w) = match starting_point(prob, device, cpu, params, sp)? {
+        Start::Ready(s) => s,
+        Start::Stopped(w) => return Ok(w.stopped_result(start)),
+    };
+    let (warm, fallback) = match warm {
+        Some(w) => (Some(w.stats), Some(w)),
+        None => (None, None),
+    };
     let mut host = OneProcess {
         prob,
         device,
@@ -169,7 +188,19 @@ pub fn solve(
         observers,
     )?;
     result.warm = warm;
-    Ok(result)
+    Ok(match fallback {
+        Some(w) => w.best_of(result),
+        None => result,
+    })
+}
+
+/// Where a run by rounds starts: α, the warm start (its report and the subsample's solution
+/// to fall back on), α's gradient on the first W's rows and the first W; or, when the time
+/// limit or a stop request ended the warm start or the first gradient pass, the warm start
+/// alone (the run ends with the subsample's solution).
+enum Start {
+    Ready((ActiveSet, Option<super::warm::Warm>, Vec<f64>, Vec<bool>)),
+    Stopped(super::warm::Warm),
 }
 
 /// One process's slice: every row.
@@ -181,24 +212,22 @@ fn every_row(m: usize) -> RowSlice {
     }
 }
 
-/// The run's start: α (warm-started or the initial vertex), the warm start's report, α's
-/// gradient (on the first W's rows) and the first W.
-#[allow(clippy::type_complexity)]
+/// The run's start (see [`Start`]): warm-started or from the initial vertex.
 fn starting_point(
     prob: &Problem<'_>,
     device: &Device,
     cpu: CpuConfig,
     params: &SolverParams,
     sp: &ShrinkParams,
-) -> Result<(
-    ActiveSet,
-    Option<super::warm::WarmStats>,
-    Vec<f64>,
-    Vec<bool>,
-)> {
+) -> Result<Start> {
     let m = prob.len();
-    let (alpha, warm, estimate) = if super::warm::applies(params, m) {
-        let (a, w, est) = super::warm::start(prob, device, cpu, params, Some(*sp))?;
+    let (alpha, mut warm, estimate) = if super::warm::applies(params, m) {
+        let mut w = super::warm::start(prob, device, cpu, params, Some(*sp))?;
+        if w.stats.stopped.is_some() {
+            return Ok(Start::Stopped(w));
+        }
+        let a = std::mem::replace(&mut w.alpha, ActiveSet::new(0));
+        let est = std::mem::take(&mut w.estimate);
         (a, Some(w), Some(est))
     } else {
         let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
@@ -213,7 +242,7 @@ fn starting_point(
         // gradient need not be exact (the rounds' exact passes follow): in f32 where the
         // screen applies, twice as fast as the f64 product.
         Some(est) => {
-            let share = warm.map_or(0, |w| w.share());
+            let share = warm.as_ref().map_or(0, |w| w.stats.share());
             let size = sp
                 .min_size
                 .max((FIRST_W * alpha.len() as f64) as usize)
@@ -226,6 +255,12 @@ fn starting_point(
             }
             for (&i, v) in rows.iter().zip(gw) {
                 g[i] = v;
+            }
+            if crate::budget::current().cut()
+                && let Some(mut w) = warm.take()
+            {
+                w.stats.stopped = Some(super::rounds::cut_stop(StopReason::TimeLimit));
+                return Ok(Start::Stopped(w));
             }
         }
         None => {
@@ -241,7 +276,7 @@ fn starting_point(
             )?;
         }
     }
-    Ok((alpha, warm, g, in_w))
+    Ok(Start::Ready((alpha, warm, g, in_w)))
 }
 
 /// A warm-started run's first working set: the starting support and the points of lowest

@@ -104,6 +104,11 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
         if crate::interrupt::requested() {
             break (StopReason::Interrupted, at);
         }
+        // The deadline of a training this solve is part of (the time limit counted from the
+        // training's start: a warm start's subsample, a class pair).
+        if crate::budget::spent() {
+            break (StopReason::TimeLimit, at);
+        }
         if let Some(y) = yield_check.as_mut()
             && iter > 0
             && iter.is_multiple_of(y.every)
@@ -119,11 +124,28 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
     };
     let seconds = start.elapsed().as_secs_f64();
     let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);
+    let mut stop = stop;
     if params.certify {
         let t = Instant::now();
-        let (f, g) = stepper.certify(prob, be)?;
-        certified_f = Some(f);
-        certified_gap = Some(g);
+        // After a stop the certification has a short budget of its own; a pass the budget
+        // cuts leaves the run uncertified.
+        let grace = crate::budget::grace_after(params.time_limit);
+        let pass = || {
+            let fg = stepper.certify(prob, be);
+            (fg, crate::budget::current().cut())
+        };
+        let (fg, cut) = if matches!(stop, StopReason::TimeLimit | StopReason::Interrupted) {
+            crate::budget::grace(grace, pass)
+        } else {
+            crate::budget::extended(grace, pass)
+        };
+        let (f, g) = fg?;
+        if cut {
+            stop = super::rounds::cut_stop(stop);
+        } else {
+            certified_f = Some(f);
+            certified_gap = Some(g);
+        }
         certify_seconds = t.elapsed().as_secs_f64();
     }
     let (alpha, rho) = stepper.finish();

@@ -46,6 +46,16 @@ pub struct WarmStats {
     pub growth: f64,
     /// Seconds: the subsample's solve and the extension.
     pub seconds: f64,
+    /// The subsample's objective f and duality gap as its solve last tracked them (the
+    /// subsample's solution is a point of the whole problem's simplex with the same f).
+    pub sub_f: f64,
+    pub sub_gap: f64,
+    /// Set when the time limit or a stop request ended the warm start before the extension
+    /// (the start is then the subsample's solution, and the run ends with it).
+    pub stopped: Option<super::StopReason>,
+    /// The run went on from the start but was stopped before it improved on the subsample's
+    /// solution, which is the result instead ([`Warm::best_of`]).
+    pub fell_back: bool,
 }
 
 /// The extension keeps at most the support the whole problem is predicted to have from the
@@ -113,18 +123,29 @@ pub fn applies(params: &SolverParams, m: usize) -> bool {
     params.warm_start && params.algorithm == Algorithm::Ws && m >= MIN_POINTS
 }
 
-/// The warm start of `prob` (see the module documentation): its subsample solved on `device`
-/// (rounds where `sp` applies to it), the extended α, and an estimate of α's gradient on
+/// A warm start: the extended α, what the warm start did, an estimate of α's gradient on
 /// every point, y_i F_sub(x_i) + α_i / C_i (the subsample's margins: where a run by rounds
-/// can start its working set without the whole gradient of α; the rounds' exact passes
-/// bring back any point it leaves out wrongly).
+/// can start its working set without the whole gradient of α; the rounds' exact passes bring
+/// back any point it leaves out wrongly), and the subsample's own solution on the whole
+/// problem's points (the model to fall back on when a stopped run has not improved on it).
+pub struct Warm {
+    pub alpha: ActiveSet,
+    pub stats: WarmStats,
+    pub estimate: Vec<f64>,
+    pub subsample: ActiveSet,
+}
+
+/// The warm start of `prob` (see the module documentation): its subsample solved on `device`
+/// (rounds where `sp` applies to it) and extended. When the time limit or a stop request
+/// ends it first, α is the subsample's solution, [`WarmStats::stopped`] says why, and the
+/// estimate is empty.
 pub fn start(
     prob: &Problem<'_>,
     device: &Device,
     cpu: CpuConfig,
     params: &SolverParams,
     sp: Option<ShrinkParams>,
-) -> Result<(ActiveSet, WarmStats, Vec<f64>)> {
+) -> Result<Warm> {
     let t = Instant::now();
     let m = prob.len();
     let mut rows = init::sample(m, m / FRACTION, params.seed);
@@ -134,6 +155,27 @@ pub fn start(
         ..params.clone()
     };
     let r = solve_subset(prob, &rows, device, cpu, &sub_params, sp)?;
+    let mut placed = ActiveSet::new(m);
+    for (k, a) in r.alpha.iter() {
+        placed.set(rows[k], a);
+    }
+    let mut stats = WarmStats {
+        points: rows.len(),
+        iterations: r.iterations + r.warm.map_or(0, |w| w.iterations),
+        sub_support: r.alpha.len(),
+        support: r.alpha.len(),
+        sub_f: r.f,
+        sub_gap: r.gap,
+        ..Default::default()
+    };
+    let stopped = |s: super::StopReason, stats: &mut WarmStats| {
+        stats.stopped = Some(super::rounds::cut_stop(s));
+        stats.seconds = t.elapsed().as_secs_f64();
+    };
+    if ended(&r) {
+        stopped(r.stop, &mut stats);
+        return Ok(Warm::unextended(placed, stats));
+    }
     // A nested half of the subsample, for the support's growth (see `predicted_support`).
     let mut half: Vec<usize> = init::sample(rows.len(), rows.len() / 2, params.seed ^ HALF_SEED)
         .into_iter()
@@ -141,17 +183,23 @@ pub fn start(
         .collect();
     half.sort_unstable();
     let rh = solve_subset(prob, &half, device, cpu, &sub_params, sp)?;
+    stats.iterations += rh.iterations + rh.warm.map_or(0, |w| w.iterations);
+    if ended(&rh) {
+        stopped(rh.stop, &mut stats);
+        return Ok(Warm::unextended(placed, stats));
+    }
     // The subsample's F on every point, g_i = y_i F(x_i) + α_i / C_i: in f32 where the screen
     // applies (the guess and the first W need no more; the rounds' exact passes follow), else
     // in f64.
-    let mut placed = ActiveSet::new(m);
-    for (k, a) in r.alpha.iter() {
-        placed.set(rows[k], a);
-    }
     let mut g = vec![0.0; m];
     let all: Vec<usize> = (0..m).collect();
+    let pass = Instant::now();
     if !crate::backend::exact::screened_gradient_rows(prob, &placed, &all, &mut g) {
         crate::backend::exact::full_gradient(prob, &placed, &mut g);
+    }
+    if crate::budget::current().cut() {
+        stopped(super::StopReason::TimeLimit, &mut stats);
+        return Ok(Warm::unextended(placed, stats));
     }
     let two_f: f64 = placed.iter().map(|(i, a)| a * g[i]).sum();
     let guess: Vec<f64> = (0..m)
@@ -160,26 +208,109 @@ pub fn start(
             ((two_f - yf) / prob.inv_c(i)).max(0.0)
         })
         .collect();
-    let (cap, growth) = predicted_support(r.alpha.len(), rh.alpha.len());
-    let alpha = extend(&guess, cap).unwrap_or_else(|| placed.clone());
+    let (predicted, growth) = predicted_support(r.alpha.len(), rh.alpha.len());
+    // Under a deadline, at most the support whose first gradient pass (over about every
+    // point) takes half the time left, at the rate the pass above ran.
+    let rate = (placed.len() * m) as f64 / pass.elapsed().as_secs_f64().max(1e-6);
+    let cap = crate::budget::current().deadline().map_or(predicted, |d| {
+        let left = d.saturating_duration_since(Instant::now()).as_secs_f64();
+        predicted.min((AFFORD * left * rate / m as f64) as usize)
+    });
+    let alpha = if cap > placed.len() {
+        extend(&guess, cap).unwrap_or_else(|| placed.clone())
+    } else {
+        placed.clone()
+    };
     for (i, gi) in g.iter_mut().enumerate() {
         *gi += (alpha.get(i) - placed.get(i)) * prob.inv_c(i);
     }
-    let stats = WarmStats {
-        points: rows.len(),
-        iterations: [&r, &rh]
-            .iter()
-            .map(|r| r.iterations + r.warm.map_or(0, |w| w.iterations))
-            .sum(),
-        half_support: rh.alpha.len(),
-        sub_support: r.alpha.len(),
-        cap,
-        growth,
-        support: alpha.len(),
-        seconds: t.elapsed().as_secs_f64(),
-    };
-    Ok((alpha, stats, g))
+    stats.half_support = rh.alpha.len();
+    stats.cap = cap;
+    stats.growth = growth;
+    stats.support = alpha.len();
+    stats.seconds = t.elapsed().as_secs_f64();
+    Ok(Warm {
+        alpha,
+        stats,
+        estimate: g,
+        subsample: placed,
+    })
 }
+
+/// True when the time limit or a stop request ended the solve `r`, or the budget is spent.
+fn ended(r: &SolveResult) -> bool {
+    matches!(
+        r.stop,
+        super::StopReason::TimeLimit | super::StopReason::Interrupted
+    ) || crate::budget::spent()
+}
+
+impl Warm {
+    /// A warm start that ended before its extension: the subsample's solution.
+    fn unextended(subsample: ActiveSet, stats: WarmStats) -> Warm {
+        Warm {
+            alpha: subsample.clone(),
+            stats,
+            estimate: Vec::new(),
+            subsample,
+        }
+    }
+
+    /// The run's result when the warm start was stopped: the subsample's solution, with the
+    /// subsample's last f and gap, not certified.
+    pub fn stopped_result(self, start: Instant) -> SolveResult {
+        let s = self.stats;
+        SolveResult {
+            alpha: self.subsample,
+            iterations: s.iterations,
+            f: s.sub_f,
+            gap: s.sub_gap,
+            certified_f: None,
+            certified_gap: None,
+            stop: s.stopped.unwrap_or(super::StopReason::TimeLimit),
+            seconds: start.elapsed().as_secs_f64(),
+            certify_seconds: 0.0,
+            stats: Default::default(),
+            shrink: None,
+            warm: Some(s),
+            rho: None,
+        }
+    }
+
+    /// `r`, the run that went on from this start, or the subsample's solution instead when
+    /// the run was stopped uncertified further from its optimum than the subsample's was
+    /// from its own: a gap estimate above both 2f (some point still has a negative margin)
+    /// and the subsample's gap relative to its 2f. The extended start is a guess, and a run
+    /// stopped soon after it can predict worse than the subsample's model (a lower objective
+    /// says little here: spreading α over more points lowers f by itself).
+    pub fn best_of(self, mut r: SolveResult) -> SolveResult {
+        let stopped = matches!(
+            r.stop,
+            super::StopReason::TimeLimit | super::StopReason::Interrupted
+        );
+        let rel = |gap: f64, f: f64| {
+            if f > 0.0 {
+                gap / (2.0 * f)
+            } else {
+                f64::INFINITY
+            }
+        };
+        let worse = !(rel(r.gap, r.f) <= rel(self.stats.sub_gap, self.stats.sub_f).max(1.0));
+        let mut stats = self.stats;
+        if stopped && r.certified_f.is_none() && worse {
+            stats.fell_back = true;
+            r.alpha = self.subsample;
+            r.f = self.stats.sub_f;
+            r.gap = self.stats.sub_gap;
+        }
+        r.warm = Some(stats);
+        r
+    }
+}
+
+/// The share of the time left before a deadline that the extended start's first gradient
+/// pass may take (the rest is for the iterations that improve it).
+const AFFORD: f64 = 0.5;
 
 /// Salt of the nested half's sample (any constant: the half is another draw from the
 /// subsample's rows).
@@ -219,6 +350,21 @@ pub fn solve_on(
     sp: Option<ShrinkParams>,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
+    let deadline = params.time_limit.map(|t| Instant::now() + t);
+    crate::budget::within(deadline, || {
+        solve_within(prob, device, cpu, params, sp, observers)
+    })
+}
+
+/// [`solve_on`] within the time limit's budget.
+fn solve_within(
+    prob: &Problem<'_>,
+    device: &Device,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: Option<ShrinkParams>,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
     let m = prob.len();
     if let Some(s) = sp.filter(|s| s.applies(params.algorithm, m)) {
         return shrink::solve(prob, device, cpu, params, &s, observers);
@@ -227,14 +373,20 @@ pub fn solve_on(
         let mut be = device.backend(prob, cpu)?;
         return solve(prob, be.as_mut(), params, observers);
     }
-    let (alpha, warm, _) = start(prob, device, cpu, params, sp)?;
+    let t = Instant::now();
+    let mut warm = start(prob, device, cpu, params, sp)?;
+    if warm.stats.stopped.is_some() {
+        return Ok(warm.stopped_result(t));
+    }
+    let seconds = warm.stats.seconds;
     let rest = SolverParams {
         time_limit: params
             .time_limit
-            .map(|l| l.saturating_sub(std::time::Duration::from_secs_f64(warm.seconds))),
+            .map(|l| l.saturating_sub(std::time::Duration::from_secs_f64(seconds))),
         ..params.clone()
     };
     let mut be = device.backend(prob, cpu)?;
+    let alpha = std::mem::replace(&mut warm.alpha, ActiveSet::new(0));
     let mut r = solve_from(
         prob,
         be.as_mut(),
@@ -243,9 +395,8 @@ pub fn solve_on(
         Some((alpha, None)),
         None,
     )?;
-    r.seconds += warm.seconds;
-    r.warm = Some(warm);
-    Ok(r)
+    r.seconds += seconds;
+    Ok(warm.best_of(r))
 }
 
 #[cfg(test)]

@@ -171,10 +171,12 @@ pub(super) fn summarize(
             "certified KKT violation"
         },
         match (gap, rel) {
+            _ if reports.iter().any(|r| r.result.certified_gap.is_none()) =>
+                uncertified(algorithm, reports),
             (Some(g), Some(r)) if algorithm.is_l2svm() =>
                 format!("{g:.3e} ({:.1} % of 2f)", 100.0 * r),
             (Some(g), _) => format!("{g:.3e}"),
-            (None, _) => "not computed".into(),
+            (None, _) => uncertified(algorithm, reports),
         },
         obj,
         secs,
@@ -184,6 +186,25 @@ pub(super) fn summarize(
     );
     say_merged(reports);
     say_rounds_and_traffic(reports, iters);
+}
+
+/// What the summary says in place of the certified gap when a pair has none: the model is not
+/// certified, and the largest gap the solver last estimated (on its working set, or the warm
+/// start's subsample when the run ended there).
+fn uncertified(algorithm: Algorithm, reports: &[crate::train::PairReport]) -> String {
+    let worst = reports
+        .iter()
+        .filter(|r| r.result.certified_gap.is_none())
+        .max_by(|a, b| a.result.gap.total_cmp(&b.result.gap));
+    match worst {
+        Some(r) if algorithm.is_l2svm() && r.result.f > 0.0 => format!(
+            "none: NOT CERTIFIED, last gap estimate {:.3e} ({:.1} % of 2f)",
+            r.result.gap,
+            100.0 * r.result.gap / (2.0 * r.result.f)
+        ),
+        Some(r) => format!("none: NOT CERTIFIED, last estimate {:.3e}", r.result.gap),
+        None => "none: NOT CERTIFIED".into(),
+    }
 }
 
 /// One line per class pair of a multi-class run.
@@ -209,7 +230,23 @@ fn say_pairs(reports: &[crate::train::PairReport]) {
 /// The warm starts, the working-set rounds, the device traffic and the backend call times.
 fn say_rounds_and_traffic(reports: &[crate::train::PairReport], iters: u64) {
     for r in reports {
-        if let Some(w) = &r.result.warm {
+        if let Some(w) = &r.result.warm
+            && let Some(stop) = w.stopped
+        {
+            eprintln!(
+                "fwsvm: warm start: ended by {} ({} points in its subsample, {} support \
+                 vectors, {} iterations, {:.2}s); the model is the subsample's solution",
+                if stop == crate::solver::StopReason::Interrupted {
+                    "a stop request"
+                } else {
+                    "the time limit"
+                },
+                w.points,
+                w.sub_support,
+                w.iterations,
+                w.seconds
+            );
+        } else if let Some(w) = &r.result.warm {
             eprintln!(
                 "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
                  half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
@@ -226,6 +263,12 @@ fn say_rounds_and_traffic(reports: &[crate::train::PairReport], iters: u64) {
         }
         if let Some(w) = &r.result.shrink {
             eprintln!("fwsvm: {}", describe_shrink(w));
+        }
+        if r.result.warm.is_some_and(|w| w.fell_back) {
+            eprintln!(
+                "fwsvm: stopped before the run from the extended start was nearer its optimum \
+                 than the subsample's solution was to its own: the model is that solution"
+            );
         }
     }
     let mut traffic = crate::backend::BackendStats::default();
