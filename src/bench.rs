@@ -214,3 +214,181 @@ pub fn known_gpu_peak(name: &str) -> Option<f64> {
     ];
     table.iter().find(|(k, _)| n.contains(k)).map(|&(_, v)| v)
 }
+
+/// The host's peak fused multiply-add rate on all of rayon's threads, measured: each thread
+/// runs independent chains of vector FMAs (enough to cover the latency of two FMA units) at
+/// the widest width the CPU has — AVX-512, else AVX2 with FMA, else scalar — best of `reps`.
+/// What a compute-bound kernel is judged against.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FmaPeak {
+    /// f32 and f64 FLOP/s (an FMA counts two).
+    pub f32_flops: f64,
+    pub f64_flops: f64,
+    /// The instruction set the chains ran in ("avx512", "avx2", "scalar").
+    pub isa: &'static str,
+    /// Threads that ran them.
+    pub threads: usize,
+}
+
+/// Measures [`FmaPeak`] (about 0.1 s per repetition and precision).
+pub fn fma_peak(reps: usize) -> FmaPeak {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    let isa = fma::detect();
+    let rate = |f64_lanes: bool| {
+        // Chain iterations per thread: ~0.05–0.1 s at a few GHz.
+        let iters: u64 = 4_000_000;
+        let mut best = 0.0f64;
+        for _ in 0..reps.max(1) {
+            let t = Instant::now();
+            let flops: f64 = (0..threads)
+                .into_par_iter()
+                .map(|k| fma::chains(isa, f64_lanes, iters, 1.0 + k as f64 * 1e-9))
+                .sum();
+            best = best.max(flops / t.elapsed().as_secs_f64());
+        }
+        best
+    };
+    FmaPeak {
+        f32_flops: rate(false),
+        f64_flops: rate(true),
+        isa: isa.name(),
+        threads,
+    }
+}
+
+/// The FMA chains of [`fma_peak`].
+mod fma {
+    #[cfg(target_arch = "x86_64")]
+    use std::arch::x86_64::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub(super) enum Isa {
+        Avx512,
+        Avx2,
+        Scalar,
+    }
+
+    impl Isa {
+        pub(super) fn name(self) -> &'static str {
+            match self {
+                Isa::Avx512 => "avx512",
+                Isa::Avx2 => "avx2",
+                Isa::Scalar => "scalar",
+            }
+        }
+    }
+
+    pub(super) fn detect() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx512f") {
+                return Isa::Avx512;
+            }
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return Isa::Avx2;
+            }
+        }
+        Isa::Scalar
+    }
+
+    /// Runs `iters` rounds of the chains of `isa` (f64 lanes or f32) seeded with `seed`;
+    /// returns the FLOPs done (the result is kept from the optimizer by `black_box`).
+    pub(super) fn chains(isa: Isa, f64_lanes: bool, iters: u64, seed: f64) -> f64 {
+        match isa {
+            // SAFETY: `detect` found the features these copies are compiled for.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe {
+                if f64_lanes {
+                    avx512_f64(iters, seed)
+                } else {
+                    avx512_f32(iters, seed)
+                }
+            },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe {
+                if f64_lanes {
+                    avx2_f64(iters, seed)
+                } else {
+                    avx2_f32(iters, seed)
+                }
+            },
+            _ => scalar(iters, seed),
+        }
+    }
+
+    /// Chains per thread: at least FMA latency (4–5 cycles) × 2 units, within the registers.
+    const CHAINS_AVX2: usize = 12;
+    const CHAINS_AVX512: usize = 24;
+
+    macro_rules! chain_fn {
+        ($name:ident, $feat:literal, $vec:ty, $set1:ident, $fma:ident, $n:expr, $lanes:expr, $elem:ty) => {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = $feat)]
+            fn $name(iters: u64, seed: f64) -> f64 {
+                let mut acc: [$vec; $n] = [$set1(seed as $elem); $n];
+                let a = $set1(0.999_9 as $elem);
+                let b = $set1(1e-6 as $elem);
+                for _ in 0..iters {
+                    for v in acc.iter_mut() {
+                        *v = $fma(*v, a, b);
+                    }
+                }
+                std::hint::black_box(acc);
+                (iters as usize * $n * $lanes * 2) as f64
+            }
+        };
+    }
+    chain_fn!(
+        avx2_f32,
+        "avx2,fma",
+        __m256,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        CHAINS_AVX2,
+        8,
+        f32
+    );
+    chain_fn!(
+        avx2_f64,
+        "avx2,fma",
+        __m256d,
+        _mm256_set1_pd,
+        _mm256_fmadd_pd,
+        CHAINS_AVX2,
+        4,
+        f64
+    );
+    chain_fn!(
+        avx512_f32,
+        "avx512f",
+        __m512,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        CHAINS_AVX512,
+        16,
+        f32
+    );
+    chain_fn!(
+        avx512_f64,
+        "avx512f",
+        __m512d,
+        _mm512_set1_pd,
+        _mm512_fmadd_pd,
+        CHAINS_AVX512,
+        8,
+        f64
+    );
+
+    fn scalar(iters: u64, seed: f64) -> f64 {
+        let mut acc = [seed; 8];
+        for _ in 0..iters {
+            for v in acc.iter_mut() {
+                *v = v.mul_add(0.999_9, 1e-6);
+            }
+        }
+        std::hint::black_box(acc);
+        (iters as usize * 8 * 2) as f64
+    }
+}

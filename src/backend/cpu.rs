@@ -102,6 +102,10 @@ pub struct CpuBackend<'a, T: Elem> {
     /// anywhere): the next sparse query clears only those — on wide sparse data (1.3M
     /// features) clearing the whole slot per column would be the training's main cost.
     qset: Vec<Option<Vec<u32>>>,
+    /// The (slot, column, query buffer) list of a blocked prefetch (kept between calls).
+    compute_buf: Vec<(usize, usize, usize)>,
+    /// Marks of the columns a blocked prefetch has listed (all false between calls).
+    listed: Vec<bool>,
     chunk_min: Vec<(f64, usize)>,
     min_valid: bool,
     stats: BackendStats,
@@ -253,6 +257,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             cache: ColumnCache::new(col_len, cfg.cache_bytes),
             qbuf: vec![vec![0.0; d]; BATCH],
             qset: vec![Some(Vec::new()); BATCH],
+            compute_buf: Vec::new(),
+            listed: Vec::new(),
             chunk_min: Vec::with_capacity(m.div_ceil(CHUNK)),
             min_valid: false,
             stats: BackendStats::default(),
@@ -313,6 +319,9 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// another. Returns how many were computed.
     pub fn prefetch(&mut self, js: &[usize]) -> usize {
         let room = (self.cache.usable() / 2).max(1);
+        if self.distinct.is_none() {
+            return self.prefetch_blocked(&js[..js.len().min(room)]);
+        }
         let mut done = 0;
         let mut batch: Vec<(usize, usize, usize)> = Vec::with_capacity(BATCH);
         for &j in js.iter().take(room) {
@@ -334,6 +343,55 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         if !batch.is_empty() {
             done += self.compute_only(&batch);
         }
+        self.stats.prefetched += done as u64;
+        done
+    }
+
+    /// [`prefetch`](Self::prefetch) of the columns `js` (within the room) as one pass over
+    /// the rows: each task takes its rows a cache-sized block at a time through every
+    /// column's batch, so a block of rows is read from memory once for all the columns
+    /// (X_W·Xᵀ blocked as a matrix product is) instead of once per batch of [`BATCH`].
+    fn prefetch_blocked(&mut self, js: &[usize]) -> usize {
+        let mut compute = std::mem::take(&mut self.compute_buf);
+        compute.clear();
+        let mut listed = std::mem::take(&mut self.listed);
+        listed.resize(
+            self.cache
+                .len()
+                .max(js.iter().map(|&j| j + 1).max().unwrap_or(0)),
+            false,
+        );
+        for &j in js {
+            if listed[j] {
+                continue;
+            }
+            let (slot, hit) = self.cache.get_or_assign(j, None);
+            if hit {
+                continue;
+            }
+            let k = compute.len();
+            if self.qbuf.len() <= k {
+                let d = self.qbuf[0].len();
+                self.qbuf.push(vec![0.0; d]);
+                self.qset.push(Some(Vec::new()));
+            }
+            self.load_query(k, j);
+            compute.push((slot, j, k));
+            listed[j] = true;
+        }
+        for &(_, j, _) in &compute {
+            listed[j] = false;
+        }
+        self.listed = listed;
+        let done = compute.len();
+        if done > 0 {
+            let keep_min = self.min_valid;
+            let saved = std::mem::take(&mut self.chunk_min);
+            self.pass_blocked(&compute);
+            self.chunk_min = saved;
+            self.min_valid = keep_min;
+        }
+        self.compute_buf = compute;
         self.stats.prefetched += done as u64;
         done
     }

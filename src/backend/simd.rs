@@ -190,7 +190,11 @@ pub const POLY32: [f32; 8] = [
 
 /// Dot products of the query `q` (length d) with the rows of `nblk` consecutive AoSoA blocks.
 #[inline(always)]
-fn dense_dots<const F: bool>(xb: &[f32], d: usize, q: &[f64], out: &mut [f64]) {
+fn dense_dots<const F: bool>(xb: &[f32], d: usize, q: &[f64], single: bool, out: &mut [f64]) {
+    if single && f32_dots(d) {
+        dense_dots_f32::<F, 1>(xb, d, &[q], 0, out);
+        return;
+    }
     for (blk, o) in xb.chunks_exact(d * LANES).zip(out.chunks_exact_mut(LANES)) {
         let mut acc = [0.0f64; LANES];
         for (xf, &qf) in blk.chunks_exact(LANES).zip(q.iter()) {
@@ -210,9 +214,13 @@ fn dense_dots_batch<const F: bool, const K: usize>(
     xb: &[f32],
     d: usize,
     q: &[&[f64]],
-    stride: usize,
+    (stride, single): (usize, bool),
     out: &mut [f64],
 ) {
+    if single && f32_dots(d) {
+        dense_dots_f32::<F, K>(xb, d, q, stride, out);
+        return;
+    }
     let q: [&[f64]; K] = std::array::from_fn(|c| &q[c][..d]);
     for (b, blk) in xb.chunks_exact(d * LANES).enumerate() {
         let mut acc = [[0.0f64; LANES]; K];
@@ -296,6 +304,132 @@ fn hybrid_add_bits(
     }
 }
 
+/// From this many features on (and up to [`F32_DOTS_MAX_D`]), the dense products of the f32
+/// and f64 columns are formed in f32 ([`dense_dots_f32`]): there they are the column's cost,
+/// and f32 products run at twice the vector width without a conversion per feature. Below,
+/// the exponential dominates and the f64 products cost little. An f32 product over d features
+/// is within about d·u·Σ|x_f z_f| of the exact one (u = 2⁻²⁴), which moves γ‖x−z‖² by as
+/// much: the columns stay an approximation that the exact f64 passes correct (certification,
+/// rebuilds), as every f32 column is.
+pub const F32_DOTS_MIN_D: usize = 32;
+/// The most features [`dense_dots_f32`] takes (its queries in f32 are a thread's scratch).
+pub const F32_DOTS_MAX_D: usize = 1 << 16;
+
+#[inline(always)]
+fn f32_dots(d: usize) -> bool {
+    (F32_DOTS_MIN_D..=F32_DOTS_MAX_D).contains(&d)
+}
+
+#[inline(always)]
+fn fmadd32<const F: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if F { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// [`dense_dots_batch`] in f32 (see [`F32_DOTS_MIN_D`]): each row's sum over the features
+/// from zero in order, the same for a query alone or in a batch.
+#[inline(always)]
+fn dense_dots_f32<const F: bool, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    thread_local! {
+        static Q32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    Q32.with_borrow_mut(|q32| {
+        q32.clear();
+        for qc in q.iter().take(K) {
+            q32.extend(qc[..d].iter().map(|&x| x as f32));
+        }
+        #[cfg(target_arch = "x86_64")]
+        if F && std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has the features; q32 holds K queries of d features.
+            unsafe { dense_dots_f32_avx2::<K>(xb, d, q32, stride, out) };
+            return;
+        }
+        dense_dots_f32_portable::<F, K>(xb, d, q32, stride, out);
+    });
+}
+
+/// [`dense_dots_f32`] in AVX2 registers: eight rows a vector, K accumulators, each sum
+/// formed as the portable loop forms it with fused multiply-adds (the same numbers).
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `q32` holds K queries of `d` features, one after the other;
+/// `xb` holds whole blocks of `d` features; `out` has `(K − 1)·stride` + the rows' entries.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dense_dots_f32_avx2<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    stride: usize,
+    out: &mut [f64],
+) {
+    use std::arch::x86_64::*;
+    assert!(q32.len() >= K * d);
+    for (b, blk) in xb.chunks_exact(d * LANES).enumerate() {
+        let mut acc = [_mm256_setzero_ps(); K];
+        let p = blk.as_ptr();
+        for f in 0..d {
+            // SAFETY: f < d: within the block and within each query.
+            unsafe {
+                let x = _mm256_loadu_ps(p.add(f * LANES));
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let qc = _mm256_set1_ps(*q32.get_unchecked(c * d + f));
+                    *a = _mm256_fmadd_ps(x, qc, *a);
+                }
+            }
+        }
+        for (c, a) in acc.iter().enumerate() {
+            let o = c * stride + b * LANES;
+            let dst = &mut out[o..o + LANES];
+            // SAFETY: dst holds LANES entries.
+            unsafe {
+                _mm256_storeu_pd(
+                    dst.as_mut_ptr(),
+                    _mm256_cvtps_pd(_mm256_castps256_ps128(*a)),
+                );
+                _mm256_storeu_pd(
+                    dst.as_mut_ptr().add(4),
+                    _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(*a)),
+                );
+            }
+        }
+    }
+}
+
+/// [`dense_dots_f32`] in portable code (the same sums as the AVX2 copy where F).
+#[inline(always)]
+fn dense_dots_f32_portable<const F: bool, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    stride: usize,
+    out: &mut [f64],
+) {
+    for (b, blk) in xb.chunks_exact(d * LANES).enumerate() {
+        let mut acc = [[0.0f32; LANES]; K];
+        for f in 0..d {
+            let xf = &blk[f * LANES..(f + 1) * LANES];
+            for c in 0..K {
+                let qc = q32[c * d + f];
+                for l in 0..LANES {
+                    acc[c][l] = fmadd32::<F>(xf[l], qc, acc[c][l]);
+                }
+            }
+        }
+        for (c, a) in acc.iter().enumerate() {
+            let o = c * stride + b * LANES;
+            for (t, &v) in out[o..o + LANES].iter_mut().zip(a) {
+                *t = v as f64;
+            }
+        }
+    }
+}
+
 /// [`dense_dots_batch`] over any number of queries (at most [`BATCH`]), split into batches
 /// of 8, 4, 2 and 1: query c's dots go to `out[c * stride ..]`.
 #[inline(always)]
@@ -303,12 +437,12 @@ fn dense_dots_split<const F: bool>(
     xb: &[f32],
     d: usize,
     qs: &[&[f64]],
-    stride: usize,
+    stride: (usize, bool),
     out: &mut [f64],
 ) {
     let mut c0 = 0;
     while c0 < qs.len() {
-        let o = &mut out[c0 * stride..];
+        let o = &mut out[c0 * stride.0..];
         c0 += match qs.len() - c0 {
             8.. => {
                 dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, o);
@@ -529,6 +663,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
                 &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
                 d,
                 q,
+                T::SINGLE,
                 &mut dots[..nb * LANES],
             );
         }
@@ -572,6 +707,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
                 &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES],
                 dc,
                 &qc[..dc],
+                T::SINGLE,
                 out,
             );
             let bb = &bits[b0 * w * LANES..(b0 + nb) * w * LANES];
@@ -716,7 +852,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
-    dense_dots_split::<F>(xb, d, &qs[..cols.len()], stride, dots);
+    dense_dots_split::<F>(xb, d, &qs[..cols.len()], (stride, T::SINGLE), dots);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
@@ -752,7 +888,7 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
     let xb = &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| &qc[c][..dc]);
-    dense_dots_split::<F>(xb, dc, &qs[..cols.len()], stride, dots);
+    dense_dots_split::<F>(xb, dc, &qs[..cols.len()], (stride, T::SINGLE), dots);
     let bb = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
     for (c, (&(j, q), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         hybrid_add_bits(

@@ -104,6 +104,17 @@ pub struct KernelsArgs {
     /// Seed of the synthetic data.
     #[arg(long, default_value_t = 1, value_parser = super::common::parse_count::<u64>)]
     seed: u64,
+    /// Feature counts d of the working-set block table (dense rows, rbf): the q columns of a
+    /// working set computed and folded into the gradient, in GFLOP/s (2·d per kernel value)
+    /// beside the CPU's measured FMA peak. Empty (`--block-dims ''`) skips the table.
+    #[arg(long, value_delimiter = ',', default_value = "8,54,256,784", value_parser = super::common::parse_count::<usize>)]
+    block_dims: Vec<usize>,
+    /// Working-set sizes q of the block table.
+    #[arg(long, value_delimiter = ',', default_value = "64,128,256,512,1024", value_parser = super::common::parse_count::<usize>)]
+    block_q: Vec<usize>,
+    /// Rows m of the block table.
+    #[arg(long, default_value_t = 20_000, value_parser = super::common::parse_count::<usize>)]
+    block_rows: usize,
 }
 
 /// Runs `fwsvm bench …`.
@@ -140,11 +151,70 @@ fn kernels(a: KernelsArgs) -> Result<()> {
         }
         println!();
     }
+    if !a.block_dims.is_empty() && targets.iter().any(|t| matches!(t.1, Device::Cpu)) {
+        json.extend(block_table(&a)?);
+    }
     if let Some(path) = &a.json {
         let text = format!("[\n  {}\n]\n", json.join(",\n  "));
         crate::output::write_output(path, |f| std::io::Write::write_all(f, text.as_bytes()))?;
     }
     Ok(())
+}
+
+/// The working-set block on the CPU against the measured FMA peak: prints the table, returns
+/// its JSON objects.
+fn block_table(a: &KernelsArgs) -> Result<Vec<String>> {
+    let peak = crate::bench::fma_peak(3);
+    println!(
+        "CPU working-set blocks (dense rows, rbf, {} precision): FMA peak measured {:.1} GFLOP/s \
+         f32, {:.1} GFLOP/s f64 ({} on {} threads); GFLOP/s counts the products' 2·d per kernel \
+         value",
+        format!("{:?}", a.precision).to_lowercase(),
+        peak.f32_flops / 1e9,
+        peak.f64_flops / 1e9,
+        peak.isa,
+        peak.threads
+    );
+    println!(
+        "| m | d | q | per column (block + update) | kernel values/s | GFLOP/s | of f32 peak | of f64 peak |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut json = Vec::new();
+    let m = a.block_rows;
+    for &d in &a.block_dims {
+        let ds = synthetic(m, d, 1.0, a.seed);
+        let prob = Problem::new(
+            &ds,
+            ds.labels.clone(),
+            Kernel::Rbf {
+                gamma: 1.0 / d as f64,
+            },
+            1.0,
+        )?;
+        let col_bytes = m as u64 * if a.precision == Precision::F64 { 8 } else { 4 };
+        for &q in &a.block_q {
+            let q = q.min(m / 2).max(1);
+            let s = measure_batched(&Device::Cpu, &prob, a.precision, q, col_bytes, a.min_time)?;
+            let flops = 2.0 * (m * d) as f64 / s;
+            println!(
+                "| {m} | {d} | {q} | {} | {:.3e} | {} | {} % | {} % |",
+                fmt_s(s),
+                m as f64 / s,
+                sig(flops / 1e9),
+                sig(100.0 * flops / peak.f32_flops),
+                sig(100.0 * flops / peak.f64_flops),
+            );
+            json.push(format!(
+                "{{\"table\": \"block\", \"m\": {m}, \"d\": {d}, \"q\": {q}, \"column_s\": {s}, \"gflops\": {}, \"peak_f32_gflops\": {}, \"peak_f64_gflops\": {}, \"isa\": \"{}\"}}",
+                flops / 1e9,
+                peak.f32_flops / 1e9,
+                peak.f64_flops / 1e9,
+                peak.isa
+            ));
+        }
+    }
+    println!();
+    Ok(json)
 }
 
 /// Refuses arguments the measurement cannot use.

@@ -3,6 +3,7 @@
 //! columns.
 
 use super::*;
+use crate::backend::simd::LANES;
 
 /// A column of a fused update over deduplicated rows, for the touched rows: (slot, coef, y_j,
 /// j, 1/C_j).
@@ -49,7 +50,74 @@ fn column_slots<T: Elem>(
     cptr
 }
 
+/// Bytes of feature data a blocked pass keeps hot while it runs a block of rows through every
+/// column's batch (about half of a core's L2).
+const BLOCK_BYTES: usize = 192 * 1024;
+
 impl<T: Elem> CpuBackend<'_, T> {
+    /// Computes any number of columns into their cache slots (`compute`: slot, column, query
+    /// buffer) in one parallel pass over chunks of rows (no gradient update): within a chunk,
+    /// rows a block of [`BLOCK_BYTES`] at a time, each block through the columns in batches
+    /// of [`BATCH`]. Every entry is computed as [`pass`](Self::pass) computes it.
+    pub(super) fn pass_blocked(&mut self, compute: &[(usize, usize, usize)]) {
+        let m = self.prob.len();
+        let args = ColumnArgs {
+            layout: &self.layout,
+            kernel: self.prob.kernel,
+            norms: if self.guests.is_empty() {
+                &self.prob.norms
+            } else {
+                &self.norms_ext
+            },
+            y: if self.guests.is_empty() {
+                &self.prob.y
+            } else {
+                &self.y_ext
+            },
+            rbf_table: self.rbf_table.as_ref(),
+        };
+        let row_bytes = match &self.layout {
+            Layout::Dense { d, .. } => 4 * d,
+            Layout::Hybrid { cont, words, .. } => 4 * cont.len() + 8 * words,
+            Layout::Binary { words, .. } => 8 * words,
+            Layout::Sparse { indptr, .. } => 8 * indptr[indptr.len() - 1] / m.max(1),
+        }
+        .max(1);
+        let block = (BLOCK_BYTES / row_bytes / LANES * LANES).clamp(LANES, CHUNK);
+        let cache = &mut self.cache;
+        let cptr: Vec<(SendPtr<T>, usize, usize)> = compute
+            .iter()
+            .map(|&(slot, j, k)| (SendPtr(cache.data_ptr(slot)), j, k))
+            .collect();
+        let (qbuf, args, prob, cptr) = (&self.qbuf, &args, self.prob, &cptr);
+        crate::team::map_into(
+            m.div_ceil(CHUNK),
+            |c| {
+                let (r0, n) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
+                for b0 in (r0..r0 + n).step_by(block) {
+                    let len = block.min(r0 + n - b0);
+                    for batch in cptr.chunks(BATCH) {
+                        // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
+                        unsafe { write_columns(args, batch, qbuf, b0, len) };
+                    }
+                }
+                for (col, j, _) in cptr {
+                    if (r0..r0 + n).contains(j) {
+                        // SAFETY: as above (row j is in this chunk).
+                        let e = unsafe { &mut *col.at(*j) };
+                        *e = T::from_f64(e.to_f64() + prob.inv_c(*j));
+                    }
+                }
+                (f64::INFINITY, usize::MAX)
+            },
+            &mut self.chunk_min,
+        );
+        for &(slot, _, _) in compute {
+            self.cache.mark_valid(slot);
+        }
+        self.stats.columns_computed += compute.len() as u64;
+    }
+
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
     /// `up` is given) apply the gradient update and record per-chunk minima.
     pub(super) fn pass(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {

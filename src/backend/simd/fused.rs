@@ -77,6 +77,10 @@ pub(super) fn rbf_f32(
             }
             _ => return false,
         };
+        // Products formed in f32 (many features) are the portable pass's own, not these.
+        if super::f32_dots(dc) {
+            return false;
+        }
         let b0 = r0 / LANES;
         let nb = n.div_ceil(LANES);
         let job = Job {
