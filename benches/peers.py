@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""fwsvm against LIBSVM and Intel's oneDAL SVC on the four sets of README's performance table, side
-by side, in one run.
+"""fwsvm against LIBSVM and Intel's oneDAL SVC on the four sets of README's performance table (and,
+on request, covtype and two ten-class sets), side by side, in one run.
 
     .venv/bin/python benches/peers.py [--sets ijcnn1,w8a,a9a,kdd99] [--repeats 1]
         [--fwsvm-args "..."] [--out bench-peers] [--no-libsvm] [--no-onedal] [--no-reference]
+        [--dry-run]
 
 Every tool gets the same RBF γ and C per set (the table's), on the same training and test
 files:
@@ -14,6 +15,19 @@ files:
 | w8a | 10 | 0.0459 | w8a, seeded 70/30 split (Python's random.Random(1)) |
 | a9a | 1 | 0.064882 | a9a / a9a.t (data/ in the repository) |
 | kdd99 | 100 | 0.232 | KDD Cup 99 10 %, `fwsvm convert kdd99` (80/20) then `fwsvm scale -l 0 -u 1` fitted on the training part |
+| covtype | 1 | scale | covtype.train (464,810 rows) / covtype.test (116,202), from the shared folder's `covtype_split.py` |
+| covtype50k | 1 | scale | covtype50k.train (the first 50,000 rows of covtype.train) / covtype.test |
+| usps | 10 | scale | usps_esl.train / usps_esl.test (ten classes, [-1, 1] already) |
+| pendigits | 10 | scale | pendigits / pendigits.t (ten classes), `fwsvm scale -l 0 -u 1` fitted on the training file |
+
+Only the first four run by default (`--sets covtype,covtype50k,usps,pendigits` for the others:
+covtype's oneDAL fit takes tens of minutes). γ "scale" is scikit-learn's `gamma='scale'`,
+1 / (n_features · X.var()) over the dense training matrix (zeros included; n_features = the
+training file's largest feature index), computed here once from the training file, rounded to 6
+significant digits, and that one number is passed to all three tools (fwsvm's `-g auto` samples
+pairs inside fwsvm and could not be handed to the others). usps and pendigits are multi-class:
+fwsvm and LIBSVM train one-versus-one natively, oneDAL's SVC too; every tool's accuracy is the
+share of test rows whose predicted label equals the file's label.
 
 * fwsvm: the whole `fwsvm train` process, parse to model file, timed from outside (wall
   seconds; the median of --repeats runs); its own summary gives solver and certification
@@ -24,15 +38,17 @@ files:
   built with OpenMP: its kernel loops use every core unless OMP_NUM_THREADS says otherwise; the
   table records the thread counts both tools used.
 * oneDAL: `sklearnex.svm.SVC` (`pip install scikit-learn-intelex`; tol 1e-3, cache 1024 MB,
-  its default threads: every core), the clock around `fit` alone, on dense arrays (all four
-  sets are narrow: on w8a's CSR matrix oneDAL reached 97.19 % against 98.89 % dense). A row
+  its default threads: every core), the clock around `fit` alone, on dense arrays (all the
+  sets are narrow enough: on w8a's CSR matrix oneDAL reached 97.19 % against 98.89 % dense). A row
   whose fit does not log "running accelerated version" is refused (scikit-learn's own SVC
   would have run instead).
 * The reference: fwsvm's test accuracy at `--rel-eps 0.01` (the converged model), untimed.
 * The ratio is the fastest other tool's training time over fwsvm's whole process.
 
 Writes `peers.md` and `peers.csv` in --out and prints the Markdown table. The data files it
-derives (w8a split, KDD99 conversion) are cached in --work (default: target/peers-data).
+derives (w8a split, KDD99 conversion, covtype split, pendigits scaling) are cached in --work
+(default: target/peers-data). --dry-run prepares the files and prints each set's C and γ, and
+trains nothing.
 """
 
 import argparse
@@ -56,6 +72,11 @@ SETS = {
     "w8a": (10.0, 0.0459),
     "a9a": (1.0, 0.064882),
     "kdd99": (100.0, 0.232),
+    # γ "scale": scikit-learn's gamma='scale' on the training file (scale_gamma), one number for all.
+    "covtype": (1.0, "scale"),
+    "covtype50k": (1.0, "scale"),
+    "usps": (10.0, "scale"),
+    "pendigits": (10.0, "scale"),
 }
 
 
@@ -79,8 +100,57 @@ def plain(src, dst):
     return dst
 
 
+def scale_gamma(path):
+    """scikit-learn's gamma='scale', 1 / (n_features · X.var()), for the dense matrix of a LIBSVM
+    text file (absent entries are zeros; n_features = the largest feature index, as
+    load_svmlight_file gives it), rounded to 6 significant digits so that the number printed in
+    the table is the one every tool gets."""
+    n = d = 0
+    s = ss = 0.0
+    with open_text(path) as f:
+        for line in f:
+            t = line.split()
+            if not t or t[0].startswith("#"):
+                continue
+            n += 1
+            for p in t[1:]:
+                if p.startswith("#"):
+                    break
+                k, v = p.split(":", 1)
+                k, v = int(k), float(v)
+                d = max(d, k)
+                s += v
+                ss += v * v
+    if n == 0 or d == 0:
+        sys.exit(f"{path}: no features to compute γ from")
+    cells = n * d
+    var = ss / cells - (s / cells) ** 2
+    if not var > 0:
+        sys.exit(f"{path}: zero variance, no γ 'scale'")
+    return float(f"{1.0 / (d * var):.6g}")
+
+
+def covtype(work):
+    """covtype.train, covtype.test and covtype50k.train, made once by the shared folder's
+    covtype_split.py into work/covtype (written beside, then moved in: no half-written files)."""
+    d = os.path.join(work, "covtype")
+    names = ("covtype.train", "covtype.test", "covtype50k.train")
+    if not all(os.path.exists(os.path.join(d, n)) for n in names):
+        part = os.path.join(d, "split.part")
+        os.makedirs(part, exist_ok=True)
+        print(f"covtype: running covtype_split.py into {d} (a few minutes)", file=sys.stderr, flush=True)
+        run([sys.executable, find("covtype_split.py"), find("covtype.libsvm.binary.xz"), part])
+        for n in names:
+            os.replace(os.path.join(part, n), os.path.join(d, n))
+        os.rmdir(part)
+    return d
+
+
 def prepare(name, work):
     """(train, test) plain-text paths for a set."""
+    if name in ("covtype", "covtype50k"):  # one split makes both sets' files
+        c = covtype(work)
+        return os.path.join(c, f"{name}.train"), os.path.join(c, "covtype.test")
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     if name == "ijcnn1":
@@ -107,6 +177,8 @@ def prepare(name, work):
             run([FWSVM, "scale", "-l", "0", "-u", "1", "-s", f"{d}/range", f"{d}/kdd99.train", tr])
             run([FWSVM, "scale", "-r", f"{d}/range", f"{d}/kdd99.test", te])
         return tr, te
+    if name == "usps":
+        return plain(find("usps_esl.train.xz"), f"{d}/train"), plain(find("usps_esl.test.xz"), f"{d}/test")
     if name == "pendigits":
         # Ten classes, features 0–100: scaled to [0, 1] by the training file's range.
         tr, te = f"{d}/train.scaled", f"{d}/test.scaled"
@@ -116,6 +188,21 @@ def prepare(name, work):
             run([FWSVM, "scale", "-r", f"{d}/range", raw_te, te])
         return tr, te
     sys.exit(f"unknown set {name}")
+
+
+def labels(path):
+    """The first column of a LIBSVM text file (or of a prediction file), as numbers."""
+    with open_text(path) as f:
+        return [float(l.split()[0]) for l in f if l.strip() and not l.lstrip().startswith("#")]
+
+
+def accuracy(predicted, truth):
+    """Per cent of rows whose predicted label is the true one (labels compared as numbers, so
+    "1", "1.0" and "+1" agree; any labels, any number of classes)."""
+    predicted, truth = list(predicted), list(truth)
+    if len(predicted) != len(truth) or not truth:
+        sys.exit(f"{len(predicted)} predictions for {len(truth)} test rows")
+    return 100.0 * sum(float(p) == float(t) for p, t in zip(predicted, truth)) / len(truth)
 
 
 def run(cmd):
@@ -133,7 +220,10 @@ def fwsvm(train, test, c, gamma, extra):
     wall = time.perf_counter() - t0
     out = p.stdout + p.stderr
     pred = run([FWSVM, "predict", "-q", test, model, model + ".pred"])
-    acc = float(re.search(r"Accuracy = ([0-9.]+)%", pred.stdout).group(1))
+    acc = accuracy(labels(model + ".pred"), labels(test))
+    said = re.search(r"Accuracy = ([0-9.]+)%", pred.stdout)
+    if said and abs(float(said.group(1)) - acc) > 0.01:
+        sys.exit(f"fwsvm predict says {said.group(1)} %, its predictions against {test}'s labels give {acc:.4f} %")
     m = re.search(r": iterations (\d+), SVs (\d+),.*?, ([0-9.]+)s \(\+([0-9.]+)s certify\)", out)
     threads = re.search(r"cpu \((\d+) threads", out)
     return {
@@ -159,8 +249,8 @@ def libsvm(train, test, c, gamma):
     t0 = time.perf_counter()
     model = svm_train(prob, param)
     secs = time.perf_counter() - t0
-    _, (acc, _, _), _ = svm_predict(yt, xt, model, "-q")
-    return {"secs": secs, "svs": model.get_nr_sv(), "acc": acc}
+    p_labels, _, _ = svm_predict(yt, xt, model, "-q")
+    return {"secs": secs, "svs": model.get_nr_sv(), "acc": accuracy(p_labels, yt)}
 
 
 def onedal(train, test, c, gamma):
@@ -200,7 +290,7 @@ def onedal(train, test, c, gamma):
     if not any("running accelerated version" in l for l in fit_lines):
         print(f"oneDAL: the fit did not run accelerated ({fit_lines}); row left out", file=sys.stderr)
         return None
-    acc = 100.0 * float((model.predict(Xt) == yt).mean())
+    acc = accuracy(model.predict(Xt), yt)
     return {"secs": secs, "svs": int(model.support_.shape[0]), "acc": acc}
 
 
@@ -214,14 +304,25 @@ def main():
     ap.add_argument("--no-libsvm", action="store_true", help="no LIBSVM column")
     ap.add_argument("--no-onedal", action="store_true", help="no oneDAL column")
     ap.add_argument("--no-reference", action="store_true", help="no --rel-eps 0.01 accuracy")
+    ap.add_argument("--dry-run", action="store_true", help="prepare the files and print each set's C and γ; train nothing")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = lambda *s: print(*s, file=sys.stderr, flush=True)
     omp = os.environ.get("OMP_NUM_THREADS", f"all {os.cpu_count()} cores (OpenMP default)")
     rows = []
-    for name in a.sets.split(","):
+    names = a.sets.split(",")
+    unknown = [n for n in names if n not in SETS]
+    if unknown:
+        sys.exit(f"unknown set(s) {', '.join(unknown)}: choose from {', '.join(SETS)}")
+    for name in names:
         c, gamma = SETS[name]
         train, test = prepare(name, a.work)
+        if gamma == "scale":
+            gamma = scale_gamma(train)
+            log(f"{name}: γ = {gamma:g} (scikit-learn's 'scale' on {train}), the same for every tool")
+        if a.dry_run:
+            print(f"{name}: C {c:g}, γ {gamma!r}, training {train}, test {test}")
+            continue
         runs = sorted((fwsvm(train, test, c, gamma, a.fwsvm_args.split()) for _ in range(a.repeats)), key=lambda r: r["wall"])
         f = runs[len(runs) // 2]
         log(f"{name}: fwsvm {f['wall']:.2f} s wall ({f['solver']:.2f} + {f['certify']:.2f} certify), {f['acc']:.2f} %")
@@ -236,6 +337,8 @@ def main():
             ref = fwsvm(train, test, c, gamma, a.fwsvm_args.split() + ["--rel-eps", "0.01"])["acc"]
             log(f"{name}: fwsvm at --rel-eps 0.01: {ref:.3f} %")
         rows.append((name, c, gamma, f, l, o, ref))
+    if a.dry_run:
+        return
     dash = "–"
     head = "| set (C, γ) | fwsvm wall s (solver + certify), acc % | fwsvm at --rel-eps 0.01: acc % | LIBSVM: train s, acc % | oneDAL: train s, acc % | fastest other / fwsvm | fwsvm iterations, SVs | LIBSVM / oneDAL SVs |"
     md = [

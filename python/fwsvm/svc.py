@@ -61,7 +61,10 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
     sample : int, default=0
         Randomized iterations over ``sample`` random points per step (0: off).
     time_limit : float or None
-        Seconds per class pair; the model at that point is certified and kept.
+        Seconds for the whole fit (every class pair: each must be done when its share of the
+        time, growing with its points, has passed). The best model so far is kept; it is
+        certified where an exact pass fits in a short grace (4 % of the limit, at most 3 s),
+        else ``certified_gap_`` is nan for that pair and ``stop_reason_`` says why.
     backend : {'auto', 'cpu', 'gpu'}, default='auto'
         'auto' takes a hardware GPU for data large enough to pay, else the CPU; 'gpu' any
         adapter (software ones included) or an error.
