@@ -19,26 +19,44 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Whether passes under a budget may be cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Outside any training (prediction, a solver called directly): never spent.
+    Free,
+    /// A training's: spent at its deadline or on a stop request.
+    Cuttable,
+    /// A distributed run's collective passes: never spent, whatever is nested inside (the
+    /// ranks must agree on what every pass computed).
+    Collective,
+}
+
 /// A deadline and whether a stop request ends it too; `cut` records that it was found spent.
 #[derive(Debug)]
 pub struct Budget {
     deadline: Option<Instant>,
     interrupts: bool,
+    mode: Mode,
     cut: AtomicBool,
 }
 
 impl Budget {
-    fn new(deadline: Option<Instant>, interrupts: bool) -> Self {
+    fn new(deadline: Option<Instant>, interrupts: bool, mode: Mode) -> Self {
         Budget {
             deadline,
             interrupts,
+            mode,
             cut: AtomicBool::new(false),
         }
     }
 
     /// True once the deadline has passed or (for a training's budget) a stop was requested;
-    /// remembered, so [`Budget::cut`] tells the pass's caller.
+    /// remembered, so [`Budget::cut`] tells the pass's caller. Never outside a training
+    /// ([`within`]) nor inside [`unlimited`].
     pub fn spent(&self) -> bool {
+        if self.mode != Mode::Cuttable {
+            return false;
+        }
         if self.cut.load(Ordering::Relaxed) {
             return true;
         }
@@ -65,14 +83,26 @@ thread_local! {
     static CURRENT: RefCell<Option<Arc<Budget>>> = const { RefCell::new(None) };
 }
 
-/// The calling thread's budget (no deadline, ended by a stop request, outside any
-/// [`within`]). A pass takes it before handing rows to other threads.
+/// The calling thread's budget (outside any [`within`], one that is never spent: prediction
+/// and other work outside a training is never cut). A pass takes it before handing rows to
+/// other threads.
 pub fn current() -> Arc<Budget> {
     CURRENT.with(|c| {
         c.borrow_mut()
-            .get_or_insert_with(|| Arc::new(Budget::new(None, true)))
+            .get_or_insert_with(|| Arc::new(Budget::new(None, false, Mode::Free)))
             .clone()
     })
+}
+
+/// The mode a budget nested in the current one takes: a collective scope stays collective,
+/// and `training` says whether the new scope is a training's own.
+fn nested_mode(training: bool) -> Mode {
+    match current().mode {
+        Mode::Collective => Mode::Collective,
+        Mode::Cuttable => Mode::Cuttable,
+        Mode::Free if training => Mode::Cuttable,
+        Mode::Free => Mode::Free,
+    }
 }
 
 /// True when the calling thread's budget is spent.
@@ -102,13 +132,14 @@ pub fn within<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> R {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    with(Budget::new(deadline, true), f)
+    with(Budget::new(deadline, true, nested_mode(true)), f)
 }
 
 /// Runs `f` with `time` from now and nothing else: a stop request already made, or an
 /// enclosing deadline already passed, does not end it (the certification of a stopped run).
 pub fn grace<R>(time: Duration, f: impl FnOnce() -> R) -> R {
-    with(Budget::new(Some(Instant::now() + time), false), f)
+    let b = Budget::new(Some(Instant::now() + time), false, nested_mode(false));
+    with(b, f)
 }
 
 /// Runs `f` with the enclosing deadline moved `time` later (none stays none), ended by a
@@ -116,13 +147,13 @@ pub fn grace<R>(time: Duration, f: impl FnOnce() -> R) -> R {
 /// deadline finishes within the grace a stopped run's would have.
 pub fn extended<R>(time: Duration, f: impl FnOnce() -> R) -> R {
     let deadline = current().deadline().map(|d| d + time);
-    with(Budget::new(deadline, true), f)
+    with(Budget::new(deadline, true, nested_mode(false)), f)
 }
 
-/// Runs `f` with no deadline and no stop request: a collective pass that every process of a
-/// distributed run must finish alike.
+/// Runs `f` with no deadline and no stop request, whatever budgets are nested inside: the
+/// passes of a distributed run, which every process must finish alike.
 pub fn unlimited<R>(f: impl FnOnce() -> R) -> R {
-    with(Budget::new(None, false), f)
+    with(Budget::new(None, false, Mode::Collective), f)
 }
 
 /// The time a stopped run's certification may take: 3 s after a stop request, and after a
@@ -143,30 +174,33 @@ mod tests {
 
     #[test]
     fn a_nested_budget_keeps_the_earlier_deadline_and_the_grace_its_own() {
-        let soon = Instant::now() + Duration::from_millis(30);
-        let later = Instant::now() + Duration::from_secs(3600);
-        within(Some(soon), || {
-            within(Some(later), || {
-                assert_eq!(current().deadline(), Some(soon));
-            });
-            within(None, || assert_eq!(current().deadline(), Some(soon)));
+        let hour = Duration::from_secs(3600);
+        let later = Instant::now() + hour;
+        within(Some(later), || {
             let b = current();
             assert!(!b.spent() && !b.cut());
-            std::thread::sleep(Duration::from_millis(40));
+            within(Some(later + hour), || {
+                assert_eq!(current().deadline(), Some(later))
+            });
+            within(None, || assert_eq!(current().deadline(), Some(later)));
+        });
+        let past = Instant::now().checked_sub(Duration::from_millis(1));
+        within(past, || {
+            let b = current();
             assert!(b.spent() && b.cut());
             // The grace ignores the deadline that passed, and ends on its own.
-            grace(Duration::from_millis(20), || {
-                let g = current();
-                assert!(!g.spent());
-                std::thread::sleep(Duration::from_millis(25));
-                assert!(g.spent());
-            });
+            grace(hour, || assert!(!spent()));
+            grace(Duration::ZERO, || assert!(spent()));
             // Back to the enclosing budget, still spent; moved later, it is not.
             assert!(spent());
-            extended(Duration::from_secs(3600), || assert!(!spent()));
+            extended(hour, || assert!(!spent()));
         });
-        // Outside any deadline: not spent (no stop was requested in this test binary).
+        // Outside any training nothing is cut, whatever the deadline of a grace.
         assert_eq!(current().deadline(), None);
+        assert!(!spent());
+        grace(Duration::ZERO, || assert!(!spent()));
+        // A collective scope is never cut, even by a training nested in it.
+        unlimited(|| within(past, || assert!(!spent())));
     }
 
     #[test]

@@ -18,6 +18,9 @@ mod in_place;
 mod pass;
 mod touched;
 
+/// The most bytes of query rows a blocked prefetch holds at once.
+const MAX_QUERY_BYTES: usize = 64 << 20;
+
 /// Rows per parallel task (a multiple of LANES).
 const CHUNK: usize = 2048;
 
@@ -319,8 +322,15 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
     /// another. Returns how many were computed.
     pub fn prefetch(&mut self, js: &[usize]) -> usize {
         let room = (self.cache.usable() / 2).max(1);
-        if self.distinct.is_none() {
-            return self.prefetch_blocked(&js[..js.len().min(room)]);
+        // Blocked where rows are read as blocks (not CSR, whose columns gather per query) and
+        // the queries, one f64 row each, stay small.
+        let n = js.len().min(room);
+        let query_bytes = n * 8 * self.qbuf[0].len();
+        if self.distinct.is_none()
+            && !matches!(self.layout, Layout::Sparse { .. })
+            && query_bytes <= MAX_QUERY_BYTES
+        {
+            return self.prefetch_blocked(&js[..n]);
         }
         let mut done = 0;
         let mut batch: Vec<(usize, usize, usize)> = Vec::with_capacity(BATCH);

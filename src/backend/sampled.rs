@@ -137,7 +137,10 @@ impl BlockEngine for CpuBlocks<'_> {
     fn run(&mut self, jobs: &mut [BlockJob<'_>]) -> Result<()> {
         for job in jobs.iter_mut() {
             match job.weights {
-                Weights::Alpha(a) => gradient_rows(self.prob, a, job.rows, job.out),
+                // An iteration's few rows, whole: the step is taken from them.
+                Weights::Alpha(a) => {
+                    crate::budget::unlimited(|| gradient_rows(self.prob, a, job.rows, job.out))
+                }
                 Weights::Cols(cols) => {
                     use rayon::prelude::*;
                     let prob = self.prob;

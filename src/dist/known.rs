@@ -181,8 +181,18 @@ impl<'a> Known<'a> {
     /// of them when None), computed as one process computes them: [`crate::backend::exact`]
     /// over those rows with α's points of other ranks appended — the full pass, or the rows
     /// of a block of `block_rows` ([`crate::backend::exact::gradient_rows_of_block`]). Every
-    /// rank must call it alike (α's rows are fetched).
+    /// rank must call it alike (α's rows are fetched), and every rank runs it whole whatever
+    /// its own clock and signals say ([`crate::budget::unlimited`]).
     pub(super) fn exact_gradient(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: Option<(&[usize], usize)>,
+    ) -> Result<Vec<f64>> {
+        crate::budget::unlimited(|| self.exact_gradient_whole(alpha, rows))
+    }
+
+    /// [`Known::exact_gradient`]'s work.
+    fn exact_gradient_whole(
         &mut self,
         alpha: &ActiveSet,
         rows: Option<(&[usize], usize)>,

@@ -74,6 +74,16 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
     let mut last_step: Option<Step> = None;
     let (stop, at) = loop {
         let at = stepper.open(iter, be)?;
+        // A pass cut by the budget (the starting gradient, a step's) leaves numbers of no
+        // use: the run ends at the iterate it has, its f and gap unknown.
+        if crate::budget::current().cut() {
+            let unknown = Opened {
+                f: f64::NAN,
+                gap: f64::NAN,
+                ..at
+            };
+            break (super::rounds::cut_stop(StopReason::TimeLimit), unknown);
+        }
         if !at.gap.is_finite() {
             return Err(Error::Backend(format!(
                 "non-finite duality gap at iteration {iter} (f = {})",

@@ -192,11 +192,15 @@ pub(super) fn summarize(
 /// certified, and the largest gap the solver last estimated (on its working set, or the warm
 /// start's subsample when the run ended there).
 fn uncertified(algorithm: Algorithm, reports: &[crate::train::PairReport]) -> String {
+    // (total_cmp puts NaN, an unknown gap, above every number.)
     let worst = reports
         .iter()
         .filter(|r| r.result.certified_gap.is_none())
         .max_by(|a, b| a.result.gap.total_cmp(&b.result.gap));
     match worst {
+        Some(r) if r.result.gap.is_nan() => {
+            "none: NOT CERTIFIED, no gap estimate (stopped inside a pass over the rows)".into()
+        }
         Some(r) if algorithm.is_l2svm() && r.result.f > 0.0 => format!(
             "none: NOT CERTIFIED, last gap estimate {:.3e} ({:.1} % of 2f)",
             r.result.gap,
