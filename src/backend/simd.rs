@@ -353,8 +353,11 @@ fn dense_dots_f32<const F: bool, const K: usize>(
     });
 }
 
-/// [`dense_dots_f32`] in AVX2 registers: eight rows a vector, K accumulators, each sum
-/// formed as the portable loop forms it with fused multiply-adds (the same numbers).
+/// [`dense_dots_f32`] in AVX2 registers, register-blocked as a GEMM micro-kernel: R blocks
+/// of eight rows (one vector each) against G queries at a time, R·G accumulators, so that a
+/// feature costs R loads of rows and G broadcasts for R·G fused multiply-adds.
+/// Every (row, query) sum is still formed from zero over the features in order with fused
+/// multiply-adds, as the portable loop forms it: the same numbers for any blocking.
 ///
 /// # Safety
 /// The CPU has AVX2 and FMA; `q32` holds K queries of `d` features, one after the other;
@@ -368,26 +371,85 @@ unsafe fn dense_dots_f32_avx2<const K: usize>(
     stride: usize,
     out: &mut [f64],
 ) {
-    use std::arch::x86_64::*;
     assert!(q32.len() >= K * d);
-    for (b, blk) in xb.chunks_exact(d * LANES).enumerate() {
-        let mut acc = [_mm256_setzero_ps(); K];
-        let p = blk.as_ptr();
-        for f in 0..d {
-            // SAFETY: f < d: within the block and within each query.
-            unsafe {
-                let x = _mm256_loadu_ps(p.add(f * LANES));
-                for (c, a) in acc.iter_mut().enumerate() {
-                    let qc = _mm256_set1_ps(*q32.get_unchecked(c * d + f));
-                    *a = _mm256_fmadd_ps(x, qc, *a);
+    let nblk = xb.len() / (d * LANES);
+    let mut b = 0;
+    // SAFETY (every call below): blocks b.. are within xb, queries c0..c0+G within q32, and
+    // the rows' entries within out for every query (the caller's contract).
+    unsafe {
+        match K {
+            8 => {
+                while b + 2 <= nblk {
+                    dots_f32_tile::<2, 4>(xb, d, q32, b, 0, stride, out);
+                    dots_f32_tile::<2, 4>(xb, d, q32, b, 4, stride, out);
+                    b += 2;
+                }
+                while b < nblk {
+                    dots_f32_tile::<1, 8>(xb, d, q32, b, 0, stride, out);
+                    b += 1;
+                }
+            }
+            4 => {
+                while b + 2 <= nblk {
+                    dots_f32_tile::<2, 4>(xb, d, q32, b, 0, stride, out);
+                    b += 2;
+                }
+                while b < nblk {
+                    dots_f32_tile::<1, 4>(xb, d, q32, b, 0, stride, out);
+                    b += 1;
+                }
+            }
+            _ => {
+                while b + 4 <= nblk {
+                    dots_f32_tile::<4, K>(xb, d, q32, b, 0, stride, out);
+                    b += 4;
+                }
+                while b < nblk {
+                    dots_f32_tile::<1, K>(xb, d, q32, b, 0, stride, out);
+                    b += 1;
                 }
             }
         }
-        for (c, a) in acc.iter().enumerate() {
-            let o = c * stride + b * LANES;
-            let dst = &mut out[o..o + LANES];
-            // SAFETY: dst holds LANES entries.
-            unsafe {
+    }
+}
+
+/// One tile of [`dense_dots_f32_avx2`]: blocks b..b+R against queries c0..c0+G.
+///
+/// # Safety
+/// As [`dense_dots_f32_avx2`], with b + R ≤ the blocks in `xb` and c0 + G ≤ the queries.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dots_f32_tile<const R: usize, const G: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    b: usize,
+    c0: usize,
+    stride: usize,
+    out: &mut [f64],
+) {
+    use std::arch::x86_64::*;
+    debug_assert!((b + R) * d * LANES <= xb.len() && (c0 + G) * d <= q32.len());
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let x: [*const f32; R] = std::array::from_fn(|r| xb.as_ptr().add((b + r) * d * LANES));
+        let q: [*const f32; G] = std::array::from_fn(|c| q32.as_ptr().add((c0 + c) * d));
+        let mut acc = [[_mm256_setzero_ps(); R]; G];
+        for f in 0..d {
+            let xv: [__m256; R] = std::array::from_fn(|r| _mm256_loadu_ps(x[r].add(f * LANES)));
+            for (ac, qc) in acc.iter_mut().zip(&q) {
+                let qv = _mm256_broadcast_ss(&*qc.add(f));
+                for (a, &xr) in ac.iter_mut().zip(&xv) {
+                    *a = _mm256_fmadd_ps(xr, qv, *a);
+                }
+            }
+        }
+        for (c, ac) in acc.iter().enumerate() {
+            for (r, a) in ac.iter().enumerate() {
+                let o = (c0 + c) * stride + (b + r) * LANES;
+                let dst = &mut out[o..o + LANES];
                 _mm256_storeu_pd(
                     dst.as_mut_ptr(),
                     _mm256_cvtps_pd(_mm256_castps256_ps128(*a)),
@@ -1183,8 +1245,10 @@ mod tests {
     #[test]
     fn batched_columns_equal_single_columns() {
         let mut r = crate::rng::SplitMix64::new(9);
-        let (m, d) = (203usize, 11usize);
-        for dense in [true, false] {
+        let m = 203usize;
+        // d = 40 and 300 take the f32 products' register-blocked tiles (19 blocks of rows in
+        // the chunk below: pairs and a remainder).
+        for (dense, d) in [(true, 11usize), (false, 11), (true, 40), (true, 300)] {
             let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
             for _ in 0..m {
                 for f in 0..d {
@@ -1243,6 +1307,47 @@ mod tests {
                     }
                     assert_eq!(store[c], one, "dense {dense}, batch {k}, column {c}");
                 }
+            }
+        }
+    }
+
+    /// The f32 products equal, bit for bit, each row's sum over the features in order from
+    /// zero with fused multiply-adds, for every batch size and any number of blocks (the
+    /// register-blocked tiles and their remainders).
+    #[test]
+    fn f32_products_are_the_ordered_fused_sums() {
+        let mut r = crate::rng::SplitMix64::new(4);
+        for (d, nblk) in [(37usize, 5usize), (64, 1), (300, 6)] {
+            let xb: Vec<f32> = (0..nblk * d * LANES)
+                .map(|_| (r.next_f64() * 2.0 - 1.0) as f32)
+                .collect();
+            let qs: Vec<Vec<f64>> = (0..8)
+                .map(|_| (0..d).map(|_| r.next_f64() * 2.0 - 1.0).collect())
+                .collect();
+            let stride = nblk * LANES;
+            let want = |c: usize, row: usize| -> f64 {
+                let (b, l) = (row / LANES, row % LANES);
+                let mut acc = 0f32;
+                for f in 0..d {
+                    acc = xb[(b * d + f) * LANES + l].mul_add(qs[c][f] as f32, acc);
+                }
+                acc as f64
+            };
+            let refs: Vec<&[f64]> = qs.iter().map(|q| &q[..]).collect();
+            let mut out = vec![f64::NAN; 8 * stride];
+            dense_dots_f32::<true, 8>(&xb, d, &refs, stride, &mut out);
+            let mut out4 = vec![f64::NAN; 4 * stride];
+            dense_dots_f32::<true, 4>(&xb, d, &refs[2..6], stride, &mut out4);
+            let mut out1 = vec![f64::NAN; stride];
+            dense_dots_f32::<true, 1>(&xb, d, &refs[7..], stride, &mut out1);
+            for row in 0..stride {
+                for c in 0..8 {
+                    assert_eq!(out[c * stride + row].to_bits(), want(c, row).to_bits());
+                }
+                for c in 0..4 {
+                    assert_eq!(out4[c * stride + row].to_bits(), want(c + 2, row).to_bits());
+                }
+                assert_eq!(out1[row].to_bits(), want(7, row).to_bits());
             }
         }
     }

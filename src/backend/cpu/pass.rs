@@ -83,7 +83,8 @@ impl<T: Elem> CpuBackend<'_, T> {
             Layout::Sparse { indptr, .. } => 8 * indptr[indptr.len() - 1] / m.max(1),
         }
         .max(1);
-        let block = (BLOCK_BYTES / row_bytes / LANES * LANES).clamp(LANES, CHUNK);
+        // Whole pairs of blocks of LANES rows: the f32 product's micro-kernel takes two at a time.
+        let block = (BLOCK_BYTES / row_bytes / (2 * LANES) * (2 * LANES)).clamp(2 * LANES, CHUNK);
         let cache = &mut self.cache;
         let cptr: Vec<(SendPtr<T>, usize, usize)> = compute
             .iter()
