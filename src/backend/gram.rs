@@ -175,6 +175,9 @@ struct Scratch {
     val: Vec<f64>,
     /// ‖x_i‖² per row.
     ni: Vec<f64>,
+    /// Whether the row has every feature of the panel (then its offsets are the panel's
+    /// features in order, the same for every such row).
+    full: Vec<bool>,
 }
 
 impl Scratch {
@@ -184,6 +187,7 @@ impl Scratch {
             feat: Vec::new(),
             val: Vec::new(),
             ni: Vec::with_capacity(rows),
+            full: Vec::with_capacity(rows),
         }
     }
 
@@ -199,7 +203,9 @@ impl Scratch {
         self.feat.clear();
         self.val.clear();
         self.ni.clear();
+        self.full.clear();
         self.ptr.push(0);
+        let used = p.zt.len() / p.width;
         for k in 0..n {
             let i = row(k);
             let (feat, val) = (&mut self.feat, &mut self.val);
@@ -212,6 +218,8 @@ impl Scratch {
                 }
             });
             self.ptr.push(self.feat.len());
+            self.full
+                .push(self.feat.len() - self.ptr[self.ptr.len() - 2] == used);
             self.ni.push(norms[i]);
         }
     }
@@ -421,7 +429,46 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
             let nj = p.nj.as_ptr().add(t);
             let cf = p.coef.as_ptr().add(t);
             let base = zt.add(t);
-            for (r, o) in out.iter_mut().enumerate() {
+            let term = |q: usize, ni: __m256d, dot: __m256d| -> __m256d {
+                let n = _mm256_add_pd(ni, _mm256_loadu_pd(nj.add(4 * q)));
+                let d2 = _mm256_max_pd(_mm256_fmadd_pd(m2, dot, n), zero);
+                let e = exp(_mm256_mul_pd(ng, d2));
+                _mm256_mul_pd(_mm256_loadu_pd(cf.add(4 * q)), _mm256_add_pd(e, offset))
+            };
+            let mut r = 0;
+            while r < rows {
+                if r + 4 <= rows && s.full[r..r + 4].iter().all(|&f| f) {
+                    // Four rows with every feature of the panel (the same offsets): eight
+                    // columns of four rows share each load of the panel; every row's terms
+                    // are added in the same order as one row alone adds them.
+                    let (a, b) = (s.ptr[r], s.ptr[r + 1]);
+                    let vals: [*const f64; 4] =
+                        std::array::from_fn(|k| s.val.as_ptr().add(s.ptr[r + k]));
+                    let ni: [__m256d; 4] = std::array::from_fn(|k| _mm256_set1_pd(s.ni[r + k]));
+                    let mut sum = [zero; 4];
+                    for q in (0..TILE / 4).step_by(2) {
+                        let mut acc = [[zero; 2]; 4];
+                        for (n, &off) in s.feat[a..b].iter().enumerate() {
+                            let z = base.add(off + 4 * q);
+                            let z0 = _mm256_loadu_pd(z);
+                            let z1 = _mm256_loadu_pd(z.add(4));
+                            for (ak, vk) in acc.iter_mut().zip(&vals) {
+                                let v = _mm256_broadcast_sd(&*vk.add(n));
+                                ak[0] = _mm256_fmadd_pd(v, z0, ak[0]);
+                                ak[1] = _mm256_fmadd_pd(v, z1, ak[1]);
+                            }
+                        }
+                        for k in 0..4 {
+                            sum[k] = _mm256_add_pd(sum[k], term(q, ni[k], acc[k][0]));
+                            sum[k] = _mm256_add_pd(sum[k], term(q + 1, ni[k], acc[k][1]));
+                        }
+                    }
+                    for k in 0..4 {
+                        out[r + k] += hsum_pd(sum[k]);
+                    }
+                    r += 4;
+                    continue;
+                }
                 let (a, b) = (s.ptr[r], s.ptr[r + 1]);
                 let mut acc = [zero; TILE / 4];
                 for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
@@ -434,13 +481,10 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
                 let ni = _mm256_set1_pd(s.ni[r]);
                 let mut sum = zero;
                 for (q, aq) in acc.iter().enumerate() {
-                    let n = _mm256_add_pd(ni, _mm256_loadu_pd(nj.add(4 * q)));
-                    let d2 = _mm256_max_pd(_mm256_fmadd_pd(m2, *aq, n), zero);
-                    let e = exp(_mm256_mul_pd(ng, d2));
-                    let c = _mm256_loadu_pd(cf.add(4 * q));
-                    sum = _mm256_add_pd(sum, _mm256_mul_pd(c, _mm256_add_pd(e, offset)));
+                    sum = _mm256_add_pd(sum, term(q, ni, *aq));
                 }
-                *o += hsum_pd(sum);
+                out[r] += hsum_pd(sum);
+                r += 1;
             }
         }
     }
@@ -727,6 +771,7 @@ mod tests {
         ];
         for (ds, tag) in [
             (data(300, 7, 0.9, 1, true), "dense"),
+            (data(300, 40, 1.0, 4, true), "full"),
             (data(300, 60, 0.05, 2, false), "sparse"),
             (data(50, 1, 1.0, 3, true), "one feature"),
         ] {
@@ -755,6 +800,11 @@ mod tests {
                             out[k]
                         );
                         assert_eq!(out[k], all[i]);
+                        // A row alone takes the row-at-a-time path, four full rows a tile
+                        // of their own: the same sum bit for bit.
+                        let mut one = [0.0];
+                        p.row_sums(&ds, &nm, Some(&[i]), &mut one);
+                        assert_eq!(one[0].to_bits(), all[i].to_bits(), "{tag} row {i} alone");
                     }
                 }
             }
