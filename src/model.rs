@@ -339,24 +339,24 @@ impl Model {
             )?;
         }
         writeln!(w, "SV")?;
+        use std::fmt::Write as _;
         let mut line = String::new();
         for j in 0..self.total_sv() {
             line.clear();
             for c in &self.sv_coef {
-                line.push_str(&fmt_f64(c[j]));
-                line.push(' ');
+                let _ = write!(line, "{} ", c[j]);
             }
             match self.sv.row(j) {
                 Row::Dense(v) => {
                     for (f, &x) in v.iter().enumerate() {
                         if x != 0.0 {
-                            line.push_str(&format!("{}:{} ", f + 1, x));
+                            let _ = write!(line, "{}:{} ", f + 1, x);
                         }
                     }
                 }
                 Row::Sparse(ix, v) => {
                     for (&f, &x) in ix.iter().zip(v) {
-                        line.push_str(&format!("{}:{} ", f + 1, x));
+                        let _ = write!(line, "{}:{} ", f + 1, x);
                     }
                 }
             }
