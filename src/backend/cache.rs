@@ -278,6 +278,12 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
         self.map.get(&j).is_some_and(|&s| self.slots[s].valid)
     }
 
+    /// Column j's data when it is resident and valid (the LRU order is not touched).
+    pub fn column(&self, j: usize) -> Option<&[T]> {
+        let s = *self.map.get(&j)?;
+        self.slots[s].valid.then(|| self.data(s))
+    }
+
     /// Declares the slot's data filled.
     pub fn mark_valid(&mut self, s: usize) {
         self.slots[s].valid = true;

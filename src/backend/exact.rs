@@ -11,7 +11,9 @@ use rayon::prelude::*;
 use super::gram::Panel;
 use super::simd::kernel_row_sum;
 
+mod cached;
 mod incremental;
+pub use cached::certify_from_columns;
 pub use incremental::{Certified, certify_incremental};
 
 const BLOCK: usize = 256;

@@ -306,6 +306,32 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         Some(crate::backend::ColumnExport(Box::new(cache)))
     }
 
+    /// The certification from the cached columns of α's support when every one of them is
+    /// resident ([`crate::backend::exact::certify_from_columns`]: the same certificate as the
+    /// full f64 pass, for |A| multiply-adds a row instead of |A| kernel evaluations); None
+    /// otherwise, and the solver certifies on the problem.
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        let m = self.prob.len();
+        if self.distinct.is_some()
+            || !self.guests.is_empty()
+            || self.cache.len() != m
+            || alpha.dim() != m
+        {
+            return Ok(None);
+        }
+        let mut cols = Vec::with_capacity(alpha.len());
+        for &j in alpha.indices() {
+            match self.cache.column(j) {
+                Some(c) => cols.push(c),
+                None => return Ok(None),
+            }
+        }
+        Ok(
+            crate::backend::exact::certify_from_columns(self.prob, alpha, &cols)
+                .map(|(f, gap, _)| (f, gap)),
+        )
+    }
+
     fn adopt_columns(&mut self, cols: crate::backend::ColumnExport) {
         if let Ok(mut cache) = cols.0.downcast::<ColumnCache<T>>()
             && self.distinct.is_none()
