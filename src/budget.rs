@@ -156,14 +156,23 @@ pub fn unlimited<R>(f: impl FnOnce() -> R) -> R {
     with(Budget::new(None, false, Mode::Collective), f)
 }
 
-/// The time a stopped run's certification may take: 3 s after a stop request, and after a
-/// time limit `limit` 4 % of it within [0.25 s, 3 s] (the run then ends within the limit and
-/// 5 %, besides writing the model).
+/// The time a stopped run's certification may take: 3 s after a stop request (none after
+/// [`crate::interrupt::abandon`], whose caller discards the result), and after a time limit
+/// `limit` 4 % of it within [0.25 s, 3 s] (the run then ends within the limit and 5 %,
+/// besides writing the model).
 pub fn grace_after(limit: Option<Duration>) -> Duration {
+    grace_for(
+        limit,
+        crate::interrupt::requested(),
+        crate::interrupt::abandoned(),
+    )
+}
+
+/// [`grace_after`] given whether a stop was requested and whether it was abandoned.
+fn grace_for(limit: Option<Duration>, requested: bool, abandoned: bool) -> Duration {
     match limit {
-        Some(t) if !crate::interrupt::requested() => {
-            Duration::from_secs_f64((0.04 * t.as_secs_f64()).clamp(0.25, 3.0))
-        }
+        _ if abandoned => Duration::ZERO,
+        Some(t) if !requested => Duration::from_secs_f64((0.04 * t.as_secs_f64()).clamp(0.25, 3.0)),
         _ => Duration::from_secs(3),
     }
 }
@@ -201,6 +210,19 @@ mod tests {
         grace(Duration::ZERO, || assert!(!spent()));
         // A collective scope is never cut, even by a training nested in it.
         unlimited(|| within(past, || assert!(!spent())));
+    }
+
+    #[test]
+    fn an_abandoned_run_gets_no_grace() {
+        let minute = Some(Duration::from_secs(60));
+        assert_eq!(grace_for(None, true, true), Duration::ZERO);
+        assert_eq!(grace_for(minute, true, true), Duration::ZERO);
+        assert_eq!(grace_for(None, true, false), Duration::from_secs(3));
+        assert_eq!(grace_for(minute, true, false), Duration::from_secs(3));
+        assert_eq!(
+            grace_for(minute, false, false),
+            Duration::from_secs_f64(2.4)
+        );
     }
 
     #[test]

@@ -320,8 +320,9 @@ fn progress_observers(
 
 /// Runs `work` on a thread of its own with the GIL released while the interpreter's thread
 /// wakes every 50 ms to print what `msgs` holds and to run Python's signal handlers: Ctrl-C
-/// (KeyboardInterrupt from the handler) asks the solvers to stop ([`fwsvm::interrupt`]), the
-/// thread ends at its current iterate, and the KeyboardInterrupt is raised. A panic in the
+/// (KeyboardInterrupt from the handler) asks the solvers to stop ([`fwsvm::interrupt::abandon`]:
+/// the result is discarded, so nothing is certified after it), the thread ends at its current
+/// iterate, and the KeyboardInterrupt is raised. A panic in the
 /// library becomes a RuntimeError instead of ending the interpreter.
 fn run_interruptible<T: Send>(
     py: Python<'_>,
@@ -352,7 +353,7 @@ fn run_interruptible<T: Send>(
                         // interrupt, not a failure to print.
                         if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
                             if interrupt.is_none() {
-                                fwsvm::interrupt::request(None);
+                                fwsvm::interrupt::abandon();
                                 interrupt = Some(e);
                             }
                         } else {
@@ -362,7 +363,7 @@ fn run_interruptible<T: Send>(
                     if interrupt.is_none()
                         && let Err(e) = py.check_signals()
                     {
-                        fwsvm::interrupt::request(None);
+                        fwsvm::interrupt::abandon();
                         interrupt = Some(e);
                     }
                 });
