@@ -278,13 +278,7 @@ fn certify_screened_bounded(
     let screen = super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)?;
     // The f64 rows go through the same panel as the full pass, so they are the same numbers.
     let panel = Panel::new(prob.kernel, prob.data, act, &coef, &nj)?;
-    let exact_rows = |rows: &[usize], out: &mut [f64]| {
-        panel.row_sums(prob.data, &prob.norms, Some(rows), out);
-        for (g, &i) in out.iter_mut().zip(rows) {
-            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
-        }
-        true
-    };
+    let exact_rows = panel_rows(prob, alpha, &panel);
     let rest = rows_off(m, act);
     let (mut s, mut b) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
     screen.row_sums(prob.data, &prob.norms, &rest, &mut s, &mut b);
@@ -313,6 +307,23 @@ fn certify_screened_bounded(
         }
     }
     certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad, err)
+}
+
+/// g_i exactly for the rows asked, from `panel` (α's support with weights α_j·y_j): y_i times
+/// the panel's row sum, plus α_i/C — the full pass's numbers. The screened certifications'
+/// `exact_rows`.
+fn panel_rows<'p>(
+    prob: &'p Problem<'_>,
+    alpha: &'p ActiveSet,
+    panel: &'p Panel,
+) -> impl Fn(&[usize], &mut [f64]) -> bool + 'p {
+    move |rows, out| {
+        panel.row_sums(prob.data, &prob.norms, Some(rows), out);
+        for (g, &i) in out.iter_mut().zip(rows) {
+            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
+        }
+        true
+    }
 }
 
 /// Slack for the f64 passes' own rounding in the screen's comparisons (|g| ≤ 2 there, so their

@@ -57,13 +57,7 @@ pub fn certify_from_columns<T: Elem>(
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
     // The f64 rows go through the same panel as the full pass, so they are the same numbers.
     let panel = Panel::new(prob.kernel, prob.data, act, &coef, &nj)?;
-    let exact_rows = |rows: &[usize], out: &mut [f64]| {
-        panel.row_sums(prob.data, &prob.norms, Some(rows), out);
-        for (g, &i) in out.iter_mut().zip(rows) {
-            *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
-        }
-        true
-    };
+    let exact_rows = panel_rows(prob, alpha, &panel);
     certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, None, None).map(|(r, _)| r)
 }
 
