@@ -50,6 +50,24 @@ fn fmt_f64(x: f64) -> String {
 /// through their postings instead of a dense copy (16M f64: 128 MB).
 const DENSE_SV_MAX: usize = 1 << 24;
 
+/// Σ a_t b_t over eight running sums (a single sum waits on each add's latency).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
 impl Model {
     /// The one-class model of the support `support` (points ascending, with their α), whose
     /// rows are `sv` in that order, from the solve's objective f: every SV counts as +1 and
@@ -144,14 +162,10 @@ impl Model {
                 let (si, sj) = (starts[i], starts[j]);
                 let coef1 = &self.sv_coef[j - 1];
                 let coef2 = &self.sv_coef[i];
-                let mut sum = 0.0;
-                for t in 0..self.nr_sv[i] {
-                    sum += coef1[si + t] * kvalue[si + t];
-                }
-                for t in 0..self.nr_sv[j] {
-                    sum += coef2[sj + t] * kvalue[sj + t];
-                }
-                sum -= self.rho[p];
+                let (ni, nj) = (self.nr_sv[i], self.nr_sv[j]);
+                let sum = dot(&coef1[si..si + ni], &kvalue[si..si + ni])
+                    + dot(&coef2[sj..sj + nj], &kvalue[sj..sj + nj])
+                    - self.rho[p];
                 dec[p] = sum;
                 p += 1;
             }
@@ -230,10 +244,13 @@ impl Model {
                                 }
                             }
                         }
-                        let nx = x.sq_norm();
-                        for (j, kvj) in kv.iter_mut().enumerate() {
-                            *kvj = self.kernel.from_dot(dots[j], nx, sv_norms[j]);
-                        }
+                        crate::backend::kernel_values(
+                            self.kernel,
+                            dots,
+                            &sv_norms,
+                            x.sq_norm(),
+                            kv,
+                        );
                         let mut dec = vec![0.0; npairs];
                         let label = self.decide(kv, &starts, &mut dec, vote);
                         (label, dec)
@@ -261,14 +278,21 @@ impl Model {
                         .scatter_f64(xb.row_mut(r - r0).as_slice_mut().unwrap_or(&mut []));
                 }
                 let dots = xb.dot(&svt);
-                let mut kv = vec![0.0; nsv];
+                let (mut kv, mut buf) = (vec![0.0; nsv], Vec::new());
                 let mut vote = vec![0u32; k];
                 let mut out = Vec::with_capacity(r1 - r0);
                 for r in r0..r1 {
+                    let row = dots.row(r - r0);
+                    let dr = match row.as_slice() {
+                        Some(s) => s,
+                        None => {
+                            buf.clear();
+                            buf.extend(row.iter());
+                            &buf[..]
+                        }
+                    };
                     let nx = ds.row(r).sq_norm();
-                    for (j, kvj) in kv.iter_mut().enumerate() {
-                        *kvj = self.kernel.from_dot(dots[[r - r0, j]], nx, sv_norms[j]);
-                    }
+                    crate::backend::kernel_values(self.kernel, dr, &sv_norms, nx, &mut kv);
                     let mut dec = vec![0.0; npairs];
                     let label = self.decide(&kv, &starts, &mut dec, &mut vote);
                     out.push((label, dec));

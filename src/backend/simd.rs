@@ -974,6 +974,48 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
 }
 
+/// k(x, x_j) for every j into `out`, from the dots ⟨x, x_j⟩, the norms ‖x_j‖² and ‖x‖² = `ni`:
+/// [`Kernel::from_dot`] with the RBF's exponential vectorized ([`exp_nonpos`], relative error
+/// below 3e-16). Used by prediction, which needs every support vector's value once per row.
+pub fn kernel_values(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            return unsafe { kernel_values_avx2(kernel, dots, nj, ni, out) };
+        }
+    }
+    kernel_values_impl::<false>(kernel, dots, nj, ni, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn kernel_values_avx2(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mut [f64]) {
+    kernel_values_impl::<true>(kernel, dots, nj, ni, out)
+}
+
+#[inline(always)]
+fn kernel_values_impl<const F: bool>(
+    kernel: Kernel,
+    dots: &[f64],
+    nj: &[f64],
+    ni: f64,
+    out: &mut [f64],
+) {
+    match kernel {
+        Kernel::Rbf { gamma } => {
+            for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(nj) {
+                *o = exp_nonpos::<F>(-gamma * fmadd::<F>(-2.0, dt, ni + n).max(0.0));
+            }
+        }
+        _ => {
+            for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(nj) {
+                *o = kernel.from_dot(dt, ni, n);
+            }
+        }
+    }
+}
+
 /// Σ_j coef_j · (k(x_i, x_j) + 1) for one row i, from the dots ⟨x_i, x_j⟩, the norms ‖x_j‖²
 /// and ‖x_i‖² = `ni`. Used by the exact gradient.
 pub fn kernel_row_sum(kernel: Kernel, dots: &[f64], nj: &[f64], coef: &[f64], ni: f64) -> f64 {
