@@ -116,7 +116,7 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
         let free = self.oldest != NIL && self.slots[self.oldest].col == usize::MAX;
         let grow = !free && self.slots.len() < self.allowed.min(self.capacity);
         let s = if grow {
-            if self.region.is_empty() {
+            if (self.slots.len() + 1) * self.m > self.region.len() {
                 self.reserve();
             }
             self.slots.push(Slot {
@@ -299,10 +299,27 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
         self.region[s * self.m..(s + 1) * self.m].as_mut_ptr()
     }
 
-    /// Reserves the zeroed region of every slot. `vec![zero; n]` of a float type is a calloc:
-    /// a large one maps fresh zero pages that cost nothing until first written.
+    /// Reserves the zeroed region of every slot, or room for twice the slots in use where the
+    /// whole region is small. `vec![zero; n]` of a float type is a calloc: a large one maps
+    /// fresh zero pages that cost nothing until first written, but a small one is carved from
+    /// the heap and cleared at once (the allocator maps regions below [`EAGER_BYTES`] from
+    /// freed memory), which for the many small problems of a multi-class set cleared far more
+    /// than their solves ever touch. Growing moves the slots in use (no slot's data is borrowed
+    /// across [`get_or_assign`](Self::get_or_assign)).
     fn reserve(&mut self) {
-        self.region = vec![T::default(); self.capacity * self.m];
+        let full = self.capacity * self.m;
+        if full * std::mem::size_of::<T>() >= EAGER_BYTES {
+            if self.region.len() < full {
+                self.free_region();
+                self.region = vec![T::default(); full];
+            }
+            return;
+        }
+        let slots = (2 * (self.region.len() / self.m.max(1)))
+            .max(2 * BASE_SLOTS)
+            .min(self.capacity);
+        super::prefault::retract(self.region.as_ptr().cast());
+        self.region.resize(slots * self.m, T::default());
     }
 
     /// Tells [`super::prefault`] where the slots in use end: the team's idle time populates
@@ -326,6 +343,10 @@ impl<T: Send + 'static> Drop for ColumnCache<T> {
         release(std::mem::take(&mut self.region));
     }
 }
+
+/// Regions from this size on are reserved whole at once (the allocator maps them from fresh,
+/// untouched pages); smaller ones grow with the slots in use ([`ColumnCache::reserve`]).
+const EAGER_BYTES: usize = 32 << 20;
 
 /// Regions from this size on are returned to the system on a thread of their own.
 const FREE_ASIDE: usize = 64 << 20;
