@@ -112,6 +112,13 @@ pub fn spent() -> bool {
 
 /// Runs `f` under `budget` on this thread, then restores the one before.
 fn with<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
+    adopt(Arc::new(budget), f)
+}
+
+/// Runs `f` on this thread under `budget`, a budget taken with [`current`] on another thread:
+/// work a training hands to threads of its own (class pairs side by side) stays within the
+/// training's deadline and stop request.
+pub fn adopt<R>(budget: Arc<Budget>, f: impl FnOnce() -> R) -> R {
     struct Restore(Option<Arc<Budget>>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -119,7 +126,7 @@ fn with<R>(budget: Budget, f: impl FnOnce() -> R) -> R {
             CURRENT.with(|c| *c.borrow_mut() = prev);
         }
     }
-    let prev = CURRENT.with(|c| c.borrow_mut().replace(Arc::new(budget)));
+    let prev = CURRENT.with(|c| c.borrow_mut().replace(budget));
     let _restore = Restore(prev);
     f()
 }

@@ -370,38 +370,133 @@ fn train_within(
     let kernel = params.resolve_kernel(ds)?;
     let class_of = class_indices(ds, &labels);
     let k = labels.len();
-    let mut sv = SvCoefficients::new(k);
-    let mut rho = Vec::with_capacity(k * (k - 1) / 2);
-    let mut reports = Vec::with_capacity(k * (k - 1) / 2);
-    // Each pair's share of the time limit: the points of the pairs up to it over all pairs'.
     let mut count = vec![0usize; k];
     for &c in &class_of {
         count[c] += 1;
     }
-    let all_pairs = ((k - 1) * ds.len()) as f64;
+    let pairs = class_pairs(ds, &labels, &class_of, &count);
+    // Each pair's share of the time limit: the points of the pairs up to it over all pairs'.
+    let all_pairs: usize = pairs.iter().map(|p| p.m).sum();
     let mut done = 0usize;
-    for a in 0..k {
-        for b in a + 1..k {
-            let pair = ClassPair {
-                a,
-                b,
-                index: reports.len(),
-                labels: &labels,
-                class_of: &class_of,
+    let until: Vec<Option<Instant>> = pairs
+        .iter()
+        .map(|p| {
+            done += p.m;
+            deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs as f64))
+        })
+        .collect();
+    let one = |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>| {
+        crate::budget::within(until[pair.index], || {
+            train_pair(ds, params, kernel, pair, obs)
+        })
+    };
+    let mut outcomes = Vec::with_capacity(pairs.len());
+    let mut first = Vec::new();
+    if let Some(p) = pairs.first() {
+        first = observers(&p.info());
+    }
+    if parallel_pairs(params, &pairs) && first.is_empty() {
+        let rest: Vec<Vec<Box<dyn Observer>>> =
+            pairs[1..].iter().map(|p| observers(&p.info())).collect();
+        if rest.iter().all(|o| o.is_empty()) {
+            // No observer to call from another thread: the pairs, each solved on one core,
+            // run side by side (a pair this small keeps a second core idle otherwise).
+            let budget = crate::budget::current();
+            let mut out = Vec::with_capacity(pairs.len());
+            crate::team::map_into(
+                pairs.len(),
+                |t| crate::budget::adopt(budget.clone(), || one(&pairs[t], Vec::new())),
+                &mut out,
+            );
+            outcomes = out.into_iter().collect::<Result<Vec<_>>>()?;
+        } else {
+            outcomes.push(one(&pairs[0], first)?);
+            for (p, obs) in pairs[1..].iter().zip(rest) {
+                outcomes.push(one(p, obs)?);
+            }
+        }
+    } else {
+        for (t, p) in pairs.iter().enumerate() {
+            let obs = if t == 0 {
+                std::mem::take(&mut first)
+            } else {
+                observers(&p.info())
             };
-            done += count[a] + count[b];
-            let until = deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs));
-            let (report, r) = crate::budget::within(until, || {
-                train_pair(ds, params, kernel, &pair, &mut sv, observers)
-            })?;
-            rho.push(r);
-            reports.push(report);
+            outcomes.push(one(p, obs)?);
         }
     }
-    Ok((
+    Ok(assemble(ds, kernel, labels, &class_of, outcomes))
+}
+
+/// Every class pair of a one-versus-one training in LIBSVM's order, (0, 1), (0, 2), …, each
+/// with its number of points (`count`: per class).
+fn class_pairs<'a>(
+    ds: &Dataset,
+    labels: &'a [f64],
+    class_of: &'a [usize],
+    count: &[usize],
+) -> Vec<ClassPair<'a>> {
+    let k = labels.len();
+    let mut pairs = Vec::with_capacity(k * (k - 1) / 2);
+    for a in 0..k {
+        for b in a + 1..k {
+            pairs.push(ClassPair {
+                a,
+                b,
+                index: pairs.len(),
+                m: if k == 2 {
+                    ds.len()
+                } else {
+                    count[a] + count[b]
+                },
+                labels,
+                class_of,
+            });
+        }
+    }
+    pairs
+}
+
+/// True when the class pairs are better trained side by side, each on one core: several
+/// pairs, on the CPU, more than one core, and pairs small enough that one of them leaves the
+/// other cores idle (below [`PARALLEL_PAIR_POINTS`] points each).
+fn parallel_pairs(params: Checked<'_>, pairs: &[ClassPair<'_>]) -> bool {
+    pairs.len() > 1
+        && matches!(params.device, crate::backend::Device::Cpu)
+        && rayon::current_num_threads() > 1
+        && pairs.iter().all(|p| p.m < PARALLEL_PAIR_POINTS)
+}
+
+/// Pairs of fewer points than this run side by side on a multi-core CPU: below it a pair's
+/// column passes are too short to split across cores (one chunk of rows or two).
+pub const PARALLEL_PAIR_POINTS: usize = 50_000;
+
+/// The model of the pairs' `outcomes` (in pair order) and their reports.
+fn assemble(
+    ds: &Dataset,
+    kernel: Kernel,
+    labels: Vec<f64>,
+    class_of: &[usize],
+    outcomes: Vec<PairOutcome>,
+) -> (Model, Vec<PairReport>) {
+    let k = labels.len();
+    let mut sv = SvCoefficients::new(k);
+    let mut pair = 0;
+    for a in 0..k {
+        for b in a + 1..k {
+            for &(gi, v) in &outcomes[pair].svs {
+                let c = class_of[gi];
+                sv.set(c, if c == a { b } else { a }, gi, v, || ());
+            }
+            pair += 1;
+        }
+    }
+    let rho = outcomes.iter().map(|p| p.rho).collect();
+    let reports = outcomes.into_iter().map(|p| p.report).collect();
+    (
         sv.into_model(kernel, labels, rho, |rows, _, y| sv_dataset(ds, rows, y)),
         reports,
-    ))
+    )
 }
 
 /// One class pair trained for [`train_dealt`]: its index, ρ, its support vectors as (training
@@ -440,68 +535,35 @@ pub fn train_dealt(
     let kernel = checked.resolve_kernel(ds)?;
     let class_of = class_indices(ds, &labels);
     let k = labels.len();
-    let pairs = k * (k - 1) / 2;
+    let mut count = vec![0usize; k];
+    for &c in &class_of {
+        count[c] += 1;
+    }
+    let pairs = class_pairs(ds, &labels, &class_of, &count);
     // This process's pairs; an error is handed to `share` too (the others wait there).
     let own = (|| -> Result<Vec<PairOutcome>> {
         let mut own = Vec::new();
-        let mut index = 0;
-        for a in 0..k {
-            for b in a + 1..k {
-                if mine(index) {
-                    let pair = ClassPair {
-                        a,
-                        b,
-                        index,
-                        labels: &labels,
-                        class_of: &class_of,
-                    };
-                    // The pair's coefficients, read back from a table of its own.
-                    let mut one = SvCoefficients::new(k);
-                    let (report, rho) =
-                        train_pair(ds, checked, kernel, &pair, &mut one, observers)?;
-                    let mut svs = Vec::new();
-                    for (c, rows) in one.coef.iter().enumerate() {
-                        let other = if c == a { b } else { a };
-                        let slot = if other > c { other - 1 } else { other };
-                        svs.extend(rows.iter().map(|(&gi, (_, cs))| (gi, cs[slot])));
-                    }
-                    own.push(PairOutcome {
-                        index,
-                        rho,
-                        svs,
-                        report,
-                    });
-                }
-                index += 1;
-            }
+        for pair in pairs.iter().filter(|p| mine(p.index)) {
+            own.push(train_pair(
+                ds,
+                checked,
+                kernel,
+                pair,
+                observers(&pair.info()),
+            )?);
         }
         Ok(own)
     })();
     let mut all = share(own)?;
     all.sort_by_key(|p| p.index);
-    if all.len() != pairs || all.iter().enumerate().any(|(t, p)| p.index != t) {
+    if all.len() != pairs.len() || all.iter().enumerate().any(|(t, p)| p.index != t) {
         return Err(Error::Backend(format!(
-            "{} of the {pairs} class pairs came back",
-            all.len()
+            "{} of the {} class pairs came back",
+            all.len(),
+            pairs.len()
         )));
     }
-    let mut sv = SvCoefficients::new(k);
-    let mut pair = 0;
-    for a in 0..k {
-        for b in a + 1..k {
-            for &(gi, v) in &all[pair].svs {
-                let c = class_of[gi];
-                sv.set(c, if c == a { b } else { a }, gi, v, || ());
-            }
-            pair += 1;
-        }
-    }
-    let rho = all.iter().map(|p| p.rho).collect();
-    let reports = all.into_iter().map(|p| p.report).collect();
-    Ok((
-        sv.into_model(kernel, labels, rho, |rows, _, y| sv_dataset(ds, rows, y)),
-        reports,
-    ))
+    Ok(assemble(ds, kernel, labels, &class_of, all))
 }
 
 /// One class pair of a one-versus-one training: classes `a` < `b` (indices into `labels`),
@@ -510,8 +572,23 @@ struct ClassPair<'a> {
     a: usize,
     b: usize,
     index: usize,
+    /// Points of the pair (before duplicates merge).
+    m: usize,
     labels: &'a [f64],
     class_of: &'a [usize],
+}
+
+impl ClassPair<'_> {
+    /// What the observer factory is told of the pair.
+    fn info(&self) -> PairInfo {
+        let k = self.labels.len();
+        PairInfo {
+            index: self.index,
+            count: k * (k - 1) / 2,
+            classes: (self.labels[self.a], self.labels[self.b]),
+            m: self.m,
+        }
+    }
 }
 
 /// Per class, the training rows of its SVs with their k − 1 coefficients (LIBSVM's layout:
@@ -587,16 +664,14 @@ impl<R> SvCoefficients<R> {
     }
 }
 
-/// Trains the binary problem of one class pair (+1 = class a), records its SVs' coefficients
-/// in `sv` and returns its report and bias ρ.
+/// Trains the binary problem of one class pair (+1 = class a) under the observers `obs`.
 fn train_pair(
     ds: &Dataset,
     params: Checked<'_>,
     kernel: Kernel,
     pair: &ClassPair<'_>,
-    sv: &mut SvCoefficients,
-    observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
-) -> Result<(PairReport, f64)> {
+    mut obs: Vec<Box<dyn Observer>>,
+) -> Result<PairOutcome> {
     let (a, b, class_of) = (pair.a, pair.b, pair.class_of);
     let k = pair.labels.len();
     let (mut rows, mut sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
@@ -637,13 +712,6 @@ fn train_pair(
     if let Some(w) = weights {
         prob = prob.with_row_weights(w)?;
     }
-    let info = PairInfo {
-        index: pair.index,
-        count: k * (k - 1) / 2,
-        classes,
-        m,
-    };
-    let mut obs = observers(&info);
     let mut obs_refs: Vec<&mut dyn Observer> = obs
         .iter_mut()
         .map(|o| o.as_mut() as &mut dyn Observer)
@@ -655,21 +723,23 @@ fn train_pair(
     };
     let result = solve_one(&prob, params, &pair_device, &mut obs_refs)?;
     let mut r = 0.0;
+    let mut svs = Vec::with_capacity(result.alpha.len());
     for (li, al) in result.alpha.iter() {
-        let gi = rows[li];
         let yi = prob.y[li];
         r -= al * yi;
-        let c = class_of[gi];
-        sv.set(c, if c == a { b } else { a }, gi, al * yi, || ());
+        svs.push((rows[li], al * yi));
     }
-    let rho = result.rho.unwrap_or(r);
-    let report = PairReport {
-        classes,
-        m,
-        merged,
-        result,
-    };
-    Ok((report, rho))
+    Ok(PairOutcome {
+        index: pair.index,
+        rho: result.rho.unwrap_or(r),
+        svs,
+        report: PairReport {
+            classes,
+            m,
+            merged,
+            result,
+        },
+    })
 }
 
 /// One-class training (novelty detection, LIBSVM's `-s 2`): the problem of docs/METHODS.md
