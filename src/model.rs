@@ -50,23 +50,7 @@ fn fmt_f64(x: f64) -> String {
 /// through their postings instead of a dense copy (16M f64: 128 MB).
 const DENSE_SV_MAX: usize = 1 << 24;
 
-/// Σ a_t b_t over eight running sums (a single sum waits on each add's latency).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    acc.iter().sum::<f64>() + tail
-}
+use crate::backend::dot_f64 as dot;
 
 impl Model {
     /// The one-class model of the support `support` (points ascending, with their α), whose

@@ -974,6 +974,42 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
 }
 
+/// Σ a_t b_t over eight running sums (one sum would wait on each add's latency), with FMAs
+/// where the CPU has them. Prediction's per-pair decision values.
+pub fn dot_f64(a: &[f64], b: &[f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports the features the function is compiled for.
+            return unsafe { dot_f64_avx2(a, b) };
+        }
+    }
+    dot_f64_impl::<false>(a, b)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dot_f64_avx2(a: &[f64], b: &[f64]) -> f64 {
+    dot_f64_impl::<true>(a, b)
+}
+
+#[inline(always)]
+fn dot_f64_impl<const F: bool>(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .fold(0.0, |s, (x, y)| fmadd::<F>(*x, *y, s));
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] = fmadd::<F>(x[l], y[l], acc[l]);
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
 /// k(x, x_j) for every j into `out`, from the dots ⟨x, x_j⟩, the norms ‖x_j‖² and ‖x‖² = `ni`:
 /// [`Kernel::from_dot`] with the RBF's exponential vectorized ([`exp_nonpos`], relative error
 /// below 3e-16). Used by prediction, which needs every support vector's value once per row.
