@@ -502,13 +502,21 @@ fn dense_dots_split<const F: bool>(
     stride: (usize, bool),
     out: &mut [f64],
 ) {
+    // f64 products take at most four queries a batch: eight rows by four queries are eight
+    // accumulator registers, where eight queries' sixteen spilled to the stack (AVX2 has
+    // sixteen registers). Each sum is the same either way.
+    let wide = stride.1 && f32_dots(d);
     let mut c0 = 0;
     while c0 < qs.len() {
         let o = &mut out[c0 * stride.0..];
         c0 += match qs.len() - c0 {
-            8.. => {
+            8.. if wide => {
                 dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, o);
                 8
+            }
+            8.. => {
+                dense_dots_batch::<F, 4>(xb, d, &qs[c0..], stride, o);
+                4
             }
             4..=7 => {
                 dense_dots_batch::<F, 4>(xb, d, &qs[c0..], stride, o);
