@@ -5,6 +5,7 @@
 //! For a binary L2-SVM with solution α: `sv_coef_i = α_i y_i` and `rho = −Σ α_i y_i`, so that
 //! LIBSVM's decision `Σ sv_coef_i k(x_i, x) − rho` equals F(x) = Σ α_i y_i (k(x_i, x) + 1).
 
+use crate::backend::dot_f64 as dot;
 use crate::data::{Dataset, Row};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -49,8 +50,6 @@ fn fmt_f64(x: f64) -> String {
 /// Entries (support vectors × features) past which prediction reads sparse support vectors
 /// through their postings instead of a dense copy (16M f64: 128 MB).
 const DENSE_SV_MAX: usize = 1 << 24;
-
-use crate::backend::dot_f64 as dot;
 
 impl Model {
     /// The one-class model of the support `support` (points ascending, with their α), whose

@@ -101,14 +101,15 @@ pub struct WarmStats {
 /// Returns (the cap, e).
 #[cfg(test)]
 fn predicted_support(sub: usize, half: usize) -> (usize, f64) {
-    predicted_growth(sub, half, 2.0, FRACTION as f64)
+    predicted_growth(sub, half, FRACTION as f64)
 }
 
-/// [`predicted_support`] between a nested subsample `inner` times smaller than the subsample
-/// (support `nested`) and the subsample (support `sub`), extended to `outer` times its points:
-/// e = ln(sub / nested) / ln(inner) within [[`GROWTH_MIN`], 1], cap = sub · outer^e.
-fn predicted_growth(sub: usize, nested: usize, inner: f64, outer: f64) -> (usize, f64) {
-    let e = ((sub as f64 / nested.max(1) as f64).ln() / inner.max(1.0 + 1e-9).ln())
+/// [`predicted_support`] for a subsample (support `sub`) with a nested half (support `half`),
+/// extended to `outer` times its points: e = log₂(sub / half) within [[`GROWTH_MIN`], 1],
+/// cap = sub · outer^e.
+fn predicted_growth(sub: usize, half: usize, outer: f64) -> (usize, f64) {
+    let e = (sub as f64 / half.max(1) as f64)
+        .log2()
         .clamp(GROWTH_MIN, 1.0);
     ((sub as f64 * outer.powf(e)).ceil() as usize, e)
 }
@@ -255,7 +256,7 @@ pub fn start(
             ((two_f - yf) / prob.inv_c(i)).max(0.0)
         })
         .collect();
-    let (predicted, growth) = predicted_growth(r.alpha.len(), nested_support, 2.0, ratio as f64);
+    let (predicted, growth) = predicted_growth(r.alpha.len(), nested_support, ratio as f64);
     // Under a deadline, at most the support whose first gradient pass (over about every
     // point) takes half the time left, at the rate the pass above ran.
     let rate = (placed.len() * m) as f64 / pass.elapsed().as_secs_f64().max(1e-6);
@@ -457,18 +458,18 @@ mod tests {
         // Support proportional to points (a9a-like): e = 1, FRACTION times the subsample's.
         assert_eq!(predicted_support(1_000, 500), (1_000 * FRACTION, 1.0));
         // Support ∝ points^0.75, extended to ten times the points: 1,000 · 10^0.75 = 5,623.4.
-        let (cap, e) = predicted_growth(1_000, (1_000.0 / 2f64.powf(0.75)) as usize, 2.0, 10.0);
+        let (cap, e) = predicted_growth(1_000, (1_000.0 / 2f64.powf(0.75)) as usize, 10.0);
         assert!((e - 0.75).abs() < 5e-3, "{e}");
         assert!((5_600..=5_650).contains(&cap), "{cap}");
-        // The same growth seen over a nested tenth: 1,000 / 10^0.75 = 177.8 support vectors.
-        let (cap, e) = predicted_growth(1_000, 178, 10.0, 2.0);
+        // The same growth extended to twice the points (a rung of the ladder).
+        let (cap, e) = predicted_growth(1_000, (1_000.0 / 2f64.powf(0.75)) as usize, 2.0);
         assert!((e - 0.75).abs() < 5e-3, "{e}");
         assert_eq!(cap, (1_000.0 * 2f64.powf(e)).ceil() as usize);
         // Faster than proportional, or a nested subsample without support: never above e = 1.
-        assert_eq!(predicted_growth(1_000, 300, 2.0, 10.0), (10_000, 1.0));
-        assert_eq!(predicted_growth(10, 0, 2.0, 10.0), (100, 1.0));
+        assert_eq!(predicted_growth(1_000, 300, 10.0), (10_000, 1.0));
+        assert_eq!(predicted_growth(10, 0, 10.0), (100, 1.0));
         // Flat or shrinking (noise): the floor.
-        let (cap, e) = predicted_growth(1_000, 1_100, 2.0, 10.0);
+        let (cap, e) = predicted_growth(1_000, 1_100, 10.0);
         assert_eq!(e, GROWTH_MIN);
         assert_eq!(cap, (1_000.0 * 10f64.sqrt()).ceil() as usize);
     }
