@@ -14,6 +14,7 @@ pub(super) mod avx2;
 mod fused;
 mod hamming;
 mod layout;
+mod tiles;
 pub use hamming::{
     RbfTable, binary_rbf_entries, binary_rbf_entries_against, binary_rbf_entry, push_bit_row,
 };
@@ -325,6 +326,49 @@ fn fmadd32<const F: bool>(a: f32, b: f32, c: f32) -> f32 {
     if F { a.mul_add(b, c) } else { a * b + c }
 }
 
+/// A thread's queries in f32, packed feature-major for [`tiles::dots_f32`], with the f64
+/// values they were packed from: a blocked pass sends the same batch of queries once per
+/// block of rows, and a batch equal bit for bit to the last one is not packed again.
+struct Packed {
+    src: Vec<f64>,
+    q32: Vec<f32>,
+}
+
+impl Packed {
+    const fn new() -> Packed {
+        Packed {
+            src: Vec::new(),
+            q32: Vec::new(),
+        }
+    }
+
+    /// The queries `q` (d features each) packed: `q32[f * k + c]` is feature f of query c.
+    fn pack(&mut self, q: &[&[f64]], d: usize) -> &[f32] {
+        let k = q.len();
+        let same = self.src.len() == k * d
+            && q.iter()
+                .zip(self.src.chunks_exact(d.max(1)))
+                .all(|(qc, s)| {
+                    qc[..d]
+                        .iter()
+                        .zip(s)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                });
+        if !same {
+            self.src.clear();
+            self.q32.clear();
+            self.q32.resize(k * d, 0.0);
+            for (c, qc) in q.iter().enumerate() {
+                self.src.extend_from_slice(&qc[..d]);
+                for (t, &v) in self.q32[c..].iter_mut().step_by(k).zip(&qc[..d]) {
+                    *t = v as f32;
+                }
+            }
+        }
+        &self.q32
+    }
+}
+
 /// [`dense_dots_batch`] in f32 (see [`F32_DOTS_MIN_D`]): each row's sum over the features
 /// from zero in order, the same for a query alone or in a batch.
 #[inline(always)]
@@ -337,6 +381,16 @@ fn dense_dots_f32<const F: bool, const K: usize>(
 ) {
     thread_local! {
         static Q32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed::new()) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if F && tiles::available() {
+        PACKED.with_borrow_mut(|p| {
+            let q32 = p.pack(&q[..K], d);
+            // SAFETY: the CPU has the features; q32 holds K queries of d features, packed.
+            unsafe { tiles::dots_f32::<K>(xb, d, q32, stride, out) };
+        });
+        return;
     }
     Q32.with_borrow_mut(|q32| {
         q32.clear();
@@ -506,6 +560,25 @@ fn dense_dots_split<const F: bool>(
     // accumulator registers, where eight queries' sixteen spilled to the stack (AVX2 has
     // sixteen registers). Each sum is the same either way.
     let wide = stride.1 && f32_dots(d);
+    #[cfg(target_arch = "x86_64")]
+    if F && !wide && tiles::available() {
+        // SAFETY: the CPU has the features; every query holds d values, and out the rows'
+        // entries of every query (the caller's contract).
+        unsafe {
+            match qs.len() {
+                0 => {}
+                1 => tiles::dots_f64::<1>(xb, d, qs, stride.0, out),
+                2 => tiles::dots_f64::<2>(xb, d, qs, stride.0, out),
+                3 => tiles::dots_f64::<3>(xb, d, qs, stride.0, out),
+                4 => tiles::dots_f64::<4>(xb, d, qs, stride.0, out),
+                5 => tiles::dots_f64::<5>(xb, d, qs, stride.0, out),
+                6 => tiles::dots_f64::<6>(xb, d, qs, stride.0, out),
+                7 => tiles::dots_f64::<7>(xb, d, qs, stride.0, out),
+                _ => tiles::dots_f64::<8>(xb, d, qs, stride.0, out),
+            }
+        }
+        return;
+    }
     let mut c0 = 0;
     while c0 < qs.len() {
         let o = &mut out[c0 * stride.0..];

@@ -47,14 +47,20 @@ pub(super) fn rbf_f32(
         {
             return false;
         }
+        let dc = match a.layout {
+            Layout::Dense { d, .. } => *d,
+            Layout::Hybrid { cont, .. } => cont.len(),
+            _ => return false,
+        };
+        // Products formed in f32 (many features) are the portable pass's own, not these.
+        if super::f32_dots(dc) || dc > MAX_HYBRID_CONT {
+            return false;
+        }
         let n = outs[0].len();
         let mut qc = [[0.0f64; MAX_HYBRID_CONT]; BATCH];
         let mut qb = [[0u64; MAX_HYBRID_WORDS]; BATCH];
         let (xb, dc, bits, words): (&[f32], usize, &[u64], usize) = match a.layout {
             Layout::Dense { d, xb } => {
-                if *d > MAX_HYBRID_CONT {
-                    return false;
-                }
                 for (c, &(_, q)) in cols.iter().enumerate() {
                     qc[c][..*d].copy_from_slice(&q[..*d]);
                 }
@@ -77,10 +83,6 @@ pub(super) fn rbf_f32(
             }
             _ => return false,
         };
-        // Products formed in f32 (many features) are the portable pass's own, not these.
-        if super::f32_dots(dc) {
-            return false;
-        }
         let b0 = r0 / LANES;
         let nb = n.div_ceil(LANES);
         let job = Job {

@@ -1,0 +1,364 @@
+//! AVX-512 micro-kernels for the dense products of a batch of columns: register tiles of
+//! rows × queries, as a GEMM micro-kernel blocks them (BLIS's shape: a panel of rows against
+//! a few broadcast query values, every accumulator live for the whole sum over the features).
+//!
+//! The AVX2 loops hold eight accumulators, which leaves the two FMA pipes waiting on the
+//! four-cycle latency of each sum; AVX-512 has thirty-two registers, and a tile here holds
+//! up to twenty-four. Every (row, query) sum is still formed from zero over the features in
+//! order with one fused multiply-add each, as [`super::dense_dots_batch`] and
+//! [`super::dense_dots_f32`] form it, so the tiles give the same numbers bit for bit as the
+//! AVX2 and portable loops: the columns do not depend on the CPU's vector width.
+//!
+//! The f32 tiles put sixteen rows (two AoSoA blocks of [`LANES`]) in one register, joined by
+//! one insert per feature; the f64 tiles put one block in a register.
+
+use super::LANES;
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+/// Whether the tiles run on this CPU.
+#[inline]
+pub(super) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// f32 products of K queries with the rows of the whole blocks in `xb`; query c's dots,
+/// widened to f64, go to `out[c * stride ..]`. `q32` holds the queries packed feature-major
+/// (`q32[f * K + c]` is feature f of query c: the tile's broadcasts then come from one
+/// pointer, as a GEMM packs its B panel).
+///
+/// # Safety
+/// [`available`] is true; `q32` holds K·d values; `xb` holds whole blocks of d features;
+/// `out` has (K − 1)·stride + the rows' entries.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn dots_f32<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    stride: usize,
+    out: &mut [f64],
+) {
+    assert!(q32.len() >= K * d);
+    let nblk = xb.len() / (d * LANES);
+    assert!(out.len() >= (K - 1) * stride + nblk * LANES);
+    let mut b = 0;
+    // SAFETY (every call): blocks b.. lie in xb, K queries in q32, and the rows' entries of
+    // every query in out (checked above).
+    unsafe {
+        match K {
+            1 | 2 => {
+                while b + 8 <= nblk {
+                    tile_f32::<4, K>(xb, d, q32, b, stride, out);
+                    b += 8;
+                }
+            }
+            3..=5 => {
+                while b + 6 <= nblk {
+                    tile_f32::<3, K>(xb, d, q32, b, stride, out);
+                    b += 6;
+                }
+            }
+            _ => {
+                while b + 4 <= nblk {
+                    tile_f32::<2, K>(xb, d, q32, b, stride, out);
+                    b += 4;
+                }
+            }
+        }
+        while b + 2 <= nblk {
+            tile_f32::<1, K>(xb, d, q32, b, stride, out);
+            b += 2;
+        }
+        if b < nblk {
+            last_block_f32::<K>(xb, d, q32, b, stride, out);
+        }
+    }
+}
+
+/// Blocks b..b+2R (R registers of sixteen rows) against the K queries.
+///
+/// # Safety
+/// As [`dots_f32`], with b + 2R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // c and r index the accumulators and the rows alike
+unsafe fn tile_f32<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    b: usize,
+    stride: usize,
+    out: &mut [f64],
+) {
+    debug_assert!((b + 2 * R) * d * LANES <= xb.len());
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let x0 = xb.as_ptr().add(b * d * LANES);
+        let next = d * LANES;
+        let mut acc = [[_mm512_setzero_ps(); R]; K];
+        let mut qf = q32.as_ptr();
+        let mut xp = x0;
+        for _ in 0..d {
+            let mut xv = [_mm512_setzero_ps(); R];
+            for (r, v) in xv.iter_mut().enumerate() {
+                let lo = _mm256_loadu_ps(xp.add(2 * r * next));
+                let hi = _mm256_loadu_ps(xp.add((2 * r + 1) * next));
+                *v = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi);
+            }
+            for c in 0..K {
+                let qv = _mm512_set1_ps(*qf.add(c));
+                for r in 0..R {
+                    acc[c][r] = _mm512_fmadd_ps(xv[r], qv, acc[c][r]);
+                }
+            }
+            qf = qf.add(K);
+            xp = xp.add(LANES);
+        }
+        // The accumulators pass through memory once, after the loop: without this LLVM
+        // carried the widened halves of the stores below into the loop, kept half of the
+        // accumulators on the stack and rotated the rest through register moves.
+        let acc = std::hint::black_box(acc);
+        let po = out.as_mut_ptr();
+        for c in 0..K {
+            for r in 0..R {
+                let a = acc[c][r];
+                let dst = po.add(c * stride + (b + 2 * r) * LANES);
+                _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+                _mm512_storeu_pd(
+                    dst.add(LANES),
+                    _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(a)),
+                );
+            }
+        }
+    }
+}
+
+/// The last, odd block (eight rows) against the K queries.
+///
+/// # Safety
+/// As [`dots_f32`], with block b in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn last_block_f32<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    b: usize,
+    stride: usize,
+    out: &mut [f64],
+) {
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let x = xb.as_ptr().add(b * d * LANES);
+        let mut acc = [_mm256_setzero_ps(); K];
+        for f in 0..d {
+            let xv = _mm256_loadu_ps(x.add(f * LANES));
+            for (c, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(xv, _mm256_set1_ps(*q32.get_unchecked(f * K + c)), *a);
+            }
+        }
+        for (c, a) in acc.iter().enumerate() {
+            _mm512_storeu_pd(
+                out.as_mut_ptr().add(c * stride + b * LANES),
+                _mm512_cvtps_pd(*a),
+            );
+        }
+    }
+}
+
+/// f64 products (f32 data widened, exact) of K queries (`q[c]`: d values each) with the rows
+/// of the whole blocks in `xb`; query c's dots go to `out[c * stride ..]`.
+///
+/// # Safety
+/// [`available`] is true; every `q[c]` holds d values; `xb` holds whole blocks of d features;
+/// `out` has (K − 1)·stride + the rows' entries.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn dots_f64<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    assert!(q.len() >= K && q[..K].iter().all(|qc| qc.len() >= d));
+    let nblk = xb.len() / (d * LANES);
+    assert!(out.len() >= (K - 1) * stride + nblk * LANES);
+    let qp: [*const f64; K] = std::array::from_fn(|c| q[c].as_ptr());
+    let mut b = 0;
+    // SAFETY (every call): as for dots_f32.
+    unsafe {
+        match K {
+            1 | 2 => {
+                while b + 8 <= nblk {
+                    tile_f64::<8, K>(xb, d, &qp, b, stride, out);
+                    b += 8;
+                }
+            }
+            3..=5 => {
+                while b + 4 <= nblk {
+                    tile_f64::<4, K>(xb, d, &qp, b, stride, out);
+                    b += 4;
+                }
+            }
+            _ => {
+                while b + 3 <= nblk {
+                    tile_f64::<3, K>(xb, d, &qp, b, stride, out);
+                    b += 3;
+                }
+            }
+        }
+        while b < nblk {
+            tile_f64::<1, K>(xb, d, &qp, b, stride, out);
+            b += 1;
+        }
+    }
+}
+
+/// Blocks b..b+R (one register of eight rows each) against the K queries, in f64.
+///
+/// # Safety
+/// As [`dots_f64`], with b + R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn tile_f64<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[*const f64; K],
+    b: usize,
+    stride: usize,
+    out: &mut [f64],
+) {
+    debug_assert!((b + R) * d * LANES <= xb.len());
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let x: [*const f32; R] = std::array::from_fn(|r| xb.as_ptr().add((b + r) * d * LANES));
+        let mut acc = [[_mm512_setzero_pd(); R]; K];
+        for f in 0..d {
+            let xv: [__m512d; R] =
+                std::array::from_fn(|r| _mm512_cvtps_pd(_mm256_loadu_ps(x[r].add(f * LANES))));
+            for (ac, qc) in acc.iter_mut().zip(q) {
+                let qv = _mm512_set1_pd(*qc.add(f));
+                for (a, &xr) in ac.iter_mut().zip(&xv) {
+                    *a = _mm512_fmadd_pd(xr, qv, *a);
+                }
+            }
+        }
+        let acc = std::hint::black_box(acc); // as in tile_f32
+        let po = out.as_mut_ptr();
+        for (c, ac) in acc.iter().enumerate() {
+            for (r, a) in ac.iter().enumerate() {
+                _mm512_storeu_pd(po.add(c * stride + (b + r) * LANES), *a);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// Row r's value of feature f in the AoSoA blocks of `nblk` blocks.
+    fn x_at(xb: &[f32], d: usize, r: usize, f: usize) -> f32 {
+        xb[(r / LANES) * d * LANES + f * LANES + r % LANES]
+    }
+
+    fn data(nblk: usize, d: usize, seed: u64) -> Vec<f32> {
+        let mut s = seed;
+        (0..nblk * d * LANES)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// Every tile shape and tail (1 … 13 blocks, 1 … 8 queries) gives each (row, query) sum
+    /// formed from zero over the features in order with one fused multiply-add each.
+    #[test]
+    #[allow(clippy::needless_range_loop)]
+    fn tiles_are_the_ordered_fused_sums() {
+        if !available() {
+            eprintln!("skipped: this CPU lacks AVX-512 (the tiles do not run here)");
+            return;
+        }
+        fn check<const K: usize>(nblk: usize, d: usize) {
+            let xb = data(nblk, d, (nblk * 31 + d) as u64);
+            let qs: Vec<Vec<f64>> = (0..K)
+                .map(|c| {
+                    data(1, d, 1000 + c as u64)
+                        .iter()
+                        .take(d)
+                        .map(|&v| v as f64 * 0.7)
+                        .collect()
+                })
+                .collect();
+            let rows = nblk * LANES;
+            let stride = rows + 5;
+            // f32: queries packed feature-major.
+            let mut q32 = vec![0.0f32; K * d];
+            for (c, q) in qs.iter().enumerate() {
+                for f in 0..d {
+                    q32[f * K + c] = q[f] as f32;
+                }
+            }
+            let mut out = vec![f64::NAN; (K - 1) * stride + rows];
+            // SAFETY: available() holds; the sizes are as the functions require.
+            unsafe { dots_f32::<K>(&xb, d, &q32, stride, &mut out) };
+            for c in 0..K {
+                for r in 0..rows {
+                    let mut acc = 0.0f32;
+                    for f in 0..d {
+                        acc = x_at(&xb, d, r, f).mul_add(q32[f * K + c], acc);
+                    }
+                    assert_eq!(
+                        out[c * stride + r].to_bits(),
+                        (acc as f64).to_bits(),
+                        "f32 K {K} blocks {nblk} d {d} query {c} row {r}"
+                    );
+                }
+            }
+            let qr: Vec<&[f64]> = qs.iter().map(|q| &q[..]).collect();
+            let mut out = vec![f64::NAN; (K - 1) * stride + rows];
+            // SAFETY: as above.
+            unsafe { dots_f64::<K>(&xb, d, &qr, stride, &mut out) };
+            for c in 0..K {
+                for r in 0..rows {
+                    let mut acc = 0.0f64;
+                    for f in 0..d {
+                        acc = (x_at(&xb, d, r, f) as f64).mul_add(qs[c][f], acc);
+                    }
+                    assert_eq!(
+                        out[c * stride + r].to_bits(),
+                        acc.to_bits(),
+                        "f64 K {K} blocks {nblk} d {d} query {c} row {r}"
+                    );
+                }
+            }
+        }
+        for nblk in 1..=13 {
+            for d in [1, 7, 33] {
+                check::<1>(nblk, d);
+                check::<2>(nblk, d);
+                check::<3>(nblk, d);
+                check::<4>(nblk, d);
+                check::<5>(nblk, d);
+                check::<6>(nblk, d);
+                check::<7>(nblk, d);
+                check::<8>(nblk, d);
+            }
+        }
+    }
+}
