@@ -182,12 +182,14 @@ def fit_native(X, labels, opts, weights=None):
     return _native.fit_dense(dense32(X), labels, opts)
 
 
-def decide(native, X):
-    """Model labels and decision values (rows × pairs) of validated X."""
+def decide(native, X, labels_only=False):
+    """Model labels and decision values (rows × pairs) of validated X; with labels_only the
+    labels alone (two-class RBF models screen them in f32: the same labels, sooner) and
+    no decision values."""
     if sp.issparse(X):
-        labels, dec = native.decide_csr(*csr_parts(X), X.shape[1])
+        labels, dec = native.decide_csr(*csr_parts(X), X.shape[1], labels_only)
     else:
-        labels, dec = native.decide_dense(dense32(X))
+        labels, dec = native.decide_dense(dense32(X), labels_only)
     labels = np.frombuffer(labels, dtype=np.float64)
     dec = np.frombuffer(dec, dtype=np.float64).reshape(X.shape[0], -1)
     return labels, dec

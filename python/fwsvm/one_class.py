@@ -83,10 +83,10 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
         self.offset_ = -self.intercept_[0]
         _base.set_solver_attributes(self)
 
-    def _decide(self, X):
+    def _decide(self, X, labels_only=False):
         check_is_fitted(self, "_native")
         X, _ = _base.validate(self, X, reset=False)
-        return _base.decide(self._native, X)
+        return _base.decide(self._native, X, labels_only)
 
     def decision_function(self, X):
         """Σ αᵢ k(xᵢ, x) − ρ: positive inside the ball (inliers)."""
@@ -98,7 +98,7 @@ class OneClassSVM(ModelFiles, OutlierMixin, BaseEstimator):
 
     def predict(self, X):
         """+1 for inliers (inside the ball), −1 for outliers."""
-        labels, _ = self._decide(X)
+        labels, _ = self._decide(X, labels_only=True)
         return labels.astype(np.int64)
 
     @classmethod

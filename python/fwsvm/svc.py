@@ -232,15 +232,15 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         self._pair_cols = np.asarray(cols, dtype=np.int64)
         self._pair_signs = np.asarray(signs)
 
-    def _decide(self, X):
+    def _decide(self, X, labels_only=False):
         check_is_fitted(self, "_native")
         X, _ = _base.validate(self, X, reset=False)
-        labels, dec = _base.decide(self._native, X)
+        labels, dec = _base.decide(self._native, X, labels_only)
         return self._index_of(labels), dec
 
     def predict(self, X):
         """Predicted labels (one-versus-one vote, as LIBSVM's)."""
-        idx, _ = self._decide(X)
+        idx, _ = self._decide(X, labels_only=True)
         return self.classes_[idx]
 
     def decision_function(self, X):

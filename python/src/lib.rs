@@ -470,13 +470,18 @@ struct NativeModel {
 }
 
 impl NativeModel {
-    /// Labels and decision values (rows × pairs, flattened), as f64 bytes, of `ds`.
+    /// Labels and decision values (rows × pairs, flattened), as f64 bytes, of `ds`; with
+    /// `labels_only` no decision values (the labels through the screened prediction).
     fn decide<'py>(
         &self,
         py: Python<'py>,
         ds: Dataset,
+        labels_only: bool,
     ) -> (Bound<'py, PyBytes>, Bound<'py, PyBytes>) {
         let (labels, dec) = py.detach(|| {
+            if labels_only {
+                return (self.model.predict(&ds), Vec::new());
+            }
             let (labels, dec) = self.model.predict_with_decisions(&ds);
             (labels, dec.into_iter().flatten().collect::<Vec<f64>>())
         });
@@ -589,18 +594,22 @@ impl NativeModel {
         bytes(py, &out)
     }
 
-    /// Labels and flattened decision values of a dense float32 matrix.
+    /// Labels and flattened decision values of a dense float32 matrix (labels alone with
+    /// `labels_only`).
+    #[pyo3(signature = (x, labels_only=false))]
     fn decide_dense<'py>(
         &self,
         py: Python<'py>,
         x: PyBuffer<f32>,
+        labels_only: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let m = x.shape().first().copied().unwrap_or(0);
         let ds = dense(py, &x, vec![0.0; m])?;
-        Ok(self.decide(py, ds))
+        Ok(self.decide(py, ds, labels_only))
     }
 
-    /// Labels and flattened decision values of CSR parts.
+    /// Labels and flattened decision values of CSR parts (labels alone with `labels_only`).
+    #[pyo3(signature = (indptr, indices, data, n_features, labels_only=false))]
     fn decide_csr<'py>(
         &self,
         py: Python<'py>,
@@ -608,10 +617,11 @@ impl NativeModel {
         indices: PyBuffer<i32>,
         data: PyBuffer<f32>,
         n_features: usize,
+        labels_only: bool,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let m = indptr.item_count().saturating_sub(1);
         let ds = csr(py, &indptr, &indices, &data, n_features, vec![0.0; m])?;
-        Ok(self.decide(py, ds))
+        Ok(self.decide(py, ds, labels_only))
     }
 
     /// Class probabilities (rows × classes, flattened) from flattened decision values.

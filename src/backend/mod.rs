@@ -19,7 +19,7 @@ pub mod mirror;
 mod open;
 mod prefault;
 pub mod sampled;
-mod screen;
+pub(crate) mod screen;
 mod simd;
 mod update;
 

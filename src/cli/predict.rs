@@ -92,7 +92,15 @@ pub fn run(a: PredictArgs) -> Result<()> {
             a.model.display()
         )));
     }
-    let (mut pred, dec) = crate::predict::on_device(&device, &model, &ds, min_work, precision)?;
+    // Labels alone go through the screened prediction; decision values and probabilities
+    // need every decision value in f64.
+    let (mut pred, dec) = if a.probability || a.decision_values {
+        crate::predict::on_device(&device, &model, &ds, min_work, precision)?
+    } else {
+        let labels = crate::predict::labels_on_device(&device, &model, &ds, min_work, precision)?;
+        let none = vec![Vec::new(); labels.len()];
+        (labels, none)
+    };
     let probs = if a.probability {
         let (labels, probs) = model.probabilities_from_decisions(&dec);
         pred = labels;

@@ -465,7 +465,7 @@ pub fn cross_validate(
         let te = local.subset(&test_rows);
         let mut right = [0.0];
         if !te.is_empty() {
-            let (pred, _) = crate::predict::on_device(
+            let pred = crate::predict::labels_on_device(
                 &Device::Cpu,
                 &model,
                 &te,

@@ -17,7 +17,7 @@ pub fn test_accuracy(
     model: &crate::model::Model,
     test: &crate::data::Dataset,
 ) -> crate::error::Result<f64> {
-    let (pred, _) = crate::predict::on_device(
+    let pred = crate::predict::labels_on_device(
         device,
         model,
         test,

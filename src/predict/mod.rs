@@ -56,3 +56,22 @@ pub fn on_device(
         }
     }
 }
+
+/// The labels alone of [`on_device`]: on the CPU through [`Model::predict`], which screens
+/// two-class RBF models in f32 (the same labels, without every decision value in f64).
+pub fn labels_on_device(
+    device: &Device,
+    model: &Model,
+    ds: &Dataset,
+    min_work: u64,
+    precision: Option<Precision>,
+) -> Result<Vec<f64>> {
+    match device {
+        Device::Cpu => {
+            let _ = (precision, min_work);
+            Ok(model.predict(ds))
+        }
+        #[cfg(feature = "gpu")]
+        Device::Gpu { .. } => Ok(on_device(device, model, ds, min_work, precision)?.0),
+    }
+}

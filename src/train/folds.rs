@@ -242,7 +242,7 @@ pub fn cross_validate_folds(
                 f + 1
             )));
         }
-        let (pred, _) = crate::predict::on_device(
+        let pred = crate::predict::labels_on_device(
             &shared.restrict(&test_rows),
             &model,
             &te,

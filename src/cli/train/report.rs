@@ -312,7 +312,7 @@ pub(super) fn score_test(
             model.n_features()
         );
     }
-    let (pred, _) = crate::predict::on_device(
+    let pred = crate::predict::labels_on_device(
         &params.device,
         model,
         test,
