@@ -345,15 +345,16 @@ impl Packed {
     /// The queries `q` (d features each) packed: `q32[f * k + c]` is feature f of query c.
     fn pack(&mut self, q: &[&[f64]], d: usize) -> &[f32] {
         let k = q.len();
+        // Compared as bits (a memcmp: NaN and −0 compare as what they are).
+        let bits = |v: &[f64]| -> &[u64] {
+            // SAFETY: f64 and u64 have the same size and alignment, and every bit pattern is
+            // a valid u64.
+            unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len()) }
+        };
         let same = self.src.len() == k * d
             && q.iter()
                 .zip(self.src.chunks_exact(d.max(1)))
-                .all(|(qc, s)| {
-                    qc[..d]
-                        .iter()
-                        .zip(s)
-                        .all(|(a, b)| a.to_bits() == b.to_bits())
-                });
+                .all(|(qc, s)| bits(&qc[..d]) == bits(s));
         if !same {
             self.src.clear();
             self.q32.clear();
