@@ -12,7 +12,12 @@
 //! steps of [`super::exp_nonpos_f32`], + 1, and the sign of y_i·y_j (±1, so the f32 product is
 //! the f64 one) — so the entries are the same, bit for bit.
 
-use super::{BATCH, ColumnArgs, LANES, Layout, MAX_HYBRID_CONT, MAX_HYBRID_WORDS, hybrid_query};
+use super::{BATCH, ColumnArgs, F32_DOTS_MIN_D, LANES, Layout, MAX_HYBRID_WORDS, hybrid_query};
+
+/// Most continuous features of the rows this path takes: from [`F32_DOTS_MIN_D`] on the
+/// products are formed in f32 by the portable pass instead, and the queries' scratch on the
+/// stack (cleared for every call) stays this small.
+const MAX_CONT: usize = F32_DOTS_MIN_D - 1;
 use super::{EXP32_LO, LN2_HI32, LN2_LO32, POLY32, SHIFT32};
 use crate::kernel::Kernel;
 #[cfg(target_arch = "x86_64")]
@@ -53,11 +58,11 @@ pub(super) fn rbf_f32(
             _ => return false,
         };
         // Products formed in f32 (many features) are the portable pass's own, not these.
-        if super::f32_dots(dc) || dc > MAX_HYBRID_CONT {
+        if super::f32_dots(dc) || dc > MAX_CONT {
             return false;
         }
         let n = outs[0].len();
-        let mut qc = [[0.0f64; MAX_HYBRID_CONT]; BATCH];
+        let mut qc = [[0.0f64; MAX_CONT]; BATCH];
         let mut qb = [[0u64; MAX_HYBRID_WORDS]; BATCH];
         let (xb, dc, bits, words): (&[f32], usize, &[u64], usize) = match a.layout {
             Layout::Dense { d, xb } => {
@@ -142,7 +147,7 @@ struct Job<'a> {
 
 /// The queries: continuous parts, bits, norms and labels.
 struct Queries<'a> {
-    qc: &'a [[f64; MAX_HYBRID_CONT]; BATCH],
+    qc: &'a [[f64; MAX_CONT]; BATCH],
     qb: &'a [[u64; MAX_HYBRID_WORDS]; BATCH],
     nj: &'a [f64; BATCH],
     yj: &'a [f64; BATCH],
