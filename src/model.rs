@@ -320,7 +320,7 @@ impl Model {
             return None;
         };
         let (n, nsv) = (ds.len(), self.total_sv());
-        if self.n_classes() != 2 || n.saturating_mul(nsv) < SCREEN_MIN_WORK {
+        if self.n_classes() != 2 || n.saturating_mul(nsv) < SCREEN_MIN_WORK || nsv > 10_000_000 {
             return None;
         }
         let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
