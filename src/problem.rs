@@ -386,7 +386,6 @@ pub fn distinct_rows_of(ds: &Dataset) -> DistinctRows {
 /// for value.
 fn find_distinct_rows(ds: &Dataset, limit: Option<usize>) -> Option<DistinctRows> {
     use crate::data::Row;
-    use std::collections::HashMap;
     let m = ds.len();
     let hash = row_hash;
     let same = |a: Row<'_>, b: Row<'_>| match (a, b) {
@@ -395,7 +394,8 @@ fn find_distinct_rows(ds: &Dataset, limit: Option<usize>) -> Option<DistinctRows
         _ => false,
     };
     // hash → first distinct row with it; `chain` links distinct rows of equal hash.
-    let mut first: HashMap<u64, u32> = HashMap::with_capacity(m / 2);
+    let mut first: rustc_hash::FxHashMap<u64, u32> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(m / 2, Default::default());
     let mut chain: Vec<u32> = Vec::new();
     let mut rows: Vec<usize> = Vec::new();
     let mut rep = vec![0u32; m];

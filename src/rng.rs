@@ -53,7 +53,8 @@ impl SplitMix64 {
             all.truncate(k);
             all
         } else {
-            let mut seen = std::collections::HashSet::with_capacity(k * 2);
+            let mut seen =
+                rustc_hash::FxHashSet::with_capacity_and_hasher(k * 2, Default::default());
             let mut out = Vec::with_capacity(k);
             while out.len() < k {
                 let j = self.below(n);

@@ -18,7 +18,8 @@
 //! slower. The pages of the next slots are populated ahead of the cache's growth in the team's
 //! idle time ([`super::prefault`]), so a column pass rarely takes a fault itself.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 /// Slots taken freely before the cache asks for evidence that growing pays.
 pub const BASE_SLOTS: usize = 32;
@@ -63,11 +64,11 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             capacity,
             slots: Vec::new(),
             region: Vec::new(),
-            map: HashMap::new(),
+            map: HashMap::default(),
             newest: NIL,
             oldest: NIL,
             ghosts: VecDeque::new(),
-            ghost_set: HashSet::new(),
+            ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
         }
     }
@@ -80,11 +81,11 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             capacity: slots.max(2),
             slots: Vec::new(),
             region: Vec::new(),
-            map: HashMap::new(),
+            map: HashMap::default(),
             newest: NIL,
             oldest: NIL,
             ghosts: VecDeque::new(),
-            ghost_set: HashSet::new(),
+            ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
         }
     }

@@ -134,8 +134,8 @@ fn panel_gradient(
         // in the order of α's points, each merged column where its first point stands, its
         // coefficients summed in that order — an order that does not depend on how the rows
         // are numbered, so a rank holding some of the rows merges them as one process does.
-        let mut slot_of: std::collections::HashMap<u32, usize> =
-            std::collections::HashMap::with_capacity(act.len());
+        let mut slot_of: rustc_hash::FxHashMap<u32, usize> =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(act.len(), Default::default());
         let (mut cols, mut cf, mut cn) = (Vec::new(), Vec::<f64>::new(), Vec::new());
         for (&j, &c) in act.iter().zip(&coef) {
             match slot_of.entry(rep[j]) {
