@@ -40,7 +40,7 @@ fn column_pass(c: &mut Criterion) {
                     &prob,
                     CpuConfig {
                         cache_bytes: 0,
-                        precision: Precision::F32,
+                        precision: Some(Precision::F32),
                     },
                 );
                 g.throughput(Throughput::Bytes(fwsvm::bench::data_bytes(&ds)));
@@ -79,7 +79,7 @@ fn batched_columns(c: &mut Criterion) {
                 &prob,
                 CpuConfig {
                     cache_bytes: 2 * k * m * 4,
-                    precision: Precision::F32,
+                    precision: Some(Precision::F32),
                 },
             );
             let mut j = 0usize;
@@ -142,7 +142,7 @@ fn working_set_block(c: &mut Criterion) {
             &prob,
             CpuConfig {
                 cache_bytes: (2 * q + 4) * m * 4,
-                precision: Precision::F32,
+                precision: Some(Precision::F32),
             },
         );
         run("cpu-dense-d38-m100000", be.as_mut(), q);
@@ -220,7 +220,7 @@ fn block_flops(c: &mut Criterion) {
                 &prob,
                 CpuConfig {
                     cache_bytes: (2 * q + 4) * m * 4,
-                    precision: Precision::F32,
+                    precision: Some(Precision::F32),
                 },
             );
             let (mut out, mut gw, mut w) = (vec![0.0; q * q], vec![0.0; q], vec![0usize; q]);
@@ -430,11 +430,11 @@ fn iterations(c: &mut Criterion) {
                     &prob,
                     CpuConfig {
                         cache_bytes: 0,
-                        precision: Precision::F32,
+                        precision: Some(Precision::F32),
                     },
                 );
                 let params = SolverParams {
-                    algorithm: alg,
+                    algorithm: Some(alg),
                     eps: 1e-12,
                     max_iter: 100,
                     certify: false,

@@ -123,6 +123,35 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
+    /// These settings with every choice left unset decided for the run — in one process or
+    /// across ranks (`ranks`), with randomized iterations or not: the algorithm
+    /// ([`Algorithm::default_for`]), its relative tolerance ([`Algorithm::default_rel_eps`])
+    /// and the columns' precision ([`Algorithm::default_precision`]). The one place these
+    /// defaults are decided: [`train`] and every other entry resolve through it, and the
+    /// command line and the Python package leave to it what their users leave unset.
+    pub fn resolved(&self, ranks: bool) -> TrainParams {
+        let mut p = self.clone();
+        let alg = self
+            .solver
+            .algorithm
+            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0, ranks));
+        p.solver.algorithm = Some(alg);
+        p.solver.rel_eps = Some(self.solver.rel_eps.unwrap_or_else(|| alg.default_rel_eps()));
+        p.cpu.precision = Some(
+            self.cpu
+                .precision
+                .unwrap_or_else(|| alg.default_precision()),
+        );
+        p
+    }
+
+    /// The algorithm this run trains with ([`resolved`](Self::resolved) in one process).
+    pub fn algorithm(&self) -> Algorithm {
+        self.solver
+            .algorithm
+            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0, false))
+    }
+
     /// The sampled iterations' settings (`--sample`; the safeguard of two extra draws of
     /// Frandi et al. 2015).
     pub fn sampled_config(&self) -> crate::backend::sampled::SampledConfig {
@@ -130,7 +159,7 @@ impl TrainParams {
             sample: self.sample,
             seed: self.solver.seed,
             eps: self.solver.eps,
-            rel_eps: self.solver.rel_eps,
+            rel_eps: self.solver.rel_eps(),
             extra_draws: 2,
             stop: self.solver.stop,
         }
@@ -204,15 +233,16 @@ impl TrainParams {
     }
 }
 
-/// Training settings that passed [`TrainParams::check`] (linfa's `ParamGuard` shape): the
-/// training steps below [`train`] take this, so each setting is checked once, up front.
-#[derive(Debug, Clone, Copy)]
-pub struct Checked<'a>(&'a TrainParams);
+/// Training settings that passed [`TrainParams::check`] (linfa's `ParamGuard` shape), with
+/// every choice left unset decided ([`TrainParams::resolved`]): the training steps below
+/// [`train`] take this, so each setting is checked and decided once, up front.
+#[derive(Debug, Clone)]
+pub struct Checked(TrainParams);
 
-impl std::ops::Deref for Checked<'_> {
+impl std::ops::Deref for Checked {
     type Target = TrainParams;
     fn deref(&self) -> &TrainParams {
-        self.0
+        &self.0
     }
 }
 
@@ -224,8 +254,20 @@ impl TrainParams {
     /// a fixed γ, class and sample weights, and what the algorithm cannot do (sampled
     /// iterations or one-class training for sparse FW and SimpleSVM, the MEB rule for
     /// SimpleSVM). What depends on the data (the number of sample weights, two classes, γ
-    /// auto, the kernel one-class needs) is checked when training reaches it.
-    pub fn check(&self) -> Result<Checked<'_>> {
+    /// auto, the kernel one-class needs) is checked when training reaches it. The settings
+    /// come back [`resolved`](Self::resolved) for a run in one process.
+    pub fn check(&self) -> Result<Checked> {
+        self.check_for(false)
+    }
+
+    /// [`check`](Self::check) for a run in one process or across ranks (`ranks`).
+    pub fn check_for(&self, ranks: bool) -> Result<Checked> {
+        let resolved = self.resolved(ranks);
+        resolved.check_resolved()?;
+        Ok(Checked(resolved))
+    }
+
+    fn check_resolved(&self) -> Result<()> {
         self.solver.check()?;
         ParamError::positive("C", self.c)?;
         if let Gamma::Value(g) = self.gamma {
@@ -239,7 +281,7 @@ impl TrainParams {
         if let Some(w) = &self.sample_weights {
             crate::problem::check_row_weights("sample weights", w)?;
         }
-        let alg = self.solver.algorithm;
+        let alg = self.algorithm();
         let unsupported = |option| ParamError::Unsupported {
             option,
             supported: SIMPLEX_WITH_MODES,
@@ -273,15 +315,15 @@ impl TrainParams {
             }
             .into());
         }
-        Ok(Checked(self))
+        Ok(())
     }
 }
 
-impl Checked<'_> {
+impl Checked {
     /// Whether the classifier's repeated points are merged ([`TrainParams::merge_duplicates`]).
     pub fn merges_duplicates(&self) -> bool {
         self.merge_duplicates
-            .unwrap_or(self.solver.algorithm == Algorithm::Ws && !self.one_class)
+            .unwrap_or(self.algorithm() == Algorithm::Ws && !self.one_class)
     }
 }
 
@@ -358,7 +400,7 @@ fn train_within(
     let params = params.check()?;
     params.check_sample_weights(ds)?;
     if params.one_class {
-        return one_class(ds, params, observers);
+        return one_class(ds, &params, observers);
     }
     let labels = class_order(ds);
     if labels.len() < 2 {
@@ -387,7 +429,7 @@ fn train_within(
         .collect();
     let one = |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>| {
         crate::budget::within(until[pair.index], || {
-            train_pair(ds, params, kernel, pair, obs)
+            train_pair(ds, &params, kernel, pair, obs)
         })
     };
     let mut outcomes = Vec::with_capacity(pairs.len());
@@ -395,7 +437,7 @@ fn train_within(
     if let Some(p) = pairs.first() {
         first = observers(&p.info());
     }
-    if parallel_pairs(params, &pairs) && first.is_empty() {
+    if parallel_pairs(&params, &pairs) && first.is_empty() {
         let rest: Vec<Vec<Box<dyn Observer>>> =
             pairs[1..].iter().map(|p| observers(&p.info())).collect();
         if rest.iter().all(|o| o.is_empty()) {
@@ -460,7 +502,7 @@ fn class_pairs<'a>(
 /// True when the class pairs are better trained side by side, each on one core: several
 /// pairs, on the CPU, more than one core, and pairs small enough that one of them leaves the
 /// other cores idle (below [`PARALLEL_PAIR_POINTS`] points each).
-fn parallel_pairs(params: Checked<'_>, pairs: &[ClassPair<'_>]) -> bool {
+fn parallel_pairs(params: &Checked, pairs: &[ClassPair<'_>]) -> bool {
     pairs.len() > 1
         && matches!(params.device, crate::backend::Device::Cpu)
         && rayon::current_num_threads() > 1
@@ -546,7 +588,7 @@ pub fn train_dealt(
         for pair in pairs.iter().filter(|p| mine(p.index)) {
             own.push(train_pair(
                 ds,
-                checked,
+                &checked,
                 kernel,
                 pair,
                 observers(&pair.info()),
@@ -667,7 +709,7 @@ impl<R> SvCoefficients<R> {
 /// Trains the binary problem of one class pair (+1 = class a) under the observers `obs`.
 fn train_pair(
     ds: &Dataset,
-    params: Checked<'_>,
+    params: &Checked,
     kernel: Kernel,
     pair: &ClassPair<'_>,
     mut obs: Vec<Box<dyn Observer>>,
@@ -704,7 +746,7 @@ fn train_pair(
     }
     let data = sub.as_ref().unwrap_or(ds);
     let classes = (pair.labels[a], pair.labels[b]);
-    let alg = params.solver.algorithm;
+    let alg = params.solver.algorithm();
     let mut prob = alg.problem(data, y, kernel, params.c)?.with_class_weights(
         params.class_weight_of(classes.0),
         params.class_weight_of(classes.1),
@@ -764,13 +806,13 @@ pub fn train_one_class(
     };
     let params = params.check()?;
     params.check_sample_weights(ds)?;
-    one_class(ds, params, observers)
+    one_class(ds, &params, observers)
 }
 
 /// [`train_one_class`] with checked settings and sample weights the device takes.
 fn one_class(
     ds: &Dataset,
-    params: Checked<'_>,
+    params: &Checked,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let kernel = params.resolve_kernel(ds)?;
@@ -821,7 +863,7 @@ fn one_class(
 /// sampled iterations, SimpleSVM, or the FW loop.
 fn solve_one(
     prob: &Problem<'_>,
-    params: Checked<'_>,
+    params: &Checked,
     device: &Device,
     obs_refs: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
@@ -884,7 +926,7 @@ mod check_tests {
         assert_eq!(ok.check().map(|c| c.c).ok(), Some(1.0));
         let with_alg = |algorithm| TrainParams {
             solver: SolverParams {
-                algorithm,
+                algorithm: Some(algorithm),
                 ..Default::default()
             },
             ..Default::default()

@@ -2324,3 +2324,52 @@ fn a_generous_time_limit_still_certifies() {
                 .and(predicate::str::contains("NOT CERTIFIED").not()),
         );
 }
+
+/// One default, decided in the library: training through `fwsvm::train::train` with only C
+/// and γ set writes the model `fwsvm train -c C -g γ` writes, byte for byte — the algorithm,
+/// its tolerance and the columns' precision are left to `TrainParams::resolved` by both. (The
+/// Python package's `SVC(C, gamma).fit` gives the command line's model too:
+/// `test_fit_gives_the_cli_model_and_labels` in python/tests/test_svc.py.)
+#[test]
+fn the_library_and_the_cli_train_the_same_default_model() {
+    let dir = common::tempdir();
+    let multi = dir.path().join("four.libsvm");
+    let mut ds = fwsvm::data::synth::checkerboard(1_200, 4, 3);
+    for (i, y) in ds.labels.iter_mut().enumerate() {
+        *y = if *y > 0.0 { 1.0 + (i % 3) as f64 } else { 4.0 };
+    }
+    let mut f = std::fs::File::create(&multi).unwrap();
+    fwsvm::data::write_libsvm(&mut f, &ds).unwrap();
+    drop(f);
+    let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
+    for (file, c, gamma) in [(heart, 2.0, 0.05), (multi, 10.0, 0.5)] {
+        let ds = fwsvm::data::read_libsvm(&file).unwrap();
+        let params = fwsvm::train::TrainParams {
+            c,
+            gamma: fwsvm::train::Gamma::Value(gamma),
+            ..Default::default()
+        };
+        let (model, reports) = fwsvm::train::train(&ds, &params, &mut |_| Vec::new()).unwrap();
+        assert!(
+            reports
+                .iter()
+                .all(|r| r.result.stop == fwsvm::solver::StopReason::Converged)
+        );
+        let mut library = Vec::new();
+        model.write(&mut library).unwrap();
+        let out = dir.path().join("cli.model");
+        fwsvm()
+            .args(["train", "-q", "--backend", "cpu", "-c", &c.to_string()])
+            .args(["-g", &gamma.to_string()])
+            .arg(&file)
+            .arg(&out)
+            .assert()
+            .success();
+        let cli = std::fs::read(&out).unwrap();
+        assert!(
+            library == cli,
+            "{}: the library's default model differs from the CLI's",
+            file.display()
+        );
+    }
+}

@@ -19,7 +19,7 @@ use fwsvm::solver::{Algorithm, Progress, SolveResult, SolverParams, solve, solve
 
 const F64: CpuConfig = CpuConfig {
     cache_bytes: 8 << 20,
-    precision: Precision::F64,
+    precision: Some(Precision::F64),
 };
 
 /// (iteration, f, gap) of every iteration, and the result.
@@ -126,7 +126,7 @@ fn every_variant_takes_the_single_process_steps_on_p_ranks() {
             // Plain FW needs many iterations for a tight gap; the cap keeps each run short (the
             // iterates are compared at every step whatever stops the run).
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-5,
                 max_iter: 2000,
                 ..Default::default()
@@ -149,7 +149,7 @@ fn empty_slices_and_ranks_without_support_vectors() {
     let full = Problem::new(&ds, ds.labels.clone(), kernel, 2.0).unwrap();
     for alg in [Algorithm::Partan, Algorithm::SparseFw] {
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-5,
             max_iter: 2000,
             ..Default::default()
@@ -188,7 +188,7 @@ fn sampled_iterations_take_the_single_process_steps_on_p_ranks() {
         let full = Problem::new(&ds, ds.labels.clone(), kernel, 5.0).unwrap();
         for alg in Algorithm::FW.into_iter().chain([Algorithm::Cvm]) {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-4,
                 max_iter: 600,
                 ..Default::default()
@@ -197,7 +197,7 @@ fn sampled_iterations_take_the_single_process_steps_on_p_ranks() {
                 sample: 90,
                 seed: 5,
                 eps: params.eps,
-                rel_eps: params.rel_eps,
+                rel_eps: params.rel_eps(),
                 extra_draws: 2,
                 stop: params.stop,
             };
@@ -248,7 +248,7 @@ fn the_distributed_model_is_the_single_process_model() {
             cpu: F64,
             sample,
             solver: SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-5,
                 ..Default::default()
             },
@@ -302,7 +302,7 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
         class_weights: vec![(5.0, 2.0)],
         cpu: F64,
         solver: SolverParams {
-            algorithm: Algorithm::Partan,
+            algorithm: Some(Algorithm::Partan),
             eps: 1e-5,
             ..Default::default()
         },
@@ -361,7 +361,7 @@ fn cross_validation_over_ranks_is_the_single_process_one() {
         c: 3.0,
         cpu: F64,
         solver: SolverParams {
-            algorithm: Algorithm::Swap,
+            algorithm: Some(Algorithm::Swap),
             eps: 1e-5,
             ..Default::default()
         },
@@ -401,7 +401,7 @@ fn folds_dealt_to_ranks_are_the_single_process_folds() {
             c,
             cpu: F64,
             solver: SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-5,
                 ..Default::default()
             },
@@ -516,7 +516,7 @@ fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
         Algorithm::Cvm,
     ] {
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-6,
             max_iter: 20_000,
             ..Default::default()
@@ -598,7 +598,7 @@ fn one_class_over_ranks_is_the_single_process_model() {
             cpu: F64,
             shrink,
             solver: SolverParams {
-                algorithm: Algorithm::Swap,
+                algorithm: Some(Algorithm::Swap),
                 eps: 1e-6,
                 ..Default::default()
             },
@@ -651,7 +651,7 @@ fn sample_weights_over_ranks() {
             cpu: F64,
             sample_weights: Some(w.clone().into()),
             solver: SolverParams {
-                algorithm: Algorithm::Partan,
+                algorithm: Some(Algorithm::Partan),
                 eps: 1e-5,
                 ..Default::default()
             },
@@ -747,7 +747,7 @@ fn repeated_rows_over_ranks_are_the_single_process_model() {
                     min_points: if shrink { 1000 } else { usize::MAX },
                 }),
                 solver: SolverParams {
-                    algorithm: alg,
+                    algorithm: Some(alg),
                     eps: 1e-4,
                     ..Default::default()
                 },
@@ -839,7 +839,7 @@ fn simplesvm_over_ranks_is_the_single_process_model() {
             sample_weights: weighted.then(|| (0..m).map(|i| 0.5 + (i % 4) as f64 * 0.5).collect()),
             cpu: F64,
             solver: SolverParams {
-                algorithm: Algorithm::SimpleSvm,
+                algorithm: Some(Algorithm::SimpleSvm),
                 eps: 1e-6,
                 simple: SimpleParams { violator, solver },
                 ..Default::default()
@@ -914,7 +914,7 @@ fn partial_sums_reach_the_single_process_optimum_with_less_traffic() {
                 min_points: if shrink { 0 } else { usize::MAX },
             }),
             solver: SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-4,
                 ..Default::default()
             },

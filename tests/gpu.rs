@@ -39,7 +39,7 @@ fn cpu_exact<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
         prob,
         CpuConfig {
             cache_bytes: 1 << 20,
-            precision: Precision::F64,
+            precision: Some(Precision::F64),
         },
     )
 }
@@ -281,9 +281,9 @@ fn first_fifty_vertex_choices_are_identical() {
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
         for alg in Algorithm::FW {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-300,
-                rel_eps: f64::INFINITY,
+                rel_eps: Some(f64::INFINITY),
                 max_iter: 50,
                 seed: 5,
                 init_size: 4,
@@ -368,7 +368,7 @@ fn every_variant_reaches_the_same_optimum_on_the_gpu() {
                 continue;
             }
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 5e-9,
                 max_iter: 200_000,
                 seed: 5,
@@ -409,7 +409,7 @@ fn f32_gradient_reaches_the_optimum() {
         let (f_ref, _) = reference_optimum(&prob);
         for alg in [Algorithm::Mfw, Algorithm::Swap2] {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-6,
                 max_iter: 100_000,
                 seed: 5,
@@ -449,7 +449,7 @@ fn ijcnn1_labels_agree_across_backends() {
         c: 100.0,
         ..Default::default()
     };
-    params.solver.algorithm = Algorithm::Partan;
+    params.solver.algorithm = Some(Algorithm::Partan);
     let (m_cpu, _) = train(&train_ds, &params, &mut |_| Vec::new()).unwrap();
     let mut seed2 = params.clone();
     seed2.solver.seed = 2;
@@ -511,7 +511,7 @@ fn gl_backend_runs_and_refuses_f64() {
     let (name, ds, kernel, c, _) = problems().remove(2);
     let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
     let params = SolverParams {
-        algorithm: Algorithm::Swap,
+        algorithm: Some(Algorithm::Swap),
         eps: 1e-6,
         seed: 5,
         init_size: 4,
@@ -646,7 +646,7 @@ fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.8 }, 5.0).unwrap();
     for alg in [Algorithm::Cvm, Algorithm::SparseFw] {
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-8,
             seed: 3,
             ..Default::default()
@@ -662,7 +662,7 @@ fn cvm_sparse_fw_and_simplesvm_match_the_cpu() {
     let csvm = Problem::c_svm(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.8 }, 2.0).unwrap();
     for violator in [Violator::Greedy, Violator::Queue] {
         let params = SolverParams {
-            algorithm: Algorithm::SimpleSvm,
+            algorithm: Some(Algorithm::SimpleSvm),
             eps: 1e-7,
             simple: SimpleParams {
                 violator,
@@ -834,7 +834,7 @@ fn sampled_iterations_match_the_cpu() {
     };
     let reference = {
         let params = SolverParams {
-            algorithm: Algorithm::Swap2,
+            algorithm: Some(Algorithm::Swap2),
             eps: 1e-11,
             ..Default::default()
         };
@@ -845,9 +845,9 @@ fn sampled_iterations_match_the_cpu() {
     algs.push(Algorithm::Cvm);
     for alg in algs {
         let short = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-300,
-            rel_eps: f64::INFINITY,
+            rel_eps: Some(f64::INFINITY),
             max_iter: 50,
             certify: false,
             ..Default::default()
@@ -866,7 +866,7 @@ fn sampled_iterations_match_the_cpu() {
             assert_eq!(c.log, g.log, "{alg}: vertex choices (f64 blocks)");
         }
         let long = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-7,
             max_iter: 2_000,
             ..Default::default()
@@ -923,7 +923,7 @@ fn shared_data_views_match_separate_uploads() {
         };
         for alg in [Algorithm::Partan, Algorithm::Swap2] {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-4,
                 ..Default::default()
             };
@@ -1024,14 +1024,14 @@ fn shrinking_on_the_gpu_matches_the_cpu() {
     };
     let cpu = CpuConfig {
         cache_bytes: 1 << 20,
-        precision: Precision::F64,
+        precision: Some(Precision::F64),
     };
     let ds = random_dataset(150, 5, false, 71);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 10.0).unwrap();
     let shared = device.share(&ds).unwrap();
     for alg in [Algorithm::Partan, Algorithm::Swap2] {
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps: 1e-5,
             seed: 3,
             ..Default::default()
@@ -1264,7 +1264,7 @@ fn a_gpu_per_rank_reaches_the_single_process_gpu_optimum() {
         let full = Problem::new(&ds, ds.labels.clone(), kernel, 4.0).unwrap();
         for alg in [Algorithm::Partan, Algorithm::Swap, Algorithm::Cvm] {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-4,
                 max_iter: 3000,
                 ..Default::default()
@@ -1328,10 +1328,10 @@ fn working_set_solver_matches_the_cpu() {
     for (name, ds, kernel, c, _) in problems() {
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
         let params = SolverParams {
-            algorithm: Algorithm::Ws,
+            algorithm: Some(Algorithm::Ws),
             ws_size: 8,
             eps: 1e-9,
-            rel_eps: f64::INFINITY,
+            rel_eps: Some(f64::INFINITY),
             max_iter: 100_000,
             seed: 5,
             init_size: 4,
@@ -1434,10 +1434,10 @@ fn compacted_candidates_give_the_run_of_the_whole_gradient() {
     for (name, ds, kernel, c, large) in cases {
         let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
         let params = SolverParams {
-            algorithm: Algorithm::Ws,
+            algorithm: Some(Algorithm::Ws),
             ws_size: 8,
             eps: 1e-6,
-            rel_eps: f64::INFINITY,
+            rel_eps: Some(f64::INFINITY),
             // The large case's first 300 outer iterations are enough to compare.
             max_iter: if large { 300 } else { 100_000 },
             seed: 5,

@@ -26,7 +26,7 @@ fn f64_backend<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
         prob,
         CpuConfig {
             cache_bytes: 8 << 20,
-            precision: Precision::F64,
+            precision: Some(Precision::F64),
         },
     )
 }
@@ -92,7 +92,7 @@ fn sparse_fw_solves_the_l2svm_of_its_subsample() {
         let ds = random_dataset(400, 4, false, seed);
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, c).unwrap();
         let params = SolverParams {
-            algorithm: Algorithm::SparseFw,
+            algorithm: Some(Algorithm::SparseFw),
             eps: 1e-9,
             seed,
             ..Default::default()
@@ -157,7 +157,7 @@ fn cvm_meb_rule() {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.7 }, 5.0).unwrap();
     let eps = 1e-6;
     let params = SolverParams {
-        algorithm: Algorithm::Cvm,
+        algorithm: Some(Algorithm::Cvm),
         eps,
         stop: StopRule::Meb,
         ..Default::default()
@@ -269,7 +269,7 @@ fn one_loop_drives_every_algorithm() {
             .unwrap();
         for max_iter in [5, 10_000_000] {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 max_iter,
                 ..Default::default()
             };
@@ -319,7 +319,7 @@ fn working_set_rounds_report_once() {
     let mut seen = Seen::default();
     let cpu = CpuConfig {
         cache_bytes: 8 << 20,
-        precision: Precision::F64,
+        precision: Some(Precision::F64),
     };
     let params = SolverParams::default();
     let r = shrink_solve(
@@ -343,7 +343,7 @@ fn simplesvm_needs_its_problem() {
     let ds = random_dataset(60, 2, false, 9);
     let l2 = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 2.0).unwrap();
     let params = SolverParams {
-        algorithm: Algorithm::SimpleSvm,
+        algorithm: Some(Algorithm::SimpleSvm),
         ..Default::default()
     };
     let e = solve(&l2, f64_backend(&l2).as_mut(), &params, &mut []).unwrap_err();
@@ -390,7 +390,7 @@ fn simplesvm_reaches_the_csvm_optimum() {
                 let tag = format!("seed {seed}, {violator:?}, {solver:?}");
                 let mut be = f64_backend(&prob);
                 let params = SolverParams {
-                    algorithm: Algorithm::SimpleSvm,
+                    algorithm: Some(Algorithm::SimpleSvm),
                     eps: 1e-8,
                     seed,
                     simple: SimpleParams { violator, solver },
@@ -456,7 +456,7 @@ fn run(train_ds: &Dataset, test: &Dataset, alg: Algorithm, c: f64) -> (usize, f6
         c,
         gamma: Gamma::Auto,
         solver: SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             ..Default::default()
         },
         // Both methods over every point, as the paper compares them (and docs/GUIDE.md reports).
@@ -552,9 +552,9 @@ fn one_class_is_the_enclosing_ball() {
         gamma: Gamma::Value(0.8),
         one_class: true,
         solver: SolverParams {
-            algorithm: Algorithm::Swap2,
+            algorithm: Some(Algorithm::Swap2),
             eps: 1e-10,
-            rel_eps: f64::INFINITY,
+            rel_eps: Some(f64::INFINITY),
             max_iter: 1_000_000,
             ..Default::default()
         },

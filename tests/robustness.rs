@@ -114,7 +114,7 @@ proptest! {
             sample,
             ..TrainParams::default()
         };
-        params.solver.algorithm = alg;
+        params.solver.algorithm = Some(alg);
         params.solver.init_size = init_size;
         params.solver.max_iter = 5_000;
         params.solver.time_limit = Some(std::time::Duration::from_secs(1));
@@ -288,8 +288,8 @@ fn labels_without_features_train() {
                     kernel: kind,
                     ..TrainParams::default()
                 };
-                params.cpu.precision = precision;
-                params.solver.algorithm = alg;
+                params.cpu.precision = Some(precision);
+                params.solver.algorithm = Some(alg);
                 let (model, _) = train(&ds, &params, &mut |_| Vec::new())
                     .unwrap_or_else(|e| panic!("{kind:?} {precision:?} {alg}: {e}"));
                 assert_eq!(model.n_classes(), 2);

@@ -28,11 +28,11 @@ fn tight(alg: Algorithm) -> TrainParams {
         shrink: None,
         ..Default::default()
     };
-    p.solver.algorithm = alg;
+    p.solver.algorithm = Some(alg);
     p.solver.eps = 1e-12;
-    p.solver.rel_eps = 1e-12;
+    p.solver.rel_eps = Some(1e-12);
     p.solver.max_iter = 200_000;
-    p.cpu.precision = Precision::F64;
+    p.cpu.precision = Some(Precision::F64);
     p
 }
 

@@ -24,7 +24,7 @@ const TINY: ShrinkParams = ShrinkParams {
 fn a_forced_tiny_working_set_still_reaches_the_optimum() {
     let cpu = CpuConfig {
         cache_bytes: 1 << 20,
-        precision: Precision::F64,
+        precision: Some(Precision::F64),
     };
     let mut rebuilt = 0;
     for (name, ds, kernel, c, interior) in problems() {
@@ -37,7 +37,7 @@ fn a_forced_tiny_working_set_still_reaches_the_optimum() {
             let sublinear = !interior && matches!(alg, Algorithm::Fw | Algorithm::Partan);
             let target = if sublinear { 1e-5 } else { 1e-8 };
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: target * 0.5,
                 max_iter: 2_000_000,
                 seed: 5,
@@ -92,7 +92,7 @@ fn shrinking_on_and_off_agree_on_real_data() {
             let params = TrainParams {
                 c: 10.0,
                 solver: SolverParams {
-                    algorithm: alg,
+                    algorithm: Some(alg),
                     eps: 1e-6,
                     ..Default::default()
                 },

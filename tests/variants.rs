@@ -38,7 +38,7 @@ fn every_variant_reaches_the_reference_optimum() {
             let sublinear = !interior && matches!(alg, Algorithm::Fw | Algorithm::Partan);
             let target = if sublinear { 1e-5 } else { 1e-8 };
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: target * 0.5,
                 max_iter: 2_000_000,
                 seed: 5,
@@ -49,7 +49,7 @@ fn every_variant_reaches_the_reference_optimum() {
                 &prob,
                 CpuConfig {
                     cache_bytes: 1 << 20,
-                    precision: Precision::F64,
+                    precision: Some(Precision::F64),
                 },
             );
             let mut last_f = f64::INFINITY;
@@ -105,7 +105,7 @@ fn runs_are_reproducible_bit_for_bit() {
     {
         let run = || {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-5,
                 seed: 42,
                 ..Default::default()
@@ -199,7 +199,7 @@ fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
             1e-8
         };
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             eps,
             max_iter: 2_000_000,
             seed: 3,
@@ -210,7 +210,7 @@ fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
             &prob,
             CpuConfig {
                 cache_bytes: 1 << 20,
-                precision: Precision::F64,
+                precision: Some(Precision::F64),
             },
         );
         let (mut first_f, mut last_f, mut monotone) = (None, f64::INFINITY, true);

@@ -18,7 +18,7 @@ use common::problems::{problems, random_dataset, reference_optimum};
 fn cpu(precision: Precision) -> CpuConfig {
     CpuConfig {
         cache_bytes: 1 << 20,
-        precision,
+        precision: Some(precision),
     }
 }
 
@@ -29,7 +29,7 @@ fn small_working_sets_reach_the_reference_optimum() {
         let (f_ref, a_ref) = reference_optimum(&prob);
         for q in [2, 8] {
             let params = SolverParams {
-                algorithm: Algorithm::Ws,
+                algorithm: Some(Algorithm::Ws),
                 ws_size: q,
                 eps: 5e-9,
                 max_iter: 1_000_000,
@@ -73,10 +73,10 @@ fn small_working_sets_reach_the_reference_optimum() {
 fn same_optimum(prob: &Problem<'_>, q: usize, tag: &str) {
     let run = |alg: Algorithm| {
         let params = SolverParams {
-            algorithm: alg,
+            algorithm: Some(alg),
             ws_size: q,
             eps: 1e-9,
-            rel_eps: f64::INFINITY,
+            rel_eps: Some(f64::INFINITY),
             max_iter: 2_000_000,
             seed: 3,
             ..Default::default()
@@ -204,8 +204,8 @@ fn the_warm_start_reaches_the_cold_optimum() {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 1.0).unwrap();
     let run = |warm_start: bool| {
         let params = SolverParams {
-            algorithm: Algorithm::Ws,
-            rel_eps: 0.02,
+            algorithm: Some(Algorithm::Ws),
+            rel_eps: Some(0.02),
             warm_start,
             ..Default::default()
         };

@@ -142,16 +142,13 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(s) = opt::<usize>(opts, "sample")? {
         p.sample = s;
     }
-    // None: ws, or partan for randomized iterations (ws chooses from the whole gradient).
+    // None (and rel_tol's, precision's): the library's default for the run
+    // (`TrainParams::resolved`).
     p.solver.algorithm = match opt::<String>(opts, "algorithm")? {
-        Some(a) => a.parse().map_err(PyValueError::new_err)?,
-        None if p.sample > 0 => fwsvm::solver::Algorithm::Partan,
-        None => fwsvm::solver::Algorithm::Ws,
+        Some(a) => Some(a.parse().map_err(PyValueError::new_err)?),
+        None => None,
     };
-    p.solver.rel_eps = match opt::<f64>(opts, "rel_tol")? {
-        Some(e) => e,
-        None => p.solver.algorithm.default_rel_eps(),
-    };
+    p.solver.rel_eps = opt::<f64>(opts, "rel_tol")?;
     if let Some(mb) = opt::<f64>(opts, "cache_size")? {
         p.cpu.cache_bytes = (mb.max(1.0) * (1 << 20) as f64) as usize;
     }
@@ -177,7 +174,7 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
         let w = PyBuffer::<f64>::get(&w)?;
         p.sample_weights = Some(w.to_vec(opts.py())?.into());
     }
-    p.cpu.precision = precision(opts)?.unwrap_or(p.solver.algorithm.default_precision());
+    p.cpu.precision = precision(opts)?;
     Ok(p)
 }
 
@@ -208,7 +205,7 @@ fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceR
         backend,
         device,
         precision: precision(opts)?,
-        default_precision: p.cpu.precision,
+        default_precision: p.resolved(false).cpu.precision(),
         cache_bytes: Some(p.cpu.cache_bytes),
         local_rank: None,
     })

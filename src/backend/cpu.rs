@@ -55,22 +55,35 @@ pub enum Precision {
 pub struct CpuConfig {
     /// Column cache budget in bytes.
     pub cache_bytes: usize,
-    /// Column precision.
-    pub precision: Precision,
+    /// Column precision; None: the solver's default ([`Algorithm::default_precision`],
+    /// resolved by [`TrainParams::resolved`]; read it with [`precision`](Self::precision)).
+    ///
+    /// [`Algorithm::default_precision`]: crate::solver::Algorithm::default_precision
+    /// [`TrainParams::resolved`]: crate::train::TrainParams::resolved
+    pub precision: Option<Precision>,
 }
 
 impl Default for CpuConfig {
     fn default() -> Self {
         CpuConfig {
             cache_bytes: 1024 << 20,
-            precision: Precision::F32,
+            precision: None,
         }
+    }
+}
+
+impl CpuConfig {
+    /// The column precision: the one named, else f32 (every solver's default but
+    /// SimpleSVM's, which [`TrainParams::resolved`](crate::train::TrainParams::resolved)
+    /// names).
+    pub fn precision(&self) -> Precision {
+        self.precision.unwrap_or(Precision::F32)
     }
 }
 
 /// Builds a CPU backend for the problem.
 pub fn cpu_backend<'a>(prob: &'a Problem<'a>, cfg: CpuConfig) -> Box<dyn Local + 'a> {
-    match cfg.precision {
+    match cfg.precision() {
         Precision::F32 => Box::new(CpuBackend::<f32>::new(prob, cfg)),
         Precision::F64 => Box::new(CpuBackend::<f64>::new(prob, cfg)),
     }
@@ -671,7 +684,7 @@ mod tests {
             for precision in [Precision::F64, Precision::F32] {
                 let cfg = CpuConfig {
                     cache_bytes: 1 << 20,
-                    precision,
+                    precision: Some(precision),
                 };
                 let tol = if precision == Precision::F64 {
                     1e-12
@@ -753,7 +766,7 @@ mod tests {
             for precision in [Precision::F64, Precision::F32] {
                 let cfg = CpuConfig {
                     cache_bytes: 1 << 20,
-                    precision,
+                    precision: Some(precision),
                 };
                 let mut be: Box<dyn Backend> = match precision {
                     Precision::F64 => Box::new(CpuBackend::<f64>::new(&prob, cfg)),
@@ -868,7 +881,7 @@ mod tests {
                 &prob,
                 CpuConfig {
                     cache_bytes: 0,
-                    precision: Precision::F64,
+                    precision: Some(Precision::F64),
                 },
             );
             be.enable_prev();
@@ -930,7 +943,7 @@ mod tests {
             .unwrap();
             let cfg = CpuConfig {
                 cache_bytes: 64 << 20,
-                precision: Precision::F32,
+                precision: Some(Precision::F32),
             };
             let (mut a, mut b) = (
                 CpuBackend::<f32>::new(&prob, cfg),

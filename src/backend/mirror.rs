@@ -300,11 +300,11 @@ mod tests {
         let ds = dataset();
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 10.0).unwrap();
         let f32c = CpuConfig {
-            precision: Precision::F32,
+            precision: Some(Precision::F32),
             ..CpuConfig::default()
         };
         let f64c = CpuConfig {
-            precision: Precision::F64,
+            precision: Some(Precision::F64),
             ..CpuConfig::default()
         };
         let mut mirror = Mirror::new(
@@ -313,7 +313,7 @@ mod tests {
             vec![0, 10, 100],
         );
         let params = SolverParams {
-            algorithm: Algorithm::Partan,
+            algorithm: Some(Algorithm::Partan),
             eps: 1e-6,
             max_iter: 200,
             ..SolverParams::default()
@@ -338,7 +338,7 @@ mod tests {
         let c = CpuConfig::default();
         let mut mirror = Mirror::new(cpu_backend(&prob, c), cpu_backend(&prob, c), vec![5]);
         let params = SolverParams {
-            algorithm: Algorithm::Swap2,
+            algorithm: Some(Algorithm::Swap2),
             max_iter: 50,
             ..SolverParams::default()
         };

@@ -726,7 +726,7 @@ mod tests {
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 2.0 }, 10.0).unwrap();
         for alg in Algorithm::FW {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-9,
                 max_iter: 60,
                 certify: false,
@@ -735,7 +735,7 @@ mod tests {
             let cpu = cpu_backend(
                 &prob,
                 CpuConfig {
-                    precision: Precision::F64,
+                    precision: Some(Precision::F64),
                     ..CpuConfig::default()
                 },
             );
@@ -763,12 +763,12 @@ mod tests {
             let mut be = cpu_backend(
                 &prob,
                 CpuConfig {
-                    precision: Precision::F64,
+                    precision: Some(Precision::F64),
                     ..CpuConfig::default()
                 },
             );
             let params = SolverParams {
-                algorithm: Algorithm::Swap2,
+                algorithm: Some(Algorithm::Swap2),
                 eps: 1e-11,
                 ..SolverParams::default()
             };
@@ -778,7 +778,7 @@ mod tests {
         let f_low = f_star - exact.certified_gap.unwrap();
         for alg in Algorithm::FW {
             let params = SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: 1e-7,
                 max_iter: 5_000,
                 ..SolverParams::default()

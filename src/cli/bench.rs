@@ -395,7 +395,7 @@ fn with_backend<T>(
                 prob,
                 CpuConfig {
                     cache_bytes,
-                    precision,
+                    precision: Some(precision),
                 },
             );
             f(be.as_mut())

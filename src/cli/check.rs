@@ -140,7 +140,7 @@ fn lockstep(
     let secondary = cpu_backend(
         &prob,
         crate::backend::cpu::CpuConfig {
-            precision: Precision::F64,
+            precision: Some(Precision::F64),
             ..gpu.cpu
         },
     );
@@ -208,7 +208,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "fwsvm check: {} rows, {} classes; {} on cpu and on {}",
             ds.len(),
             classes.len(),
-            cpu_params.solver.algorithm,
+            cpu_params.solver.algorithm(),
             gpu_device.describe()
         );
     }

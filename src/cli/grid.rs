@@ -274,12 +274,12 @@ impl Search {
         let settings = format!(
             "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} \
              seed={}",
-            base.solver.algorithm,
+            base.algorithm(),
             base.kernel,
             base.degree,
             base.coef0,
             base.solver.eps,
-            base.solver.rel_eps,
+            base.resolved(false).solver.rel_eps(),
             base.sample,
             a.folds,
             o.seed()

@@ -161,16 +161,16 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             gamma: Gamma::Value(a.gamma),
             c: a.cost,
             solver: SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps: a.eps,
-                rel_eps: a.rel_eps,
+                rel_eps: Some(a.rel_eps),
                 certify: !a.no_certify,
                 time_limit: a.time_limit.map(Duration::from_secs_f64),
                 ..SolverParams::default()
             },
             cpu: CpuConfig {
                 cache_bytes: a.cache_mb << 20,
-                precision,
+                precision: Some(precision),
             },
             device,
             sample: a.sample,

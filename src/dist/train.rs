@@ -96,8 +96,8 @@ pub fn train_model_observed(
     observers: &mut [&mut dyn Observer],
     per_pair: PairObservers<'_>,
 ) -> Result<(Model, Vec<SolveResult>)> {
-    let params = params.check()?;
-    let alg = params.solver.algorithm;
+    let params = params.check_for(true)?;
+    let alg = params.solver.algorithm();
     let own_weights = rank_weights(&params, slice)?;
     if params.one_class {
         let info = crate::train::PairInfo {
@@ -283,7 +283,7 @@ fn solve_over_ranks(
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
     let shrinking = params.sample == 0
-        && crate::solver::shrink::applies_to(params.solver.algorithm)
+        && crate::solver::shrink::applies_to(params.solver.algorithm())
         && params.shrink.is_some_and(|sp| slice.total >= sp.min_points);
     if shrinking {
         let sp = params.shrink.unwrap_or_default();
@@ -299,7 +299,7 @@ fn solve_over_ranks(
             observers,
         );
     }
-    if params.solver.algorithm == Algorithm::SimpleSvm {
+    if params.solver.algorithm() == Algorithm::SimpleSvm {
         // Every point's label and box on every rank (SimpleSVM's α, status and queue are
         // replicated), and τ's diagonal sample from its owners, folded as one process does.
         let y = super::comm::all_gather(comm, &prob.y)?;
@@ -398,6 +398,7 @@ pub fn cross_validate(
     k: usize,
     seed: u64,
 ) -> Result<Vec<FoldResult>> {
+    let params = &params.resolved(true);
     params.check()?;
     let m = slice.total;
     if k < 2 || k > m {
@@ -507,7 +508,7 @@ pub fn cross_validate_tasks(
             }
             let r = crate::train::cross_validate_folds(
                 all,
-                params,
+                &params.resolved(true),
                 k,
                 seed,
                 &mut |_, _| Vec::new(),
@@ -559,6 +560,7 @@ pub fn train_pairs_dealt_observed(
     params: &TrainParams,
     per_pair: PairObservers<'_>,
 ) -> Result<(Model, Vec<crate::train::PairReport>)> {
+    let params = &params.resolved(true);
     let (rank, size) = (comm.rank(), comm.size());
     let share =
         |own: Result<Vec<crate::train::PairOutcome>>| -> Result<Vec<crate::train::PairOutcome>> {

@@ -129,9 +129,9 @@ impl Plan {
             gamma: spec.gamma.map_or(self.gamma, Gamma::Value),
             c: spec.c.unwrap_or(self.c),
             solver: SolverParams {
-                algorithm: alg,
+                algorithm: Some(alg),
                 eps,
-                rel_eps: self.rel_eps,
+                rel_eps: Some(self.rel_eps),
                 time_limit: self.time_limit.map(Duration::from_secs_f64),
                 seed,
                 stop: StopRule::Gap,
@@ -139,7 +139,7 @@ impl Plan {
             },
             cpu: CpuConfig {
                 cache_bytes,
-                precision: alg.default_precision(),
+                precision: Some(alg.default_precision()),
             },
             // simplesvm's α reach C: f64 where the adapter has it, as train.
             device: match alg.default_precision() {

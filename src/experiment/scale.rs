@@ -269,11 +269,11 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
     let _ = writeln!(
         md,
         "# fwsvm bench scale\n\n{alg}, checkerboard {board}×{board}, RBF γ = {gamma}, C = {c}, ε = {eps:e}, rel-eps {rel}{sample}, {device}; test: {test} rows (seed {tseed}). Seconds = solver time (initialisation + iterations).{ranks_note}\n\n| m |{ranks_head} seconds | iterations | SVs | {gap} | test acc. % | stop |{traffic_head}\n|---|{ranks_rule}---|---|---|---|---|---|{traffic_rule}",
-        alg = p.solver.algorithm,
+        alg = p.algorithm(),
         board = plan.board,
         c = p.c,
         eps = p.solver.eps,
-        rel = p.solver.rel_eps,
+        rel = p.resolved(false).solver.rel_eps(),
         sample = if p.sample > 0 {
             format!(", --sample {}", p.sample)
         } else {
@@ -356,7 +356,7 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
 /// The log-log chart of seconds against rows (SVG), with the fitted power law.
 #[cfg(feature = "charts")]
 pub fn chart(plan: &ScalePlan, runs: &[SizeRun]) -> Result<String> {
-    let alg = plan.params.solver.algorithm;
+    let alg = plan.params.algorithm();
     let pts = log_points(runs);
     super::charts::LineChart {
         title: &format!("{alg} on the checkerboard: training seconds vs rows"),

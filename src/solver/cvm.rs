@@ -53,7 +53,7 @@ impl Cvm {
     pub fn new(params: &super::SolverParams) -> Self {
         Cvm {
             eps: params.eps,
-            rel_eps: params.rel_eps,
+            rel_eps: params.rel_eps(),
             core: Vec::new(),
             pos: Vec::new(),
             g: Vec::new(),

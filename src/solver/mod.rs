@@ -37,7 +37,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// The training algorithms (their command-line names are the `--algorithm` values).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Algorithm {
     /// Plain Frank–Wolfe (toward steps).
@@ -48,11 +48,11 @@ pub enum Algorithm {
     Swap,
     /// SWAP with the second-order choice of the away vertex.
     Swap2,
-    /// PARTAN-accelerated FW (the library's default: the papers' method and settings).
-    #[default]
+    /// PARTAN-accelerated FW (the papers' method and settings; the default for randomized
+    /// iterations and under mpirun: [`Algorithm::default_for`]).
     Partan,
     /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration
-    /// (the command line's and the Python package's default in one process).
+    /// (the default in one process: [`Algorithm::default_for`]).
     Ws,
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
@@ -88,6 +88,19 @@ impl Algorithm {
         Algorithm::SimpleSvm,
     ];
 
+    /// The algorithm a run gets when its caller names none — the one place this default is
+    /// decided, for the library, the command line and the Python package alike: ws in one
+    /// process; PARTAN, the papers' method, for randomized iterations (`sampled`: ws chooses
+    /// its working set from the whole gradient, which a sample does not keep) and across
+    /// ranks (`ranks`: ws runs in one process).
+    pub fn default_for(sampled: bool, ranks: bool) -> Algorithm {
+        if sampled || ranks {
+            Algorithm::Partan
+        } else {
+            Algorithm::Ws
+        }
+    }
+
     /// CLI name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -103,9 +116,9 @@ impl Algorithm {
         }
     }
 
-    /// The relative gap the command line and the Python package stop at when `--rel-eps`
-    /// (`rel_tol`) is not given: [`ws::REL_EPS`] for ws, 1 for the others (no training point
-    /// with a negative margin).
+    /// The relative gap a run stops at when its caller names none (`--rel-eps`, `rel_tol`,
+    /// [`SolverParams::rel_eps`]): [`ws::REL_EPS`] for ws, 1 for the others (no training
+    /// point with a negative margin).
     pub fn default_rel_eps(&self) -> f64 {
         match self {
             Algorithm::Ws => ws::REL_EPS,
@@ -204,15 +217,18 @@ impl fmt::Display for StopReason {
 /// Solver settings, validated by [`SolverParams::check`].
 #[derive(Debug, Clone)]
 pub struct SolverParams {
-    /// Variant.
-    pub algorithm: Algorithm,
+    /// The algorithm; None: the run's default ([`Algorithm::default_for`], resolved by
+    /// [`TrainParams::resolved`](crate::train::TrainParams::resolved); read it with
+    /// [`algorithm`](Self::algorithm)).
+    pub algorithm: Option<Algorithm>,
     /// Duality-gap tolerance ε (absolute, as in the papers).
     pub eps: f64,
-    /// Relative safeguard: also require gap ≤ rel_eps · 2f. With 1 (the default) this means
-    /// min_i g_i ≥ 0 — no training point with a negative margin y_iF(x_i) + α_i/C — which
-    /// keeps large-C runs, where f* is tiny and ε = 1e-4 is reached far from the optimum, from
-    /// stopping early. `f64::INFINITY` gives the papers' rule alone.
-    pub rel_eps: f64,
+    /// Relative safeguard: also require gap ≤ rel_eps · 2f. With 1 this means min_i g_i ≥ 0
+    /// — no training point with a negative margin y_iF(x_i) + α_i/C — which keeps large-C
+    /// runs, where f* is tiny and ε = 1e-4 is reached far from the optimum, from stopping
+    /// early. `f64::INFINITY` gives the papers' rule alone. None: the algorithm's default
+    /// ([`Algorithm::default_rel_eps`]; read it with [`rel_eps`](Self::rel_eps)).
+    pub rel_eps: Option<f64>,
     /// Iteration cap.
     pub max_iter: u64,
     /// Wall-clock cap.
@@ -236,9 +252,9 @@ pub struct SolverParams {
 impl Default for SolverParams {
     fn default() -> Self {
         SolverParams {
-            algorithm: Algorithm::Partan,
+            algorithm: None,
             eps: 1e-4,
-            rel_eps: 1.0,
+            rel_eps: None,
             max_iter: 10_000_000,
             time_limit: None,
             seed: 1,
@@ -253,13 +269,27 @@ impl Default for SolverParams {
 }
 
 impl SolverParams {
+    /// The algorithm: the one named, else the default of a one-process run without
+    /// randomized iterations (ws). Training through [`crate::train`] names one for every
+    /// run first ([`TrainParams::resolved`](crate::train::TrainParams::resolved)).
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+            .unwrap_or_else(|| Algorithm::default_for(false, false))
+    }
+
+    /// The relative tolerance: the one named, else the algorithm's default.
+    pub fn rel_eps(&self) -> f64 {
+        self.rel_eps
+            .unwrap_or_else(|| self.algorithm().default_rel_eps())
+    }
+
     /// Rejects unusable settings.
     pub fn check(&self) -> Result<()> {
         crate::error::ParamError::positive("eps", self.eps)?;
-        if !(self.rel_eps > 0.0) {
+        let rel_eps = self.rel_eps();
+        if !(rel_eps > 0.0) {
             return Err(Error::param(format!(
-                "rel-eps must be positive (or inf), got {}",
-                self.rel_eps
+                "rel-eps must be positive (or inf), got {rel_eps}"
             )));
         }
         Ok(())
@@ -385,7 +415,7 @@ impl<B: ?Sized + Upcast, V: Variant> VariantOn<B> for V {
 
 /// The backend object types the FW variants run on, and which variants each can run.
 pub trait Simplex: Upcast {
-    /// A fresh variant object for `params.algorithm`; an error for SimpleSVM (a stepper of
+    /// A fresh variant object for `params.algorithm()`; an error for SimpleSVM (a stepper of
     /// its own) and for an algorithm this object type lacks the capability for.
     fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>>;
 }
@@ -398,7 +428,7 @@ impl<'a> Simplex for dyn Backend + 'a {
 
 impl<'a> Simplex for dyn Marks + 'a {
     fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>> {
-        if params.algorithm == Algorithm::SparseFw {
+        if params.algorithm() == Algorithm::SparseFw {
             return Ok(Box::new(sparse::SparseFw::new(params)));
         }
         core_variant(params)
@@ -407,7 +437,7 @@ impl<'a> Simplex for dyn Marks + 'a {
 
 /// The variants that need only the core trait.
 fn core_variant<B: ?Sized + Upcast>(params: &SolverParams) -> Result<Box<dyn VariantOn<B>>> {
-    Ok(match params.algorithm {
+    Ok(match params.algorithm() {
         Algorithm::Fw => Box::new(fw::Fw),
         Algorithm::Mfw => Box::new(mfw::Mfw),
         Algorithm::Swap => Box::new(swap::Swap),
@@ -416,7 +446,7 @@ fn core_variant<B: ?Sized + Upcast>(params: &SolverParams) -> Result<Box<dyn Var
         Algorithm::Ws => Box::new(ws::WorkingSet::new(params)),
         Algorithm::Cvm => Box::new(cvm::Cvm::new(params)),
         Algorithm::SparseFw | Algorithm::SimpleSvm => {
-            return Err(needs_marks(params.algorithm));
+            return Err(needs_marks(params.algorithm()));
         }
     })
 }
@@ -495,7 +525,7 @@ pub struct SolveResult {
 
 pub use stepper::STALL_ITERATIONS;
 
-/// Runs `params.algorithm` to a stop rule on a backend: an FW variant from the random initial
+/// Runs `params.algorithm()` to a stop rule on a backend: an FW variant from the random initial
 /// sample, or SimpleSVM (whose problem is [`Problem::c_svm`]'s).
 pub fn solve(
     prob: &Problem<'_>,
@@ -503,7 +533,7 @@ pub fn solve(
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
-    if params.algorithm == Algorithm::SimpleSvm {
+    if params.algorithm() == Algorithm::SimpleSvm {
         check_solve(params, be)?;
         return stepper::run(prob, be, params, observers, None, |be| {
             simple_svm::SimpleSvm::start(prob, be, params)
@@ -521,8 +551,11 @@ pub fn solve_plain(
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
-    if matches!(params.algorithm, Algorithm::SimpleSvm | Algorithm::SparseFw) {
-        return Err(needs_marks(params.algorithm));
+    if matches!(
+        params.algorithm(),
+        Algorithm::SimpleSvm | Algorithm::SparseFw
+    ) {
+        return Err(needs_marks(params.algorithm()));
     }
     check_solve(params, be)?;
     stepper::run(prob, be, params, observers, None, |be| {
@@ -567,7 +600,7 @@ pub struct YieldCheck<'a> {
     pub check: &'a mut dyn FnMut(&State, &Reduction, &mut dyn Backend) -> Result<bool>,
 }
 
-/// An FW variant (`params.algorithm`, not SimpleSVM) from a given α (on the simplex, over
+/// An FW variant (`params.algorithm()`, not SimpleSVM) from a given α (on the simplex, over
 /// `prob`'s points) instead of the random initial sample — with its gradient Qα when the
 /// caller has it — optionally with a [`YieldCheck`]: what the working-set rounds of
 /// [`shrink`] use.

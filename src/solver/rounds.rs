@@ -73,7 +73,7 @@ impl RoundCtx<'_> {
         ) -> Result<bool>,
     ) -> YieldCheck<'a> {
         YieldCheck {
-            every: check_every(self.params.algorithm),
+            every: check_every(self.params.algorithm()),
             check,
         }
     }
@@ -637,12 +637,13 @@ impl Rounds {
             )));
         };
         let two_f = 2.0 * f;
-        let met = stop_rule_met(params.stop, params.eps, params.rel_eps, gap, two_f, kappa);
+        let met = stop_rule_met(params.stop, params.eps, params.rel_eps(), gap, two_f, kappa);
         if r.stop != StopReason::Converged || met || self.idle >= 2 {
             let end = self.end(Some((two_f, gap)), met, None, t, params, r, observers);
             return Ok(Some(end));
         }
-        let width = crate::stop::allowed_gap(params.stop, params.eps, params.rel_eps, two_f, kappa);
+        let width =
+            crate::stop::allowed_gap(params.stop, params.eps, params.rel_eps(), two_f, kappa);
         if !crate::budget::extended(grace, || exact.settle_below(g, two_f, width))? {
             // α has not moved since the pass that certified it.
             let stop = Some(cut_stop(r.stop));
@@ -728,7 +729,7 @@ pub(crate) fn worth_checking(
     params: &SolverParams,
     red: &crate::backend::Reduction,
 ) -> bool {
-    let target = params.eps.min(params.rel_eps * red.alpha_g.abs());
+    let target = params.eps.min(params.rel_eps() * red.alpha_g.abs());
     n > sp.min_size && !(red.alpha_g - red.g_s > CLOSE * target)
 }
 

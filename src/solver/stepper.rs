@@ -199,7 +199,7 @@ pub struct FwStepper<B: ?Sized + Upcast> {
 }
 
 impl<B: ?Sized + Simplex> FwStepper<B> {
-    /// Prepares `params.algorithm`'s variant on `be` and sets the starting α: `alpha0` (with
+    /// Prepares `params.algorithm()`'s variant on `be` and sets the starting α: `alpha0` (with
     /// its gradient when the caller has it) or the random initial sample.
     pub fn start(
         prob: &Problem<'_>,
@@ -207,10 +207,10 @@ impl<B: ?Sized + Simplex> FwStepper<B> {
         params: &SolverParams,
         alpha0: Option<(ActiveSet, Option<Vec<f64>>)>,
     ) -> Result<Self> {
-        if params.algorithm == super::Algorithm::SimpleSvm {
+        if params.algorithm() == super::Algorithm::SimpleSvm {
             return Err(Error::param(format!(
                 "{} does not run on the simplex: solve it with solver::solve",
-                params.algorithm
+                params.algorithm()
             )));
         }
         let mut variant = B::variant(params)?;
@@ -252,7 +252,7 @@ impl<B: ?Sized + Simplex> FwStepper<B> {
             },
             stop: params.stop,
             eps: params.eps,
-            rel_eps: params.rel_eps,
+            rel_eps: params.rel_eps(),
             kappa,
             best_f: f64::INFINITY,
             best_gap: f64::INFINITY,

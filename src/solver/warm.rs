@@ -156,7 +156,7 @@ fn extend(guess: &[f64], cap: usize) -> Option<ActiveSet> {
 
 /// True when `params` asks for a warm start and the problem of `m` points is large enough.
 pub fn applies(params: &SolverParams, m: usize) -> bool {
-    params.warm_start && params.algorithm == Algorithm::Ws && m >= MIN_POINTS
+    params.warm_start && params.algorithm() == Algorithm::Ws && m >= MIN_POINTS
 }
 
 /// A warm start: the extended α, what the warm start did, an estimate of α's gradient on
@@ -414,7 +414,7 @@ fn solve_within(
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
     let m = prob.len();
-    if let Some(s) = sp.filter(|s| s.applies(params.algorithm, m)) {
+    if let Some(s) = sp.filter(|s| s.applies(params.algorithm(), m)) {
         return shrink::solve(prob, device, cpu, params, &s, observers);
     }
     if !applies(params, m) {

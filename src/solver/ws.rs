@@ -91,7 +91,7 @@ impl WorkingSet {
         WorkingSet {
             fixed: params.ws_size,
             eps: params.eps,
-            rel_eps: params.rel_eps,
+            rel_eps: params.rel_eps(),
             w: Vec::new(),
             prev: Vec::new(),
             mark: Vec::new(),

@@ -217,7 +217,7 @@ mod tests {
         let m = prob.len();
         let cfg = CpuConfig {
             cache_bytes: 64 << 20,
-            precision,
+            precision: Some(precision),
         };
         let (mut fused, mut cached) = (
             CpuBackend::<T>::new(prob, cfg),

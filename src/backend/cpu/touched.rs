@@ -130,7 +130,7 @@ mod tests {
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.3 }, 2.0).unwrap();
         let cfg = CpuConfig {
             cache_bytes: 1 << 20,
-            precision: Precision::F32,
+            precision: Some(Precision::F32),
         };
         let (mut a, mut b) = (
             CpuBackend::<f32>::new(&prob, cfg),

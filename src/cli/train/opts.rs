@@ -198,27 +198,22 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// The solver: `-a`, or ws — but partan, the papers' method, for randomized iterations
-    /// (`--sample`: ws chooses from the whole gradient) and under mpirun (where ws does not
-    /// run).
+    /// The settings with what these options leave unset decided by the library
+    /// ([`TrainParams::resolved`]) for this run: in one process, or across the ranks of
+    /// mpirun.
+    fn decided(&self) -> TrainParams {
+        self.params(crate::backend::Device::Cpu)
+            .resolved(launched_by_mpirun())
+    }
+
+    /// The solver: `-a`, or the library's default for this run.
     pub fn algorithm(&self) -> Algorithm {
-        match self.algorithm {
-            Some(a) => a,
-            None if self.sample > 0 || launched_by_mpirun() => Algorithm::Partan,
-            None => Algorithm::Ws,
-        }
+        self.decided().solver.algorithm()
     }
 
-    /// `--rel-eps`, or the algorithm's default ([`Algorithm::default_rel_eps`]).
-    pub fn rel_eps(&self) -> f64 {
-        self.rel_eps
-            .unwrap_or_else(|| self.algorithm().default_rel_eps())
-    }
-
-    /// `--precision`, or the algorithm's default.
+    /// `--precision`, or the library's default for the algorithm.
     pub fn precision(&self) -> Precision {
-        self.precision
-            .unwrap_or_else(|| self.algorithm().default_precision())
+        self.decided().cpu.precision()
     }
 
     /// Kernel-cache bytes on the CPU.
@@ -265,7 +260,8 @@ impl TrainOpts {
         })
     }
 
-    /// The library's training settings on `device`.
+    /// The library's training settings on `device`, what the options leave unset left to the
+    /// library ([`TrainParams::resolved`]).
     pub fn params(&self, device: crate::backend::Device) -> TrainParams {
         TrainParams {
             kernel: self.kernel,
@@ -277,9 +273,9 @@ impl TrainOpts {
             sample_weights: None,
             one_class: self.svm_type == 2,
             solver: SolverParams {
-                algorithm: self.algorithm(),
+                algorithm: self.algorithm,
                 eps: self.eps,
-                rel_eps: self.rel_eps(),
+                rel_eps: self.rel_eps,
                 max_iter: self.max_iter,
                 time_limit: self.time_limit.map(Duration::from_secs_f64),
                 seed: self.seed,
@@ -295,7 +291,7 @@ impl TrainOpts {
             },
             cpu: CpuConfig {
                 cache_bytes: self.cache_bytes(),
-                precision: self.precision(),
+                precision: self.precision,
             },
             device,
             sample: self.sample,
