@@ -46,6 +46,7 @@ struct Shared {
 // SAFETY: `job` is written only by the dispatcher holding `Team::dispatch`, while no worker
 // reads it (all acknowledged the previous epoch); workers read it after the epoch's Acquire.
 unsafe impl Sync for Shared {}
+// SAFETY: as for Sync; the job's closure is only called while its dispatcher waits.
 unsafe impl Send for Shared {}
 
 struct Team {
@@ -215,6 +216,7 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
             t.unpark();
         }
     }
+    // SAFETY: this dispatcher holds `Team::dispatch` and wrote the job before the epoch.
     work(s, unsafe { *s.job.get() });
     let workers = team.threads.len();
     let mut spins = 0u32;
@@ -241,6 +243,7 @@ pub fn map_into<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync, out: &mut Vec<
     out.reserve(n);
     let p = Ptr(out.as_mut_ptr());
     let p = &p;
+    // SAFETY: task t writes element t < n of the reserved capacity, once.
     run(n, &|t| unsafe { p.0.add(t).write(f(t)) });
     // SAFETY: `run` returned without a panic, so every element 0..n was written once.
     unsafe { out.set_len(n) };

@@ -180,10 +180,11 @@ impl BinaryPanel {
                         Row::Dense(v) => v.len(),
                     };
                     row_bits(r, &mut rb[..self.words]);
-                    // SAFETY: `new` chose the copy from what the CPU has.
                     #[cfg(target_arch = "x86_64")]
                     let s = match self.isa {
+                        // SAFETY: `new` chose this copy because the CPU has AVX-512.
                         Isa::Avx512 => unsafe { self.row_sum_avx512(&rb[..self.words]) },
+                        // SAFETY: `new` chose this copy because the CPU has AVX2.
                         Isa::Avx2 => unsafe { self.row_sum_avx2(&rb[..self.words]) },
                     };
                     #[cfg(not(target_arch = "x86_64"))]

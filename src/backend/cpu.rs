@@ -93,13 +93,14 @@ pub fn cpu_backend<'a>(prob: &'a Problem<'a>, cfg: CpuConfig) -> Box<dyn Local +
 struct SendPtr<T>(*mut T);
 // SAFETY: used only for disjoint chunk writes inside one parallel pass.
 unsafe impl<T> Send for SendPtr<T> {}
+// SAFETY: as for Send: the tasks sharing it write disjoint chunks.
 unsafe impl<T> Sync for SendPtr<T> {}
 
 impl<T> SendPtr<T> {
     /// Pointer to element `i` (method call so closures capture the whole Send wrapper).
     #[inline(always)]
     fn at(&self, i: usize) -> *mut T {
-        // SAFETY (callers): i is within the allocation the pointer came from.
+        // SAFETY: callers pass an i within the allocation the pointer came from.
         unsafe { self.0.add(i) }
     }
 }

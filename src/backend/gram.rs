@@ -251,15 +251,18 @@ impl Isa {
 
     fn block(self, p: &Panel, s: &Scratch, out: &mut [f64]) {
         match self {
-            // SAFETY: detect() checked that the CPU has the features these copies use.
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => match p.kernel {
+                // SAFETY: detect() chose Avx512 because the CPU has its features.
                 Kernel::Rbf { gamma } => unsafe { block_rbf_avx512(p, s, out, gamma) },
+                // SAFETY: as above.
                 _ => unsafe { block_avx512(p, s, out) },
             },
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => match p.kernel {
+                // SAFETY: detect() chose Avx2 because the CPU has AVX2 and FMA.
                 Kernel::Rbf { gamma } => unsafe { block_rbf_avx2(p, s, out, gamma) },
+                // SAFETY: as above.
                 _ => unsafe { block_avx2(p, s, out) },
             },
             Isa::Baseline => block_impl::<false>(p, s, out, dots_portable::<false>),

@@ -172,10 +172,11 @@ impl Screen {
                     return;
                 }
                 scratch.load(self, data, norms, rs);
-                // SAFETY: `new` chose the copy from what the CPU has.
                 #[cfg(target_arch = "x86_64")]
                 match self.isa {
+                    // SAFETY: `new` chose this copy because the CPU has AVX-512.
                     Isa::Avx512 => unsafe { block_avx512(self, scratch, s, e) },
+                    // SAFETY: `new` chose this copy because the CPU has AVX2 and FMA.
                     Isa::Avx2 => unsafe { block_avx2(self, scratch, s, e) },
                 }
                 #[cfg(not(target_arch = "x86_64"))]

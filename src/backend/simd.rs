@@ -429,8 +429,8 @@ unsafe fn dense_dots_f32_avx2<const K: usize>(
     assert!(q32.len() >= K * d);
     let nblk = xb.len() / (d * LANES);
     let mut b = 0;
-    // SAFETY (every call below): blocks b.. are within xb, queries c0..c0+G within q32, and
-    // the rows' entries within out for every query (the caller's contract).
+    // SAFETY: for every call below, blocks b.. are within xb, queries c0..c0+G within q32,
+    // and the rows' entries within out for every query (the caller's contract).
     unsafe {
         match K {
             8 => {

@@ -283,8 +283,8 @@ fn distinct<T: Elem, const PREV: bool>(
             .all(|&r| ((r & !NEGATIVE).wrapping_sub(base) as usize) < u.distinct),
         "a distinct row outside the columns"
     );
-    // SAFETY: r − base < u.distinct ≤ the length of every column read (see above).
     let at = |c: &[T], r: u32| {
+        // SAFETY: r − base < u.distinct ≤ the length of every column read (asserted above).
         unsafe { c.get_unchecked((r & !NEGATIVE).wrapping_sub(base) as usize) }.to_f64()
     };
     match u.nu {

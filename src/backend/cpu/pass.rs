@@ -183,12 +183,14 @@ impl<T: Elem> CpuBackend<'_, T> {
                 // slots are only read.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
                 let gp: &mut [f64] = if prev {
+                    // SAFETY: as for g: rows r0..r0+n of g⁻ belong to this chunk.
                     unsafe { std::slice::from_raw_parts_mut(gpptr.at(r0), n) }
                 } else {
                     &mut []
                 };
                 let col = |u: usize| -> &[T] {
                     if nu > u {
+                        // SAFETY: column slot u holds m entries; rows r0..r0+n are only read.
                         unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), n) }
                     } else {
                         &[]
@@ -265,12 +267,15 @@ impl<T: Elem> CpuBackend<'_, T> {
                 // only); nothing else in the groups is written during the pass.
                 let h = unsafe { std::slice::from_raw_parts_mut(hptr.at(k0), k1 - k0) };
                 let hp: &mut [f64] = if prev {
+                    // SAFETY: as for h: the groups k0..k1 of h⁻ belong to this chunk.
                     unsafe { std::slice::from_raw_parts_mut(hpptr.at(k0), k1 - k0) }
                 } else {
                     &mut []
                 };
                 let col = |u: usize| -> &[T] {
                     if nu > u {
+                        // SAFETY: column slot u holds an entry per distinct row; rows
+                        // r0..r0+len are only read.
                         unsafe { std::slice::from_raw_parts(ucols[u].0.at(r0), len) }
                     } else {
                         &[]

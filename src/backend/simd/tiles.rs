@@ -50,8 +50,8 @@ pub(super) unsafe fn dots_f32<const K: usize>(
     let nblk = xb.len() / (d * LANES);
     assert!(out.len() >= (K - 1) * stride + nblk * LANES);
     let mut b = 0;
-    // SAFETY (every call): blocks b.. lie in xb, K queries in q32, and the rows' entries of
-    // every query in out (checked above).
+    // SAFETY: for every call below, blocks b.. lie in xb, K queries in q32, and the rows'
+    // entries of every query in out (checked above); the caller has the CPU's features.
     unsafe {
         match K {
             1 | 2 => {
@@ -195,7 +195,8 @@ pub(super) unsafe fn dots_f64<const K: usize>(
     assert!(out.len() >= (K - 1) * stride + nblk * LANES);
     let qp: [*const f64; K] = std::array::from_fn(|c| q[c].as_ptr());
     let mut b = 0;
-    // SAFETY (every call): as for dots_f32.
+    // SAFETY: for every call below, as for dots_f32: the blocks, queries and outputs were
+    // checked above, and the caller has the CPU's features.
     unsafe {
         match K {
             1 | 2 => {
