@@ -65,7 +65,7 @@ from libsvm_compare import open_text  # beside this script: plain, gzip, bzip2 o
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 FWSVM = os.environ.get("FWSVM", os.path.join(ROOT, "target", "release", "fwsvm"))
-SHARED = os.path.join(ROOT, "..", "shared", "datasets")
+SHARED = os.environ.get("FWSVM_DATASETS") or os.path.join(ROOT, "..", "shared", "datasets")
 
 SETS = {
     "ijcnn1": (10.0, 0.386059),
