@@ -868,7 +868,7 @@ fn solve_one(
     obs_refs: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
     if params.sample == 0 {
-        return crate::solver::warm::solve_on(
+        return crate::solver::entry::solve_on(
             prob,
             device,
             params.cpu,

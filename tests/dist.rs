@@ -498,7 +498,8 @@ fn rows_or_tasks() {
 #[test]
 fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
     use fwsvm::backend::Device;
-    use fwsvm::solver::shrink::{ShrinkParams, solve as shrink_solve};
+    use fwsvm::solver::entry::solve_rounds as shrink_solve;
+    use fwsvm::solver::shrink::ShrinkParams;
     let ds = random_dataset(700, 4, false, 71);
     let kernel = Kernel::Rbf { gamma: 2.0 };
     let full = Problem::new(&ds, ds.labels.clone(), kernel, 8.0).unwrap();

@@ -198,3 +198,66 @@ fn slugs_follow_github() {
         vec![(1, "y.md#z".to_string())]
     );
 }
+
+/// The documents describe the product, not how it was made: no word of the work's
+/// organisation anywhere in the repository's text (outside `benches/results/`, the raw output
+/// of past runs), BENCHMARKS one current table per benchmark (under 600 lines), and a FAQ.
+#[test]
+fn documents_describe_the_product() {
+    let word = ["ses", "sion"].concat();
+    let mut files = documents();
+    let mut stack = vec![
+        root().join("src"),
+        root().join("tests"),
+        root().join("python"),
+        root().join("benches"),
+        root().join(".ci"),
+    ];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                if !["results", "target", "__pycache__", ".venv", "node_modules"]
+                    .contains(&name.as_str())
+                {
+                    stack.push(p);
+                }
+            } else if ["rs", "py", "sh", "md", "toml", "wgsl", "txt"]
+                .iter()
+                .any(|x| name.ends_with(&format!(".{x}")))
+                || name == "run"
+            {
+                files.push(p);
+            }
+        }
+    }
+    let bad: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).ok()?;
+            let n = text
+                .lines()
+                .position(|l| l.to_lowercase().contains(&word))?;
+            Some(format!("{}:{}", p.display(), n + 1))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "text about how the work was organised:\n{}",
+        bad.join("\n")
+    );
+    let bench = std::fs::read_to_string(root().join("docs/BENCHMARKS.md")).unwrap();
+    let lines = bench.lines().count();
+    assert!(
+        lines < 600,
+        "docs/BENCHMARKS.md has {lines} lines: one current table per benchmark"
+    );
+    assert!(
+        root().join("docs/FAQ.md").exists(),
+        "docs/FAQ.md is missing"
+    );
+}

@@ -1,27 +1,30 @@
 //! `benches/gpu-device.sh --quick`: the prepared GPU-machine measurement, end to end at small
 //! sizes on whatever adapter this machine has (lavapipe in CI), so that the script is known to
 //! work before device time is spent on it.
-#![cfg(feature = "gpu")]
 
 mod common;
 
 use std::process::Command;
 
-#[test]
-#[ignore = "needs a GPU adapter and python3 (about two minutes): bash .ci/run installs lavapipe and runs it"]
+fn main() -> std::process::ExitCode {
+    let adapter = fwsvm::backend::gpu::GpuContext::open(&fwsvm::backend::gpu::DeviceSelector::Any)
+        .expect("opening an adapter")
+        .is_some();
+    let python = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let missing = match (adapter, python) {
+        (true, true) => None,
+        (false, _) => Some("benches/gpu-device.sh --quick: no GPU adapter".to_string()),
+        (true, false) => Some("benches/gpu-device.sh --quick: no python3".to_string()),
+    };
+    common::run_tests(trials![gpu_device_script_runs_end_to_end_quick], missing)
+}
+
+/// About two minutes on lavapipe.
 fn gpu_device_script_runs_end_to_end_quick() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    if fwsvm::backend::gpu::GpuContext::open(&fwsvm::backend::gpu::DeviceSelector::Any)
-        .expect("opening an adapter")
-        .is_none()
-    {
-        assert!(
-            !std::env::var("CI").is_ok_and(|v| v == "true"),
-            "no GPU adapter in CI"
-        );
-        common::skip("benches/gpu-device.sh --quick: no GPU adapter");
-        return;
-    }
     let out = common::tempdir();
     let work = common::tempdir();
     let st = Command::new("bash")

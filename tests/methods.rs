@@ -308,7 +308,8 @@ fn one_loop_drives_every_algorithm() {
 /// counted across rounds and the run's outcome once.
 #[test]
 fn working_set_rounds_report_once() {
-    use fwsvm::solver::shrink::{ShrinkParams, solve as shrink_solve};
+    use fwsvm::solver::entry::solve_rounds as shrink_solve;
+    use fwsvm::solver::shrink::ShrinkParams;
     let ds = random_dataset(400, 3, false, 12);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 2.0 }, 10.0).unwrap();
     let sp = ShrinkParams {

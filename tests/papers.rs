@@ -6,17 +6,21 @@ mod common;
 
 use std::process::Command;
 
-#[test]
+fn main() -> std::process::ExitCode {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ready = root.join(".venv/bin/python").exists()
+        && root.join("../shared/datasets/ijcnn1.trn.bz2").exists();
+    let missing = (!ready).then(|| {
+        "benches/papers/suite.py --quick: needs .venv (bash .ci/run) and ijcnn1.trn.bz2 in the \
+         shared datasets folder"
+            .to_string()
+    });
+    common::run_tests(trials![papers_suite_runs_quick], missing)
+}
+
 fn papers_suite_runs_quick() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let python = root.join(".venv/bin/python");
-    let ijcnn1 = root.join("../shared/datasets/ijcnn1.trn.bz2");
-    if !python.exists() || !ijcnn1.exists() {
-        common::skip(
-            "benches/papers/suite.py --quick: needs .venv (bash .ci/run) and ../shared/datasets",
-        );
-        return;
-    }
     let out = common::tempdir();
     let run = Command::new(&python)
         .arg(root.join("benches/papers/suite.py"))

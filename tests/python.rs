@@ -1,7 +1,8 @@
 //! The Python package's pytest suite (`python/tests`), run from `cargo test` so the README's
 //! one test command covers it. It needs a Python with the package installed from this checkout
 //! (`pip install ./python`, which `.ci/run` does) plus pytest and scikit-learn: $FWSVM_PYTHON,
-//! else ./.venv/bin/python. Without them the test prints SKIPPED; in CI (`CI=true`) it fails.
+//! else ./.venv/bin/python. Without them the test is reported ignored (the reason printed); in CI
+//! (`CI=true`) it fails.
 //! The package is whatever was installed last: after changing the Rust code, reinstall it.
 
 mod common;
@@ -24,19 +25,17 @@ fn python() -> Option<PathBuf> {
     })
 }
 
-#[test]
-#[ignore = "needs the Python package (pip install ./python) with pytest and scikit-learn: bash .ci/run installs them and runs it"]
+fn main() -> std::process::ExitCode {
+    let missing = python().is_none().then(|| {
+        "Python package tests: no python with fwsvm (pip install ./python), pytest and \
+         scikit-learn (set FWSVM_PYTHON)"
+            .to_string()
+    });
+    common::run_tests(trials![python_package_tests], missing)
+}
+
 fn python_package_tests() {
-    let Some(py) = python() else {
-        if std::env::var_os("CI").is_some_and(|v| v == "true") {
-            panic!("no python with the fwsvm package, pytest and scikit-learn in CI");
-        }
-        common::skip(
-            "Python package tests: no python with fwsvm (pip install ./python), pytest and \
-             scikit-learn (set FWSVM_PYTHON)",
-        );
-        return;
-    };
+    let py = python().expect("checked by main");
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(py)
         .args([

@@ -114,6 +114,20 @@ fn set_up_libsvm() -> Option<PathBuf> {
 /// makes), else `target/libsvm-venv`, set up on first use. Required in CI; elsewhere a skip
 /// that the test summary shows.
 fn libsvm_python() -> Option<PathBuf> {
+    find_libsvm().or_else(|| {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("no python with libsvm-official in CI (FWSVM_PYTHON, .venv)");
+        }
+        common::skip(NO_LIBSVM);
+        None
+    })
+}
+
+const NO_LIBSVM: &str = "LIBSVM comparison: no python with libsvm-official (set FWSVM_PYTHON, \
+                         or let the tests make target/libsvm-venv: needs python3 and PyPI)";
+
+/// [`libsvm_python`] without a word when there is none.
+fn find_libsvm() -> Option<PathBuf> {
     static PYTHON: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     PYTHON
         .get_or_init(|| {
@@ -129,16 +143,66 @@ fn libsvm_python() -> Option<PathBuf> {
             set_up_libsvm()
         })
         .clone()
-        .or_else(|| {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("no python with libsvm-official in CI (FWSVM_PYTHON, .venv)");
-            }
-            common::skip(
-                "LIBSVM comparison: no python with libsvm-official (set FWSVM_PYTHON, or let \
-                 the test make target/libsvm-venv: needs python3 and PyPI)",
-            );
-            None
-        })
+}
+
+fn main() -> std::process::ExitCode {
+    let libsvm = || find_libsvm().is_none().then(|| NO_LIBSVM.to_string());
+    let ijcnn1 = || common::missing_datasets(&["ijcnn1.trn.bz2", "ijcnn1.tst.bz2"]);
+    let pendigits = || common::missing_datasets(&["pendigits.xz", "pendigits.t.xz"]);
+    let libsvm_and_pendigits = || libsvm().or_else(pendigits);
+    common::run_tests_each(vec![
+        (
+            "a9a_partan_accuracy_and_libsvm_agreement",
+            a9a_partan_accuracy_and_libsvm_agreement,
+            None,
+        ),
+        (
+            "a9a_large_c_keeps_a_sane_model",
+            a9a_large_c_keeps_a_sane_model,
+            None,
+        ),
+        ("ijcnn1_partan_accuracy", ijcnn1_partan_accuracy, ijcnn1()),
+        (
+            "pendigits_one_versus_one",
+            pendigits_one_versus_one,
+            pendigits(),
+        ),
+        (
+            "simplesvm_matches_libsvm_csvc",
+            simplesvm_matches_libsvm_csvc,
+            libsvm(),
+        ),
+        (
+            "svm_train_command_lines_work_unchanged",
+            svm_train_command_lines_work_unchanged,
+            None,
+        ),
+        (
+            "probability_outputs_match_libsvm",
+            probability_outputs_match_libsvm,
+            libsvm_and_pendigits(),
+        ),
+        (
+            "class_weights_match_libsvm_weighted_csvc",
+            class_weights_match_libsvm_weighted_csvc,
+            libsvm(),
+        ),
+        (
+            "one_class_models_load_in_libsvm",
+            one_class_models_load_in_libsvm,
+            None,
+        ),
+        (
+            "libsvm_readme_examples_run",
+            libsvm_readme_examples_run,
+            None,
+        ),
+        (
+            "class_weights_in_one_versus_one_match_libsvm",
+            class_weights_in_one_versus_one_match_libsvm,
+            libsvm_and_pendigits(),
+        ),
+    ])
 }
 
 /// LIBSVM loads `model` and its predictions on `data` agree with ours on ≥ 99.9 % of rows.
@@ -178,7 +242,6 @@ fn check_libsvm_agrees(dir: &Path, model: &Path, data: &Path, ours: &Path) {
     );
 }
 
-#[test]
 fn a9a_partan_accuracy_and_libsvm_agreement() {
     let (Some(train), Some(test)) = (common::dataset("a9a.xz"), common::dataset("a9a.t.xz")) else {
         return;
@@ -190,7 +253,6 @@ fn a9a_partan_accuracy_and_libsvm_agreement() {
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }
 
-#[test]
 fn a9a_large_c_keeps_a_sane_model() {
     let (Some(train), Some(test)) = (common::dataset("a9a.xz"), common::dataset("a9a.t.xz")) else {
         return;
@@ -207,8 +269,6 @@ fn a9a_large_c_keeps_a_sane_model() {
     check_libsvm_agrees(dir.path(), &model, &test, &pred);
 }
 
-#[test]
-#[ignore = "needs the LIBSVM collection's larger sets in the shared datasets folder (FWSVM_DATASETS): bash .ci/run runs it where they are"]
 fn ijcnn1_partan_accuracy() {
     let (Some(train), Some(test)) = (
         common::dataset("ijcnn1.trn.bz2"),
@@ -225,8 +285,6 @@ fn ijcnn1_partan_accuracy() {
 /// Measured: 98.807 % (90607/91701) with C = 100, ε = 1e-4, rel-eps 1.
 const IJCNN1_ACC: f64 = 98.807;
 
-#[test]
-#[ignore = "needs the LIBSVM collection's larger sets in the shared datasets folder (FWSVM_DATASETS): bash .ci/run runs it where they are"]
 fn pendigits_one_versus_one() {
     let (Some(train), Some(test)) = (
         common::dataset("pendigits.xz"),
@@ -268,8 +326,6 @@ fn write_data(path: &Path, ds: &fwsvm::data::Dataset) {
 /// SimpleSVM solves LIBSVM's C-SVC: on heart_scale, breast-cancer (without its sample-id
 /// feature) and a 5,000-row a9a subset, with the same C and γ, its dual objective equals
 /// LIBSVM's (eps 1e-5) within 1e-3 relative and ≥ 99.5 % of the test labels agree.
-#[test]
-#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON): bash .ci/run installs it and runs it"]
 fn simplesvm_matches_libsvm_csvc() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let Some(py) = libsvm_python() else { return };
@@ -383,7 +439,6 @@ fn simplesvm_matches_libsvm_csvc() {
 /// the bundled heart_scale with every kernel svm-train's -t names; LIBSVM loads each model and
 /// predicts the same labels (the sigmoid kernel included). What fwsvm does not train is
 /// refused with a message that names it. (Probabilities, -b 1: `probability_outputs_match_libsvm`.)
-#[test]
 fn svm_train_command_lines_work_unchanged() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
     let dir = common::tempdir();
@@ -474,8 +529,6 @@ fn svm_train_command_lines_work_unchanged() {
 /// writes probA/probB; LIBSVM loads the model and its `svm_predict -b 1` gives the labels and
 /// probabilities `fwsvm predict -b 1` writes (to 1e-6), with svm-predict's `labels …` header;
 /// binary on the bundled heart_scale, ten classes on pendigits.
-#[test]
-#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON) and pendigits in the shared datasets folder: bash .ci/run runs it"]
 fn probability_outputs_match_libsvm() {
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
     // The first: a full svm-train line, `-t 2 -c 10 -g 0.5 -m 500 -h 0 -b 1 -w1 5`.
@@ -580,8 +633,6 @@ fn probability_outputs_match_libsvm() {
 /// solves LIBSVM's weighted C-SVC — the same dual objective to 1e-3 and the same decision
 /// values to 1e-3 — and the default L2-SVM with the same weights finds more of the minority
 /// class than without them.
-#[test]
-#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON): bash .ci/run installs it and runs it"]
 fn class_weights_match_libsvm_weighted_csvc() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
@@ -697,7 +748,6 @@ fn class_weights_match_libsvm_weighted_csvc() {
 /// heart_scale (labels ignored); the model is LIBSVM's one-class layout, which LIBSVM loads and
 /// applies with the same labels; a smaller C leaves more training points outside; what the
 /// ball cannot take is refused with a message.
-#[test]
 fn one_class_models_load_in_libsvm() {
     let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
     let dir = common::tempdir();
@@ -760,7 +810,6 @@ fn one_class_models_load_in_libsvm() {
 /// `svm-train` and `fwsvm predict` for `svm-predict`), in a directory holding `data_file`:
 /// the model goes to `data_file.model` when none is named; weights of classes the data lack
 /// are ignored with a warning; the regression types are refused by name.
-#[test]
 fn libsvm_readme_examples_run() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let heart = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/heart_scale.xz");
@@ -806,8 +855,6 @@ fn libsvm_readme_examples_run() {
 /// Class weights in one-versus-one, as LIBSVM applies them (each pair's two classes get their
 /// own C·w): SimpleSVM on pendigits with `-w1 3 -w7 0.5` predicts the test labels LIBSVM's
 /// weighted C-SVC predicts (≥ 99.5 %), and the weights change the model.
-#[test]
-#[ignore = "needs LIBSVM (libsvm-official in .venv or FWSVM_PYTHON) and pendigits in the shared datasets folder: bash .ci/run runs it"]
 fn class_weights_in_one_versus_one_match_libsvm() {
     use fwsvm::data::{ReadOptions, read_dataset};
     let (Some(train), Some(test)) = (

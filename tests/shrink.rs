@@ -7,7 +7,8 @@
 use fwsvm::backend::Device;
 use fwsvm::backend::cpu::{CpuConfig, Precision};
 use fwsvm::problem::Problem;
-use fwsvm::solver::shrink::{self, ShrinkParams};
+use fwsvm::solver::entry::solve_rounds;
+use fwsvm::solver::shrink::ShrinkParams;
 use fwsvm::solver::{Algorithm, SolverParams, StopReason};
 use fwsvm::train::{TrainParams, train};
 
@@ -44,7 +45,7 @@ fn a_forced_tiny_working_set_still_reaches_the_optimum() {
                 init_size: 4,
                 ..Default::default()
             };
-            let r = shrink::solve(&prob, &Device::Cpu, cpu, &params, &TINY, &mut []).unwrap();
+            let r = solve_rounds(&prob, &Device::Cpu, cpu, &params, &TINY, &mut []).unwrap();
             let tag = format!("{name} / {alg}");
             assert_eq!(r.stop, StopReason::Converged, "{tag}");
             let gap = r.certified_gap.unwrap();

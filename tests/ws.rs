@@ -209,7 +209,7 @@ fn the_warm_start_reaches_the_cold_optimum() {
             warm_start,
             ..Default::default()
         };
-        fwsvm::solver::warm::solve_on(
+        fwsvm::solver::entry::solve_on(
             &prob,
             &Device::Cpu,
             cpu(Precision::F32),

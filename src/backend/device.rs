@@ -1,12 +1,59 @@
-//! Where training runs ([`Device`]: the CPU, or a GPU with its configuration) and the one GPU →
-//! CPU fallback ([`or_else_on_cpu`]). Adding a backend means a variant here and its arms in
-//! this file's `impl Device` blocks.
+//! Where training runs ([`Device`]: the CPU, or a GPU with its configuration), the one GPU →
+//! CPU fallback ([`or_else_on_cpu`]), and what the solver is handed instead of a device
+//! ([`Backends`]). Adding a backend means a variant here and its arms in this file's
+//! `impl Device` blocks.
 
 use super::cpu;
 #[cfg(feature = "gpu")]
 use super::gpu;
 use super::{CpuConfig, Local, sampled};
 use crate::error::Result;
+
+/// What a solver opens its backends with. Training hands the solver one (a [`Device`] is one),
+/// so the solver never chooses where it runs: a round's or a subsample's backends come from
+/// [`on_rows`](Self::on_rows) and [`on_subsample`](Self::on_subsample).
+pub trait Backends {
+    /// A backend for `prob`, taking over what another backend of these exported
+    /// ([`crate::backend::Backend::export_columns`]).
+    fn open<'a>(
+        &'a self,
+        prob: &'a crate::problem::Problem<'a>,
+        cpu: CpuConfig,
+        carried: Option<crate::backend::ColumnExport>,
+    ) -> Result<Box<dyn Local + 'a>>;
+
+    /// These backends for the problem made of rows `rows` (ascending) of the current one (a
+    /// working-set round's).
+    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends>;
+
+    /// [`on_rows`](Self::on_rows) for a subsample solved on its own (a warm start's), `sub`
+    /// its rows: a subsample too small for a GPU to pay (the rule of `--backend auto`) runs on
+    /// the CPU, where it is several times faster.
+    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends>;
+}
+
+impl Backends for Device {
+    fn open<'a>(
+        &'a self,
+        prob: &'a crate::problem::Problem<'a>,
+        cpu: CpuConfig,
+        carried: Option<crate::backend::ColumnExport>,
+    ) -> Result<Box<dyn Local + 'a>> {
+        self.backend_reusing(prob, cpu, carried)
+    }
+
+    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends> {
+        Box::new(self.restrict(rows))
+    }
+
+    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends> {
+        if self.is_gpu() && super::column_pass_bytes(sub) < super::AUTO_GPU_MIN_BYTES {
+            Box::new(Device::Cpu)
+        } else {
+            Box::new(self.restrict(rows))
+        }
+    }
+}
 
 /// Where training runs: what `--backend` resolved to.
 #[derive(Debug, Clone, Default)]

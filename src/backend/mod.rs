@@ -28,7 +28,7 @@ mod select;
 mod stats;
 #[cfg(feature = "gpu")]
 pub use device::SharedRows;
-pub use device::{Device, or_else_on_cpu};
+pub use device::{Backends, Device, or_else_on_cpu};
 /// The largest block a backend is asked for in one call ([`Backend::block`]): the working-set
 /// solver's largest automatic working set; the GPU sizes its readback and update list by it.
 pub const MAX_BLOCK: usize = 1024;

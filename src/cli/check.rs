@@ -185,7 +185,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     #[cfg(not(feature = "gpu"))]
     let gpu_precision = o.precision();
     let grad_tol = gradient_tolerance(&args, gpu_precision)?;
-    let cpu_params = o.params(Device::Cpu);
+    // One process: the library decides what the options leave unset, once for both runs.
+    let cpu_params = o.params(Device::Cpu).resolved(false);
     if cpu_params.sample > 0 {
         return Err(Error::param(
             "fwsvm check compares the full-gradient backends; --sample is not supported by it yet"
@@ -197,7 +198,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             certify: true,
             ..cpu_params.solver.clone()
         },
-        ..o.params(gpu_device.clone())
+        ..o.params(gpu_device.clone()).resolved(false)
     };
     let cpu_params = TrainParams {
         solver: gpu_params.solver.clone(),

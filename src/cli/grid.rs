@@ -271,15 +271,16 @@ impl Search {
             )));
         }
         let o = &a.opts;
+        let decided = base.resolved(super::train::launched_by_mpirun());
         let settings = format!(
             "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} \
              seed={}",
-            base.algorithm(),
+            decided.solver.algorithm(),
             base.kernel,
             base.degree,
             base.coef0,
             base.solver.eps,
-            base.resolved(false).solver.rel_eps(),
+            decided.solver.rel_eps(),
             base.sample,
             a.folds,
             o.seed()

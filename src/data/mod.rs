@@ -229,6 +229,56 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// This dataset with `extra` rows appended (the same layout: extra rows were copied from
+    /// datasets read the same way).
+    pub(crate) fn with_rows(&self, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
+        let mut out = self.clone();
+        out.append_rows(extra.iter().copied(), labels);
+        out
+    }
+
+    /// Appends `extra` rows (labels `labels`), in this dataset's layout.
+    pub(crate) fn append_rows<'r>(
+        &mut self,
+        extra: impl Iterator<Item = &'r OwnedRow>,
+        labels: &[f64],
+    ) {
+        match &mut self.features {
+            Features::Dense { n_features, values } => {
+                for r in extra {
+                    let start = values.len();
+                    values.resize(start + *n_features, 0.0);
+                    r.as_row().scatter_into(&mut values[start..]);
+                }
+            }
+            Features::Sparse {
+                indptr,
+                indices,
+                values,
+                ..
+            } => {
+                for r in extra {
+                    match r {
+                        OwnedRow::Sparse(ix, v) => {
+                            indices.extend_from_slice(ix);
+                            values.extend_from_slice(v);
+                        }
+                        OwnedRow::Dense(v) => {
+                            for (k, &x) in v.iter().enumerate() {
+                                if x != 0.0 {
+                                    indices.push(k as u32);
+                                    values.push(x);
+                                }
+                            }
+                        }
+                    }
+                    indptr.push(indices.len());
+                }
+            }
+        }
+        self.labels.extend_from_slice(labels);
+    }
+
     /// Number of rows m.
     pub fn len(&self) -> usize {
         self.labels.len()

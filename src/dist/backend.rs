@@ -23,7 +23,6 @@ use crate::backend::{
     Backend, BackendStats, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks, ReadEntries,
     Reduction, Update,
 };
-use crate::data::{Dataset, Features, OwnedRow};
 use crate::error::Result;
 use crate::problem::Problem;
 use std::collections::HashMap;
@@ -169,56 +168,6 @@ impl<'a> DistBackend<'a> {
     pub fn traffic(&self) -> super::comm::Traffic {
         self.comm.traffic()
     }
-}
-
-/// `ds` with `extra` rows appended (the same layout: extra rows were copied from datasets read
-/// the same way).
-pub(super) fn with_rows(ds: &Dataset, extra: &[&OwnedRow], labels: &[f64]) -> Dataset {
-    let mut out = ds.clone();
-    append_rows(&mut out, extra.iter().copied(), labels);
-    out
-}
-
-/// Appends `extra` rows (labels `labels`) to `ds`, in its layout.
-pub(super) fn append_rows<'r>(
-    ds: &mut Dataset,
-    extra: impl Iterator<Item = &'r OwnedRow>,
-    labels: &[f64],
-) {
-    match &mut ds.features {
-        Features::Dense { n_features, values } => {
-            for r in extra {
-                let start = values.len();
-                values.resize(start + *n_features, 0.0);
-                r.as_row().scatter_into(&mut values[start..]);
-            }
-        }
-        Features::Sparse {
-            indptr,
-            indices,
-            values,
-            ..
-        } => {
-            for r in extra {
-                match r {
-                    OwnedRow::Sparse(ix, v) => {
-                        indices.extend_from_slice(ix);
-                        values.extend_from_slice(v);
-                    }
-                    OwnedRow::Dense(v) => {
-                        for (k, &x) in v.iter().enumerate() {
-                            if x != 0.0 {
-                                indices.push(k as u32);
-                                values.push(x);
-                            }
-                        }
-                    }
-                }
-                indptr.push(indices.len());
-            }
-        }
-    }
-    ds.labels.extend_from_slice(labels);
 }
 
 impl Backend for DistBackend<'_> {

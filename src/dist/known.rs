@@ -2,7 +2,6 @@
 //! process would group them ([`grouping_over_ranks`]), and the points a rank knows — its own
 //! rows and the other ranks' rows fetched at the same moment by every rank (`Known`).
 
-use super::backend::with_rows;
 use super::comm::{Comm, Loc};
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
@@ -161,7 +160,7 @@ impl<'a> Known<'a> {
                 o.len(),
             ),
         };
-        let ds = with_rows(&base, &extra, &ys);
+        let ds = base.with_rows(&extra, &ys);
         y.extend_from_slice(&ys);
         let weights = if self.prob.has_row_weights() {
             let own_rows: Vec<usize> = match own {

@@ -151,7 +151,7 @@ pub fn gather_dataset(comm: &dyn Comm, local: &Dataset, slice: &RowSlice) -> Res
             at += used;
             rows.push(row);
         }
-        super::backend::append_rows(&mut all, rows.iter(), &labels);
+        all.append_rows(rows.iter(), &labels);
         true
     };
     super::comm::gather_parts(comm, "the rows", write, read)?;

@@ -183,7 +183,7 @@ pub fn train_model_observed(
     // The model as train::train builds it: SVs by class in label order, each class's by row.
     let model = coef.into_model(kernel, labels, rho, |_, rows, y| {
         let rows: Vec<&crate::data::OwnedRow> = rows.iter().collect();
-        super::backend::with_rows(&local.subset(&[]), &rows, &y)
+        local.subset(&[]).with_rows(&rows, &y)
     });
     Ok((model, results))
 }
@@ -371,7 +371,9 @@ fn one_class(
     starts.push(slice.total);
     let got = exchange_rows(comm, local, slice.first, &starts, &rows, &|_| [0.0; 2])?;
     let sv_rows: Vec<&crate::data::OwnedRow> = got.iter().map(|(r, _)| r).collect();
-    let sv_data = super::backend::with_rows(&local.subset(&[]), &sv_rows, &vec![1.0; rows.len()]);
+    let sv_data = local
+        .subset(&[])
+        .with_rows(&sv_rows, &vec![1.0; rows.len()]);
     let model = Model::one_class(kernel, &sv, sv_data, f);
     Ok((model, vec![result]))
 }

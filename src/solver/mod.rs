@@ -11,6 +11,7 @@
 
 pub mod block_steps;
 pub mod cvm;
+pub mod entry;
 pub mod fw;
 pub mod init;
 pub mod kkt;

@@ -30,7 +30,7 @@ use super::rounds::{ExactPasses, Found, RoundCtx, RoundHost};
 pub use super::rounds::{SHRINK_MIN_POINTS, ShrinkParams, ShrinkStats, WS_MIN_POINTS, applies_to};
 use super::{Observer, SolveResult, SolverParams, StopReason, StopRule, init, solve_from};
 use crate::active::ActiveSet;
-use crate::backend::{ColumnExport, CpuConfig, Device};
+use crate::backend::{Backends, ColumnExport, CpuConfig};
 use crate::comm::RowSlice;
 use crate::comm::SelfComm;
 use crate::error::Result;
@@ -64,7 +64,7 @@ fn first_working_set(in_w: &mut [bool], est: &[f64], alpha: &ActiveSet, size: us
 /// ([`crate::backend::exact::certify_with_gradient`]: screened where it can be).
 struct OneProcess<'p, 'a> {
     prob: &'p Problem<'a>,
-    device: &'p Device,
+    backends: &'p dyn Backends,
     cpu: CpuConfig,
     /// The last pass, which the next one brings forward.
     last: Option<crate::backend::exact::Certified>,
@@ -113,14 +113,16 @@ impl RoundHost for OneProcess<'_, '_> {
         // The round's problem: W's rows (the whole problem when W is everything).
         let sub;
         let sub_prob;
-        let (round_prob, round_dev) = if n == self.prob.len() {
-            (self.prob, self.device.clone())
+        let on_rows;
+        let (round_prob, round_be): (&Problem<'_>, &dyn Backends) = if n == self.prob.len() {
+            (self.prob, self.backends)
         } else {
             sub = self.prob.data.subset(rows);
             sub_prob = self.prob.restricted(&sub, rows)?;
-            (&sub_prob, self.device.restrict(rows))
+            on_rows = self.backends.on_rows(rows);
+            (&sub_prob, on_rows.as_ref())
         };
-        let mut be = round_dev.backend_reusing(round_prob, self.cpu, self.carried.take())?;
+        let mut be = round_be.open(round_prob, self.cpu, self.carried.take())?;
         let mut check = ctx.check(found);
         let r = solve_from(
             round_prob,
@@ -145,14 +147,15 @@ impl RoundHost for OneProcess<'_, '_> {
 }
 
 /// Runs `params.algorithm` (an FW variant or CVM) on `prob` by working-set rounds on
-/// `device` (see the module documentation).
+/// `backends` (see the module documentation).
 pub fn solve(
     prob: &Problem<'_>,
-    device: &Device,
+    backends: &dyn Backends,
     cpu: CpuConfig,
     params: &SolverParams,
     sp: &ShrinkParams,
     observers: &mut [&mut dyn Observer],
+    sub: &super::warm::SubSolve<'_>,
 ) -> Result<SolveResult> {
     params.check()?;
     let start = Instant::now();
@@ -161,7 +164,7 @@ pub fn solve(
         StopRule::Gap => 0.0,
         StopRule::Meb => super::check_meb_kernel(prob).map(|()| prob.q_diag(0))?,
     };
-    let (alpha, warm, g, in_w) = match starting_point(prob, device, cpu, params, sp)? {
+    let (alpha, warm, g, in_w) = match starting_point(prob, backends, params, sp, sub)? {
         Start::Ready(s) => s,
         Start::Stopped(w) => return Ok(w.stopped_result(start)),
     };
@@ -171,7 +174,7 @@ pub fn solve(
     };
     let mut host = OneProcess {
         prob,
-        device,
+        backends,
         cpu,
         last: None,
         carried: None,
@@ -215,14 +218,14 @@ fn every_row(m: usize) -> RowSlice {
 /// The run's start (see [`Start`]): warm-started or from the initial vertex.
 fn starting_point(
     prob: &Problem<'_>,
-    device: &Device,
-    cpu: CpuConfig,
+    backends: &dyn Backends,
     params: &SolverParams,
     sp: &ShrinkParams,
+    sub: &super::warm::SubSolve<'_>,
 ) -> Result<Start> {
     let m = prob.len();
     let (alpha, mut warm, estimate) = if super::warm::applies(params, m) {
-        let mut w = super::warm::start(prob, device, cpu, params, Some(*sp))?;
+        let mut w = super::warm::start(prob, backends, params, sub)?;
         if w.stats.stopped.is_some() {
             return Ok(Start::Stopped(w));
         }

@@ -22,10 +22,9 @@
 //! steadily with the time given, and each rung's extension costs one pass over its points with
 //! the support of the rung below, not over every point with a small subsample's.
 
-use super::shrink::{self, ShrinkParams};
-use super::{Algorithm, Observer, SolveResult, SolverParams, init, solve, solve_from};
+use super::{Algorithm, SolveResult, SolverParams, init};
 use crate::active::ActiveSet;
-use crate::backend::{CpuConfig, Device};
+use crate::backend::Backends;
 use crate::error::Result;
 use crate::problem::Problem;
 use std::time::Instant;
@@ -38,7 +37,7 @@ pub const FRACTION: usize = 10;
 /// in this many instead: the warm start becomes a ladder of nested subsamples, each twice the
 /// one below and a model of its own, so a run stopped by its deadline returns the largest rung
 /// it reached and the model improves steadily with the time given. covtype's 464,810 points
-/// under `--time-limit 60` gave 80.31 % test accuracy from its 232,405-point rung, where one
+/// under `--time-limit 60` gave 80.36 % test accuracy from its 232,405-point rung, where one
 /// subsample of a tenth gave 79.63 % under limits of 60 and 180 s alike (docs/BENCHMARKS.md).
 /// Without a deadline the ladder costs more than it saves on the sets where it was measured
 /// (ijcnn1, a9a, w8a 15–35 % slower, KDD99 50 %), so a run that goes to the end keeps
@@ -171,16 +170,15 @@ pub struct Warm {
     pub subsample: ActiveSet,
 }
 
-/// The warm start of `prob` (see the module documentation): its subsample solved on `device`
+/// The warm start of `prob` (see the module documentation): its subsample solved on `backends`
 /// (rounds where `sp` applies to it) and extended. When the time limit or a stop request
 /// ends it first, α is the subsample's solution, [`WarmStats::stopped`] says why, and the
 /// estimate is empty.
 pub fn start(
     prob: &Problem<'_>,
-    device: &Device,
-    cpu: CpuConfig,
+    backends: &dyn Backends,
     params: &SolverParams,
-    sp: Option<ShrinkParams>,
+    solve: &SubSolve<'_>,
 ) -> Result<Warm> {
     let t = Instant::now();
     let m = prob.len();
@@ -191,7 +189,7 @@ pub fn start(
         certify: false,
         ..params.clone()
     };
-    let r = solve_subset(prob, &rows, device, cpu, &sub_params, sp)?;
+    let r = solve_subset(prob, &rows, backends, &sub_params, solve)?;
     let mut placed = ActiveSet::new(m);
     for (k, a) in r.alpha.iter() {
         placed.set(rows[k], a);
@@ -227,7 +225,7 @@ pub fn start(
                     .map(|k| rows[k])
                     .collect();
             half.sort_unstable();
-            let rh = solve_subset(prob, &half, device, cpu, &sub_params, sp)?;
+            let rh = solve_subset(prob, &half, backends, &sub_params, solve)?;
             stats.iterations += rh.iterations + rh.warm.map_or(0, |w| w.iterations);
             if ended(&rh) {
                 stopped(rh.stop, &mut stats);
@@ -364,87 +362,26 @@ const AFFORD: f64 = 0.5;
 /// subsample's rows).
 const HALF_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// `prob` restricted to `rows` (ascending), solved as [`solve_on`] solves it. A subset whose
-/// column pass is too small for a GPU to pay (the rule of `--backend auto`) is solved on the
-/// CPU, where it is several times faster (measured on an H100: docs/BENCHMARKS.md).
+/// How the warm start solves a subsample: as training solves a problem
+/// ([`super::entry::solve_on`]), handed in by the caller so that this module does not depend on
+/// the ones that call it.
+pub type SubSolve<'s> =
+    dyn Fn(&Problem<'_>, &dyn Backends, &SolverParams) -> Result<SolveResult> + 's;
+
+/// `prob` restricted to `rows` (ascending), solved by `solve` on the backends
+/// [`Backends::on_subsample`] gives it (a GPU's small subsample on the CPU, where it is
+/// several times faster: measured on an H100, docs/BENCHMARKS.md).
 fn solve_subset(
     prob: &Problem<'_>,
     rows: &[usize],
-    device: &Device,
-    cpu: CpuConfig,
+    backends: &dyn Backends,
     params: &SolverParams,
-    sp: Option<ShrinkParams>,
+    solve: &SubSolve<'_>,
 ) -> Result<SolveResult> {
     let sub = prob.data.subset(rows);
     let sub_prob = prob.restricted(&sub, rows)?;
-    let sub_device = if device.is_gpu()
-        && crate::backend::column_pass_bytes(&sub) < crate::backend::AUTO_GPU_MIN_BYTES
-    {
-        Device::Cpu
-    } else {
-        device.restrict(rows)
-    };
-    solve_on(&sub_prob, &sub_device, cpu, params, sp, &mut [])
-}
-
-/// Solves `prob` on `device` as training solves one problem without sampling: by
-/// working-set rounds where `sp` applies, else on one backend, warm-started where
-/// [`applies`].
-pub fn solve_on(
-    prob: &Problem<'_>,
-    device: &Device,
-    cpu: CpuConfig,
-    params: &SolverParams,
-    sp: Option<ShrinkParams>,
-    observers: &mut [&mut dyn Observer],
-) -> Result<SolveResult> {
-    let deadline = params.time_limit.map(|t| Instant::now() + t);
-    crate::budget::within(deadline, || {
-        solve_within(prob, device, cpu, params, sp, observers)
-    })
-}
-
-/// [`solve_on`] within the time limit's budget.
-fn solve_within(
-    prob: &Problem<'_>,
-    device: &Device,
-    cpu: CpuConfig,
-    params: &SolverParams,
-    sp: Option<ShrinkParams>,
-    observers: &mut [&mut dyn Observer],
-) -> Result<SolveResult> {
-    let m = prob.len();
-    if let Some(s) = sp.filter(|s| s.applies(params.algorithm(), m)) {
-        return shrink::solve(prob, device, cpu, params, &s, observers);
-    }
-    if !applies(params, m) {
-        let mut be = device.backend(prob, cpu)?;
-        return solve(prob, be.as_mut(), params, observers);
-    }
-    let t = Instant::now();
-    let mut warm = start(prob, device, cpu, params, sp)?;
-    if warm.stats.stopped.is_some() {
-        return Ok(warm.stopped_result(t));
-    }
-    let seconds = warm.stats.seconds;
-    let rest = SolverParams {
-        time_limit: params
-            .time_limit
-            .map(|l| l.saturating_sub(std::time::Duration::from_secs_f64(seconds))),
-        ..params.clone()
-    };
-    let mut be = device.backend(prob, cpu)?;
-    let alpha = std::mem::replace(&mut warm.alpha, ActiveSet::new(0));
-    let mut r = solve_from(
-        prob,
-        be.as_mut(),
-        &rest,
-        observers,
-        Some((alpha, None)),
-        None,
-    )?;
-    r.seconds += seconds;
-    Ok(warm.best_of(r))
+    let on_sub = backends.on_subsample(rows, &sub);
+    solve(&sub_prob, on_sub.as_ref(), params)
 }
 
 #[cfg(test)]

@@ -59,3 +59,84 @@ pub fn drop_first_feature(ds: &fwsvm::data::Dataset) -> fwsvm::data::Dataset {
     }
     fwsvm::data::Dataset::from_csr(ds.n_features() - 1, ip, ix, vs, ds.labels.clone())
 }
+
+/// The main of a test binary whose tests need something found at run time (a GPU adapter, a
+/// dataset, a Python with LIBSVM): with `missing` None every test runs; with `missing` Some
+/// (what is missing) every test is reported ignored. See [`run_tests_each`].
+pub fn run_tests(
+    tests: Vec<(&'static str, fn())>,
+    missing: Option<String>,
+) -> std::process::ExitCode {
+    run_tests_each(
+        tests
+            .into_iter()
+            .map(|(name, f)| (name, f, missing.clone()))
+            .collect(),
+    )
+}
+
+/// A test for [`run_tests_each`]: its name, its function, and what it misses (None: nothing).
+pub type Requiring = (&'static str, fn(), Option<String>);
+
+/// [`run_tests`] with what each test misses, if anything: a test whose requirement is missing
+/// is reported ignored, even under `--include-ignored` (the reason printed once), and never
+/// counted as passed; the others run. (No test of these binaries is ignored for another
+/// reason, so `--ignored` lists the ones that cannot run, and `--include-ignored` runs the
+/// rest.) In CI (`CI=true`) a missing requirement is a failure. A panicking test fails, as
+/// under the built-in harness.
+pub fn run_tests_each(tests: Vec<Requiring>) -> std::process::ExitCode {
+    let mut args = libtest_mimic::Arguments::from_args();
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let mut reported = std::collections::HashSet::new();
+    let mut trials: Vec<libtest_mimic::Trial> = tests
+        .into_iter()
+        .map(|(name, f, missing)| {
+            if let Some(what) = &missing {
+                assert!(!ci, "{name}: {what} (required in CI)");
+                if reported.insert(what.clone()) {
+                    skip(&format!("{what}: the tests that need it are ignored"));
+                }
+            }
+            libtest_mimic::Trial::test(name, move || {
+                f();
+                Ok(())
+            })
+            .with_ignored_flag(missing.is_some())
+        })
+        .collect();
+    if args.ignored {
+        trials.retain(|t| t.has_ignored_flag());
+    }
+    args.ignored = false;
+    args.include_ignored = false;
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// `(name, function)` pairs for [`run_tests`].
+#[macro_export]
+macro_rules! trials {
+    ($($f:ident),* $(,)?) => {
+        vec![$((stringify!($f), $f as fn())),*]
+    };
+}
+
+/// What [`dataset`] would not find among `names`, said for [`run_tests_each`]; None when every
+/// one is there. Prints nothing.
+pub fn missing_datasets(names: &[&str]) -> Option<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let folder = std::env::var_os("FWSVM_DATASETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/datasets"));
+    let absent: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| !root.join("data").join(n).exists() && !folder.join(n).exists())
+        .collect();
+    (!absent.is_empty()).then(|| {
+        format!(
+            "dataset(s) {} not in data/ nor in {} (FWSVM_DATASETS)",
+            absent.join(", "),
+            folder.display()
+        )
+    })
+}

@@ -342,7 +342,7 @@ impl Backend for GpuBackend<'_> {
                 && let Some((pk, count)) = self.pre.low.take()
                 && pk == k
             {
-                if count >= k && count <= super::prefetch::capacity(k) {
+                if count >= k && count <= super::passes::capacity(k) {
                     out.clear();
                     out.extend_from_slice(&self.pre.cands);
                     self.finish_lowest(k, out);

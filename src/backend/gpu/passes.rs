@@ -461,7 +461,7 @@ impl<'a> GpuBackend<'a> {
     /// f32 values, sorted by value, then index), and the bound moves as it would there.
     pub(super) fn lowest_below(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<bool> {
         let (bk, bound) = self.lowest_bound;
-        let cap = super::prefetch::capacity(k);
+        let cap = capacity(k);
         let bytes = 4 * (1 + 2 * cap) as u64;
         if bk != k || !bound.is_finite() || bytes > self.out_bytes {
             return Ok(false);
@@ -485,7 +485,7 @@ impl<'a> GpuBackend<'a> {
         enc.copy_buffer_to_buffer(&self.out, 0, &self.staging, 0, bytes);
         self.enc = Some(enc);
         self.submit_and_read(bytes)?;
-        let (_, ok) = super::prefetch::parse_candidates(&self.readback, k, cap, out);
+        let (_, ok) = parse_candidates(&self.readback, k, cap, out);
         if ok {
             self.finish_lowest(k, out);
         }
@@ -687,4 +687,29 @@ pub(super) fn read_u32(b: &[u8], o: usize) -> u32 {
     let mut w = [0u8; 4];
     w.copy_from_slice(&b[o..o + 4]);
     u32::from_le_bytes(w)
+}
+
+/// The capacity of the compaction for k: candidates read back at most.
+pub(super) fn capacity(k: usize) -> usize {
+    4 * k + 64
+}
+
+/// Reads the compaction's counter and, when it lies within k ..= `cap`, its candidates into
+/// `out` (in the order they landed); returns the counter and whether `out` holds them.
+pub(super) fn parse_candidates(
+    b: &[u8],
+    k: usize,
+    cap: usize,
+    out: &mut Vec<(f64, usize)>,
+) -> (usize, bool) {
+    let count = read_u32(b, 0) as usize;
+    out.clear();
+    if count < k || count > cap {
+        return (count, false);
+    }
+    out.extend((0..count).map(|c| {
+        let v = f32::from_bits(read_u32(b, 4 * (1 + 2 * c))) as f64;
+        (v, read_u32(b, 4 * (2 + 2 * c)) as usize)
+    }));
+    (count, true)
 }

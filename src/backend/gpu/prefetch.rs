@@ -18,7 +18,7 @@
 //! from that readback while no pass has written g; anything else takes its own round trip as
 //! before. The values are the ones those calls would read, so the selections are the same.
 
-use super::passes::{dispatch, read_gt, read_u32};
+use super::passes::{capacity, dispatch, parse_candidates, read_gt};
 use super::*;
 
 /// What `reduce` read back for the working set (see the module's doc).
@@ -49,31 +49,6 @@ pub(super) enum Recorded {
         goff: usize,
         n: usize,
     },
-}
-
-/// The capacity of the compaction for k: candidates read back at most.
-pub(super) fn capacity(k: usize) -> usize {
-    4 * k + 64
-}
-
-/// Reads the compaction's counter and, when it lies within k ..= `cap`, its candidates into
-/// `out` (in the order they landed); returns the counter and whether `out` holds them.
-pub(super) fn parse_candidates(
-    b: &[u8],
-    k: usize,
-    cap: usize,
-    out: &mut Vec<(f64, usize)>,
-) -> (usize, bool) {
-    let count = read_u32(b, 0) as usize;
-    out.clear();
-    if count < k || count > cap {
-        return (count, false);
-    }
-    out.extend((0..count).map(|c| {
-        let v = f32::from_bits(read_u32(b, 4 * (1 + 2 * c))) as f64;
-        (v, read_u32(b, 4 * (2 + 2 * c)) as usize)
-    }));
-    (count, true)
 }
 
 impl<'a> GpuBackend<'a> {
