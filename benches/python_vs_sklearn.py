@@ -35,7 +35,7 @@ import fwsvm
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
 FWSVM = os.environ.get("FWSVM", os.path.join(ROOT, "target", "release", "fwsvm"))
-SHARED = os.path.join(ROOT, "..", "shared", "datasets")
+SHARED = os.environ.get("FWSVM_DATASETS") or os.path.join(ROOT, "..", "shared", "datasets")
 
 SETS = {
     "ijcnn1": (10.0, 0.386059, "ijcnn1.trn.bz2", "ijcnn1.tst.bz2"),
