@@ -195,6 +195,10 @@ impl BinaryPanel {
     }
 
     /// Σ_j cb_j · e^{2γ c_ij} for the row with bits `rb`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F, AVX-512DQ and VPOPCNTDQ (the caller's dispatch checked it); `rb`
+    /// holds the panel's words per row.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
     unsafe fn row_sum_avx512(&self, rb: &[u64]) -> f64 {
@@ -241,6 +245,10 @@ impl BinaryPanel {
     /// nibble lookups (VPSHUFB) summed per column by VPSADBW, and e^{2γc} gathered from `hl`,
     /// the products H·L the AVX-512 copy forms (so every term is the same number; the sums
     /// are grouped differently).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA (the caller's dispatch checked it); `rb` as for
+    /// [`Self::row_sum_avx512`].
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn row_sum_avx2(&self, rb: &[u64]) -> f64 {

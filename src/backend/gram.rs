@@ -272,7 +272,7 @@ impl Isa {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
+fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
     block_impl::<true>(p, s, out, |f, v, z, a| dots_avx512(f, v, z, a))
 }
 
@@ -283,6 +283,11 @@ unsafe fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
 /// [`block_impl`], LLVM reloaded them and spilled the dots for every row and tile). The
 /// exponential is [`exp_nonpos`] step for step, so every kernel value is the same number; only
 /// the order of the additions differs.
+///
+/// # Safety
+/// The CPU has AVX-512F, AVX-512DQ, AVX2 and FMA (the caller's dispatch checked it); `s` was
+/// loaded from `p`, so every row's indices lie within the panel and `out` holds one entry per
+/// row of `s`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
@@ -381,7 +386,7 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn block_avx2(p: &Panel, s: &Scratch, out: &mut [f64]) {
+fn block_avx2(p: &Panel, s: &Scratch, out: &mut [f64]) {
     block_impl::<true>(p, s, out, |f, v, z, a| dots_avx2(f, v, z, a))
 }
 
@@ -391,6 +396,10 @@ unsafe fn block_avx2(p: &Panel, s: &Scratch, out: &mut [f64]) {
 /// exponential from memory and spilled: half of a working-set run's time on an AVX2 machine).
 /// Every kernel value is [`exp_nonpos`]'s number; only the order of the final additions
 /// differs.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA (the caller's dispatch checked it); `s` and `out` as for
+/// [`block_rbf_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {

@@ -277,6 +277,11 @@ impl Rows {
 }
 
 /// The rows' S̃ into `sum` and W into `wsum` (the caller turns W into B).
+///
+/// # Safety
+/// The CPU has AVX-512F, AVX-512DQ, AVX2 and FMA (the caller's dispatch checked it); `s` was
+/// loaded from `p`, so every row's indices lie within the screen's panel, and `sum` and `wsum`
+/// hold one entry per row of `s`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
@@ -368,6 +373,10 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
 /// half in a pass of its own over the row's non-zeros, so that its eight accumulators stay in
 /// registers), so every lane sums the same columns in the same order and the bound's rounding
 /// count is unchanged.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA (the caller's dispatch checked it); `s`, `sum` and `wsum` as for
+/// [`block_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {

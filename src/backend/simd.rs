@@ -925,7 +925,7 @@ pub fn columns_chunk<T: Elem>(
 /// The AVX-512 copy with vector popcounts (the bit-set layouts' dots, eight rows at once).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma,popcnt")]
-unsafe fn columns_chunk_avx512_vpopcnt<T: Elem>(
+fn columns_chunk_avx512_vpopcnt<T: Elem>(
     a: &ColumnArgs<'_>,
     cols: &[(usize, &[f64])],
     r0: usize,
@@ -937,7 +937,7 @@ unsafe fn columns_chunk_avx512_vpopcnt<T: Elem>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma,popcnt")]
-unsafe fn columns_chunk_avx512<T: Elem>(
+fn columns_chunk_avx512<T: Elem>(
     a: &ColumnArgs<'_>,
     cols: &[(usize, &[f64])],
     r0: usize,
@@ -949,7 +949,7 @@ unsafe fn columns_chunk_avx512<T: Elem>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,popcnt")]
-unsafe fn columns_chunk_avx2<T: Elem>(
+fn columns_chunk_avx2<T: Elem>(
     a: &ColumnArgs<'_>,
     cols: &[(usize, &[f64])],
     r0: usize,
@@ -1071,7 +1071,7 @@ pub fn dot_f64(a: &[f64], b: &[f64]) -> f64 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dot_f64_avx2(a: &[f64], b: &[f64]) -> f64 {
+fn dot_f64_avx2(a: &[f64], b: &[f64]) -> f64 {
     dot_f64_impl::<true>(a, b)
 }
 
@@ -1108,7 +1108,7 @@ pub fn kernel_values(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mu
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_values_avx2(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mut [f64]) {
+fn kernel_values_avx2(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mut [f64]) {
     kernel_values_impl::<true>(kernel, dots, nj, ni, out)
 }
 
@@ -1149,13 +1149,7 @@ pub fn kernel_row_sum(kernel: Kernel, dots: &[f64], nj: &[f64], coef: &[f64], ni
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn kernel_row_sum_avx2(
-    kernel: Kernel,
-    dots: &[f64],
-    nj: &[f64],
-    coef: &[f64],
-    ni: f64,
-) -> f64 {
+fn kernel_row_sum_avx2(kernel: Kernel, dots: &[f64], nj: &[f64], coef: &[f64], ni: f64) -> f64 {
     kernel_row_sum_impl::<true>(kernel, dots, nj, coef, ni)
 }
 

@@ -90,13 +90,13 @@ pub fn min_open(h: &[f64], closed: &[u8]) -> f64 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx2")]
-unsafe fn min_open_avx512(h: &[f64], closed: &[u8]) -> f64 {
+fn min_open_avx512(h: &[f64], closed: &[u8]) -> f64 {
     min_open_impl(h, closed)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn min_open_avx2(h: &[f64], closed: &[u8]) -> f64 {
+fn min_open_avx2(h: &[f64], closed: &[u8]) -> f64 {
     min_open_impl(h, closed)
 }
 
@@ -128,25 +128,25 @@ fn min_open_impl(h: &[f64], closed: &[u8]) -> f64 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn apply_avx512<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
+fn apply_avx512<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
     apply_impl(g, gp, u)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn apply_avx2<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
+fn apply_avx2<T: Elem>(g: &mut [f64], gp: &mut [f64], u: &ChunkUpdate<'_, T>) {
     apply_impl(g, gp, u)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2")]
-unsafe fn argmin_avx512(g: &[f64]) -> (f64, usize) {
+fn argmin_avx512(g: &[f64]) -> (f64, usize) {
     argmin_impl(g)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn argmin_avx2(g: &[f64]) -> (f64, usize) {
+fn argmin_avx2(g: &[f64]) -> (f64, usize) {
     argmin_impl(g)
 }
 

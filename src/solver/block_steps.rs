@@ -54,13 +54,13 @@ pub fn solve(b: Block<'_>, tol: f64, max: usize, ws: &mut Workspace) -> usize {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn solve_avx512(b: Block<'_>, tol: f64, max: usize, ws: &mut Workspace) -> usize {
+fn solve_avx512(b: Block<'_>, tol: f64, max: usize, ws: &mut Workspace) -> usize {
     solve_body(b, tol, max, ws)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn solve_avx2(b: Block<'_>, tol: f64, max: usize, ws: &mut Workspace) -> usize {
+fn solve_avx2(b: Block<'_>, tol: f64, max: usize, ws: &mut Workspace) -> usize {
     solve_body(b, tol, max, ws)
 }
 

@@ -185,6 +185,10 @@ fn exp_plus_one(x: __m512) -> __m512 {
 /// computed by [`half`] into values of their own (no array indexed by the block), so the
 /// exponents stay in registers: an array indexed at run time lives on the stack, and reading
 /// its two 256-bit halves back as one 512-bit vector cannot be forwarded from the stores.
+///
+/// # Safety
+/// The CPU has AVX-512F, AVX-512DQ, VPOPCNTDQ, AVX2 and FMA (the caller's dispatch checked
+/// it); the job's slices cover its blocks, and every output holds the job's rows.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::needless_range_loop)] // c indexes the exponents, signs and outputs
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]

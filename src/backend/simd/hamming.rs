@@ -92,6 +92,10 @@ fn hamming_lookup<const W: usize>(
 }
 
 /// The Hamming distances of one block's LANES rows to `q` (AVX-512 VPOPCNTQ).
+///
+/// # Safety
+/// The CPU has AVX-512F and VPOPCNTDQ (the caller's dispatch checked it); `bits` points to a
+/// block of `W`·LANES readable words.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 #[inline]
@@ -114,6 +118,11 @@ unsafe fn hamming_distances<const W: usize>(
 /// below 32, known from the rows' ones) one two-register permutation looks 16 entries up;
 /// otherwise two permutations and a blend where every distance of the pair is below 64 (most
 /// rows of sparse bit data: w8a's have 9 ones at the median), a gather where one is not.
+///
+/// # Safety
+/// The CPU has AVX-512F, AVX-512DQ and VPOPCNTDQ (the caller's dispatch checked it); `bits`
+/// holds `W` words per row for every block asked, and the table covers every distance up to
+/// 64·`W`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq")]
 unsafe fn hamming_pairs_avx512<const W: usize, const NARROW: bool>(
@@ -204,6 +213,10 @@ fn hamming_blocks<const W: usize>(
 /// nibble lookups (VPSHUFB), summed per row by VPSADBW; the table's first 32 values in four
 /// registers, looked up by VPERMPS and two blends where every distance of the block is below
 /// 32 (a9a's rows have 14 ones), by a gather where one is not.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA (the caller's dispatch checked it); `bits` and the table as for
+/// [`hamming_pairs_avx512`], blocks `from..to` within `bits`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
