@@ -270,16 +270,13 @@ impl Backend for Recorder<'_> {
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> fwsvm::Result<usize> {
         self.inner.block(w, out, g_w)
     }
-    fn column_capacity(&self) -> usize {
-        self.inner.column_capacity()
-    }
-    fn ws_floor(&self) -> usize {
-        self.inner.ws_floor()
-    }
     /// ws compared across backends: both choose away candidates by the GPU's rule (the
     /// highest gradients), so that their vertex choices can match.
-    fn entries_are_local(&self) -> bool {
-        false
+    fn hints(&self) -> fwsvm::backend::Hints {
+        fwsvm::backend::Hints {
+            entries_are_local: false,
+            ..self.inner.hints()
+        }
     }
     fn stats(&self) -> BackendStats {
         self.inner.stats()

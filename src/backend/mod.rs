@@ -175,6 +175,40 @@ impl MarkedReduction {
     }
 }
 
+/// What a backend tells the solver about itself, for tuning — one value instead of a query
+/// each ([`Backend::hints`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    /// The solver combines its sums over a set of points through
+    /// [`fold_entries`](Backend::fold_entries) — each process over the points it holds —
+    /// rather than gathering the points' entries (a distributed backend asked for partial
+    /// sums, [`crate::train::TrainParams::partial_sums`]). False by default.
+    pub partial_sums: bool,
+    /// How many columns the backend can hold at once (a working set's block must fit);
+    /// unbounded by default.
+    pub column_capacity: usize,
+    /// The smallest automatic working set the working-set solver should take (0: none, the
+    /// solver's own): where each outer iteration waits for round trips to a device and
+    /// columns are cheap, larger blocks take fewer of them.
+    pub ws_floor: usize,
+    /// A few entries of a column ([`column_entries`](Backend::column_entries)) cost no round
+    /// trip to a device: the working-set solver then ranks its away candidates by the
+    /// second-order decrease, reading s's column at the support, and else by their gradient.
+    /// True by default.
+    pub entries_are_local: bool,
+}
+
+impl Default for Hints {
+    fn default() -> Self {
+        Hints {
+            partial_sums: false,
+            column_capacity: usize::MAX,
+            ws_floor: 0,
+            entries_are_local: true,
+        }
+    }
+}
+
 /// Everything the solvers need that touches all m points.
 pub trait Backend {
     /// Number of points m.
@@ -237,12 +271,10 @@ pub trait Backend {
         gather_by_parts(self, idx, g, prev, col)
     }
 
-    /// True when the solver should combine its sums over a set of points through
-    /// [`fold_entries`](Self::fold_entries) — each process over the points it holds — rather
-    /// than gathering the points' entries (a distributed backend asked for partial sums,
-    /// [`crate::train::TrainParams::partial_sums`]). False by default.
-    fn partial_sums(&self) -> bool {
-        false
+    /// What the backend tells the solver about itself for tuning ([`Hints`]); the defaults
+    /// describe a backend in this process's memory.
+    fn hints(&self) -> Hints {
+        Hints::default()
     }
 
     /// Σ_k `f(k, entries of idx[k])`'s two numbers, and the best candidate (value, point) over
@@ -372,26 +404,6 @@ pub trait Backend {
     /// over other rows); ignores what it cannot use.
     fn adopt_columns(&mut self, cols: ColumnExport) {
         let _ = cols;
-    }
-
-    /// How many columns this backend can hold at once (a working set's block must fit);
-    /// unbounded by default.
-    fn column_capacity(&self) -> usize {
-        usize::MAX
-    }
-
-    /// The smallest automatic working set of the working-set solver this backend asks for
-    /// (0: none, the solver's own): where each outer iteration waits for round trips to a
-    /// device and columns are cheap, larger blocks take fewer of them.
-    fn ws_floor(&self) -> usize {
-        0
-    }
-
-    /// Whether a few entries of a column ([`column_entries`](Self::column_entries)) cost no
-    /// round trip to a device: the working-set solver then ranks its away candidates by the
-    /// second-order decrease, reading s's column at the support, and else by their gradient.
-    fn entries_are_local(&self) -> bool {
-        true
     }
 }
 

@@ -380,8 +380,11 @@ impl Backend for DistBackend<'_> {
         self.gather_with(idx, out, |be, i, o| be.column_entries(lj, i, o))
     }
 
-    fn partial_sums(&self) -> bool {
-        self.partial
+    fn hints(&self) -> crate::backend::Hints {
+        crate::backend::Hints {
+            partial_sums: self.partial,
+            ..Default::default()
+        }
     }
 
     fn fold_entries(

@@ -153,7 +153,7 @@ impl Partan {
             let bound = (ap[k] > at[k]).then(|| at[k] / (ap[k] - at[k]));
             ([p * (gt - shift), p * (gt - gp)], bound)
         };
-        if be.partial_sums() {
+        if be.hints().partial_sums {
             // Each process over the points it holds (a distributed run's partial sums).
             let ask = crate::backend::FoldAsk {
                 prev: true,

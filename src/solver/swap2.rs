@@ -75,7 +75,7 @@ impl Variant for Swap2 {
         let s = red.s;
         self.idx.clear();
         self.idx.extend_from_slice(state.alpha.indices());
-        if be.partial_sums() {
+        if be.hints().partial_sums {
             return self.step_by_fold(state, red, be);
         }
         let n = self.idx.len();

@@ -274,12 +274,11 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         })
     }
 
-    fn column_capacity(&self) -> usize {
-        if self.computes_in_place() {
-            // Columns computed in place take no cache slots.
-            return self.prob.len();
+    fn hints(&self) -> crate::backend::Hints {
+        crate::backend::Hints {
+            column_capacity: self.column_capacity(),
+            ..Default::default()
         }
-        self.cache.capacity()
     }
 
     /// The cache itself, its columns restricted in place to `keep`'s rows (point columns

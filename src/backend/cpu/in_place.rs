@@ -33,6 +33,16 @@ impl<T: Elem> CpuBackend<'_, T> {
             }
     }
 
+    /// How many columns this backend holds at once ([`crate::backend::Hints`]): every one
+    /// when they are computed in place (they take no cache slots), else the cache's slots.
+    pub(super) fn column_capacity(&self) -> usize {
+        if self.computes_in_place() {
+            self.prob.len()
+        } else {
+            self.cache.capacity()
+        }
+    }
+
     /// Rows r0..r0 + out.len() of the columns `cols` — (j, x_j as [`Self::load_query`] writes
     /// it; unused for bit rows) — as the cache would hold them (the 1/C diagonal added), one
     /// output each, for [`Self::computes_in_place`] backends. Dense rows compute the columns in

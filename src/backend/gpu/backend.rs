@@ -437,20 +437,17 @@ impl Backend for GpuBackend<'_> {
         })
     }
 
-    fn entries_are_local(&self) -> bool {
-        false
-    }
-
-    fn ws_floor(&self) -> usize {
-        if self.ctx.is_software() {
-            0
-        } else {
-            super::WS_FLOOR
+    fn hints(&self) -> crate::backend::Hints {
+        crate::backend::Hints {
+            partial_sums: false,
+            column_capacity: self.cache.capacity(),
+            ws_floor: if self.ctx.is_software() {
+                0
+            } else {
+                super::WS_FLOOR
+            },
+            entries_are_local: false,
         }
-    }
-
-    fn column_capacity(&self) -> usize {
-        self.cache.capacity()
     }
 
     /// The cache's memory only (no column is carried over: the next backend's slots are over

@@ -83,7 +83,7 @@ impl Default for GpuConfig {
 }
 
 /// The working-set solver's smallest automatic q on a hardware adapter
-/// ([`Backend::ws_floor`]): an outer iteration there waits for two round trips, and its q
+/// ([`crate::backend::Hints::ws_floor`]): an outer iteration there waits for two round trips, and its q
 /// columns cost far less, so fewer, larger blocks pay; of q = 64 to 1024, 256 trained a9a and
 /// KDD99 fastest on an H100 (docs/BENCHMARKS.md, "H100, 2026-11-27, commits 969c614 →
 /// 0d6eedd"). A software adapter asks for none (0).
