@@ -112,3 +112,102 @@ fn no_import_circle_between_top_level_modules() {
         "backend reaches up into model"
     );
 }
+
+/// The sibling modules `text` (a file of folder `folder`, `prefix` its crate path such as
+/// `crate::backend::gpu::`) imports: `super::NAME` and `prefix NAME`, brace groups included,
+/// kept where NAME is one of `siblings`.
+fn sibling_uses(text: &str, prefix: &str, siblings: &BTreeSet<String>) -> BTreeSet<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = BTreeSet::new();
+    for key in ["super::", prefix] {
+        for (i, _) in text.match_indices(key) {
+            let rest = &text[i + key.len()..];
+            let names: Vec<String> = if let Some(group) = rest.strip_prefix('{') {
+                // The group's top-level entries: `{a, b::{c, d}, e}` gives a, b, e.
+                let (mut depth, mut start, mut v) = (0usize, 0usize, Vec::new());
+                for (k, ch) in group.char_indices() {
+                    match ch {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            v.push(ident(&group[start..k]));
+                            break;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            v.push(ident(&group[start..k]));
+                            start = k + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                v
+            } else {
+                vec![ident(rest)]
+            };
+            out.extend(names.into_iter().filter(|n| siblings.contains(n)));
+        }
+    }
+    out
+}
+
+/// Inside every folder of src/, the sibling modules (files, and sub-folders through their
+/// mod.rs) import one another one way: no circle such as a.rs → b.rs → a.rs.
+#[test]
+fn no_import_circle_inside_a_folder() {
+    fn folders(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.push(p.clone());
+                folders(&p, out);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = vec![];
+    folders(&src, &mut dirs);
+    let mut checked = 0;
+    for dir in dirs {
+        let rel = dir.strip_prefix(&src).unwrap();
+        let prefix = format!(
+            "crate::{}::",
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().to_string())
+                .collect::<Vec<_>>()
+                .join("::")
+        );
+        // Siblings: name → the file whose `super::` means this folder's module.
+        let mut siblings: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_stem().unwrap().to_string_lossy().to_string();
+            if p.is_dir() && p.join("mod.rs").exists() {
+                siblings.insert(name, p.join("mod.rs"));
+            } else if p.extension().is_some_and(|x| x == "rs") && name != "mod" {
+                siblings.insert(name, p);
+            }
+        }
+        let names: BTreeSet<String> = siblings.keys().cloned().collect();
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (name, file) in &siblings {
+            let code = code_of(&std::fs::read_to_string(file).unwrap());
+            let mut uses = sibling_uses(&code, &prefix, &names);
+            uses.remove(name);
+            graph.insert(name.clone(), uses);
+        }
+        checked += graph.values().map(|u| u.len()).sum::<usize>();
+        let mut done = BTreeSet::new();
+        for node in graph.keys() {
+            if let Some(c) = cycle(node, &graph, &mut Vec::new(), &mut done) {
+                panic!("import circle in {}: {}", rel.display(), c.join(" → "));
+            }
+        }
+    }
+    // The folders' imports were read (solver/shrink.rs uses warm.rs, gpu files use passes.rs).
+    assert!(checked > 20, "only {checked} sibling imports found");
+}
