@@ -8,8 +8,7 @@
 //! → [`solver`] variant → [`model::Model`] → file or predictions.
 //!
 //! ```
-//! use fwsvm::data::Dataset;
-//! use fwsvm::train::{train, TrainParams};
+//! use fwsvm::prelude::*;
 //!
 //! // Two well-separated clusters in the plane.
 //! let (mut ip, mut ix, mut vs, mut y) = (vec![0], vec![], vec![], vec![]);
@@ -29,13 +28,13 @@
 pub mod active;
 pub mod backend;
 pub mod bench;
-pub mod budget;
+pub(crate) mod budget;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod comm;
 pub mod data;
 pub mod dist;
-pub mod duplicates;
+pub(crate) mod duplicates;
 pub mod error;
 pub mod experiment;
 pub mod interrupt;
@@ -48,8 +47,20 @@ pub mod problem;
 pub mod rng;
 pub mod solver;
 pub mod stop;
-pub mod team;
+pub(crate) mod team;
 pub mod train;
-pub mod util;
+pub(crate) mod util;
 
 pub use error::{Error, Result};
+
+/// What a program that trains and predicts needs, in one `use fwsvm::prelude::*;`: reading
+/// data, the training settings and entry point, the device choice, the model.
+pub mod prelude {
+    pub use crate::backend::{BackendChoice, Device, DeviceRequest};
+    pub use crate::data::{Dataset, read_libsvm};
+    pub use crate::error::{Error, Result};
+    pub use crate::kernel::Kernel;
+    pub use crate::model::Model;
+    pub use crate::solver::{Algorithm, StopReason};
+    pub use crate::train::{Gamma, KernelKind, TrainParams, train};
+}

@@ -3,6 +3,7 @@
 
 /// The shortest text that reads back as exactly `x`, in exponent form outside [1e-4, 1e6)
 /// (`0.5`, `4.180273436993281e-7`): what messages print for a value a user may pass back.
+#[cfg(any(feature = "cli", test))]
 pub fn fmt_exact(x: f64) -> String {
     let a = x.abs();
     if x == 0.0 || !x.is_finite() || (1e-4..1e6).contains(&a) {
@@ -13,6 +14,7 @@ pub fn fmt_exact(x: f64) -> String {
 }
 
 /// C's `%g` with `prec` significant digits (as svm-predict prints its accuracy).
+#[cfg(any(feature = "cli", test))]
 pub fn fmt_g(x: f64, prec: usize) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
@@ -32,6 +34,7 @@ pub fn fmt_g(x: f64, prec: usize) -> String {
     }
 }
 
+#[cfg(any(feature = "cli", test))]
 fn trim_zeros(s: &str) -> &str {
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.')

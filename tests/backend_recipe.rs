@@ -163,7 +163,11 @@ fn a_backend_added_by_the_recipe_reaches_the_cpu_optimum() {
             CALLS.load(Ordering::Relaxed) > before + 10,
             "{alg:?}: the solver did not run on the test's backend"
         );
-        assert_eq!(ours.stop, StopReason::Converged, "{alg:?} on the test's backend");
+        assert_eq!(
+            ours.stop,
+            StopReason::Converged,
+            "{alg:?} on the test's backend"
+        );
         assert_eq!(theirs.stop, StopReason::Converged, "{alg:?} on the CPU");
         let (f1, f2) = (ours.certified_f.unwrap(), theirs.certified_f.unwrap());
         // The L2-SVM's certified gaps bound each objective's distance to the optimum;
