@@ -21,7 +21,7 @@ pub fn request(signal: Option<i32>) {
 
 /// A stop request from a caller that will discard what the running fits return (the Python
 /// package, which raises KeyboardInterrupt): the fits stop as after [`request`], but a stopped
-/// run gets no time to certify its iterate ([`crate::budget::grace_after`] is zero), so the
+/// run gets no time to certify its iterate (`budget::grace_after` is zero), so the
 /// caller gets control back as soon as the running pass has stopped.
 pub fn abandon() {
     ABANDON.store(true, Ordering::SeqCst);

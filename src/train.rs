@@ -93,7 +93,7 @@ pub struct TrainParams {
     /// within the certified gaps). No effect in one process.
     pub partial_sums: bool,
     /// Repeated points — equal features and label — trained as one point each whose cost is
-    /// the sum of theirs ([`crate::duplicates`]): the same optimum and decision function over
+    /// the sum of theirs (`duplicates`): the same optimum and decision function over
     /// fewer points, one support vector per group. None: the algorithm's default, merged for
     /// the working-set solver ([`Algorithm::Ws`]) and kept for the papers' per-iteration
     /// variants, whose iteration counts are compared with the published ones.

@@ -111,7 +111,7 @@ impl Update {
     }
 }
 
-/// Set membership of a point in a marked reduction ([`Backend::reduce_marked`]): bit flags.
+/// Set membership of a point in a marked reduction ([`Marks::reduce_marked`]): bit flags.
 pub mod mark {
     /// In no set.
     pub const NONE: u8 = 0;

@@ -2,7 +2,7 @@
 //! through collectives (see the module doc of [`crate::dist`] for the plan).
 //!
 //! Indices are global (0..m over all ranks). The local backend holds rows
-//! `[first, first + n)` as its 0..n and, as guests ([`Backend::add_guest`]), every point of
+//! `[first, first + n)` as its 0..n and, as guests ([`crate::backend::Guests::add_guest`]), every point of
 //! another rank that has been a vertex, an initial point or a line-search partner: such a row
 //! is broadcast once by its owner, at a moment every rank reaches in the same state (all ranks
 //! run the same solver on the same combined numbers), and is known everywhere afterwards.

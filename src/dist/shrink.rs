@@ -1,7 +1,7 @@
 //! Working-set shrinking over ranks: the rounds of [`crate::solver::rounds`] with each rank
 //! holding its own rows' gradient and marks. A round is a distributed run ([`DistBackend`]) over
 //! the ranks' rows in W, numbered as one process numbers W (rank order, ascending); the rebuild
-//! and the certification are the exact passes of the distributed backend ([`Known`]). So the
+//! and the certification are the exact passes of the distributed backend (`Known`). So the
 //! rounds, the iterates and the result are the single-process ones, to the bit with f64
 //! columns.
 

@@ -3,7 +3,7 @@
 //!
 //! Each step is the scalar rule of [`super::steps::pairwise`]: s = argmin_W g, v = the point
 //! of W ∩ A with g_v > g_s and the largest exact decrease (ties to the lower point), λ its
-//! clipped step, g_W += λ(Q[W,s] − Q[W,v]). A step costs a few passes over q values instead of
+//! clipped step, g_W += λ(Q\[W,s\] − Q\[W,v\]). A step costs a few passes over q values instead of
 //! one loop with branches and a division per point: the decreases of every candidate (a
 //! masked pass), their maximum, the lowest point that reaches it, the update of g and the
 //! next s and max g. The arithmetic of each value is the scalar rule's, in the same order, and

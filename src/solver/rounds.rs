@@ -3,7 +3,7 @@
 //! A run by rounds ([`crate::solver::shrink`] for the method) repeats: solve the problem
 //! restricted to a working set W, yielding when a smaller W would pay; when a round converges,
 //! one exact pass over every point certifies α or rebuilds the gradients set aside, and the
-//! points that break the optimality condition join W, pinned. [`run`] is that loop, written
+//! points that break the optimality condition join W, pinned. `run` is that loop, written
 //! over [`Comm`]: each process holds the gradient, the working-set marks and the pinned marks
 //! of its own rows ([`RowSlice`]), and what one process computes over all points is a
 //! collective — 2f from the exactly gathered entries of A (in α's order), the size of W as a
@@ -12,7 +12,7 @@
 //! of every row, where each collective is the identity; so a distributed run's rounds, iterates
 //! and result are one process's, to the bit with f64 columns. What differs — the round's
 //! backend (one process's, reusing the last round's column cache; a rank's partial sums) and
-//! the exact passes — is a [`RoundHost`].
+//! the exact passes — is a `RoundHost`.
 
 use super::{Observer, Progress, SolveResult, SolverParams, StopReason, YieldCheck, stop_rule_met};
 use crate::active::ActiveSet;
@@ -374,7 +374,7 @@ pub struct ShrinkParams {
     /// The working set holds at least this many points (the lowest gradients).
     pub min_size: usize,
     /// Problems with fewer points are solved without rounds (read by [`crate::train`]; this
-    /// module's [`solve`] always runs them). Below 10⁵ points shrinking does not pay (ijcnn1,
+    /// module's `solve` always runs them). Below 10⁵ points shrinking does not pay (ijcnn1,
     /// w8a, a9a: the column, not the pass over g, is the iteration's cost there) and moves the
     /// loosely converged default solution around as much as a new seed does; on larger sets
     /// such as KDD99-binary (395,216 points) it saves a good part of the run.

@@ -5,7 +5,7 @@
 //! once at the end), the working-set rounds' yield check and the exact certification. A
 //! [`Stepper`] owns one algorithm's iterate and says, at the top of each iteration, where it
 //! stands ([`Opened`]) and, when the loop goes on, takes one step. The FW variants run as
-//! [`FwStepper`] (one [`Variant`] on the simplex); SimpleSVM as
+//! [`FwStepper`] (one [`super::Variant`] on the simplex); SimpleSVM as
 //! [`super::simple_svm::SimpleSvm`].
 
 use super::{
@@ -183,7 +183,7 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
 /// Iterations without a new best objective or gap after which an FW run is declared stalled.
 pub const STALL_ITERATIONS: u32 = 100_000;
 
-/// One FW [`Variant`] on the simplex: the reduction that opens each iteration, the stop rule
+/// One FW [`super::Variant`] on the simplex: the reduction that opens each iteration, the stop rule
 /// (`-e`, `--rel-eps`, `--stop`), the stall count, and the variant's step.
 pub struct FwStepper<B: ?Sized + Upcast> {
     variant: Box<dyn VariantOn<B>>,

@@ -67,7 +67,7 @@ pub struct WarmStats {
     /// Points with α_i > 0 in the extended start.
     pub support: usize,
     /// Support vectors of the subsample's nested half and of the subsample, and the cap on
-    /// the extension they predict with the growth exponent e ([`predicted_support`]).
+    /// the extension they predict with the growth exponent e (`predicted_support`).
     pub half_support: usize,
     pub sub_support: usize,
     pub cap: usize,
@@ -103,7 +103,7 @@ fn predicted_support(sub: usize, half: usize) -> (usize, f64) {
     predicted_growth(sub, half, FRACTION as f64)
 }
 
-/// [`predicted_support`] for a subsample (support `sub`) with a nested half (support `half`),
+/// `predicted_support` for a subsample (support `sub`) with a nested half (support `half`),
 /// extended to `outer` times its points: e = log₂(sub / half) within [[`GROWTH_MIN`], 1],
 /// cap = sub · outer^e.
 fn predicted_growth(sub: usize, half: usize, outer: f64) -> (usize, f64) {
@@ -113,7 +113,7 @@ fn predicted_growth(sub: usize, half: usize, outer: f64) -> (usize, f64) {
     ((sub as f64 * outer.powf(e)).ceil() as usize, e)
 }
 
-/// The smallest growth exponent [`predicted_support`] uses: below it the two counts say more
+/// The smallest growth exponent `predicted_support` uses: below it the two counts say more
 /// about their noise than about the data.
 pub const GROWTH_MIN: f64 = 0.5;
 

@@ -28,7 +28,7 @@
 //! solvers (ThunderSVM's batched working sets, LIBSVM's second-order choice) on the CVM form.
 //!
 //! **Working-set size.** q = `--ws-size` when given; otherwise the power of two nearest above
-//! m/512, between 64 (256 on a hardware GPU: [`Backend::ws_floor`]) and 1024, and never more
+//! m/512, between 64 (256 on a hardware GPU: [`crate::backend::Hints::ws_floor`]) and 1024, and never more
 //! than m or half the columns the backend can hold at once. An outer iteration has O(m) work
 //! besides its columns (the reduction, the selection of W, the update's sweep over g); q ∝ m
 //! keeps that a fixed share of the columns' cost. Of q = 64, 256 and 1024, sets of

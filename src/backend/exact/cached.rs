@@ -43,7 +43,7 @@ const CHUNK: usize = 2048;
 const U: f64 = 1.0 / 16_777_216.0;
 
 /// The certified gap of α, (f, 2f − min g, argmin) exactly as [`certify`] computes it, from
-/// `cols[k]` = the column Q[:, act[k]] of every point of α's support (act = α's indices in
+/// `cols[k]` = the column Q\[:, act\[k\]\] of every point of α's support (act = α's indices in
 /// order) as the CPU backend's column passes store it (m entries each). None where it does
 /// not apply (a kernel other than RBF, a column of another length) or an exact part fails.
 pub fn certify_from_columns<T: Elem>(

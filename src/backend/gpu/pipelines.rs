@@ -358,7 +358,7 @@ mod table {
 }
 
 impl Program {
-    /// The layouts of the program's bind groups 0, 1, … (entries of [`table`]).
+    /// The layouts of the program's bind groups 0, 1, … (entries of `table`).
     pub fn layouts(self) -> &'static [&'static [B]] {
         use Program::*;
         match self {
