@@ -159,7 +159,7 @@ impl TrainParams {
             sample: self.sample,
             seed: self.solver.seed,
             eps: self.solver.eps,
-            rel_eps: self.solver.rel_eps(),
+            rel_eps: self.resolved(false).solver.rel_eps(),
             extra_draws: 2,
             stop: self.solver.stop,
         }

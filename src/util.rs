@@ -14,7 +14,7 @@ pub fn fmt_exact(x: f64) -> String {
 }
 
 /// C's `%g` with `prec` significant digits (as svm-predict prints its accuracy).
-#[cfg(any(feature = "cli", test))]
+#[cfg(any(feature = "charts", test))]
 pub fn fmt_g(x: f64, prec: usize) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
@@ -34,7 +34,7 @@ pub fn fmt_g(x: f64, prec: usize) -> String {
     }
 }
 
-#[cfg(any(feature = "cli", test))]
+#[cfg(any(feature = "charts", test))]
 fn trim_zeros(s: &str) -> &str {
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.')

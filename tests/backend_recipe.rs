@@ -99,7 +99,7 @@ impl Guests for Counting<'_> {
 #[derive(Clone, Copy)]
 struct CountingBackends<'c>(&'c AtomicUsize);
 
-impl Backends for CountingBackends<'static> {
+impl Backends for CountingBackends<'_> {
     fn open<'a>(
         &'a self,
         prob: &'a Problem<'a>,
@@ -111,17 +111,17 @@ impl Backends for CountingBackends<'static> {
             calls: self.0,
         }))
     }
-    fn on_rows(&self, _rows: &[usize]) -> Box<dyn Backends> {
+    fn on_rows(&self, _rows: &[usize]) -> Box<dyn Backends + '_> {
         Box::new(*self)
     }
-    fn on_subsample(&self, _rows: &[usize], _sub: &fwsvm::data::Dataset) -> Box<dyn Backends> {
+    fn on_subsample(&self, _rows: &[usize], _sub: &fwsvm::data::Dataset) -> Box<dyn Backends + '_> {
         Box::new(*self)
     }
 }
 
 #[test]
 fn a_backend_added_by_the_recipe_reaches_the_cpu_optimum() {
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let calls = AtomicUsize::new(0);
     let ds = random_dataset(600, 5, false, 11);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 10.0).unwrap();
     let cpu = CpuConfig {
@@ -146,10 +146,10 @@ fn a_backend_added_by_the_recipe_reaches_the_cpu_optimum() {
             rel_eps: Some(1e-3),
             ..Default::default()
         };
-        let before = CALLS.load(Ordering::Relaxed);
+        let before = calls.load(Ordering::Relaxed);
         let ours = fwsvm::solver::entry::solve_on(
             &prob,
-            &CountingBackends(&CALLS),
+            &CountingBackends(&calls),
             cpu,
             &params,
             None,
@@ -160,7 +160,7 @@ fn a_backend_added_by_the_recipe_reaches_the_cpu_optimum() {
             fwsvm::solver::entry::solve_on(&prob, &Device::Cpu, cpu, &params, None, &mut [])
                 .unwrap();
         assert!(
-            CALLS.load(Ordering::Relaxed) > before + 10,
+            calls.load(Ordering::Relaxed) > before + 10,
             "{alg:?}: the solver did not run on the test's backend"
         );
         assert_eq!(

@@ -322,7 +322,10 @@ fn working_set_rounds_report_once() {
         cache_bytes: 8 << 20,
         precision: Some(Precision::F64),
     };
-    let params = SolverParams::default();
+    let params = SolverParams {
+        algorithm: Some(fwsvm::solver::Algorithm::Partan),
+        ..Default::default()
+    };
     let r = shrink_solve(
         &prob,
         &fwsvm::backend::Device::Cpu,

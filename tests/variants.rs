@@ -132,6 +132,7 @@ fn stop_rules_are_reported() {
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 1.0 }, 10.0).unwrap();
     let mut be = cpu_backend(&prob, CpuConfig::default());
     let params = SolverParams {
+        algorithm: Some(Algorithm::Partan),
         eps: 1e-12,
         max_iter: 25,
         ..Default::default()
@@ -140,6 +141,7 @@ fn stop_rules_are_reported() {
     assert_eq!(r.stop, StopReason::MaxIter);
     assert_eq!(r.iterations, 25);
     let params = SolverParams {
+        algorithm: Some(Algorithm::Partan),
         eps: 1e-14,
         time_limit: Some(std::time::Duration::from_millis(50)),
         ..Default::default()

@@ -24,12 +24,12 @@ pub trait Backends {
 
     /// These backends for the problem made of rows `rows` (ascending) of the current one (a
     /// working-set round's).
-    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends>;
+    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends + '_>;
 
     /// [`on_rows`](Self::on_rows) for a subsample solved on its own (a warm start's), `sub`
     /// its rows: a subsample too small for a GPU to pay (the rule of `--backend auto`) runs on
     /// the CPU, where it is several times faster.
-    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends>;
+    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends + '_>;
 }
 
 impl Backends for Device {
@@ -42,11 +42,11 @@ impl Backends for Device {
         self.backend_reusing(prob, cpu, carried)
     }
 
-    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends> {
+    fn on_rows(&self, rows: &[usize]) -> Box<dyn Backends + '_> {
         Box::new(self.restrict(rows))
     }
 
-    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends> {
+    fn on_subsample(&self, rows: &[usize], sub: &crate::data::Dataset) -> Box<dyn Backends + '_> {
         if self.is_gpu() && super::column_pass_bytes(sub) < super::AUTO_GPU_MIN_BYTES {
             Box::new(Device::Cpu)
         } else {

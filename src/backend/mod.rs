@@ -415,11 +415,12 @@ pub trait Backend {
 ///
 /// ```compile_fail,E0277
 /// use fwsvm::backend::sampled::{CpuBlocks, Sampled, SampledConfig};
-/// use fwsvm::solver::{solve, SolverParams};
+/// use fwsvm::solver::{solve, Algorithm, SolverParams};
 /// # fn f(prob: &fwsvm::problem::Problem<'_>, cfg: SampledConfig) {
 /// let mut be = Sampled::with_engine(cfg, Box::new(CpuBlocks::new(prob)));
 /// // `solve` runs every algorithm, sparse FW and SimpleSVM included: it takes `dyn Marks`.
-/// let _ = solve(prob, &mut be, &SolverParams::default(), &mut []);
+/// let params = SolverParams { algorithm: Some(Algorithm::Partan), ..Default::default() };
+/// let _ = solve(prob, &mut be, &params, &mut []);
 /// # }
 /// ```
 ///
@@ -428,10 +429,12 @@ pub trait Backend {
 ///
 /// ```
 /// use fwsvm::backend::sampled::{CpuBlocks, Sampled, SampledConfig};
-/// use fwsvm::solver::{solve_plain, SolverParams};
+/// use fwsvm::solver::{solve_plain, Algorithm, SolverParams};
 /// # fn f(prob: &fwsvm::problem::Problem<'_>, cfg: SampledConfig) {
 /// let mut be = Sampled::with_engine(cfg, Box::new(CpuBlocks::new(prob)));
-/// let _ = solve_plain(prob, &mut be, &SolverParams::default(), &mut []);
+/// // Randomized iterations run the FW variants (PARTAN, as training picks for them).
+/// let params = SolverParams { algorithm: Some(Algorithm::Partan), ..Default::default() };
+/// let _ = solve_plain(prob, &mut be, &params, &mut []);
 /// # }
 /// ```
 pub trait Marks: Backend {

@@ -272,7 +272,9 @@ impl Default for SolverParams {
 impl SolverParams {
     /// The algorithm: the one named, else the default of a one-process run without
     /// randomized iterations (ws). Training through [`crate::train`] names one for every
-    /// run first ([`TrainParams::resolved`](crate::train::TrainParams::resolved)).
+    /// run first ([`TrainParams::resolved`](crate::train::TrainParams::resolved)); a caller
+    /// that runs the solver itself on a sampled or distributed backend names an FW variant
+    /// (PARTAN is what training picks there).
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
             .unwrap_or_else(|| Algorithm::default_for(false, false))

@@ -170,8 +170,8 @@ pub struct Warm {
     pub subsample: ActiveSet,
 }
 
-/// The warm start of `prob` (see the module documentation): its subsample solved on `backends`
-/// (rounds where `sp` applies to it) and extended. When the time limit or a stop request
+/// The warm start of `prob` (see the module documentation): its subsample solved by `solve` on
+/// `backends` and extended. When the time limit or a stop request
 /// ends it first, α is the subsample's solution, [`WarmStats::stopped`] says why, and the
 /// estimate is empty.
 pub fn start(
