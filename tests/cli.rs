@@ -4,26 +4,13 @@
 mod common;
 
 use assert_cmd::Command;
+use common::write_train;
 use predicates::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 fn fwsvm() -> Command {
     Command::cargo_bin("fwsvm").expect("fwsvm binary")
-}
-
-/// A small separable-ish training file.
-fn write_train(dir: &Path) -> PathBuf {
-    let p = dir.join("train.txt");
-    let mut s = String::from("# a comment\n\n");
-    for i in 0..60 {
-        let y = if i % 2 == 0 { 1 } else { -1 };
-        let x1 = y as f64 * 0.8 + (i as f64 * 0.037).sin() * 0.3;
-        let x2 = (i as f64 * 0.11).cos();
-        s.push_str(&format!("{y} 1:{x1:.4} 2:{x2:.4}\n"));
-    }
-    std::fs::write(&p, s).unwrap();
-    p
 }
 
 fn bad_input(dir: &Path, name: &str, body: &[u8], expect: &[&str]) {

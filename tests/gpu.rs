@@ -6,6 +6,7 @@
 mod common;
 
 use common::problems::{problems, random_dataset, reference_optimum};
+use common::write_train;
 use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
@@ -1524,20 +1525,6 @@ fn four_column_and_list_updates_equal_updates_by_pairs() {
 
 fn fwsvm() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("fwsvm").expect("fwsvm binary")
-}
-
-/// A small separable-ish training file.
-fn write_train(dir: &std::path::Path) -> std::path::PathBuf {
-    let p = dir.join("train.txt");
-    let mut s = String::from("# a comment\n\n");
-    for i in 0..60 {
-        let y = if i % 2 == 0 { 1 } else { -1 };
-        let x1 = y as f64 * 0.8 + (i as f64 * 0.037).sin() * 0.3;
-        let x2 = (i as f64 * 0.11).cos();
-        s.push_str(&format!("{y} 1:{x1:.4} 2:{x2:.4}\n"));
-    }
-    std::fs::write(&p, s).unwrap();
-    p
 }
 
 /// `fwsvm info` lists the adapters; `train --backend gpu` trains on one (the software adapter

@@ -133,7 +133,8 @@ impl WorkingSet {
         if self.mark.len() != m {
             self.mark = vec![false; m];
         }
-        let q = self.size(m, be.hints().column_capacity, be.hints().ws_floor);
+        let hints = be.hints();
+        let q = self.size(m, hints.column_capacity, hints.ws_floor);
         for &i in &self.w {
             self.mark[i] = false;
         }
@@ -166,7 +167,7 @@ impl WorkingSet {
         // with s fixed — read from s's column (which W needs anyway), points with g_v ≤ g_s
         // last; on a device, the highest gradients (no round trip for the column).
         self.score.clear();
-        if be.hints().entries_are_local {
+        if hints.entries_are_local {
             self.qs.resize(a.len(), 0.0);
             be.column_entries(red.s, a, &mut self.qs)?;
             if self.diag.len() != m {

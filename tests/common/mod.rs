@@ -140,3 +140,18 @@ pub fn missing_datasets(names: &[&str]) -> Option<String> {
         )
     })
 }
+
+/// A small separable-ish training file (two features, 60 rows, a comment and a blank line
+/// first) in `dir`, for the command-line tests.
+pub fn write_train(dir: &std::path::Path) -> PathBuf {
+    let p = dir.join("train.txt");
+    let mut s = String::from("# a comment\n\n");
+    for i in 0..60 {
+        let y = if i % 2 == 0 { 1 } else { -1 };
+        let x1 = y as f64 * 0.8 + (i as f64 * 0.037).sin() * 0.3;
+        let x2 = (i as f64 * 0.11).cos();
+        s.push_str(&format!("{y} 1:{x1:.4} 2:{x2:.4}\n"));
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
