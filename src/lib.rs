@@ -29,14 +29,11 @@ pub mod active;
 pub mod backend;
 pub mod bench;
 pub(crate) mod budget;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod comm;
 pub mod data;
 pub mod dist;
 pub(crate) mod duplicates;
 pub mod error;
-pub mod experiment;
 pub mod interrupt;
 pub mod kernel;
 pub mod model;

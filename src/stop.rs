@@ -4,7 +4,7 @@
 
 /// Which stopping rule ends a run (docs/METHODS.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum StopRule {
     /// The duality gap: Δ = 2f − min g ≤ ε (and ≤ rel_eps · 2f).
     #[default]

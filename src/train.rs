@@ -20,20 +20,20 @@ pub use folds::{
 
 /// Kernel family chosen by the user (the aliases are svm-train's `-t` numbers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum KernelKind {
     /// exp(−γ‖x−z‖²) (svm-train's -t 2)
     #[default]
-    #[cfg_attr(feature = "cli", value(alias = "2"))]
+    #[cfg_attr(feature = "clap", value(alias = "2"))]
     Rbf,
     /// (γ⟨x,z⟩ + coef0)^degree (-t 1)
-    #[cfg_attr(feature = "cli", value(alias = "polynomial", alias = "1"))]
+    #[cfg_attr(feature = "clap", value(alias = "polynomial", alias = "1"))]
     Poly,
     /// ⟨x,z⟩ (-t 0)
-    #[cfg_attr(feature = "cli", value(alias = "0"))]
+    #[cfg_attr(feature = "clap", value(alias = "0"))]
     Linear,
     /// tanh(γ⟨x,z⟩ + coef0), not positive semi-definite in general (-t 3)
-    #[cfg_attr(feature = "cli", value(alias = "3"))]
+    #[cfg_attr(feature = "clap", value(alias = "3"))]
     Sigmoid,
 }
 

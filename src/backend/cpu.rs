@@ -41,7 +41,7 @@ type FusedUpdate = ([Option<(usize, f64)>; 2], f64, f64, bool);
 
 /// Storage precision of cached kernel columns (the gradient is always f64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Precision {
     /// f32 columns: half the memory traffic and twice the columns in the cache.
     #[default]

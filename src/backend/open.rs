@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 
 /// Which backend a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum BackendChoice {
     /// A hardware GPU when there is one, else the CPU.
     #[default]

@@ -427,7 +427,7 @@ impl Dataset {
 
 /// Input file formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
     /// LIBSVM sparse text: `label idx:val ...`.
     #[default]

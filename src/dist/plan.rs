@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 /// How the ranks share a set of independent trainings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Distribute {
     /// Tasks when the data fit every rank and the tasks keep every rank busy, else rows.
     Auto,

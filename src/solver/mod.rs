@@ -39,7 +39,7 @@ use std::time::Duration;
 
 /// The training algorithms (their command-line names are the `--algorithm` values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Algorithm {
     /// Plain Frank–Wolfe (toward steps).
     Fw,
@@ -58,10 +58,10 @@ pub enum Algorithm {
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
     /// Sparse re-weighted FW (active/inactive vectors, pairwise steps).
-    #[cfg_attr(feature = "cli", value(name = "sparse-fw"))]
+    #[cfg_attr(feature = "clap", value(name = "sparse-fw"))]
     SparseFw,
     /// SimpleSVM: the active-set solver of LIBSVM's C-SVM dual (a different problem).
-    #[cfg_attr(feature = "cli", value(name = "simplesvm"))]
+    #[cfg_attr(feature = "clap", value(name = "simplesvm"))]
     SimpleSvm,
 }
 

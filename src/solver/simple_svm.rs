@@ -52,7 +52,7 @@ use std::collections::BinaryHeap;
 
 /// How the next violator is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Violator {
     /// Largest |y_iF(x_i) − 1| over all points.
     #[default]
@@ -63,11 +63,11 @@ pub enum Violator {
 
 /// How the KKT systems are solved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LinearSolver {
     /// Cholesky factor with rank-one updates.
     #[default]
-    #[cfg_attr(feature = "cli", value(name = "chol", alias = "cholesky"))]
+    #[cfg_attr(feature = "clap", value(name = "chol", alias = "cholesky"))]
     Cholesky,
     /// Conjugate gradients on the stored kernel block.
     Cg,

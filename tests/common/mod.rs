@@ -5,12 +5,23 @@ use std::path::PathBuf;
 
 pub mod problems;
 
+/// The repository's root (where `data/`, `python/` and `.venv` are), from the library's tests
+/// and from the command line's (`cli/tests`) alike.
+pub fn repo_root() -> PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .find(|p| p.join("data/heart_scale.xz").is_file())
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
+
 /// `data/<name>` (shipped in the repository: heart_scale, a9a, a9a.t), else the folder named by
 /// `FWSVM_DATASETS` (default: the workspace's shared datasets folder beside the clone, where
 /// the larger sets are), or None (with a loud message) when neither has it outside CI. In CI (`CI=true`) a missing dataset is a failure,
 /// never a skip.
 pub fn dataset(name: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = repo_root();
     let shipped = root.join("data").join(name);
     if shipped.exists() {
         return Some(shipped);
@@ -123,7 +134,7 @@ macro_rules! trials {
 /// What [`dataset`] would not find among `names`, said for [`run_tests_each`]; None when every
 /// one is there. Prints nothing.
 pub fn missing_datasets(names: &[&str]) -> Option<String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = repo_root();
     let folder = std::env::var_os("FWSVM_DATASETS")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("../shared/datasets"));
