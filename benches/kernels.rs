@@ -58,7 +58,7 @@ fn column_pass(c: &mut Criterion) {
     g.finish();
 }
 
-/// Batched column passes (`Backend::prefetch_columns`): k fresh columns per call, each block
+/// Batched column passes (`Columns::prefetch_columns`): k fresh columns per call, each block
 /// of rows read once for up to `simd::BATCH` (8) of them. Throughput in columns per second
 /// ("elements"), so k = 1 is the plain column pass and the ratio at k = 4, 8, 16 is what
 /// batching buys; m = 10⁵.
@@ -104,19 +104,19 @@ fn batched_columns(c: &mut Criterion) {
 }
 
 /// One outer iteration's data work of the working-set solver (`-a ws`) at q = 64, 256, 1024:
-/// the block of q fresh columns (`Backend::block`: batched passes, Q_WW read back) and the
+/// the block of q fresh columns (`Columns::block`: batched passes, Q_WW read back) and the
 /// update of g by all q of them (`update_many`), m = 10⁵, on the CPU and on a GPU (any
 /// adapter; there the block is batched column passes and one readback of Q_WW and g_W). Throughput in
 /// columns per second; one RBF column costs about m·(2·nnz/m + 25) flops (dot, distance, exp,
 /// labels), so GFLOP/s = columns/s × m·(2·nnz/m + 25) / 10⁹ (d = 38 dense: 10.1 MFLOP a column).
 fn working_set_block(c: &mut Criterion) {
-    use fwsvm::backend::Backend;
+    use fwsvm::backend::Solvable;
     let mut g = c.benchmark_group("ws-block");
     g.sample_size(10);
     let m = 100_000;
     let ds = dataset(m, 38, 1.0, 9);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.1 }, 1.0).unwrap();
-    let mut run = |name: &str, be: &mut dyn Backend, q: usize| {
+    let mut run = |name: &str, be: &mut dyn Solvable, q: usize| {
         let mut out = vec![0.0; q * q];
         let mut gw = vec![0.0; q];
         let mut w = vec![0usize; q];
@@ -149,6 +149,7 @@ fn working_set_block(c: &mut Criterion) {
     }
     #[cfg(feature = "gpu")]
     {
+        use fwsvm::backend::Backend;
         use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
         let Ok(Some(ctx)) = GpuContext::open(&DeviceSelector::from_arg(None, DeviceSelector::Any))
         else {
@@ -252,7 +253,7 @@ fn block_flops(c: &mut Criterion) {
 fn gpu_passes(c: &mut Criterion) {
     use fwsvm::active::ActiveSet;
     use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
-    use fwsvm::backend::{Backend, Update};
+    use fwsvm::backend::{Backend, Columns, Update};
     use std::time::Instant;
     let ctx = match GpuContext::open(&DeviceSelector::from_arg(None, DeviceSelector::Any)) {
         Ok(Some(c)) => c,

@@ -5,7 +5,7 @@
 //! readback).
 
 use crate::active::ActiveSet;
-use crate::backend::{Backend, Update};
+use crate::backend::{Backend, Solvable, Update};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::rng::SplitMix64;
@@ -130,7 +130,7 @@ pub fn time_round_trip(be: &mut dyn Backend, n: usize) -> Result<f64> {
 /// (their q columns in batched passes, Q_WW and g_W read back) and the `update_many` that
 /// folds the q columns into g, repeated with new points until `min_time` has passed. `be`
 /// needs a column cache of at least 2q + 2 columns, else `block` falls back to single columns.
-pub fn time_batched(be: &mut dyn Backend, q: usize, min_time: Duration) -> Result<f64> {
+pub fn time_batched(be: &mut dyn Solvable, q: usize, min_time: Duration) -> Result<f64> {
     let m = be.len();
     let q = q.clamp(1, m);
     let mut alpha = ActiveSet::new(m);
@@ -141,7 +141,7 @@ pub fn time_batched(be: &mut dyn Backend, q: usize, min_time: Duration) -> Resul
     let mut w = vec![0usize; q];
     let mut cols = vec![(0usize, 0.0f64); q];
     let mut start = 0usize;
-    let mut round = |be: &mut dyn Backend| -> Result<()> {
+    let mut round = |be: &mut dyn Solvable| -> Result<()> {
         // q distinct points spread over the rows, shifted each round so no column repeats
         // until the rows are used up.
         for (k, wk) in w.iter_mut().enumerate() {

@@ -1,9 +1,10 @@
 //! ARCHITECTURE's "Adding a backend", followed once by a backend that exists only here: a
-//! type that implements the core `Backend` (its twelve required methods, every fast path left
-//! to the trait's defaults), `Marks` and `Guests`, and a factory that implements `Backends` —
-//! what training hands the solver. The solver's one entry (`solver::entry::solve_on`) runs
-//! the default algorithm and the marked ones on it, and reaches the CPU backend's optimum
-//! within the certified gaps: the recipe's step 3.
+//! type that implements the core `Backend` (its twelve required methods), states the
+//! capabilities `Columns`, `Ranks` and `Certify` with every default (no fast path of its
+//! own), implements `Marks` and `Guests`, and a factory that implements `Backends` — what
+//! training hands the solver. The solver's one entry (`solver::entry::solve_on`) runs the
+//! default algorithm and the marked ones on it, and reaches the CPU backend's optimum within
+//! the certified gaps: the recipe's step 4.
 
 mod common;
 
@@ -11,8 +12,8 @@ use common::problems::random_dataset;
 use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, cpu_backend};
 use fwsvm::backend::{
-    Backend, BackendStats, Backends, ColumnExport, Device, Guests, Local, MarkedReduction, Marks,
-    Reduction, Update,
+    Backend, BackendStats, Backends, Certify, ColumnExport, Columns, Device, Guests, Local,
+    MarkedReduction, Marks, Ranks, Reduction, Update,
 };
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
@@ -74,6 +75,12 @@ impl Backend for Counting<'_> {
         self.inner.stats()
     }
 }
+
+impl Columns for Counting<'_> {}
+
+impl Ranks for Counting<'_> {}
+
+impl Certify for Counting<'_> {}
 
 impl Marks for Counting<'_> {
     fn fill_marks(&mut self, mk: u8) -> fwsvm::Result<()> {

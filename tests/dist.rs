@@ -8,7 +8,7 @@ mod common;
 
 use common::problems::random_dataset;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
-use fwsvm::backend::{Backend, Marks};
+use fwsvm::backend::{Marks, Solvable};
 use fwsvm::data::Dataset;
 use fwsvm::dist::backend::DistBackend;
 use fwsvm::dist::comm::{Comm, on_threads};
@@ -33,7 +33,7 @@ fn run_one(prob: &Problem<'_>, be: &mut dyn Marks, params: &SolverParams) -> Run
 }
 
 /// [`run_one`] on a backend without marked reductions (the sampled one).
-fn run_plain(prob: &Problem<'_>, be: &mut dyn Backend, params: &SolverParams) -> Run {
+fn run_plain(prob: &Problem<'_>, be: &mut dyn Solvable, params: &SolverParams) -> Run {
     let mut seen = Vec::new();
     let mut obs = |p: &Progress| seen.push((p.iter, p.f, p.gap));
     let r = solve_plain(prob, be, params, &mut [&mut obs]).unwrap();

@@ -9,7 +9,9 @@ use common::problems::{problems, random_dataset, reference_optimum};
 use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
-use fwsvm::backend::{Backend, BackendStats, Device, Marks, Reduction, Update};
+use fwsvm::backend::{
+    Backend, BackendStats, Certify, Columns, Device, Marks, Ranks, Reduction, Solvable, Update,
+};
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
 use fwsvm::solver::{Algorithm, SolverParams, StopReason, solve, solve_plain};
@@ -194,13 +196,13 @@ fn primitives_match_the_cpu_with_tiny_chunks() {
 /// Wraps a backend and records the vertices each update moves along (the columns it uses):
 /// the vertex choices of the variant's steps.
 struct Recorder<'a> {
-    inner: Box<dyn Backend + 'a>,
+    inner: Box<dyn Solvable + 'a>,
     log: Vec<(usize, usize)>,
     reds: Vec<Reduction>,
 }
 
 impl<'a> Recorder<'a> {
-    fn new(inner: Box<dyn Backend + 'a>) -> Self {
+    fn new(inner: Box<dyn Solvable + 'a>) -> Self {
         Recorder {
             inner,
             log: Vec::new(),
@@ -256,18 +258,6 @@ impl Backend for Recorder<'_> {
     ) -> fwsvm::Result<()> {
         self.inner.gather_fused(idx, g, prev, col)
     }
-    fn prefetch_columns(&mut self, js: &[usize]) -> fwsvm::Result<usize> {
-        self.inner.prefetch_columns(js)
-    }
-    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> fwsvm::Result<()> {
-        self.inner.update_many(scale, cols)
-    }
-    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> fwsvm::Result<()> {
-        self.inner.lowest(k, out)
-    }
-    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> fwsvm::Result<usize> {
-        self.inner.block(w, out, g_w)
-    }
     /// ws compared across backends: both choose away candidates by the GPU's rule (the
     /// highest gradients), so that their vertex choices can match.
     fn hints(&self) -> fwsvm::backend::Hints {
@@ -280,6 +270,28 @@ impl Backend for Recorder<'_> {
         self.inner.stats()
     }
 }
+
+impl Columns for Recorder<'_> {
+    fn prefetch_columns(&mut self, js: &[usize]) -> fwsvm::Result<usize> {
+        self.inner.prefetch_columns(js)
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> fwsvm::Result<()> {
+        self.inner.update_many(scale, cols)
+    }
+
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> fwsvm::Result<()> {
+        self.inner.lowest(k, out)
+    }
+
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> fwsvm::Result<usize> {
+        self.inner.block(w, out, g_w)
+    }
+}
+
+impl Ranks for Recorder<'_> {}
+
+impl Certify for Recorder<'_> {}
 
 /// With the f64 gradient (f64 kernel arithmetic and columns, as the CPU's --precision f64) the
 /// first 50 iterations choose the same vertices on both backends, for every variant on every
@@ -1233,7 +1245,7 @@ fn rc_unweighted(ds: &fwsvm::data::Dataset, params: &fwsvm::train::TrainParams) 
 }
 
 /// A GPU per rank: each rank's GPU backend computes the columns of other ranks' vertices as
-/// guests (`Backend::add_guest`). The gradient entries are the device's, row by row as in one
+/// guests (`Guests::add_guest`). The gradient entries are the device's, row by row as in one
 /// process; αᵀg is summed on the host from the gathered entries rather than on the device, so
 /// the runs agree to rounding, not to the bit: the same iterates to 1e-4 over the first 100
 /// iterations and the same optimum within the certified gaps, in f32 and f64, on 2 and 3 ranks

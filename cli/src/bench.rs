@@ -387,7 +387,7 @@ fn with_backend<T>(
     prob: &Problem<'_>,
     precision: Precision,
     cache_bytes: usize,
-    f: impl FnOnce(&mut dyn fwsvm::backend::Backend) -> Result<T>,
+    f: impl FnOnce(&mut dyn fwsvm::backend::Solvable) -> Result<T>,
 ) -> Result<T> {
     match dev {
         Device::Cpu => {

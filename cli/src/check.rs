@@ -18,7 +18,7 @@
 //! * labels: agreement on the training set and on the test set ≥ `--min-agreement` %.
 
 use super::common::{BackendArg, ProgressLine};
-use super::train::{TrainOpts, require_two_classes};
+use super::train::{TrainOpts, launched_by_mpirun, require_two_classes};
 use clap::Args;
 use fwsvm::backend::Device;
 use fwsvm::backend::cpu::{Precision, cpu_backend};
@@ -162,9 +162,10 @@ fn lockstep(
 pub fn run(args: CheckArgs) -> Result<()> {
     let o = &args.opts;
     o.refuse_train_only("check")?;
-    if o.partial_sums {
+    // One process: the defaults it decides (algorithm, precision) are those of one process.
+    if launched_by_mpirun() {
         return Err(Error::param(
-            "--partial-sums combines the sums of ranks; fwsvm check runs in one process".into(),
+            "fwsvm check compares two backends in one process; run it without mpirun".into(),
         ));
     }
     let (ds, test, _) = o.read(&args.train, args.test.as_deref())?;

@@ -165,6 +165,21 @@ fn collectives_and_slices_across_processes() {
     }
 }
 
+/// `fwsvm check` compares two backends in one process, with one process's defaults: under
+/// mpirun every rank says so and exits 2.
+#[test]
+fn check_refuses_to_run_under_mpirun() {
+    let heart = common::repo_root().join("data/heart_scale.xz");
+    let Some(out) = fwsvm_under_mpirun(2, &["check".as_ref(), heart.as_os_str()]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("run it without mpirun"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn a_bad_line_ends_every_rank() {
     let dir = common::tempdir();

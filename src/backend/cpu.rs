@@ -131,15 +131,13 @@ pub struct CpuBackend<'a, T: Elem> {
     /// Marks of the marked reduction (allocated on first use).
     marks: Vec<u8>,
     /// Rows that repeat earlier rows' features: columns are computed (and cached) once per
-    /// distinct row.
+    /// distinct row, and the gradient is kept per group of equal rows (then `g` and `gp` are
+    /// empty). None: every row its own column entry and gradient entry.
     distinct: Option<Distinct>,
     /// The RBF entries by squared distance for bit rows (other layouts and kernels: None).
     rbf_table: Option<super::simd::RbfTable>,
     /// The queries of an update computed in place ([`Self::queries_in_place`]).
     in_place_q: Vec<f64>,
-    /// The gradient per group of equal rows, when rows are deduplicated (then `g` and `gp`
-    /// are empty).
-    groups: Option<Groups>,
     /// The original columns of the update in flight (for the deduplicated pass).
     up_j: [usize; 2],
     /// Points whose columns this backend computes without holding their rows (a distributed
@@ -152,14 +150,14 @@ pub struct CpuBackend<'a, T: Elem> {
     /// between calls).
     slot_buf: Vec<usize>,
     col_buf: Vec<usize>,
-    /// (k, the 2k-th lowest g) of the last [`Backend::lowest`] (see there).
+    /// (k, the 2k-th lowest g) of the last [`Columns::lowest`](crate::backend::Columns::lowest) (see there).
     lowest_bound: (usize, f64),
     ptr_buf: Vec<(SendPtr<T>, f64)>,
     /// The touched rows' bits, for their entries computed in place (see `touched.rs`).
     touched_bits: touched::TouchedBits,
 }
 
-/// A point held for its columns only ([`Backend::add_guest`]).
+/// A point held for its columns only ([`Guests::add_guest`](crate::backend::Guests::add_guest)).
 struct Guest {
     row: crate::data::OwnedRow,
     norm: f64,
@@ -209,6 +207,8 @@ struct Distinct {
     norms: Vec<f64>,
     /// All ones, n + guests of them: distinct columns carry no labels.
     ones: Vec<f64>,
+    /// The gradient per group of equal rows.
+    groups: Groups,
 }
 
 /// The column key of point j among `m` rows deduplicated by `dd`: its distinct row, or for
@@ -237,7 +237,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         let (layout, distinct, col_len) = match prob.distinct_rows() {
             Some(crate::problem::DistinctRows { rows, rep }) => {
                 let n = rows.len();
-                let norms = rows.iter().map(|&i| prob.norms[i]).collect();
+                let norms: Vec<f64> = rows.iter().map(|&i| prob.norms[i]).collect();
+                let groups = Groups::new(rep, &prob.y, norms.len());
                 (
                     Layout::of_rows(prob.data, rows),
                     Some(Distinct {
@@ -245,28 +246,25 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                         n,
                         norms,
                         ones: vec![1.0; n],
+                        groups,
                     }),
                     n,
                 )
             }
             None => (Layout::new(prob.data), None, m),
         };
-        let groups = distinct
-            .as_ref()
-            .map(|dd| Groups::new(&dd.rep, &prob.y, dd.norms.len()));
         let rbf_table = match prob.kernel {
             crate::kernel::Kernel::Rbf { gamma } => super::simd::RbfTable::new(gamma, &layout),
             _ => None,
         };
         // With groups, g lives in them (per group and per touched row).
-        let g_len = if groups.is_some() { 0 } else { m };
+        let g_len = if distinct.is_some() { 0 } else { m };
         CpuBackend {
             prob,
             layout,
             rbf_table,
             in_place_q: Vec::new(),
             distinct,
-            groups,
             up_j: [usize::MAX; 2],
             g: vec![0.0; g_len],
             gp: Vec::new(),
@@ -521,13 +519,13 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         Grad {
             g: &self.g,
             gp: if self.prev { &self.gp } else { &[] },
-            groups: self.groups.as_ref(),
+            groups: self.distinct.as_ref().map(|dd| &dd.groups),
         }
     }
 
     fn argmin_all(&mut self) -> (usize, f64) {
         if !self.min_valid
-            && let Some(gr) = &self.groups
+            && let Some(Distinct { groups: gr, .. }) = &self.distinct
         {
             self.chunk_min.clear();
             for (c, h) in gr.h.chunks(CHUNK).enumerate() {

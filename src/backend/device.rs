@@ -14,7 +14,7 @@ use crate::error::Result;
 /// [`on_rows`](Self::on_rows) and [`on_subsample`](Self::on_subsample).
 pub trait Backends {
     /// A backend for `prob`, taking over what another backend of these exported
-    /// ([`crate::backend::Backend::export_columns`]).
+    /// ([`crate::backend::Columns::export_columns`]).
     fn open<'a>(
         &'a self,
         prob: &'a crate::problem::Problem<'a>,
@@ -224,7 +224,7 @@ impl Device {
     }
 
     /// [`Device::backend`] taking over what another backend of this device exported
-    /// ([`crate::backend::Backend::export_columns`]: columns, or only the cache's memory).
+    /// ([`crate::backend::Columns::export_columns`]: columns, or only the cache's memory).
     #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
     pub fn backend_reusing<'a>(
         &'a self,

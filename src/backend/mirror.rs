@@ -6,7 +6,9 @@
 //! is gathered from both and the largest difference recorded; every reduction also records
 //! whether the two backends chose the same vertices (s and v).
 
-use super::{Backend, BackendStats, MarkedReduction, Marks, Reduction, Update};
+use super::{
+    Backend, BackendStats, Certify, Columns, MarkedReduction, Marks, Ranks, Reduction, Update,
+};
 use crate::active::ActiveSet;
 use crate::error::Result;
 
@@ -233,12 +235,18 @@ impl Backend for Mirror<'_> {
     fn stats(&self) -> BackendStats {
         self.primary.stats()
     }
+}
 
+impl Columns for Mirror<'_> {
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
         self.primary.update_many(scale, cols)?;
         self.secondary.update_many(scale, cols)
     }
 }
+
+impl Ranks for Mirror<'_> {}
+
+impl Certify for Mirror<'_> {}
 
 impl Marks for Mirror<'_> {
     fn fill_marks(&mut self, mk: u8) -> Result<()> {

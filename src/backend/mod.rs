@@ -29,7 +29,7 @@ mod stats;
 #[cfg(feature = "gpu")]
 pub use device::SharedRows;
 pub use device::{Backends, Device, or_else_on_cpu};
-/// The largest block a backend is asked for in one call ([`Backend::block`]): the working-set
+/// The largest block a backend is asked for in one call ([`Columns::block`]): the working-set
 /// solver's largest automatic working set; the GPU sizes its readback and update list by it.
 pub const MAX_BLOCK: usize = 1024;
 
@@ -180,7 +180,7 @@ impl MarkedReduction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hints {
     /// The solver combines its sums over a set of points through
-    /// [`fold_entries`](Backend::fold_entries) — each process over the points it holds —
+    /// [`fold_entries`](Ranks::fold_entries) — each process over the points it holds —
     /// rather than gathering the points' entries (a distributed backend asked for partial
     /// sums, [`crate::train::TrainParams::partial_sums`]). False by default.
     pub partial_sums: bool,
@@ -209,7 +209,13 @@ impl Default for Hints {
     }
 }
 
-/// Everything the solvers need that touches all m points.
+/// The core of a backend: the gradient work on all m points that every solver does — g = Qα
+/// set and updated, reduced and read. What else a backend does is said by the capability
+/// traits beside it — [`Columns`] (batched kernel columns), [`Ranks`] (rows held by several
+/// processes and the sums across them), [`Certify`] (exact certification), [`Marks`] (marked
+/// reductions), [`Guests`] (columns of points held elsewhere) — and its tuning by one
+/// [`Hints`] value. The solver runs on [`Solvable`] backends (the core with the first three),
+/// the marked algorithms on [`Marks`].
 pub trait Backend {
     /// Number of points m.
     fn len(&self) -> usize;
@@ -277,32 +283,17 @@ pub trait Backend {
         Hints::default()
     }
 
-    /// Σ_k `f(k, entries of idx[k])`'s two numbers, and the best candidate (value, point) over
-    /// the k where `f` offers one (see [`FoldAsk`] for what the entries hold and which
-    /// candidate is best). The sums are added in an order of the backend's choosing. The
-    /// default gathers the entries and folds them in order.
-    fn fold_entries(
-        &mut self,
-        idx: &[usize],
-        ask: FoldAsk,
-        f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
-    ) -> Result<Fold> {
-        let n = idx.len();
-        let (mut g, mut gp, mut q) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        self.gather_fused(
-            idx,
-            &mut g,
-            if ask.prev { Some(&mut gp) } else { None },
-            ask.col.map(|j| (j, &mut q[..])),
-        )?;
-        let read = ReadEntries {
-            g: &g,
-            gp: &gp,
-            q: &q,
-        };
-        Ok(read.fold(ask, |k| self.q_diag(idx[k]), |k| (k, idx[k]), f))
-    }
+    /// Diagnostics.
+    fn stats(&self) -> BackendStats;
+}
 
+/// Batched kernel columns (capability): several columns per pass over the data, the
+/// working-set block, many columns applied to g at once, a bounded selection of the lowest
+/// entries, and columns handed from one backend to the next. Each default does the work
+/// column by column through the core, so a backend states `impl Columns for X {}` and
+/// overrides what it does faster (the CPU backend all of it, the GPU backend all but
+/// `adopt_columns`).
+pub trait Columns: Backend {
     /// Computes the listed columns ahead of use, several per pass over the data where the
     /// backend can (the CPU backend: up to `simd::BATCH` per pass), and keeps them cached.
     /// Returns how many were computed; the default computes none.
@@ -311,57 +302,9 @@ pub trait Backend {
         Ok(0)
     }
 
-    /// Diagnostics.
-    fn stats(&self) -> BackendStats;
-
-    /// The gradient entries this process holds, into `out` (resized), and the points they
-    /// belong to: all m by default; a distributed backend's own rows, without a collective.
-    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
-        let m = self.len();
-        let all: Vec<usize> = (0..m).collect();
-        out.resize(m, 0.0);
-        self.gather(&all, out)?;
-        Ok(0..m)
-    }
-
-    /// Makes the points `idx` available to [`q`](Self::q) and [`q_diag`](Self::q_diag): a
-    /// distributed backend fetches the rows other ranks own (every rank must call it alike);
-    /// the others hold every row already (the default does nothing).
-    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
-        let _ = idx;
-        Ok(())
-    }
-
-    /// The certified (f, gap) of α when this backend computes it itself (a distributed one:
-    /// over every rank's rows); None: the solver certifies on the problem (the default).
-    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        let _ = alpha;
-        Ok(None)
-    }
-
-    /// The exact f64 gradient Qα of all m points when this backend computes it itself (a
-    /// distributed one: each entry on its owner, gathered exactly to every rank); None: the
-    /// solver computes it on the problem (the default). SimpleSVM's certification.
-    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
-        let _ = alpha;
-        Ok(None)
-    }
-
-    /// [`certify_exact`](Self::certify_exact) over the points `rows` ⊇ supp(α) only (sparse
-    /// FW's sub-problem: [`crate::backend::exact::certify_rows`]); None: the solver certifies
-    /// on the problem (the default).
-    fn certify_exact_rows(
-        &mut self,
-        alpha: &ActiveSet,
-        rows: &[usize],
-    ) -> Result<Option<(f64, f64)>> {
-        let _ = (alpha, rows);
-        Ok(None)
-    }
-
     /// g ← scale·g + Σ_k c_k·Q[:, j_k] for any number of columns (CVM's flush of an inner
     /// solve, SimpleSVM's change of α over its free set, the working-set solver's Δα_W). The
-    /// default applies them two at a time through [`update`](Self::update).
+    /// default applies them two at a time through [`update`](Backend::update).
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
         update_by_pairs(self, scale, cols)
     }
@@ -407,6 +350,92 @@ pub trait Backend {
     }
 }
 
+/// Row ownership and exact sums across ranks (capability): which gradient entries this process
+/// holds, rows made available before they are read, and sums over a set of points in an
+/// order the backend decides (each process over its own points, combined exactly). The
+/// defaults describe a backend that holds every row in this process; a rank's distributed
+/// backend ([`crate::dist`]) overrides them all (the CPU backend reads its own entries
+/// faster, the sampled backend fetches rows into its sample).
+pub trait Ranks: Backend {
+    /// The gradient entries this process holds, into `out` (resized), and the points they
+    /// belong to: all m by default; a distributed backend's own rows, without a collective.
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let m = self.len();
+        let all: Vec<usize> = (0..m).collect();
+        out.resize(m, 0.0);
+        self.gather(&all, out)?;
+        Ok(0..m)
+    }
+
+    /// Makes the points `idx` available to [`q`](Backend::q) and [`q_diag`](Backend::q_diag): a
+    /// distributed backend fetches the rows other ranks own (every rank must call it alike);
+    /// the others hold every row already (the default does nothing).
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        let _ = idx;
+        Ok(())
+    }
+
+    /// Σ_k `f(k, entries of idx[k])`'s two numbers, and the best candidate (value, point) over
+    /// the k where `f` offers one (see [`FoldAsk`] for what the entries hold and which
+    /// candidate is best). The sums are added in an order of the backend's choosing. The
+    /// default gathers the entries and folds them in order.
+    fn fold_entries(
+        &mut self,
+        idx: &[usize],
+        ask: FoldAsk,
+        f: &mut dyn FnMut(usize, Entries) -> ([f64; 2], Option<f64>),
+    ) -> Result<Fold> {
+        let n = idx.len();
+        let (mut g, mut gp, mut q) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        self.gather_fused(
+            idx,
+            &mut g,
+            if ask.prev { Some(&mut gp) } else { None },
+            ask.col.map(|j| (j, &mut q[..])),
+        )?;
+        let read = ReadEntries {
+            g: &g,
+            gp: &gp,
+            q: &q,
+        };
+        Ok(read.fold(ask, |k| self.q_diag(idx[k]), |k| (k, idx[k]), f))
+    }
+}
+
+/// Exact certification (capability): the certified objective and gap, or the exact f64
+/// gradient, computed by the backend itself from what it holds — a distributed backend over
+/// every rank's rows, the CPU backend from the cached columns of α's support. Each method
+/// answers None where the backend cannot (by default, or when the columns are not resident):
+/// the solver then certifies on the problem, with the same result.
+pub trait Certify: Backend {
+    /// The certified (f, gap) of α when this backend computes it itself (a distributed one:
+    /// over every rank's rows); None: the solver certifies on the problem (the default).
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        let _ = alpha;
+        Ok(None)
+    }
+
+    /// [`certify_exact`](Self::certify_exact) over the points `rows` ⊇ supp(α) only (sparse
+    /// FW's sub-problem: [`crate::backend::exact::certify_rows`]); None: the solver certifies
+    /// on the problem (the default).
+    fn certify_exact_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+    ) -> Result<Option<(f64, f64)>> {
+        let _ = (alpha, rows);
+        Ok(None)
+    }
+
+    /// The exact f64 gradient Qα of all m points when this backend computes it itself (a
+    /// distributed one: each entry on its owner, gathered exactly to every rank); None: the
+    /// solver computes it on the problem (the default). SimpleSVM's certification.
+    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
+        let _ = alpha;
+        Ok(None)
+    }
+}
+
 /// The marked reductions (capability): what sparse FW and SimpleSVM need besides the core
 /// gradient work — a mark per point and, in one pass, the extremes of g over the points with
 /// each mark. The full-gradient CPU and GPU backends have it, and the ones built over them
@@ -437,7 +466,7 @@ pub trait Backend {
 /// let _ = solve_plain(prob, &mut be, &params, &mut []);
 /// # }
 /// ```
-pub trait Marks: Backend {
+pub trait Marks: Solvable {
     /// Sets every point's marks to `mk` (see [`mark`]); marks start as [`mark::NONE`].
     fn fill_marks(&mut self, mk: u8) -> Result<()>;
 
@@ -476,38 +505,105 @@ pub trait Guests: Backend {
     fn add_guest(&mut self, row: crate::data::Row<'_>, y: f64, inv_c: f64) -> Result<usize>;
 }
 
+/// What the solver variants run on: the core with batched columns, row ownership and exact
+/// certification. Every type with the four traits is one; a backend that lacks one of them
+/// does not compile where it is handed to the solver:
+///
+/// ```compile_fail,E0277
+/// use fwsvm::active::ActiveSet;
+/// use fwsvm::backend::{Backend, BackendStats, Certify, Columns, Reduction, Update};
+/// use fwsvm::solver::{solve_plain, Algorithm, SolverParams};
+/// /// A backend with the core and two capabilities, but not `Ranks`.
+/// struct Partial;
+/// impl Backend for Partial {
+/// #   fn len(&self) -> usize { 0 }
+/// #   fn name(&self) -> String { "partial".into() }
+/// #   fn q_diag(&self, _: usize) -> f64 { 0.0 }
+/// #   fn q(&self, _: usize, _: usize) -> f64 { 0.0 }
+/// #   fn set_alpha(&mut self, _: &ActiveSet) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn enable_prev(&mut self) {}
+/// #   fn update(&mut self, _: &Update) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> { unimplemented!() }
+/// #   fn gather(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn gather_prev(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn column_entries(&mut self, _: usize, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn stats(&self) -> BackendStats { BackendStats::default() }
+///     // ...
+/// }
+/// impl Columns for Partial {}
+/// impl Certify for Partial {}
+/// # fn f(prob: &fwsvm::problem::Problem<'_>) {
+/// let params = SolverParams { algorithm: Some(Algorithm::Fw), ..Default::default() };
+/// let _ = solve_plain(prob, &mut Partial, &params, &mut []);
+/// # }
+/// ```
+///
+/// while with `impl Ranks for Partial {}` (a backend holding every row in this process) it
+/// does:
+///
+/// ```
+/// # use fwsvm::active::ActiveSet;
+/// # use fwsvm::backend::{Backend, BackendStats, Certify, Columns, Ranks, Reduction, Update};
+/// # use fwsvm::solver::{solve_plain, Algorithm, SolverParams};
+/// # struct Partial;
+/// # impl Backend for Partial {
+/// #   fn len(&self) -> usize { 0 }
+/// #   fn name(&self) -> String { "partial".into() }
+/// #   fn q_diag(&self, _: usize) -> f64 { 0.0 }
+/// #   fn q(&self, _: usize, _: usize) -> f64 { 0.0 }
+/// #   fn set_alpha(&mut self, _: &ActiveSet) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn enable_prev(&mut self) {}
+/// #   fn update(&mut self, _: &Update) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> { unimplemented!() }
+/// #   fn gather(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn gather_prev(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn column_entries(&mut self, _: usize, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
+/// #   fn stats(&self) -> BackendStats { BackendStats::default() }
+/// # }
+/// # impl Columns for Partial {}
+/// # impl Certify for Partial {}
+/// impl Ranks for Partial {}
+/// # fn f(prob: &fwsvm::problem::Problem<'_>) {
+/// # let params = SolverParams { algorithm: Some(Algorithm::Fw), ..Default::default() };
+/// let _ = solve_plain(prob, &mut Partial, &params, &mut []);
+/// # }
+/// ```
+pub trait Solvable: Backend + Columns + Ranks + Certify {}
+
+impl<T: Backend + Columns + Ranks + Certify + ?Sized> Solvable for T {}
+
 /// A device's own backend, the CPU's or a GPU's: the core and every capability. What
 /// [`Device::backend`] opens, and what a rank of a distributed run builds on.
 pub trait Local: Marks + Guests {}
 
 impl<T: Marks + Guests + ?Sized> Local for T {}
 
-/// The backend object types the solvers run on — `dyn Backend` (core work only) and
-/// `dyn Marks` — seen as the core trait, for code that needs no more.
+/// The backend object types the solvers run on — `dyn Solvable` and `dyn Marks` — seen as
+/// `dyn Solvable`, for code that needs no marks.
 pub trait Upcast {
-    /// This backend as the core trait.
-    fn up(&mut self) -> &mut dyn Backend;
+    /// This backend without its marks.
+    fn up(&mut self) -> &mut dyn Solvable;
 }
 
-impl Upcast for dyn Backend + '_ {
-    fn up(&mut self) -> &mut dyn Backend {
+impl Upcast for dyn Solvable + '_ {
+    fn up(&mut self) -> &mut dyn Solvable {
         self
     }
 }
 
 impl Upcast for dyn Marks + '_ {
-    fn up(&mut self) -> &mut dyn Backend {
+    fn up(&mut self) -> &mut dyn Solvable {
         self
     }
 }
 
-/// Kernel columns handed from one backend to another ([`Backend::export_columns`]); only the
+/// Kernel columns handed from one backend to another ([`Columns::export_columns`]); only the
 /// backend kind that made them reads them.
 pub struct ColumnExport(pub Box<dyn std::any::Any + Send>);
 
-/// [`Backend::block`] by the trait's other methods: the columns prefetched, Q[w, w] read
+/// [`Columns::block`] by the traits' other methods: the columns prefetched, Q[w, w] read
 /// column by column, then g at `w`.
-pub fn block_by_columns<B: Backend + ?Sized>(
+pub fn block_by_columns<B: Columns + ?Sized>(
     be: &mut B,
     w: &[usize],
     out: &mut [f64],
@@ -522,7 +618,7 @@ pub fn block_by_columns<B: Backend + ?Sized>(
     Ok(0)
 }
 
-/// [`Backend::update_many`] as updates of two columns each.
+/// [`Columns::update_many`] as updates of two columns each.
 pub fn update_by_pairs<B: Backend + ?Sized>(
     be: &mut B,
     scale: f64,
@@ -553,7 +649,7 @@ pub fn update_by_pairs<B: Backend + ?Sized>(
     Ok(())
 }
 
-/// What a [`Backend::fold_entries`] pass reads besides g, and which candidate it keeps.
+/// What a [`Ranks::fold_entries`] pass reads besides g, and which candidate it keeps.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FoldAsk {
     /// g⁻ in the entries.
@@ -566,7 +662,7 @@ pub struct FoldAsk {
     pub min: bool,
 }
 
-/// The entries of a [`Backend::fold_entries`] pass once read: g, g⁻ and the column's entries
+/// The entries of a [`Ranks::fold_entries`] pass once read: g, g⁻ and the column's entries
 /// at each of the pass's positions (g⁻ and the column 0 where not asked for).
 pub struct ReadEntries<'a> {
     /// g at each position.
@@ -603,7 +699,7 @@ impl ReadEntries<'_> {
     }
 }
 
-/// One point's entries in a [`Backend::fold_entries`] pass: g_i, and g⁻_i, Q[i, j] and Q_ii
+/// One point's entries in a [`Ranks::fold_entries`] pass: g_i, and g⁻_i, Q[i, j] and Q_ii
 /// where [`FoldAsk`] asks for them (0 otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct Entries {
@@ -617,7 +713,7 @@ pub struct Entries {
     pub qd: f64,
 }
 
-/// What [`Backend::fold_entries`] returns: two sums and the best candidate (value, point).
+/// What [`Ranks::fold_entries`] returns: two sums and the best candidate (value, point).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fold {
     /// The sums.

@@ -22,7 +22,7 @@
 //! to the next reduction and submitted with the draw's, so an iteration is one round trip to
 //! the engine (PARTAN's g⁻ of a newly tracked point adds one).
 
-use super::{Backend, BackendStats, Reduction, Update};
+use super::{Backend, BackendStats, Certify, Columns, Ranks, Reduction, Update};
 use crate::active::ActiveSet;
 use crate::error::Result;
 use crate::problem::Problem;
@@ -490,14 +490,6 @@ impl Backend for Sampled<'_> {
         self.engine.q(i, j)
     }
 
-    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
-        self.engine.fetch(idx)
-    }
-
-    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        self.engine.certify(alpha)
-    }
-
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
         self.pending = None;
         for &i in &self.tracked {
@@ -530,21 +522,6 @@ impl Backend for Sampled<'_> {
     fn update(&mut self, u: &Update) -> Result<()> {
         let cols: Vec<(usize, f64)> = u.merged_cols().iter().flatten().copied().collect();
         self.step(u.scale, cols, u.prev_coef, u.rotate)
-    }
-
-    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        if cols.is_empty() && scale == 1.0 {
-            return Ok(());
-        }
-        // One block over all the columns (the trait's default would make a step per pair).
-        let mut merged: Vec<(usize, f64)> = Vec::with_capacity(cols.len());
-        for &(j, c) in cols {
-            match merged.iter_mut().find(|e| e.0 == j) {
-                Some(e) => e.1 += c,
-                None => merged.push((j, c)),
-            }
-        }
-        self.step(scale, merged, 0.0, false)
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
@@ -652,6 +629,35 @@ impl Backend for Sampled<'_> {
     }
 }
 
+impl Columns for Sampled<'_> {
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        if cols.is_empty() && scale == 1.0 {
+            return Ok(());
+        }
+        // One block over all the columns (the trait's default would make a step per pair).
+        let mut merged: Vec<(usize, f64)> = Vec::with_capacity(cols.len());
+        for &(j, c) in cols {
+            match merged.iter_mut().find(|e| e.0 == j) {
+                Some(e) => e.1 += c,
+                None => merged.push((j, c)),
+            }
+        }
+        self.step(scale, merged, 0.0, false)
+    }
+}
+
+impl Ranks for Sampled<'_> {
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        self.engine.fetch(idx)
+    }
+}
+
+impl Certify for Sampled<'_> {
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        self.engine.certify(alpha)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -717,6 +723,10 @@ mod tests {
             self.0.stats()
         }
     }
+
+    impl Columns for Log<'_> {}
+    impl Ranks for Log<'_> {}
+    impl Certify for Log<'_> {}
 
     /// With S = all points the sampled backend is the full-gradient one computed another way:
     /// every variant takes the same steps as on the CPU backend with f64 columns.

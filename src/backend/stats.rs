@@ -10,7 +10,7 @@ pub struct BackendStats {
     pub columns_computed: u64,
     /// Kernel columns served by the cache.
     pub cache_hits: u64,
-    /// Columns computed ahead of use by batched passes ([`Backend::prefetch_columns`](crate::backend::Backend::prefetch_columns)).
+    /// Columns computed ahead of use by batched passes ([`Columns::prefetch_columns`](crate::backend::Columns::prefetch_columns)).
     pub prefetched: u64,
     /// Update passes.
     pub updates: u64,
@@ -36,13 +36,13 @@ pub struct BackendStats {
 pub mod call {
     /// [`Backend::reduce`](crate::backend::Backend::reduce).
     pub const REDUCE: usize = 0;
-    /// [`Backend::lowest`](crate::backend::Backend::lowest).
+    /// [`Columns::lowest`](crate::backend::Columns::lowest).
     pub const LOWEST: usize = 1;
     /// [`Backend::gather`](crate::backend::Backend::gather).
     pub const GATHER: usize = 2;
-    /// [`Backend::block`](crate::backend::Backend::block).
+    /// [`Columns::block`](crate::backend::Columns::block).
     pub const BLOCK: usize = 3;
-    /// [`Backend::update_many`](crate::backend::Backend::update_many).
+    /// [`Columns::update_many`](crate::backend::Columns::update_many).
     pub const UPDATE_MANY: usize = 4;
     /// [`Backend::update`](crate::backend::Backend::update).
     pub const UPDATE: usize = 5;

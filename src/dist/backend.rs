@@ -20,8 +20,8 @@ pub use super::known::grouping_over_ranks;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
 use crate::backend::{
-    Backend, BackendStats, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks, ReadEntries,
-    Reduction, Update,
+    Backend, BackendStats, Certify, Columns, Entries, Fold, FoldAsk, Local, MarkedReduction, Marks,
+    Ranks, ReadEntries, Reduction, Update,
 };
 use crate::error::Result;
 use crate::problem::Problem;
@@ -192,10 +192,6 @@ impl Backend for DistBackend<'_> {
         self.local.q(self.local_index(i), self.local_index(j))
     }
 
-    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
-        self.fetch(idx)
-    }
-
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
         self.fetch(alpha.indices())?;
         let g = self.known.exact_gradient(alpha, None)?;
@@ -228,33 +224,6 @@ impl Backend for DistBackend<'_> {
         self.local.set_alpha_with(&own, own_g)
     }
 
-    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
-        self.known.certify(alpha, &mut Vec::new()).map(Some)
-    }
-
-    fn certify_exact_rows(
-        &mut self,
-        alpha: &ActiveSet,
-        rows: &[usize],
-    ) -> Result<Option<(f64, f64)>> {
-        self.known.certify_rows(alpha, rows).map(Some)
-    }
-
-    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
-        let own = self.known.exact_gradient(alpha, None)?;
-        let mut g = vec![0.0; self.slice.total];
-        g[self.slice.range()].copy_from_slice(&own);
-        self.comm.sum(&mut g)?;
-        Ok(Some(g))
-    }
-
-    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
-        let own: Vec<usize> = (0..self.slice.rows).collect();
-        out.resize(own.len(), 0.0);
-        self.local.gather(&own, out)?;
-        Ok(self.slice.range())
-    }
-
     fn enable_prev(&mut self) {
         self.prev = true;
         self.local.enable_prev();
@@ -273,21 +242,6 @@ impl Backend for DistBackend<'_> {
             c.0 = self.local_index(c.0);
         }
         self.local.update(&lu)
-    }
-
-    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        let mut idx = std::mem::take(&mut self.own);
-        idx.clear();
-        idx.extend(cols.iter().map(|&(j, _)| j));
-        let fetched = self.fetch(&idx);
-        self.own = idx;
-        fetched?;
-        let mut lc = std::mem::take(&mut self.local_cols);
-        lc.clear();
-        lc.extend(cols.iter().map(|&(j, c)| (self.local_index(j), c)));
-        let r = self.local.update_many(scale, &lc);
-        self.local_cols = lc;
-        r
     }
 
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
@@ -387,6 +341,46 @@ impl Backend for DistBackend<'_> {
         }
     }
 
+    fn stats(&self) -> BackendStats {
+        self.local.stats()
+    }
+}
+
+impl Columns for DistBackend<'_> {
+    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
+        self.fetch(js)?;
+        let lj: Vec<usize> = js.iter().map(|&j| self.local_index(j)).collect();
+        self.local.prefetch_columns(&lj)
+    }
+
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        let mut idx = std::mem::take(&mut self.own);
+        idx.clear();
+        idx.extend(cols.iter().map(|&(j, _)| j));
+        let fetched = self.fetch(&idx);
+        self.own = idx;
+        fetched?;
+        let mut lc = std::mem::take(&mut self.local_cols);
+        lc.clear();
+        lc.extend(cols.iter().map(|&(j, c)| (self.local_index(j), c)));
+        let r = self.local.update_many(scale, &lc);
+        self.local_cols = lc;
+        r
+    }
+}
+
+impl Ranks for DistBackend<'_> {
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let own: Vec<usize> = (0..self.slice.rows).collect();
+        out.resize(own.len(), 0.0);
+        self.local.gather(&own, out)?;
+        Ok(self.slice.range())
+    }
+
+    fn fetch_rows(&mut self, idx: &[usize]) -> Result<()> {
+        self.fetch(idx)
+    }
+
     fn fold_entries(
         &mut self,
         idx: &[usize],
@@ -458,15 +452,27 @@ impl Backend for DistBackend<'_> {
             best: (best[0].index != u64::MAX).then(|| (best[0].value, best[0].index as usize)),
         })
     }
+}
 
-    fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
-        self.fetch(js)?;
-        let lj: Vec<usize> = js.iter().map(|&j| self.local_index(j)).collect();
-        self.local.prefetch_columns(&lj)
+impl Certify for DistBackend<'_> {
+    fn certify_exact(&mut self, alpha: &ActiveSet) -> Result<Option<(f64, f64)>> {
+        self.known.certify(alpha, &mut Vec::new()).map(Some)
     }
 
-    fn stats(&self) -> BackendStats {
-        self.local.stats()
+    fn certify_exact_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+    ) -> Result<Option<(f64, f64)>> {
+        self.known.certify_rows(alpha, rows).map(Some)
+    }
+
+    fn exact_full_gradient(&mut self, alpha: &ActiveSet) -> Result<Option<Vec<f64>>> {
+        let own = self.known.exact_gradient(alpha, None)?;
+        let mut g = vec![0.0; self.slice.total];
+        g[self.slice.range()].copy_from_slice(&own);
+        self.comm.sum(&mut g)?;
+        Ok(Some(g))
     }
 }
 

@@ -23,8 +23,8 @@
 //! machines without MPI); `mpi::MpiComm` (`--features mpi`) runs them under `mpirun`.
 //!
 //! The backend is [`backend::DistBackend`] over a local CPU backend that computes columns of
-//! other ranks' points as guests (`Backend::add_guest`); the solver's initial sample
-//! (`Backend::fetch_rows`), MEB constant and certification (`Backend::certify_exact`) go through
+//! other ranks' points as guests (`Guests::add_guest`); the solver's initial sample
+//! (`Ranks::fetch_rows`), MEB constant and certification (`Certify::certify_exact`) go through
 //! the backend. `tests/dist.rs` runs every FW variant and the CVM on 2–4 ranks and checks every
 //! iterate, the final α and the certified figures against one process, bit for bit (f64
 //! columns), an empty slice and a rank without support vectors included.
@@ -54,7 +54,7 @@
 //!
 //! SimpleSVM runs on a [`backend::DistBackend`] too, every rank keeping the labels, boxes and
 //! α of all points ([`crate::solver::solve_simple_with`]); its certification takes the exact
-//! gradient from the owners (`Backend::exact_full_gradient`).
+//! gradient from the owners (`Certify::exact_full_gradient`).
 //!
 //! Repeated rows are grouped on each rank exactly when one process would group all of them
 //! ([`backend::grouping_over_ranks`]; the grouped CPU backend takes guests like the plain one),

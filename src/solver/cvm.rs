@@ -19,14 +19,14 @@
 //! (f32, grown by one row and column per added point from the column entries Q[C, s] the
 //! backend returns — it computes and caches the column on the device): an inner solve needs no
 //! device round trip. When it ends, the change of α is applied to the full gradient in one
-//! [`Backend::update_many`]; an outer iteration is thus one column, one gather of g on C, and
+//! [`Columns::update_many`](crate::backend::Columns::update_many); an outer iteration is thus one column, one gather of g on C, and
 //! one batched update. The inner tolerance
 //! is a tenth of the outer one, so a farthest point already in C (an inexact inner solve)
 //! always makes progress. One outer iteration is one "iteration" in the counts; the inner
 //! steps are what the FW variants avoid.
 
 use super::{State, Step, StepKind, Variant, steps};
-use crate::backend::{Backend, Reduction};
+use crate::backend::{Reduction, Solvable};
 use crate::error::Result;
 
 /// Inner pairwise steps per outer iteration at most.
@@ -65,7 +65,7 @@ impl Cvm {
     }
 
     /// Adds point i to the core set, extending Q_CC by its column.
-    fn add(&mut self, i: usize, be: &mut dyn Backend) -> Result<()> {
+    fn add(&mut self, i: usize, be: &mut dyn Solvable) -> Result<()> {
         if self.pos[i] != u32::MAX {
             return Ok(());
         }
@@ -83,7 +83,7 @@ impl Cvm {
 }
 
 impl Variant for Cvm {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         if self.pos.is_empty() {
             self.pos = vec![u32::MAX; be.len()];
             for &i in state.alpha.indices() {

@@ -9,7 +9,7 @@
 //! One kernel column per iteration.
 
 use super::{State, Step, StepKind, Variant, apply_toward, steps};
-use crate::backend::{Backend, Reduction, Update};
+use crate::backend::{Reduction, Solvable, Update};
 use crate::error::Result;
 
 /// The FW variant.
@@ -19,7 +19,7 @@ pub struct Fw;
 pub(crate) fn toward_step(
     state: &mut State,
     red: &Reduction,
-    be: &mut dyn Backend,
+    be: &mut dyn Solvable,
 ) -> Result<Step> {
     let s = red.s;
     let (lambda, _) = steps::toward(state.f, red.g_s, be.q_diag(s));
@@ -32,7 +32,7 @@ pub(crate) fn toward_step(
 }
 
 impl Variant for Fw {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         toward_step(state, red, be)
     }
 }

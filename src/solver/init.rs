@@ -6,7 +6,7 @@
 
 use super::steps;
 use crate::active::ActiveSet;
-use crate::backend::Backend;
+use crate::backend::Solvable;
 use crate::error::Result;
 use crate::problem::Problem;
 use crate::rng::SplitMix64;
@@ -18,7 +18,7 @@ pub fn initial_alpha(prob: &Problem<'_>, p: usize, seed: u64, eps: f64) -> Activ
 
 /// [`initial_alpha`] through a backend (the same points and numbers: a backend's `q` is the
 /// problem's): a distributed backend first fetches the sampled rows from their ranks.
-pub fn initial_alpha_on(be: &mut dyn Backend, p: usize, seed: u64, eps: f64) -> Result<ActiveSet> {
+pub fn initial_alpha_on(be: &mut dyn Solvable, p: usize, seed: u64, eps: f64) -> Result<ActiveSet> {
     let m = be.len();
     be.fetch_rows(&sample(m, p, seed))?;
     let be = &*be;

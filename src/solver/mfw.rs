@@ -13,14 +13,14 @@
 
 use super::fw::toward_step;
 use super::{State, Step, StepKind, Variant, steps};
-use crate::backend::{Backend, Reduction, Update};
+use crate::backend::{Reduction, Solvable, Update};
 use crate::error::Result;
 
 /// The MFW variant.
 pub struct Mfw;
 
 impl Variant for Mfw {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         let two_f = 2.0 * state.f;
         let fw_gap = two_f - red.g_s;
         let away_gap = red.g_v - two_f;

@@ -29,7 +29,7 @@ pub mod warm;
 pub mod ws;
 
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats, Marks, Reduction, Upcast};
+use crate::backend::{BackendStats, Marks, Reduction, Solvable, Upcast};
 use crate::error::{Error, Result};
 use crate::problem::Problem;
 pub use crate::stop::{StopRule, stop_rule_met};
@@ -366,17 +366,17 @@ pub struct State {
 /// One FW flavour: host-side scalar logic only.
 pub trait Variant {
     /// Called once before the first gradient is set (e.g. to enable g⁻).
-    fn prepare(&mut self, _be: &mut dyn Backend) {}
+    fn prepare(&mut self, _be: &mut dyn Solvable) {}
 
     /// Takes one step from the iterate whose reduction is `red`; updates α, and g through
     /// `be.update`. `state.f` is the current objective.
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step>;
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step>;
 
     /// Opens an iteration: the reduction the step will use, the duality gap the stop rule
-    /// tests, and whether the run may stop at all. The default is [`Backend::reduce`],
+    /// tests, and whether the run may stop at all. The default is [`Backend::reduce`](crate::backend::Backend::reduce),
     /// Δ = αᵀg − g_s, true; a variant that solves a restricted problem (sparse FW) reports the
     /// gap of that problem.
-    fn open(&mut self, state: &State, be: &mut dyn Backend) -> Result<(Reduction, f64, bool)> {
+    fn open(&mut self, state: &State, be: &mut dyn Solvable) -> Result<(Reduction, f64, bool)> {
         let red = be.reduce(&state.alpha)?;
         Ok((red, red.alpha_g - red.g_s, true))
     }
@@ -387,9 +387,9 @@ pub trait Variant {
     }
 }
 
-/// A [`Variant`] on the backend object type `B` (`dyn Backend` or `dyn Marks`): every
-/// variant that needs only the core trait runs on both; one that needs a capability
-/// implements this for the object type that has it (sparse FW: `dyn Marks`).
+/// A [`Variant`] on the backend object type `B` (`dyn Solvable` or `dyn Marks`): every
+/// variant that needs no marks runs on both; one that needs them implements this for the
+/// object type that has them (sparse FW: `dyn Marks`).
 pub trait VariantOn<B: ?Sized + Upcast> {
     /// [`Variant::prepare`].
     fn prepare(&mut self, be: &mut B);
@@ -423,7 +423,7 @@ pub trait Simplex: Upcast {
     fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>>;
 }
 
-impl<'a> Simplex for dyn Backend + 'a {
+impl<'a> Simplex for dyn Solvable + 'a {
     fn variant(params: &SolverParams) -> Result<Box<dyn VariantOn<Self>>> {
         core_variant(params)
     }
@@ -438,7 +438,7 @@ impl<'a> Simplex for dyn Marks + 'a {
     }
 }
 
-/// The variants that need only the core trait.
+/// The variants that need no marks.
 fn core_variant<B: ?Sized + Upcast>(params: &SolverParams) -> Result<Box<dyn VariantOn<B>>> {
     Ok(match params.algorithm() {
         Algorithm::Fw => Box::new(fw::Fw),
@@ -545,12 +545,12 @@ pub fn solve(
     solve_from(prob, be, params, observers, None, None)
 }
 
-/// [`solve`] on a backend with the core trait alone (the sampled iterations'): every FW
+/// [`solve`] on a backend without marks (the sampled iterations'): every FW
 /// variant but sparse FW; sparse FW and SimpleSVM, which need [`Marks`], are refused before
 /// the run starts.
 pub fn solve_plain(
     prob: &Problem<'_>,
-    be: &mut dyn Backend,
+    be: &mut dyn Solvable,
     params: &SolverParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
@@ -584,7 +584,7 @@ pub fn solve_simple_with(
 }
 
 /// The settings and backend every solve checks first.
-fn check_solve(params: &SolverParams, be: &dyn Backend) -> Result<()> {
+fn check_solve(params: &SolverParams, be: &dyn Solvable) -> Result<()> {
     params.check()?;
     if be.is_empty() {
         return Err(Error::param("empty problem".into()));
@@ -600,7 +600,7 @@ pub struct YieldCheck<'a> {
     /// Iterations between checks.
     pub every: u64,
     /// The check.
-    pub check: &'a mut dyn FnMut(&State, &Reduction, &mut dyn Backend) -> Result<bool>,
+    pub check: &'a mut dyn FnMut(&State, &Reduction, &mut dyn Solvable) -> Result<bool>,
 }
 
 /// An FW variant (`params.algorithm()`, not SimpleSVM) from a given α (on the simplex, over
@@ -623,7 +623,7 @@ pub fn solve_from(
 
 /// κ = Q_ii for the MEB rule, which needs it constant (a normalized kernel: RBF); read at
 /// point 0 through the backend (a distributed one fetches it from its rank).
-pub(crate) fn meb_kappa(prob: &Problem<'_>, be: &mut dyn Backend) -> Result<f64> {
+pub(crate) fn meb_kappa(prob: &Problem<'_>, be: &mut dyn Solvable) -> Result<f64> {
     check_meb_kernel(prob)?;
     be.fetch_rows(&[0])?;
     Ok(be.q_diag(0))

@@ -23,7 +23,7 @@
 
 use super::{State, Step, StepKind, Variant, steps};
 use crate::active::ActiveSet;
-use crate::backend::{Backend, Reduction, Update};
+use crate::backend::{Reduction, Solvable, Update};
 use crate::error::Result;
 
 /// The PARTAN variant.
@@ -70,7 +70,7 @@ impl Partan {
         alpha: &mut ActiveSet,
         s: usize,
         lambda: f64,
-        be: &mut dyn Backend,
+        be: &mut dyn Solvable,
     ) -> Result<Step> {
         self.prev_w = vec![0.0; alpha.dim()];
         self.idx.clear();
@@ -137,7 +137,7 @@ impl Partan {
     /// binds it): the largest μ keeping (1+μ)α̃ − μα⁻ on the simplex.
     fn slope_and_bound(
         &mut self,
-        be: &mut dyn Backend,
+        be: &mut dyn Solvable,
         s: usize,
         lambda: f64,
         shift: f64,
@@ -228,11 +228,11 @@ impl Partan {
 }
 
 impl Variant for Partan {
-    fn prepare(&mut self, be: &mut dyn Backend) {
+    fn prepare(&mut self, be: &mut dyn Solvable) {
         be.enable_prev();
     }
 
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         let s = red.s;
         let q_ss = be.q_diag(s);
         let (lambda, _) = steps::toward(state.f, red.g_s, q_ss);

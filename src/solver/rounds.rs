@@ -16,7 +16,7 @@
 
 use super::{Observer, Progress, SolveResult, SolverParams, StopReason, YieldCheck, stop_rule_met};
 use crate::active::ActiveSet;
-use crate::backend::{Backend, BackendStats};
+use crate::backend::{BackendStats, Solvable};
 use crate::comm::Comm;
 use crate::comm::RowSlice;
 #[cfg(doc)]
@@ -58,7 +58,7 @@ impl RoundCtx<'_> {
     pub(crate) fn check<'c>(
         &'c self,
         found: &'c mut Found,
-    ) -> impl FnMut(&super::State, &crate::backend::Reduction, &mut dyn Backend) -> Result<bool> + 'c
+    ) -> impl FnMut(&super::State, &crate::backend::Reduction, &mut dyn Solvable) -> Result<bool> + 'c
     {
         shrink_check(self, &mut found.gw, &mut found.smaller)
     }
@@ -69,7 +69,7 @@ impl RoundCtx<'_> {
         check: &'a mut dyn FnMut(
             &super::State,
             &crate::backend::Reduction,
-            &mut dyn Backend,
+            &mut dyn Solvable,
         ) -> Result<bool>,
     ) -> YieldCheck<'a> {
         YieldCheck {
@@ -326,7 +326,7 @@ fn shrink_check<'c>(
     ctx: &'c RoundCtx<'_>,
     gw: &'c mut Vec<f64>,
     smaller: &'c mut Option<Vec<bool>>,
-) -> impl FnMut(&super::State, &crate::backend::Reduction, &mut dyn Backend) -> Result<bool> + 'c {
+) -> impl FnMut(&super::State, &crate::backend::Reduction, &mut dyn Solvable) -> Result<bool> + 'c {
     let (comm, rows, pinned, round) = (ctx.comm, ctx.rows, ctx.pinned, ctx.round);
     let (params, sp) = (ctx.params, ctx.sp);
     let (n, n_own) = (round.total, pinned.len());

@@ -25,7 +25,7 @@
 //! one kernel column (the new row of H_WW and a cached column for the update) and the
 //! violator reduction: a marked reduction with shift b, L marked LOW and U marked HIGH, so
 //! h_i = g_i + y_i b = y_iF(x_i). The change of α over W is applied to g in one
-//! [`crate::backend::Backend::update_many`] per outer iteration.
+//! [`crate::backend::Columns::update_many`] per outer iteration.
 //!
 //! Violator choice (`--violator`): `greedy` takes the largest |y_iF(x_i) − 1| over all points
 //! (one device reduction); `queue` is SimplerSVM's priority queue: points ordered by

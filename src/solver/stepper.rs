@@ -35,7 +35,7 @@ pub struct Opened {
     pub stalled: bool,
 }
 
-/// One algorithm's iteration logic on the backend object type `B` (`dyn Backend`, or
+/// One algorithm's iteration logic on the backend object type `B` (`dyn Solvable`, or
 /// `dyn Marks` for an algorithm that needs marked reductions), driven by [`run`].
 pub trait Stepper<B: ?Sized + Upcast> {
     /// Opens iteration `iter` (the number of steps taken so far): where the iterate stands.

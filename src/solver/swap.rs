@@ -14,7 +14,7 @@
 
 use super::fw::toward_step;
 use super::{State, Step, StepKind, Variant, steps};
-use crate::backend::{Backend, Reduction, Update};
+use crate::backend::{Reduction, Solvable, Update};
 use crate::error::Result;
 
 /// The SWAP variant.
@@ -23,7 +23,7 @@ pub struct Swap;
 /// Applies a pairwise step moving λ from v to s (λ ≥ α_v drops v exactly).
 pub(crate) fn apply_pairwise(
     state: &mut State,
-    be: &mut dyn Backend,
+    be: &mut dyn Solvable,
     s: usize,
     v: usize,
     lambda: f64,
@@ -43,7 +43,7 @@ pub(crate) fn apply_pairwise(
 }
 
 impl Variant for Swap {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         let (s, v) = (red.s, red.v);
         if v == usize::MAX || v == s {
             return toward_step(state, red, be);

@@ -15,7 +15,7 @@
 use super::fw::toward_step;
 use super::swap::apply_pairwise;
 use super::{State, Step, Variant, steps};
-use crate::backend::{Backend, Reduction};
+use crate::backend::{Reduction, Solvable};
 use crate::error::Result;
 
 /// The SWAP-2o variant (owns its host buffers so no iteration allocates once warm).
@@ -28,13 +28,13 @@ pub struct Swap2 {
 
 impl Swap2 {
     /// The step with the best pairwise decrease found by each process over the points it
-    /// holds ([`Backend::fold_entries`]: a distributed run's partial sums), then g and Q[s, ·]
+    /// holds ([`Ranks::fold_entries`](crate::backend::Ranks::fold_entries): a distributed run's partial sums), then g and Q[s, ·]
     /// of the winner alone.
     fn step_by_fold(
         &mut self,
         state: &mut State,
         red: &Reduction,
-        be: &mut dyn Backend,
+        be: &mut dyn Solvable,
     ) -> Result<Step> {
         let s = red.s;
         let q_ss = be.q_diag(s);
@@ -71,7 +71,7 @@ impl Swap2 {
 }
 
 impl Variant for Swap2 {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         let s = red.s;
         self.idx.clear();
         self.idx.extend_from_slice(state.alpha.indices());

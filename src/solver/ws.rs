@@ -10,7 +10,7 @@
 //!    vertices: the second-order choice of LIBSVM's working sets with s fixed; the highest
 //!    gradients on a GPU, where s's column costs a round trip), alternately,
 //!    after the previous W's support vectors (whose columns are still cached);
-//! 2. computes W's columns in batched passes over the data ([`Backend::block`]) and keeps
+//! 2. computes W's columns in batched passes over the data ([`Columns::block`](crate::backend::Columns::block)) and keeps
 //!    the q×q block Q_WW on the host;
 //! 3. solves the problem restricted to W — α outside W fixed, Σ_{i∈W} α_i unchanged, α ≥ 0 —
 //!    with SWAP-2o steps on the block: s' = argmin_{W} g, v' = the point of W ∩ A with the
@@ -18,7 +18,7 @@
 //!    α_v'), g_W += λ(Q[W,s'] − Q[W,v']), until the pairwise gap on W, max_{W∩A} g −
 //!    min_W g, is a tenth of what it was (or a tenth of the outer stop rule's gap) — in
 //!    whole-block passes that vectorize ([`block_steps`]);
-//! 4. updates every g_i once: g += Σ_{j∈W} Δα_j Q[:, j] ([`Backend::update_many`]).
+//! 4. updates every g_i once: g += Σ_{j∈W} Δα_j Q[:, j] ([`Columns::update_many`](crate::backend::Columns::update_many)).
 //!
 //! Each inner step is a pairwise Frank–Wolfe step of the full problem (d = e_s' − e_v', both
 //! vertices of the simplex, exact line search) whose vertices are chosen over W instead of over
@@ -37,7 +37,7 @@
 //! round trips, and its columns cost little: there 256 trains a9a and KDD99 fastest.
 
 use super::{State, Step, StepKind, Variant, block_steps};
-use crate::backend::{Backend, Reduction};
+use crate::backend::{Reduction, Solvable};
 use crate::error::Result;
 
 /// The command line's default `--rel-eps` for ws: the duality gap at most a tenth of 2f. On
@@ -128,7 +128,7 @@ impl WorkingSet {
 
     /// Picks W (see the module's doc): s and v, the previous W's support vectors (at most
     /// half of W), then toward and away candidates alternately.
-    fn select(&mut self, state: &State, red: &Reduction, be: &mut dyn Backend) -> Result<()> {
+    fn select(&mut self, state: &State, red: &Reduction, be: &mut dyn Solvable) -> Result<()> {
         let m = be.len();
         if self.mark.len() != m {
             self.mark = vec![false; m];
@@ -223,7 +223,7 @@ const INNER_PER_POINT: usize = 50;
 const INNER_FLOOR: usize = 1000;
 
 impl Variant for WorkingSet {
-    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Backend) -> Result<Step> {
+    fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
         self.select(state, red, be)?;
         let n = self.w.len();
         self.qww.resize(n * n, 0.0);

@@ -2,9 +2,9 @@
 //! cache; the call times kept in its stats are the host's.
 
 use super::*;
-use crate::backend::Guests;
 use crate::backend::call;
 use crate::backend::stats::timed_call;
+use crate::backend::{Certify, Columns, Guests, Ranks};
 
 impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn len(&self) -> usize {
@@ -44,7 +44,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
-        if self.groups.is_some() {
+        if self.distinct.is_some() {
             let mut g = vec![0.0; self.prob.len()];
             crate::backend::exact::full_gradient(self.prob, alpha, &mut g);
             return self.set_alpha_with(alpha, &g);
@@ -59,8 +59,8 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
 
     fn set_alpha_with(&mut self, alpha: &ActiveSet, g: &[f64]) -> Result<()> {
         assert_eq!(g.len(), self.prob.len());
-        match &mut self.groups {
-            Some(gr) => gr.set(g, alpha),
+        match &mut self.distinct {
+            Some(dd) => dd.groups.set(g, alpha),
             None => {
                 self.g.copy_from_slice(g);
                 if self.prev {
@@ -75,8 +75,8 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn enable_prev(&mut self) {
         if !self.prev {
             self.prev = true;
-            match &mut self.groups {
-                Some(gr) => gr.enable_prev(),
+            match &mut self.distinct {
+                Some(dd) => dd.groups.enable_prev(),
                 None => self.gp = self.g.clone(),
             }
         }
@@ -163,16 +163,6 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         })
     }
 
-    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
-        let m = self.prob.len();
-        out.resize(m, 0.0);
-        let gv = self.grad();
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = gv.g(i);
-        }
-        Ok(0..m)
-    }
-
     fn gather_prev(&mut self, idx: &[usize], out: &mut [f64]) -> Result<()> {
         let gv = self.grad();
         for (o, &i) in out.iter_mut().zip(idx) {
@@ -197,6 +187,15 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         self.stats
     }
 
+    fn hints(&self) -> crate::backend::Hints {
+        crate::backend::Hints {
+            column_capacity: self.column_capacity(),
+            ..Default::default()
+        }
+    }
+}
+
+impl<T: Elem> Columns for CpuBackend<'_, T> {
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
     }
@@ -274,13 +273,6 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         })
     }
 
-    fn hints(&self) -> crate::backend::Hints {
-        crate::backend::Hints {
-            column_capacity: self.column_capacity(),
-            ..Default::default()
-        }
-    }
-
     /// The cache itself, its columns restricted in place to `keep`'s rows (point columns
     /// only: deduplicated ones are over distinct rows), or with `keep` empty the cache emptied;
     /// this backend is left without one.
@@ -305,6 +297,31 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
         Some(crate::backend::ColumnExport(Box::new(cache)))
     }
 
+    fn adopt_columns(&mut self, cols: crate::backend::ColumnExport) {
+        if let Ok(mut cache) = cols.0.downcast::<ColumnCache<T>>()
+            && self.distinct.is_none()
+        {
+            if cache.len() != self.prob.len() {
+                cache.clear_to(self.prob.len());
+            }
+            self.cache = *cache;
+        }
+    }
+}
+
+impl<T: Elem> Ranks for CpuBackend<'_, T> {
+    fn gather_own(&mut self, out: &mut Vec<f64>) -> Result<std::ops::Range<usize>> {
+        let m = self.prob.len();
+        out.resize(m, 0.0);
+        let gv = self.grad();
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = gv.g(i);
+        }
+        Ok(0..m)
+    }
+}
+
+impl<T: Elem> Certify for CpuBackend<'_, T> {
     /// The certification from the cached columns of α's support when every one of them is
     /// resident ([`crate::backend::exact::certify_from_columns`]: the same certificate as the
     /// full f64 pass, for |A| multiply-adds a row instead of |A| kernel evaluations); None
@@ -329,17 +346,6 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
             crate::backend::exact::certify_from_columns(self.prob, alpha, &cols)
                 .map(|(f, gap, _)| (f, gap)),
         )
-    }
-
-    fn adopt_columns(&mut self, cols: crate::backend::ColumnExport) {
-        if let Ok(mut cache) = cols.0.downcast::<ColumnCache<T>>()
-            && self.distinct.is_none()
-        {
-            if cache.len() != self.prob.len() {
-                cache.clear_to(self.prob.len());
-            }
-            self.cache = *cache;
-        }
     }
 }
 

@@ -211,8 +211,8 @@ impl<T: Elem> CpuBackend<'_, T> {
 mod tests {
     use super::*;
     use crate::active::ActiveSet;
-    use crate::backend::Backend;
     use crate::backend::cpu::{CpuConfig, Precision};
+    use crate::backend::{Backend, Columns};
     use crate::data::Dataset;
     use crate::kernel::Kernel;
     use crate::problem::Problem;

@@ -122,8 +122,10 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
     /// `up` is given) apply the gradient update and record per-chunk minima.
     pub(super) fn pass(&mut self, compute: &[(usize, usize, usize)], up: Option<FusedUpdate>) {
-        if self.distinct.is_some() {
-            self.pass_distinct(compute, up);
+        // Deduplicated rows: their data is lent to the pass, which reads every other field.
+        if let Some(mut dd) = self.distinct.take() {
+            self.pass_distinct(&mut dd, compute, up);
+            self.distinct = Some(dd);
             return;
         }
         let m = self.prob.len();
@@ -225,15 +227,15 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// rows, each computing its entries of the listed columns (k + 1 per distinct row), then
     /// updating the groups of those rows (see [`Groups`]) and taking their minimum. `compute`
     /// and `up` name original columns j; slots hold distinct columns.
-    pub(super) fn pass_distinct(
+    fn pass_distinct(
         &mut self,
+        dd: &mut Distinct,
         compute: &[(usize, usize, usize)],
         up: Option<FusedUpdate>,
     ) {
         let has_up = up.is_some();
-        let (ucols, tcols, nu) = self.group_columns(up.map(|u| u.0));
+        let (ucols, tcols, nu) = self.group_columns(&mut dd.groups, up.map(|u| u.0));
         let (scale, pc, rotate) = up.map_or((1.0, 0.0, false), |u| (u.1, u.2, u.3));
-        let dd = self.distinct.as_ref().expect("deduplicated rows");
         let (n, m) = (dd.n, self.prob.len());
         let args = ColumnArgs {
             layout: &self.layout,
@@ -244,7 +246,7 @@ impl<T: Elem> CpuBackend<'_, T> {
         };
         let cptr = column_slots(&mut self.cache, compute, |j| distinct_key(dd, m, j));
         let ncomp = compute.len();
-        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
+        let gr = &mut dd.groups;
         let prev = self.prev;
         let hptr = SendPtr(gr.h.as_mut_ptr());
         let hpptr = SendPtr(gr.hp.as_mut_ptr());
@@ -302,7 +304,7 @@ impl<T: Elem> CpuBackend<'_, T> {
         }
         self.stats.columns_computed += ncomp as u64;
         if has_up {
-            self.update_touched_rows(&tcols[..nu], (scale, pc, rotate));
+            self.update_touched_rows(dd, &tcols[..nu], (scale, pc, rotate));
         }
         self.min_valid = has_up;
     }
@@ -313,6 +315,7 @@ impl<T: Elem> CpuBackend<'_, T> {
     #[allow(clippy::type_complexity)]
     fn group_columns(
         &mut self,
+        gr: &mut Groups,
         cols: Option<[Option<(usize, f64)>; 2]>,
     ) -> ([(SendPtr<T>, f64); 2], [Touching; 2], usize) {
         let m = self.prob.len();
@@ -344,7 +347,6 @@ impl<T: Elem> CpuBackend<'_, T> {
                 nj += 1;
             }
         }
-        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
         gr.touch_rows(&js[..nj]);
         (ucols, tcols, nu)
     }
@@ -352,10 +354,16 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// The touched rows' own entries of a fused update over deduplicated rows, as a backend
     /// without groups updates them: Q_ij = y_i y_j (k + 1), plus 1/C_j on the diagonal, times
     /// the column's coefficient; then their minimum joins the chunk minima.
-    fn update_touched_rows(&mut self, tcols: &[Touching], (scale, pc, rotate): (f64, f64, bool)) {
-        let dd = self.distinct.as_ref().expect("deduplicated rows");
-        let gr = self.groups.as_mut().expect("groups of deduplicated rows");
-        let (cache, rep, y) = (&self.cache, &dd.rep, &self.prob.y);
+    fn update_touched_rows(
+        &mut self,
+        dd: &mut Distinct,
+        tcols: &[Touching],
+        (scale, pc, rotate): (f64, f64, bool),
+    ) {
+        let Distinct {
+            rep, groups: gr, ..
+        } = dd;
+        let (cache, y) = (&self.cache, &self.prob.y);
         let nu = tcols.len();
         let cols: [&[T]; 2] =
             std::array::from_fn(|u| if u < nu { cache.data(tcols[u].0) } else { &[] });
@@ -381,14 +389,14 @@ impl<T: Elem> CpuBackend<'_, T> {
         ptrs.clear();
         for (&s, &(j, c)) in slots.iter().zip(cols) {
             // Deduplicated columns carry no labels: the coefficient takes y_j.
-            let c = if self.groups.is_some() {
+            let c = if self.distinct.is_some() {
                 c * self.point(j).2
             } else {
                 c
             };
             ptrs.push((SendPtr(self.cache.data_ptr(s)), c));
         }
-        match self.groups.as_mut() {
+        match self.distinct.as_mut() {
             None => {
                 let gptr = SendPtr(self.g.as_mut_ptr());
                 let ptrs = &ptrs;
@@ -408,9 +416,8 @@ impl<T: Elem> CpuBackend<'_, T> {
                     &mut self.chunk_min,
                 );
             }
-            Some(gr) => {
-                let dd = self.distinct.as_ref().expect("groups have distinct rows");
-                let n = dd.n;
+            Some(Distinct { n, groups: gr, .. }) => {
+                let n = *n;
                 for &(j, _) in cols {
                     if j < m {
                         gr.touch_rows(&[j]);
@@ -435,15 +442,16 @@ impl<T: Elem> CpuBackend<'_, T> {
             }
         }
 
-        if self.groups.is_some() {
+        if self.distinct.is_some() {
             // The touched rows' own entries, in column order as updates by pairs add them
             // (`pass_distinct`'s arithmetic: a_u·(y_i y_j k̃ + δ_ij/C_j)): computed where they
             // are used for bit rows, else read from the columns.
-            if !self.update_touched_in_place(scale, cols) {
-                let dd = self.distinct.as_ref().expect("groups have distinct rows");
-                let n = dd.n;
-                let gr = self.groups.as_mut().expect("groups");
-                let (prob, guests, rep) = (self.prob, &self.guests, &dd.rep);
+            if !self.update_touched_in_place(scale, cols)
+                && let Some(Distinct {
+                    n, rep, groups: gr, ..
+                }) = self.distinct.as_mut()
+            {
+                let (n, prob, guests) = (*n, self.prob, &self.guests);
                 let ptrs = &ptrs;
                 gr.update_touched_many(scale, cols.len(), |i, u| {
                     let ((p, _), (j, c)) = (ptrs[u], cols[u]);
@@ -461,8 +469,9 @@ impl<T: Elem> CpuBackend<'_, T> {
                     c * q
                 });
             }
-            let gr = self.groups.as_ref().expect("groups");
-            self.chunk_min.push(gr.touched_min());
+            if let Some(dd) = &self.distinct {
+                self.chunk_min.push(dd.groups.touched_min());
+            }
         }
         self.ptr_buf = ptrs;
         self.min_valid = true;

@@ -11,7 +11,7 @@
 //!
 //! [`Groups`]: crate::backend::groups::Groups
 
-use super::CpuBackend;
+use super::{CpuBackend, Distinct};
 use crate::backend::groups::TOUCHED_CHUNK;
 use crate::backend::simd::{Elem, Layout, binary_rbf_entries_against, push_bit_row};
 
@@ -30,12 +30,18 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// the rows are deduplicated bit rows under the RBF kernel with f32 entries and no
     /// guests.
     pub(super) fn update_touched_in_place(&mut self, scale: f64, cols: &[(usize, f64)]) -> bool {
-        let (Some(dd), Some(table), Some(gr), Layout::Binary { words, .. }) = (
-            self.distinct.as_ref(),
+        let (
+            Some(Distinct {
+                rep, groups: gr, ..
+            }),
+            Some(table),
+            Layout::Binary { words, .. },
+        ) = (
+            self.distinct.as_mut(),
             self.rbf_table.as_ref(),
-            self.groups.as_mut(),
             &self.layout,
-        ) else {
+        )
+        else {
             return false;
         };
         if !T::SINGLE || !self.guests.is_empty() || *words > 6 {
@@ -54,11 +60,11 @@ impl<T: Elem> CpuBackend<'_, T> {
         }
         if let Some(Layout::Binary { bits, .. }) = tb.layout.as_mut() {
             for (k, &i) in touched.iter().enumerate().skip(tb.rows) {
-                push_bit_row(&self.layout, dd.rep[i as usize] as usize, bits, k);
+                push_bit_row(&self.layout, rep[i as usize] as usize, bits, k);
             }
         }
         tb.rows = touched.len();
-        let (prob, layout, rep) = (self.prob, &self.layout, &dd.rep);
+        let (prob, layout) = (self.prob, &self.layout);
         let rows = tb.layout.as_ref().expect("set above");
         gr.update_touched_chunks(scale, |k0, chunk, v| {
             let n = chunk.len();
@@ -97,7 +103,7 @@ mod tests {
     use super::*;
     use crate::active::ActiveSet;
     use crate::backend::cpu::Precision;
-    use crate::backend::{Backend, CpuConfig, update_by_pairs};
+    use crate::backend::{Backend, Columns, CpuConfig, update_by_pairs};
     use crate::data::Dataset;
     use crate::kernel::Kernel;
     use crate::problem::Problem;
@@ -170,7 +176,7 @@ mod tests {
             }
             assert_eq!(
                 a.touched_bits.rows,
-                a.groups.as_ref().unwrap().touched().0.len()
+                a.distinct.as_ref().unwrap().groups.touched().0.len()
             );
         }
     }

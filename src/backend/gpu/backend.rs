@@ -5,7 +5,7 @@
 use super::*;
 use crate::backend::call;
 use crate::backend::stats::timed_call;
-use crate::backend::{Guests, Marks};
+use crate::backend::{Certify, Columns, Guests, Marks, Ranks};
 
 impl Backend for GpuBackend<'_> {
     fn len(&self) -> usize {
@@ -108,50 +108,6 @@ impl Backend for GpuBackend<'_> {
             }
             self.record_update(p, slots[0], slots[1]);
             self.stats.updates += 1;
-            Ok(())
-        })
-    }
-
-    /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
-    /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
-    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
-        timed_call!(self.stats, call::UPDATE_MANY, Result<()>, {
-            if self.prev || self.cache.usable() < 6 {
-                return crate::backend::update_by_pairs(self, scale, cols);
-            }
-            // Every column at once where the cache is one binding and holds them all.
-            if cols.len() > 4
-                && cols.len().min(UPDATE_LIST_MAX) + 2 <= self.cache.usable()
-                && self.record_update_list(scale, cols)
-            {
-                return Ok(());
-            }
-            let mut scale = scale;
-            let mut rest = cols;
-            while !rest.is_empty() || scale != 1.0 {
-                let (now, later) = rest.split_at(rest.len().min(4));
-                let mut p = self.base_params();
-                p.flags |= F_WRITE;
-                p.scale = split(scale);
-                let mut slots = [0usize; 4];
-                for (k, &(j, c)) in now.iter().enumerate() {
-                    // The other three are the most recently used: never the one evicted.
-                    let (slot, _) = self.resolve(j, None);
-                    slots[k] = slot;
-                    let (flag, coef) = match k {
-                        0 => (F_COL_A, &mut p.ca),
-                        1 => (F_COL_B, &mut p.cb),
-                        2 => (F_COL_C, &mut p.cc),
-                        _ => (F_COL_D, &mut p.cd),
-                    };
-                    p.flags |= flag;
-                    *coef = split(c);
-                }
-                self.record_update4(p, slots);
-                self.stats.updates += 1;
-                scale = 1.0;
-                rest = later;
-            }
             Ok(())
         })
     }
@@ -329,8 +285,74 @@ impl Backend for GpuBackend<'_> {
         Ok(())
     }
 
+    fn hints(&self) -> crate::backend::Hints {
+        crate::backend::Hints {
+            partial_sums: false,
+            column_capacity: self.cache.capacity(),
+            ws_floor: if self.ctx.is_software() {
+                0
+            } else {
+                super::WS_FLOOR
+            },
+            entries_are_local: false,
+        }
+    }
+
+    fn stats(&self) -> BackendStats {
+        BackendStats {
+            bytes_up: self.stats.bytes_up + self.vector_bytes.get(),
+            ..self.stats
+        }
+    }
+}
+
+impl Columns for GpuBackend<'_> {
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
+    }
+
+    /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
+    /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
+    fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        timed_call!(self.stats, call::UPDATE_MANY, Result<()>, {
+            if self.prev || self.cache.usable() < 6 {
+                return crate::backend::update_by_pairs(self, scale, cols);
+            }
+            // Every column at once where the cache is one binding and holds them all.
+            if cols.len() > 4
+                && cols.len().min(UPDATE_LIST_MAX) + 2 <= self.cache.usable()
+                && self.record_update_list(scale, cols)
+            {
+                return Ok(());
+            }
+            let mut scale = scale;
+            let mut rest = cols;
+            while !rest.is_empty() || scale != 1.0 {
+                let (now, later) = rest.split_at(rest.len().min(4));
+                let mut p = self.base_params();
+                p.flags |= F_WRITE;
+                p.scale = split(scale);
+                let mut slots = [0usize; 4];
+                for (k, &(j, c)) in now.iter().enumerate() {
+                    // The other three are the most recently used: never the one evicted.
+                    let (slot, _) = self.resolve(j, None);
+                    slots[k] = slot;
+                    let (flag, coef) = match k {
+                        0 => (F_COL_A, &mut p.ca),
+                        1 => (F_COL_B, &mut p.cb),
+                        2 => (F_COL_C, &mut p.cc),
+                        _ => (F_COL_D, &mut p.cd),
+                    };
+                    p.flags |= flag;
+                    *coef = split(c);
+                }
+                self.record_update4(p, slots);
+                self.stats.updates += 1;
+                scale = 1.0;
+                rest = later;
+            }
+            Ok(())
+        })
     }
 
     /// One readback of all of g (kept on the host until a pass writes g: the working set's
@@ -437,19 +459,6 @@ impl Backend for GpuBackend<'_> {
         })
     }
 
-    fn hints(&self) -> crate::backend::Hints {
-        crate::backend::Hints {
-            partial_sums: false,
-            column_capacity: self.cache.capacity(),
-            ws_floor: if self.ctx.is_software() {
-                0
-            } else {
-                super::WS_FLOOR
-            },
-            entries_are_local: false,
-        }
-    }
-
     /// The cache's memory only (no column is carried over: the next backend's slots are over
     /// other rows), for [`GpuBackend::with_data_reusing`].
     fn export_columns(&mut self, _keep: &[usize]) -> Option<crate::backend::ColumnExport> {
@@ -457,14 +466,11 @@ impl Backend for GpuBackend<'_> {
             self.cache_buf.clone(),
         ))))
     }
-
-    fn stats(&self) -> BackendStats {
-        BackendStats {
-            bytes_up: self.stats.bytes_up + self.vector_bytes.get(),
-            ..self.stats
-        }
-    }
 }
+
+impl Ranks for GpuBackend<'_> {}
+
+impl Certify for GpuBackend<'_> {}
 
 impl Guests for GpuBackend<'_> {
     fn add_guest(&mut self, row: Row<'_>, y: f64, inv_c: f64) -> Result<usize> {

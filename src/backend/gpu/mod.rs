@@ -52,7 +52,7 @@ pub struct GpuConfig {
     /// storage-binding limit); tests force tiny chunks to exercise the split and the passes
     /// into cache slots.
     pub max_chunk_bytes: Option<u64>,
-    /// Rows from which the working set's candidates (`Backend::lowest`) are compacted on the
+    /// Rows from which the working set's candidates (`Columns::lowest`) are compacted on the
     /// device instead of reading all of g back (f32 gradients); tests lower it.
     pub compact_min_rows: usize,
 }
@@ -180,7 +180,7 @@ pub struct GpuBackend<'a> {
     /// The gather with the whole cache bound: the block in one dispatch (where the cache fits
     /// one binding).
     gather_all_bg: Option<wgpu::BindGroup>,
-    /// The update by a list of cached columns ([`Backend::update_many`]), where the cache fits
+    /// The update by a list of cached columns ([`Columns::update_many`](crate::backend::Columns::update_many)), where the cache fits
     /// one binding; its list buffer, the list's host copy, and whether a list was written
     /// since the last submit (the next must wait for it).
     update_list_bg: Option<wgpu::BindGroup>,
@@ -215,7 +215,7 @@ pub struct GpuBackend<'a> {
     map_state: Arc<AtomicU8>,
     prev: bool,
     min_valid: bool,
-    /// g as last read back whole ([`Backend::lowest`]), while no pass has written g since:
+    /// g as last read back whole ([`Columns::lowest`](crate::backend::Columns::lowest)), while no pass has written g since:
     /// gathers are then served from it without a round trip.
     g_host: Vec<f64>,
     g_host_valid: bool,
@@ -223,12 +223,12 @@ pub struct GpuBackend<'a> {
     lowest_bound: (usize, f64),
     /// The working set's selection read back with the reduction (see `prefetch.rs`).
     pre: prefetch::Prefetch,
-    /// The working set's cache slots ([`Backend::block`]; reused).
+    /// The working set's cache slots ([`Columns::block`](crate::backend::Columns::block); reused).
     slot_buf: Vec<usize>,
     fresh: usize,
     stats: BackendStats,
     plan: MemoryPlan,
-    /// Points held for their columns only ([`Backend::add_guest`]: a distributed run's
+    /// Points held for their columns only ([`Guests::add_guest`](crate::backend::Guests::add_guest): a distributed run's
     /// vertices of other ranks): column m + k is guest k's.
     guests: Vec<Guest>,
 }
@@ -265,7 +265,7 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 }
 
 /// What [`GpuBackend::allocate`] made on the device for one backend.
-/// The column cache's memory one backend hands the next ([`Backend::export_columns`]).
+/// The column cache's memory one backend hands the next ([`Columns::export_columns`](crate::backend::Columns::export_columns)).
 struct CacheMemory(wgpu::Buffer);
 
 struct Made {
@@ -310,7 +310,7 @@ impl<'a> GpuBackend<'a> {
     }
 
     /// As [`GpuBackend::with_data`], taking the column cache's memory from `memory` — what
-    /// a backend on the same adapter gave up ([`Backend::export_columns`]) — where it has the
+    /// a backend on the same adapter gave up ([`Columns::export_columns`](crate::backend::Columns::export_columns)) — where it has the
     /// size this backend's cache needs.
     pub fn with_data_reusing(
         prob: &'a Problem<'a>,

@@ -2,7 +2,7 @@
 //! three per outer iteration.
 //!
 //! After [`Backend::reduce`](crate::backend::Backend::reduce) the working-set solver asks for
-//! the k lowest gradients ([`Backend::lowest`](crate::backend::Backend::lowest)) and for the
+//! the k lowest gradients ([`Columns::lowest`](crate::backend::Columns::lowest)) and for the
 //! gradients over the support (a gather at α's indices), each a round trip of its own, while
 //! the device sits idle. Once the backend has been asked for `lowest` — it serves a
 //! working-set solver — `reduce` records both into its own submit and reads them back with
