@@ -116,7 +116,7 @@ impl DataArgs {
 /// short iteration. The price is paid when the machine is oversubscribed: a thread waiting
 /// for the other half of a pass spins before it sleeps, so trainings that share the cores with
 /// other busy threads (several trainings beside LIBSVM's OpenMP threads, as in
-/// `tests/real_data.rs`) run markedly slower.
+/// `cli/tests/real_data.rs`) run markedly slower.
 pub fn set_threads(n: usize, quiet: bool) {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let n = if n > cores {

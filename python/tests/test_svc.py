@@ -1,6 +1,6 @@
 """fwsvm.SVC against the command line and scikit-learn's expectations.
 
-Run by `cargo test --release` (tests/python.rs), which passes the CLI binary in FWSVM_BIN.
+Run by `cargo test --release` (cli/tests/python.rs), which passes the CLI binary in FWSVM_BIN.
 """
 import lzma
 import os
