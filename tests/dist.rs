@@ -277,6 +277,31 @@ fn the_distributed_model_is_the_single_process_model() {
     }
 }
 
+/// The working-set solver over rows split across ranks is refused by every rank with a
+/// parameter error (it runs in one process), not a panic.
+#[test]
+fn ws_over_ranks_is_refused_by_every_rank() {
+    use fwsvm::train::TrainParams;
+    let ds = random_dataset(120, 4, false, 5);
+    let params = TrainParams {
+        solver: SolverParams {
+            algorithm: Some(Algorithm::Ws),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let errors = on_threads(2, |comm| {
+        let (local, slice) = slice_of(&ds, comm, None);
+        fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+            .err()
+            .map(|e| (e.is_user_error(), e.to_string()))
+    });
+    for e in errors {
+        let (user, text) = e.expect("ws over ranks refused");
+        assert!(user && text.contains("runs in one process"), "{text}");
+    }
+}
+
 /// One-versus-one over ranks: each class pair trained over all ranks on its rows, or the pairs
 /// dealt to ranks whole; the model file equals one process's (three classes, one of them
 /// weighted).

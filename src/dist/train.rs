@@ -282,6 +282,15 @@ fn solve_over_ranks(
     params: &TrainParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
+    // The working-set solver selects and solves its blocks over rows held in one process;
+    // every rank refuses it alike (the same parameters), before any collective.
+    if params.solver.algorithm() == Algorithm::Ws {
+        return Err(Error::param(
+            "algorithm ws runs in one process; across ranks choose another algorithm (partan, \
+             their default, swap2, cvm, …)"
+                .into(),
+        ));
+    }
     let shrinking = params.sample == 0
         && crate::solver::shrink::applies_to(params.solver.algorithm())
         && params.shrink.is_some_and(|sp| slice.total >= sp.min_points);
