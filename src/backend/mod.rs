@@ -523,7 +523,9 @@ pub trait Guests: Backend {
 /// #   fn set_alpha(&mut self, _: &ActiveSet) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn enable_prev(&mut self) {}
 /// #   fn update(&mut self, _: &Update) -> fwsvm::Result<()> { Ok(()) }
-/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> { unimplemented!() }
+/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> {
+/// #       Ok(Reduction { s: 0, g_s: 0.0, v: usize::MAX, g_v: 0.0, alpha_g: 0.0, alpha_g_prev: 0.0 })
+/// #   }
 /// #   fn gather(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn gather_prev(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn column_entries(&mut self, _: usize, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
@@ -554,7 +556,9 @@ pub trait Guests: Backend {
 /// #   fn set_alpha(&mut self, _: &ActiveSet) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn enable_prev(&mut self) {}
 /// #   fn update(&mut self, _: &Update) -> fwsvm::Result<()> { Ok(()) }
-/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> { unimplemented!() }
+/// #   fn reduce(&mut self, _: &ActiveSet) -> fwsvm::Result<Reduction> {
+/// #       Ok(Reduction { s: 0, g_s: 0.0, v: usize::MAX, g_v: 0.0, alpha_g: 0.0, alpha_g_prev: 0.0 })
+/// #   }
 /// #   fn gather(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn gather_prev(&mut self, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
 /// #   fn column_entries(&mut self, _: usize, _: &[usize], _: &mut [f64]) -> fwsvm::Result<()> { Ok(()) }
