@@ -5,7 +5,7 @@
 
 use super::cache::ColumnCache;
 use super::groups::Groups;
-use super::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk};
+use super::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk_packed, pack_queries};
 use super::update::{self, ChunkUpdate};
 use super::{Backend, BackendStats, Local, MarkedReduction, Marks, Reduction, Update};
 use crate::active::ActiveSet;
@@ -121,6 +121,8 @@ pub struct CpuBackend<'a, T: Elem> {
     qset: Vec<Option<Vec<u32>>>,
     /// The (slot, column, query buffer) list of a blocked prefetch (kept between calls).
     compute_buf: Vec<(usize, usize, usize)>,
+    /// A blocked prefetch's full batches of dense queries, packed in f32 (kept between calls).
+    packed: Vec<Vec<f32>>,
     /// Marks of the columns a blocked prefetch has listed (all false between calls).
     listed: Vec<bool>,
     chunk_min: Vec<(f64, usize)>,
@@ -273,6 +275,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             qbuf: vec![vec![0.0; d]; BATCH],
             qset: vec![Some(Vec::new()); BATCH],
             compute_buf: Vec::new(),
+            packed: Vec::new(),
             listed: Vec::new(),
             chunk_min: Vec::with_capacity(m.div_ceil(CHUNK)),
             min_valid: false,
@@ -948,19 +951,23 @@ mod tests {
                 CpuBackend::<f32>::new(&prob, cfg),
                 CpuBackend::<f32>::new(&prob, cfg),
             );
-            let js: Vec<usize> = (0..13).map(|k| (k * 131 + 7) % prob.len()).collect();
-            assert_eq!(
-                a.prefetch(&js),
-                js.len(),
-                "every column computed by the blocked pass"
-            );
-            let rows: Vec<usize> = (0..prob.len()).collect();
-            let (mut ea, mut eb) = (vec![0.0; rows.len()], vec![0.0; rows.len()]);
-            for &j in &js {
-                a.column_entries(j, &rows, &mut ea).unwrap();
-                b.column_entries(j, &rows, &mut eb).unwrap();
-                for (i, (x, z)) in ea.iter().zip(&eb).enumerate() {
-                    assert_eq!(x.to_bits(), z.to_bits(), "d {d}, column {j}, row {i}");
+            // Two passes (two full batches, then one and a partial one): each batch's
+            // queries are packed for its own pass.
+            for (count, mul, off) in [(16usize, 131usize, 7usize), (13, 173, 11)] {
+                let js: Vec<usize> = (0..count).map(|k| (k * mul + off) % prob.len()).collect();
+                assert_eq!(
+                    a.prefetch(&js),
+                    js.len(),
+                    "every column computed by the blocked pass"
+                );
+                let rows: Vec<usize> = (0..prob.len()).collect();
+                let (mut ea, mut eb) = (vec![0.0; rows.len()], vec![0.0; rows.len()]);
+                for &j in &js {
+                    a.column_entries(j, &rows, &mut ea).unwrap();
+                    b.column_entries(j, &rows, &mut eb).unwrap();
+                    for (i, (x, z)) in ea.iter().zip(&eb).enumerate() {
+                        assert_eq!(x.to_bits(), z.to_bits(), "d {d}, column {j}, row {i}");
+                    }
                 }
             }
         }

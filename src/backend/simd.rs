@@ -357,16 +357,25 @@ impl Packed {
                 .all(|(qc, s)| bits(&qc[..d]) == bits(s));
         if !same {
             self.src.clear();
-            self.q32.clear();
-            self.q32.resize(k * d, 0.0);
-            for (c, qc) in q.iter().enumerate() {
+            for qc in q {
                 self.src.extend_from_slice(&qc[..d]);
-                for (t, &v) in self.q32[c..].iter_mut().step_by(k).zip(&qc[..d]) {
-                    *t = v as f32;
-                }
             }
+            pack_queries(q, d, &mut self.q32);
         }
         &self.q32
+    }
+}
+
+/// The queries `q` (d features each) in f32, packed feature-major into `q32`: `q32[f * k + c]`
+/// is feature f of query c (k = `q.len()`), as the AVX-512 tiles read them.
+pub fn pack_queries(q: &[&[f64]], d: usize, q32: &mut Vec<f32>) {
+    let k = q.len();
+    q32.clear();
+    q32.resize(k * d, 0.0);
+    for (c, qc) in q.iter().enumerate() {
+        for (t, &v) in q32[c..].iter_mut().step_by(k.max(1)).zip(&qc[..d]) {
+            *t = v as f32;
+        }
     }
 }
 
@@ -381,7 +390,6 @@ fn dense_dots_f32<const F: bool, const K: usize>(
     out: &mut [f64],
 ) {
     thread_local! {
-        static Q32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
         static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed::new()) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -392,6 +400,41 @@ fn dense_dots_f32<const F: bool, const K: usize>(
             unsafe { tiles::dots_f32::<K>(xb, d, q32, stride, out) };
         });
         return;
+    }
+    dense_dots_f32_unpacked::<F, K>(xb, d, q, stride, out);
+}
+
+/// [`dense_dots_f32`] with the queries already packed by [`pack_queries`] (`q32`), used by the
+/// AVX-512 tiles as they are; the other paths take the f64 queries `q` as before.
+#[inline(always)]
+fn dense_dots_f32_packed<const F: bool, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    (q, q32): (&[&[f64]], &[f32]),
+    stride: usize,
+    out: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if F && tiles::available() {
+        assert_eq!(q32.len(), K * d, "packed queries");
+        // SAFETY: the CPU has the features; q32 holds K queries of d features, packed.
+        unsafe { tiles::dots_f32::<K>(xb, d, q32, stride, out) };
+        return;
+    }
+    dense_dots_f32_unpacked::<F, K>(xb, d, q, stride, out);
+}
+
+/// [`dense_dots_f32`] without the AVX-512 tiles: the AVX2 and portable loops.
+#[inline(always)]
+fn dense_dots_f32_unpacked<const F: bool, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    thread_local! {
+        static Q32: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     Q32.with_borrow_mut(|q32| {
         q32.clear();
@@ -553,7 +596,7 @@ fn dense_dots_f32_portable<const F: bool, const K: usize>(
 fn dense_dots_split<const F: bool>(
     xb: &[f32],
     d: usize,
-    qs: &[&[f64]],
+    (qs, q32): (&[&[f64]], Option<&[f32]>),
     stride: (usize, bool),
     out: &mut [f64],
 ) {
@@ -585,7 +628,10 @@ fn dense_dots_split<const F: bool>(
         let o = &mut out[c0 * stride.0..];
         c0 += match qs.len() - c0 {
             8.. if wide => {
-                dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, o);
+                match q32.filter(|_| c0 == 0) {
+                    Some(q32) => dense_dots_f32_packed::<F, 8>(xb, d, (&qs[..8], q32), stride.0, o),
+                    None => dense_dots_batch::<F, 8>(xb, d, &qs[c0..], stride, o),
+                }
                 8
             }
             8.. => {
@@ -884,6 +930,20 @@ pub fn columns_chunk<T: Elem>(
     dots: &mut [f64],
     outs: &mut [&mut [T]],
 ) {
+    columns_chunk_packed(a, (cols, None), r0, dots, outs);
+}
+
+/// [`columns_chunk`] with the batch's queries also given in f32, packed by [`pack_queries`]
+/// (`Some` only for a full batch of [`BATCH`] queries over dense rows): a pass that sends the
+/// same batch through many blocks of rows packs it once instead of once per block. The
+/// entries are the same numbers.
+pub fn columns_chunk_packed<T: Elem>(
+    a: &ColumnArgs<'_>,
+    (cols, q32): (&[(usize, &[f64])], Option<&[f32]>),
+    r0: usize,
+    dots: &mut [f64],
+    outs: &mut [&mut [T]],
+) {
     if T::SINGLE {
         // SAFETY: T is f32 (SINGLE): the same layout.
         let outs32 = unsafe { &mut *(outs as *mut [&mut [T]] as *mut [&mut [f32]]) };
@@ -899,7 +959,7 @@ pub fn columns_chunk<T: Elem>(
             && std::is_x86_feature_detected!("avx512vpopcntdq")
         {
             // SAFETY: the CPU supports the features the function is compiled for.
-            unsafe { columns_chunk_avx512_vpopcnt(a, cols, r0, dots, outs) };
+            unsafe { columns_chunk_avx512_vpopcnt(a, (cols, q32), r0, dots, outs) };
             return;
         }
         if std::is_x86_feature_detected!("avx512f")
@@ -907,7 +967,7 @@ pub fn columns_chunk<T: Elem>(
             && std::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: the CPU supports the features the function is compiled for.
-            unsafe { columns_chunk_avx512(a, cols, r0, dots, outs) };
+            unsafe { columns_chunk_avx512(a, (cols, q32), r0, dots, outs) };
             return;
         }
         if std::is_x86_feature_detected!("avx2")
@@ -915,11 +975,11 @@ pub fn columns_chunk<T: Elem>(
             && std::is_x86_feature_detected!("popcnt")
         {
             // SAFETY: as above.
-            unsafe { columns_chunk_avx2(a, cols, r0, dots, outs) };
+            unsafe { columns_chunk_avx2(a, (cols, q32), r0, dots, outs) };
             return;
         }
     }
-    columns_chunk_impl::<false, T>(a, cols, r0, dots, outs);
+    columns_chunk_impl::<false, T>(a, (cols, q32), r0, dots, outs);
 }
 
 /// The AVX-512 copy with vector popcounts (the bit-set layouts' dots, eight rows at once).
@@ -927,7 +987,7 @@ pub fn columns_chunk<T: Elem>(
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma,popcnt")]
 fn columns_chunk_avx512_vpopcnt<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: &[(usize, &[f64])],
+    cols: (&[(usize, &[f64])], Option<&[f32]>),
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -939,7 +999,7 @@ fn columns_chunk_avx512_vpopcnt<T: Elem>(
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma,popcnt")]
 fn columns_chunk_avx512<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: &[(usize, &[f64])],
+    cols: (&[(usize, &[f64])], Option<&[f32]>),
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -951,7 +1011,7 @@ fn columns_chunk_avx512<T: Elem>(
 #[target_feature(enable = "avx2,fma,popcnt")]
 fn columns_chunk_avx2<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: &[(usize, &[f64])],
+    cols: (&[(usize, &[f64])], Option<&[f32]>),
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -962,7 +1022,7 @@ fn columns_chunk_avx2<T: Elem>(
 #[inline(always)]
 fn columns_chunk_impl<const F: bool, T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: &[(usize, &[f64])],
+    (cols, q32): (&[(usize, &[f64])], Option<&[f32]>),
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -996,7 +1056,8 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
-    dense_dots_split::<F>(xb, d, &qs[..cols.len()], (stride, T::SINGLE), dots);
+    let q32 = q32.filter(|_| cols.len() == BATCH);
+    dense_dots_split::<F>(xb, d, (&qs[..cols.len()], q32), (stride, T::SINGLE), dots);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
@@ -1032,7 +1093,7 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
     let xb = &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| &qc[c][..dc]);
-    dense_dots_split::<F>(xb, dc, &qs[..cols.len()], (stride, T::SINGLE), dots);
+    dense_dots_split::<F>(xb, dc, (&qs[..cols.len()], None), (stride, T::SINGLE), dots);
     let bb = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
     for (c, (&(j, q), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         hybrid_add_bits(

@@ -16,7 +16,7 @@ type Touching = (usize, f64, f64, usize, f64);
 /// Rows r0..r0+len of every slot must be this caller's alone for the duration.
 unsafe fn write_columns<T: Elem>(
     args: &ColumnArgs<'_>,
-    cols: &[(SendPtr<T>, usize, usize)],
+    (cols, q32): (&[(SendPtr<T>, usize, usize)], Option<&[f32]>),
     qbuf: &[Vec<f64>],
     r0: usize,
     len: usize,
@@ -32,7 +32,7 @@ unsafe fn write_columns<T: Elem>(
         None => &mut [],
     });
     let n = cols.len();
-    with_dots(|dots| columns_chunk(args, &queries[..n], r0, dots, &mut outs[..n]));
+    with_dots(|dots| columns_chunk_packed(args, (&queries[..n], q32), r0, dots, &mut outs[..n]));
 }
 
 /// The slots of the columns to compute, as (slot data, the column's row in the layout —
@@ -90,16 +90,29 @@ impl<T: Elem> CpuBackend<'_, T> {
             .iter()
             .map(|&(slot, j, k)| (SendPtr(cache.data_ptr(slot)), j, k))
             .collect();
-        let (qbuf, args, prob, cptr) = (&self.qbuf, &args, self.prob, &cptr);
+        // Every full batch of dense queries packed once for all the blocks of rows.
+        let mut packed = std::mem::take(&mut self.packed);
+        packed.resize_with(cptr.len() / BATCH, Vec::new);
+        if let Layout::Dense { d, .. } = &self.layout {
+            for (p, batch) in packed.iter_mut().zip(cptr.chunks_exact(BATCH)) {
+                let q: [&[f64]; BATCH] = std::array::from_fn(|c| &self.qbuf[batch[c].2][..]);
+                pack_queries(&q, *d, p);
+            }
+        } else {
+            packed.iter_mut().for_each(Vec::clear);
+        }
+        let dense = matches!(self.layout, Layout::Dense { .. });
+        let (qbuf, args, prob, cptr, packed_ref) = (&self.qbuf, &args, self.prob, &cptr, &packed);
         crate::team::map_into(
             m.div_ceil(CHUNK),
             |c| {
                 let (r0, n) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
                 for b0 in (r0..r0 + n).step_by(block) {
                     let len = block.min(r0 + n - b0);
-                    for batch in cptr.chunks(BATCH) {
+                    for (bi, batch) in cptr.chunks(BATCH).enumerate() {
+                        let q32 = packed_ref.get(bi).filter(|_| dense).map(|p| &p[..]);
                         // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
-                        unsafe { write_columns(args, batch, qbuf, b0, len) };
+                        unsafe { write_columns(args, (batch, q32), qbuf, b0, len) };
                     }
                 }
                 for (col, j, _) in cptr {
@@ -113,6 +126,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             },
             &mut self.chunk_min,
         );
+        self.packed = packed;
         for &(slot, _, _) in compute {
             self.cache.mark_valid(slot);
         }
@@ -170,7 +184,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                 let r0 = c * CHUNK;
                 let n = CHUNK.min(m - r0);
                 // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
-                unsafe { write_columns(args, &cptr[..ncomp], qbuf, r0, n) };
+                unsafe { write_columns(args, (&cptr[..ncomp], None), qbuf, r0, n) };
                 for &(ref col, j, _) in &cptr[..ncomp] {
                     if (r0..r0 + n).contains(&j) {
                         // SAFETY: as above (row j is in this chunk).
@@ -259,7 +273,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                 let r0 = c * CHUNK;
                 let len = CHUNK.min(n - r0);
                 // SAFETY: chunk c owns distinct rows r0..r0+len of every column buffer.
-                unsafe { write_columns(args, &cptr[..ncomp], qbuf, r0, len) };
+                unsafe { write_columns(args, (&cptr[..ncomp], None), qbuf, r0, len) };
                 if !has_up {
                     return (f64::INFINITY, usize::MAX);
                 }

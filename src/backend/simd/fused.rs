@@ -336,7 +336,13 @@ mod tests {
                         let mut outs: Vec<&mut [f32]> =
                             plain.iter_mut().map(|v| &mut v[..]).collect();
                         let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
-                        columns_chunk_impl::<true, f32>(&args, &cols, r0, &mut dots, &mut outs);
+                        columns_chunk_impl::<true, f32>(
+                            &args,
+                            (&cols, None),
+                            r0,
+                            &mut dots,
+                            &mut outs,
+                        );
                         for c in 0..k {
                             let (a, b): (Vec<u32>, Vec<u32>) = (
                                 fused[c].iter().map(|v| v.to_bits()).collect(),
