@@ -915,6 +915,10 @@ fn column_chunk_impl<const F: bool, T: Elem>(
     );
 }
 
+/// A batch of columns to compute: each column's (j, query as f64), and, for a full batch of
+/// [`BATCH`] over dense rows, the same queries packed by [`pack_queries`] once for many chunks.
+pub type Batch<'a> = (&'a [(usize, &'a [f64])], Option<&'a [f32]>);
+
 /// Most columns one batched call computes (queries beyond it are split into several calls).
 pub const BATCH: usize = 8;
 
@@ -939,7 +943,7 @@ pub fn columns_chunk<T: Elem>(
 /// entries are the same numbers.
 pub fn columns_chunk_packed<T: Elem>(
     a: &ColumnArgs<'_>,
-    (cols, q32): (&[(usize, &[f64])], Option<&[f32]>),
+    (cols, q32): Batch<'_>,
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -987,7 +991,7 @@ pub fn columns_chunk_packed<T: Elem>(
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma,popcnt")]
 fn columns_chunk_avx512_vpopcnt<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: (&[(usize, &[f64])], Option<&[f32]>),
+    cols: Batch<'_>,
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -999,7 +1003,7 @@ fn columns_chunk_avx512_vpopcnt<T: Elem>(
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma,popcnt")]
 fn columns_chunk_avx512<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: (&[(usize, &[f64])], Option<&[f32]>),
+    cols: Batch<'_>,
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -1011,7 +1015,7 @@ fn columns_chunk_avx512<T: Elem>(
 #[target_feature(enable = "avx2,fma,popcnt")]
 fn columns_chunk_avx2<T: Elem>(
     a: &ColumnArgs<'_>,
-    cols: (&[(usize, &[f64])], Option<&[f32]>),
+    cols: Batch<'_>,
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],
@@ -1022,7 +1026,7 @@ fn columns_chunk_avx2<T: Elem>(
 #[inline(always)]
 fn columns_chunk_impl<const F: bool, T: Elem>(
     a: &ColumnArgs<'_>,
-    (cols, q32): (&[(usize, &[f64])], Option<&[f32]>),
+    (cols, q32): Batch<'_>,
     r0: usize,
     dots: &mut [f64],
     outs: &mut [&mut [T]],

@@ -9,6 +9,10 @@ use crate::backend::simd::LANES;
 /// j, 1/C_j).
 type Touching = (usize, f64, f64, usize, f64);
 
+/// Columns to compute as (slot data, column, query buffer), and the batch's queries packed
+/// in f32 where the pass packed them ([`crate::backend::simd::Batch`]).
+type Slots<'a, T> = (&'a [(SendPtr<T>, usize, usize)], Option<&'a [f32]>);
+
 /// Computes rows r0..r0+len of the columns `cols` — (slot data, column, query buffer) — into
 /// their slots: the column part both passes share.
 ///
@@ -16,7 +20,7 @@ type Touching = (usize, f64, f64, usize, f64);
 /// Rows r0..r0+len of every slot must be this caller's alone for the duration.
 unsafe fn write_columns<T: Elem>(
     args: &ColumnArgs<'_>,
-    (cols, q32): (&[(SendPtr<T>, usize, usize)], Option<&[f32]>),
+    (cols, q32): Slots<'_, T>,
     qbuf: &[Vec<f64>],
     r0: usize,
     len: usize,
