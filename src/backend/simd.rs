@@ -366,6 +366,11 @@ impl Packed {
     }
 }
 
+thread_local! {
+    /// This thread's last batch of queries packed for the AVX-512 tiles.
+    static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed::new()) };
+}
+
 /// The queries `q` (d features each) in f32, packed feature-major into `q32`: `q32[f * k + c]`
 /// is feature f of query c (k = `q.len()`), as the AVX-512 tiles read them.
 pub fn pack_queries(q: &[&[f64]], d: usize, q32: &mut Vec<f32>) {
@@ -389,9 +394,6 @@ fn dense_dots_f32<const F: bool, const K: usize>(
     stride: usize,
     out: &mut [f64],
 ) {
-    thread_local! {
-        static PACKED: std::cell::RefCell<Packed> = const { std::cell::RefCell::new(Packed::new()) };
-    }
     #[cfg(target_arch = "x86_64")]
     if F && tiles::available() {
         PACKED.with_borrow_mut(|p| {
@@ -951,7 +953,7 @@ pub fn columns_chunk_packed<T: Elem>(
     if T::SINGLE {
         // SAFETY: T is f32 (SINGLE): the same layout.
         let outs32 = unsafe { &mut *(outs as *mut [&mut [T]] as *mut [&mut [f32]]) };
-        if fused::rbf_f32(a, cols, r0, outs32) {
+        if fused::rbf_f32(a, cols, r0, outs32) || wide_rbf_f32(a, (cols, q32), r0, outs32) {
             return;
         }
     }
@@ -984,6 +986,83 @@ pub fn columns_chunk_packed<T: Elem>(
         }
     }
     columns_chunk_impl::<false, T>(a, (cols, q32), r0, dots, outs);
+}
+
+/// f32 RBF columns over dense rows whose products are formed in f32 ([`F32_DOTS_MIN_D`]
+/// features or more) by the AVX-512 tiles with the entries finished in registers
+/// ([`tiles::rbf_f32`]): the same entries as [`columns_chunk_impl`]. Returns whether it
+/// computed them (false: not this kernel, layout or CPU).
+fn wide_rbf_f32(
+    a: &ColumnArgs<'_>,
+    (cols, q32): Batch<'_>,
+    r0: usize,
+    outs: &mut [&mut [f32]],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
+            return false;
+        };
+        let (d, k) = (*d, cols.len());
+        let Some(n) = outs.first().map(|o| o.len()) else {
+            return false;
+        };
+        if !f32_dots(d)
+            || !tiles::available()
+            || k == 0
+            || k > BATCH
+            || k != outs.len()
+            || outs.iter().any(|o| o.len() != n)
+            || !r0.is_multiple_of(LANES)
+        {
+            return false;
+        }
+        let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
+        let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
+        let (norms, y) = (&a.norms[r0..r0 + n], &a.y[r0..r0 + n]);
+        let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
+        fn run<const K: usize>(
+            (xb, d, q32): (&[f32], usize, &[f32]),
+            (norms, y, ng): (&[f64], &[f64], f64),
+            a: &ColumnArgs<'_>,
+            cols: &[(usize, &[f64])],
+            outs: &mut [&mut [f32]],
+        ) {
+            let e = tiles::RbfEpilogue::<K> {
+                norms,
+                y,
+                nj: std::array::from_fn(|c| a.norms[cols[c].0]),
+                yj: std::array::from_fn(|c| a.y[cols[c].0]),
+                ng,
+            };
+            // SAFETY: the tiles run on this CPU (checked by the caller); q32 holds K packed
+            // queries of d features, xb the rows' whole blocks, every output n entries.
+            unsafe { tiles::rbf_f32::<K>(xb, d, q32, &e, outs) };
+        }
+        let go = |q32: &[f32], outs: &mut [&mut [f32]]| {
+            let (x, e) = ((xb, d, q32), (norms, y, -gamma));
+            match k {
+                1 => run::<1>(x, e, a, cols, outs),
+                2 => run::<2>(x, e, a, cols, outs),
+                3 => run::<3>(x, e, a, cols, outs),
+                4 => run::<4>(x, e, a, cols, outs),
+                5 => run::<5>(x, e, a, cols, outs),
+                6 => run::<6>(x, e, a, cols, outs),
+                7 => run::<7>(x, e, a, cols, outs),
+                _ => run::<8>(x, e, a, cols, outs),
+            }
+        };
+        match q32.filter(|p| k == BATCH && p.len() == BATCH * d) {
+            Some(q32) => go(q32, outs),
+            None => PACKED.with_borrow_mut(|p| go(p.pack(&qs[..k], d), outs)),
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, cols, q32, r0, outs);
+        false
+    }
 }
 
 /// The AVX-512 copy with vector popcounts (the bit-set layouts' dots, eight rows at once).
@@ -1278,6 +1357,73 @@ mod tests {
         let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
         let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
         crate::data::Dataset::from_csr(d, ip, ix, vals, y)
+    }
+
+    /// The f32 RBF columns of wide dense rows, finished in the tiles' registers, equal the
+    /// products stored and finished by the loops over them bit for bit: every batch size, a
+    /// batch packed once by its pass or by the thread, partial last blocks and pairs of blocks.
+    #[test]
+    fn wide_columns_finished_in_registers_equal_the_two_pass_columns() {
+        if !tiles::available() {
+            eprintln!("SKIPPED: the tiles need AVX-512");
+            return;
+        }
+        let m = 301;
+        for d in [32usize, 45, 300] {
+            let ds = mixed_rows(m, d, d as u64, false);
+            let layout = Layout::new(&ds);
+            assert!(matches!(layout, Layout::Dense { .. }));
+            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+            let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
+                .map(|c| {
+                    let j = (c * 37 + 5) % m;
+                    let mut q = vec![0.0; d];
+                    ds.row(j).scatter_f64(&mut q);
+                    (j, q)
+                })
+                .collect();
+            let mut packed = Vec::new();
+            let all: Vec<&[f64]> = queries.iter().map(|(_, q)| &q[..]).collect();
+            pack_queries(&all, d, &mut packed);
+            for gamma in [0.5 / d as f64, 4.0 / d as f64] {
+                let args = ColumnArgs {
+                    layout: &layout,
+                    kernel: Kernel::Rbf { gamma },
+                    norms: &norms,
+                    y: &ds.labels,
+                    rbf_table: None,
+                };
+                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5), (40, 24)] {
+                    for k in 1..=BATCH {
+                        let cols: Vec<(usize, &[f64])> =
+                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
+                        let given = (k == BATCH).then_some(&packed[..]);
+                        let mut wide = vec![vec![f32::NAN; n]; k];
+                        let mut outs: Vec<&mut [f32]> =
+                            wide.iter_mut().map(|v| &mut v[..]).collect();
+                        assert!(wide_rbf_f32(&args, (&cols, given), r0, &mut outs));
+                        let mut plain = vec![vec![0f32; n]; k];
+                        let mut outs: Vec<&mut [f32]> =
+                            plain.iter_mut().map(|v| &mut v[..]).collect();
+                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
+                        columns_chunk_impl::<true, f32>(
+                            &args,
+                            (&cols, None),
+                            r0,
+                            &mut dots,
+                            &mut outs,
+                        );
+                        for c in 0..k {
+                            let (a, b): (Vec<u32>, Vec<u32>) = (
+                                wide[c].iter().map(|v| v.to_bits()).collect(),
+                                plain[c].iter().map(|v| v.to_bits()).collect(),
+                            );
+                            assert_eq!(a, b, "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of

@@ -156,7 +156,7 @@ struct Queries<'a> {
 /// e^x + 1 for x ≤ 0 on sixteen lanes: the steps of [`super::exp_nonpos_f32`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn exp_plus_one(x: __m512) -> __m512 {
+pub(super) fn exp_plus_one(x: __m512) -> __m512 {
     let x = _mm512_min_ps(
         _mm512_max_ps(x, _mm512_set1_ps(EXP32_LO)),
         _mm512_setzero_ps(),

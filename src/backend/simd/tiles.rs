@@ -99,6 +99,40 @@ unsafe fn tile_f32<const R: usize, const K: usize>(
     stride: usize,
     out: &mut [f64],
 ) {
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let acc = accumulate_f32::<R, K>(xb, d, q32, b);
+        let po = out.as_mut_ptr();
+        for c in 0..K {
+            for r in 0..R {
+                let a = acc[c][r];
+                let dst = po.add(c * stride + (b + 2 * r) * LANES);
+                _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+                _mm512_storeu_pd(
+                    dst.add(LANES),
+                    _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(a)),
+                );
+            }
+        }
+    }
+}
+
+/// The sums of blocks b..b+2R (R registers of sixteen rows: lanes 0–7 block b + 2r, lanes
+/// 8–15 block b + 2r + 1) with the K queries, `acc[c][r]`: each (row, query) sum formed from
+/// zero over the features in order with one fused multiply-add each.
+///
+/// # Safety
+/// As [`dots_f32`], with b + 2R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // c and r index the accumulators and the rows alike
+unsafe fn accumulate_f32<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    b: usize,
+) -> [[__m512; R]; K] {
     debug_assert!((b + 2 * R) * d * LANES <= xb.len());
     // SAFETY: the caller's contract bounds every pointer below.
     unsafe {
@@ -124,19 +158,152 @@ unsafe fn tile_f32<const R: usize, const K: usize>(
             xp = xp.add(LANES);
         }
         // The accumulators pass through memory once, after the loop: without this LLVM
-        // carried the widened halves of the stores below into the loop, kept half of the
-        // accumulators on the stack and rotated the rest through register moves.
-        let acc = std::hint::black_box(acc);
-        let po = out.as_mut_ptr();
-        for c in 0..K {
-            for r in 0..R {
-                let a = acc[c][r];
-                let dst = po.add(c * stride + (b + 2 * r) * LANES);
-                _mm512_storeu_pd(dst, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
-                _mm512_storeu_pd(
-                    dst.add(LANES),
-                    _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(a)),
+        // carried the widened halves of the stores that follow into the loop, kept half of
+        // the accumulators on the stack and rotated the rest through register moves.
+        std::hint::black_box(acc)
+    }
+}
+
+/// What the RBF entries of [`rbf_f32`] need besides the products: the chunk's rows' squared
+/// norms and labels (one per row), the K columns' norms and labels, and −γ.
+pub(super) struct RbfEpilogue<'a, const K: usize> {
+    pub norms: &'a [f64],
+    pub y: &'a [f64],
+    pub nj: [f64; K],
+    pub yj: [f64; K],
+    pub ng: f64,
+}
+
+/// f32 RBF entries of K columns over the rows of the blocks in `xb` (the epilogue's rows),
+/// written to `outs[c]`: the products of [`dots_f32`] finished in registers, each entry by the
+/// steps of [`super::finish_rbf_f32`] — the dot widened to f64, d² = max(fma(−2, dot, ‖x_i‖² +
+/// ‖x_j‖²), 0), (−γ·d²) rounded to f32, the exponential of [`super::exp_nonpos_f32`] + 1, the
+/// labels' sign (±1) — so every entry is the same number, without the dots' round trip
+/// through memory.
+///
+/// # Safety
+/// [`available`] is true; `q32` holds K·d values packed as for [`dots_f32`]; `xb` holds the
+/// whole blocks of the epilogue's rows (rounded up to [`LANES`]); every `outs[c]`, c < K, holds
+/// at least as many entries as rows.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn rbf_f32<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    e: &RbfEpilogue<'_, K>,
+    outs: &mut [&mut [f32]],
+) {
+    let n = e.norms.len();
+    let nblk = n.div_ceil(LANES);
+    assert!(K <= 8, "at most eight queries a batch");
+    assert!(q32.len() >= K * d && e.y.len() == n && xb.len() >= nblk * d * LANES);
+    assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
+    let po: [*mut f32; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
+    let mut b = 0;
+    // SAFETY: for every call below, blocks b.. lie in xb, K queries in q32, and rows of every
+    // output up to n (checked above); the caller has the CPU's features.
+    unsafe {
+        match K {
+            1 | 2 => {
+                while b + 8 <= nblk {
+                    rbf_tile::<4, K>(xb, d, q32, b, e, &po);
+                    b += 8;
+                }
+            }
+            3..=5 => {
+                while b + 6 <= nblk {
+                    rbf_tile::<3, K>(xb, d, q32, b, e, &po);
+                    b += 6;
+                }
+            }
+            _ => {
+                while b + 4 <= nblk {
+                    rbf_tile::<2, K>(xb, d, q32, b, e, &po);
+                    b += 4;
+                }
+            }
+        }
+        while b + 2 <= nblk {
+            rbf_tile::<1, K>(xb, d, q32, b, e, &po);
+            b += 2;
+        }
+        if b < nblk {
+            // The last, odd block: its dots through memory, finished by the reference loop.
+            let mut dots = [0.0f64; LANES * 8];
+            last_block_f32::<K>(&xb[b * d * LANES..], d, q32, 0, LANES, &mut dots);
+            let r0 = b * LANES;
+            for c in 0..K {
+                let out = std::slice::from_raw_parts_mut(po[c].add(r0), n - r0);
+                super::finish_rbf_f32::<true>(
+                    e.ng,
+                    &dots[c * LANES..c * LANES + n - r0],
+                    &e.norms[r0..],
+                    &e.y[r0..],
+                    e.nj[c],
+                    e.yj[c],
+                    out,
                 );
+            }
+        }
+    }
+}
+
+/// Blocks b..b+2R against the K queries, finished into RBF entries (see [`rbf_f32`]).
+///
+/// # Safety
+/// As [`rbf_f32`], with b + 2R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // c and r index the accumulators and the outputs alike
+unsafe fn rbf_tile<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q32: &[f32],
+    b: usize,
+    e: &RbfEpilogue<'_, K>,
+    po: &[*mut f32; K],
+) {
+    let n = e.norms.len();
+    // SAFETY: the caller's contract bounds the blocks; norms, labels and outputs are read and
+    // written under a mask past n.
+    unsafe {
+        let acc = accumulate_f32::<R, K>(xb, d, q32, b);
+        let (m2, zero, ng) = (
+            _mm512_set1_pd(-2.0),
+            _mm512_setzero_pd(),
+            _mm512_set1_pd(e.ng),
+        );
+        for r in 0..R {
+            let row0 = (b + 2 * r) * LANES;
+            let rows = (n - row0).min(2 * LANES);
+            let m16: u16 = if rows == 2 * LANES {
+                u16::MAX
+            } else {
+                (1u16 << rows) - 1
+            };
+            let (mlo, mhi) = (m16 as u8, (m16 >> 8) as u8);
+            let ni_lo = _mm512_maskz_loadu_pd(mlo, e.norms.as_ptr().add(row0));
+            let ni_hi = _mm512_maskz_loadu_pd(mhi, e.norms.as_ptr().add(row0 + LANES));
+            let yi_lo = _mm512_maskz_loadu_pd(mlo, e.y.as_ptr().add(row0));
+            let yi_hi = _mm512_maskz_loadu_pd(mhi, e.y.as_ptr().add(row0 + LANES));
+            for c in 0..K {
+                let a = acc[c][r];
+                let nj = _mm512_set1_pd(e.nj[c]);
+                let exponent = |dot: __m256, ni: __m512d| -> __m256 {
+                    let d2 = _mm512_fmadd_pd(m2, _mm512_cvtps_pd(dot), _mm512_add_pd(ni, nj));
+                    _mm512_cvtpd_ps(_mm512_mul_pd(ng, _mm512_max_pd(d2, zero)))
+                };
+                let t_lo = exponent(_mm512_castps512_ps256(a), ni_lo);
+                let t_hi = exponent(_mm512_extractf32x8_ps::<1>(a), ni_hi);
+                let t = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t_lo), t_hi);
+                let yj = _mm512_set1_pd(e.yj[c]);
+                let s_lo = _mm512_cvtpd_ps(_mm512_mul_pd(yi_lo, yj));
+                let s_hi = _mm512_cvtpd_ps(_mm512_mul_pd(yi_hi, yj));
+                let s = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s_lo), s_hi);
+                let v = _mm512_mul_ps(super::fused::exp_plus_one(t), s);
+                _mm512_mask_storeu_ps(po[c].add(row0), m16, v);
             }
         }
     }
