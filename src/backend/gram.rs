@@ -362,7 +362,46 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
         let offset = _mm512_set1_pd(p.offset);
         let (nj, cf) = (p.nj.as_ptr().add(t), p.coef.as_ptr().add(t));
         let base = p.zt.as_ptr().add(t);
-        for (r, sum) in sums.iter_mut().enumerate() {
+        let term = |q: usize, ni: __m512d, dot: __m512d| -> __m512d {
+            let n = _mm512_add_pd(ni, _mm512_loadu_pd(nj.add(8 * q)));
+            let d2 = _mm512_max_pd(_mm512_fmadd_pd(m2, dot, n), zero);
+            let e = exp(_mm512_mul_pd(ng, d2));
+            _mm512_mul_pd(_mm512_loadu_pd(cf.add(8 * q)), _mm512_add_pd(e, offset))
+        };
+        let rows = sums.len();
+        let mut r = 0;
+        while r < rows {
+            if r + 4 <= rows && s.full[r..r + 4].iter().all(|&f| f) {
+                // Four rows with every feature of the panel (the same offsets): each load of
+                // the panel serves four rows' multiply-adds. Every row's dots and terms are
+                // formed and added in the order one row alone takes.
+                let (a, b) = (s.ptr[r], s.ptr[r + 1]);
+                let vals: [*const f64; 4] =
+                    std::array::from_fn(|k| s.val.as_ptr().add(s.ptr[r + k]));
+                let ni: [__m512d; 4] = std::array::from_fn(|k| _mm512_set1_pd(s.ni[r + k]));
+                for h in (0..V).step_by(4) {
+                    let mut acc = [[zero; 4]; 4];
+                    for (n, &off) in s.feat[a..b].iter().enumerate() {
+                        let z = base.add(off + 8 * h);
+                        let zv: [__m512d; 4] =
+                            std::array::from_fn(|g| _mm512_loadu_pd(z.add(8 * g)));
+                        for (ak, vk) in acc.iter_mut().zip(&vals) {
+                            let v = _mm512_set1_pd(*vk.add(n));
+                            for (a, &zg) in ak.iter_mut().zip(&zv) {
+                                *a = _mm512_fmadd_pd(v, zg, *a);
+                            }
+                        }
+                    }
+                    for (k, ak) in acc.iter().enumerate() {
+                        for (g, &dot) in ak.iter().enumerate() {
+                            sums[r + k] = _mm512_add_pd(sums[r + k], term(h + g, ni[k], dot));
+                        }
+                    }
+                }
+                r += 4;
+                continue;
+            }
+            let sum = &mut sums[r];
             let (a, b) = (s.ptr[r], s.ptr[r + 1]);
             let mut acc = [zero; V];
             for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
@@ -374,12 +413,9 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
             }
             let ni = _mm512_set1_pd(s.ni[r]);
             for (q, aq) in acc.iter().enumerate() {
-                let n = _mm512_add_pd(ni, _mm512_loadu_pd(nj.add(8 * q)));
-                let d2 = _mm512_max_pd(_mm512_fmadd_pd(m2, *aq, n), zero);
-                let e = exp(_mm512_mul_pd(ng, d2));
-                let c = _mm512_loadu_pd(cf.add(8 * q));
-                *sum = _mm512_add_pd(*sum, _mm512_mul_pd(c, _mm512_add_pd(e, offset)));
+                *sum = _mm512_add_pd(*sum, term(q, ni, *aq));
             }
+            r += 1;
         }
     }
 }
