@@ -956,6 +956,12 @@ pub fn columns_chunk_packed<T: Elem>(
         if fused::rbf_f32(a, cols, r0, outs32) || wide_rbf_f32(a, (cols, q32), r0, outs32) {
             return;
         }
+    } else {
+        // SAFETY: T is f64 (not SINGLE: the only other Elem): the same layout.
+        let outs64 = unsafe { &mut *(outs as *mut [&mut [T]] as *mut [&mut [f64]]) };
+        if rbf_f64_in_registers(a, cols, r0, outs64) {
+            return;
+        }
     }
     #[cfg(target_arch = "x86_64")]
     {
@@ -1061,6 +1067,78 @@ fn wide_rbf_f32(
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (a, cols, q32, r0, outs);
+        false
+    }
+}
+
+/// f64 RBF columns over dense rows by the AVX-512 tiles with the entries finished in
+/// registers ([`tiles::rbf_f64`]): the same entries as [`columns_chunk_impl`]. Returns whether
+/// it computed them (false: not this kernel, layout or CPU).
+fn rbf_f64_in_registers(
+    a: &ColumnArgs<'_>,
+    cols: &[(usize, &[f64])],
+    r0: usize,
+    outs: &mut [&mut [f64]],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
+            return false;
+        };
+        let (d, k) = (*d, cols.len());
+        let Some(n) = outs.first().map(|o| o.len()) else {
+            return false;
+        };
+        if !tiles::available()
+            || k == 0
+            || k > BATCH
+            || k != outs.len()
+            || outs.iter().any(|o| o.len() != n)
+            || !r0.is_multiple_of(LANES)
+        {
+            return false;
+        }
+        let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
+        let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
+        let qs: [&[f64]; BATCH] =
+            std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| &x.1[..d]));
+        fn run<const K: usize>(
+            (xb, d, qs): (&[f32], usize, &[&[f64]]),
+            e: (&[f64], &[f64], f64),
+            a: &ColumnArgs<'_>,
+            cols: &[(usize, &[f64])],
+            outs: &mut [&mut [f64]],
+        ) {
+            let e = tiles::RbfEpilogue::<K> {
+                norms: e.0,
+                y: e.1,
+                nj: std::array::from_fn(|c| a.norms[cols[c].0]),
+                yj: std::array::from_fn(|c| a.y[cols[c].0]),
+                ng: e.2,
+            };
+            // SAFETY: the tiles run on this CPU (checked by the caller); every query holds d
+            // values, xb the rows' whole blocks, every output n entries.
+            unsafe { tiles::rbf_f64::<K>(xb, d, qs, &e, outs) };
+        }
+        let (x, e) = (
+            (xb, d, &qs[..k]),
+            (&a.norms[r0..r0 + n], &a.y[r0..r0 + n], -gamma),
+        );
+        match k {
+            1 => run::<1>(x, e, a, cols, outs),
+            2 => run::<2>(x, e, a, cols, outs),
+            3 => run::<3>(x, e, a, cols, outs),
+            4 => run::<4>(x, e, a, cols, outs),
+            5 => run::<5>(x, e, a, cols, outs),
+            6 => run::<6>(x, e, a, cols, outs),
+            7 => run::<7>(x, e, a, cols, outs),
+            _ => run::<8>(x, e, a, cols, outs),
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (a, cols, r0, outs);
         false
     }
 }
@@ -1416,6 +1494,69 @@ mod tests {
                         for c in 0..k {
                             let (a, b): (Vec<u32>, Vec<u32>) = (
                                 wide[c].iter().map(|v| v.to_bits()).collect(),
+                                plain[c].iter().map(|v| v.to_bits()).collect(),
+                            );
+                            assert_eq!(a, b, "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The f64 RBF columns of dense rows, finished in the tiles' registers, equal the products
+    /// stored and finished by the loops over them bit for bit (every batch size, partial last
+    /// blocks, few and many features).
+    #[test]
+    fn f64_columns_finished_in_registers_equal_the_two_pass_columns() {
+        if !tiles::available() {
+            eprintln!("SKIPPED: the tiles need AVX-512");
+            return;
+        }
+        let m = 301;
+        for d in [3usize, 17, 45] {
+            let ds = mixed_rows(m, d, 7 * d as u64, false);
+            let layout = Layout::new(&ds);
+            assert!(matches!(layout, Layout::Dense { .. }));
+            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+            let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
+                .map(|c| {
+                    let j = (c * 29 + 11) % m;
+                    let mut q = vec![0.0; d];
+                    ds.row(j).scatter_f64(&mut q);
+                    (j, q)
+                })
+                .collect();
+            for gamma in [0.5 / d as f64, 6.0 / d as f64] {
+                let args = ColumnArgs {
+                    layout: &layout,
+                    kernel: Kernel::Rbf { gamma },
+                    norms: &norms,
+                    y: &ds.labels,
+                    rbf_table: None,
+                };
+                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5), (40, 24)] {
+                    for k in 1..=BATCH {
+                        let cols: Vec<(usize, &[f64])> =
+                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
+                        let mut fused = vec![vec![f64::NAN; n]; k];
+                        let mut outs: Vec<&mut [f64]> =
+                            fused.iter_mut().map(|v| &mut v[..]).collect();
+                        assert!(rbf_f64_in_registers(&args, &cols, r0, &mut outs));
+                        let mut plain = vec![vec![0f64; n]; k];
+                        let mut outs: Vec<&mut [f64]> =
+                            plain.iter_mut().map(|v| &mut v[..]).collect();
+                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
+                        columns_chunk_impl::<true, f64>(
+                            &args,
+                            (&cols, None),
+                            r0,
+                            &mut dots,
+                            &mut outs,
+                        );
+                        for c in 0..k {
+                            let (a, b): (Vec<u64>, Vec<u64>) = (
+                                fused[c].iter().map(|v| v.to_bits()).collect(),
                                 plain[c].iter().map(|v| v.to_bits()).collect(),
                             );
                             assert_eq!(a, b, "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}");

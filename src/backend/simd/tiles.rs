@@ -392,21 +392,126 @@ pub(super) unsafe fn dots_f64<const K: usize>(
     }
 }
 
-/// Blocks b..b+R (one register of eight rows each) against the K queries, in f64.
+/// f64 RBF entries of K columns over the rows of the blocks in `xb` (the epilogue's rows),
+/// written to `outs[c]`: the products of [`dots_f64`] finished in registers, each entry by the
+/// steps of the f64 branch of [`super::finish`] — d² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0),
+/// y_i·y_j·(e^(−γ·d²) + 1) with the exponential of [`super::exp_nonpos`] — so every entry is
+/// the same number, without the dots' round trip through memory.
+///
+/// # Safety
+/// [`available`] is true; every `q[c]`, c < K, holds d values; `xb` holds the whole blocks of
+/// the epilogue's rows (rounded up to [`LANES`]); every `outs[c]`, c < K, holds at least as
+/// many entries as rows.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn rbf_f64<const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[&[f64]],
+    e: &RbfEpilogue<'_, K>,
+    outs: &mut [&mut [f64]],
+) {
+    let n = e.norms.len();
+    let nblk = n.div_ceil(LANES);
+    assert!(q.len() >= K && q[..K].iter().all(|qc| qc.len() >= d));
+    assert!(e.y.len() == n && xb.len() >= nblk * d * LANES);
+    assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
+    let qp: [*const f64; K] = std::array::from_fn(|c| q[c].as_ptr());
+    let po: [*mut f64; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
+    let mut b = 0;
+    // SAFETY: for every call below, blocks b.. lie in xb, K queries of d values in q, and
+    // rows of every output up to n (checked above); the caller has the CPU's features.
+    unsafe {
+        match K {
+            1 | 2 => {
+                while b + 8 <= nblk {
+                    rbf_tile_f64::<8, K>(xb, d, &qp, b, e, &po);
+                    b += 8;
+                }
+            }
+            3..=5 => {
+                while b + 4 <= nblk {
+                    rbf_tile_f64::<4, K>(xb, d, &qp, b, e, &po);
+                    b += 4;
+                }
+            }
+            _ => {
+                while b + 3 <= nblk {
+                    rbf_tile_f64::<3, K>(xb, d, &qp, b, e, &po);
+                    b += 3;
+                }
+            }
+        }
+        while b < nblk {
+            rbf_tile_f64::<1, K>(xb, d, &qp, b, e, &po);
+            b += 1;
+        }
+    }
+}
+
+/// Blocks b..b+R against the K queries in f64, finished into RBF entries (see [`rbf_f64`]).
+///
+/// # Safety
+/// As [`rbf_f64`], with b + R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn rbf_tile_f64<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[*const f64; K],
+    b: usize,
+    e: &RbfEpilogue<'_, K>,
+    po: &[*mut f64; K],
+) {
+    let n = e.norms.len();
+    // SAFETY: the caller's contract bounds the blocks and queries; norms, labels and outputs
+    // are read and written under a mask past n.
+    unsafe {
+        let acc = accumulate_f64::<R, K>(xb, d, q, b);
+        let (m2, zero, ng, one) = (
+            _mm512_set1_pd(-2.0),
+            _mm512_setzero_pd(),
+            _mm512_set1_pd(e.ng),
+            _mm512_set1_pd(1.0),
+        );
+        for r in 0..R {
+            let row0 = (b + r) * LANES;
+            let rows = (n - row0).min(LANES);
+            let mask: __mmask8 = if rows == LANES {
+                u8::MAX
+            } else {
+                (1u8 << rows) - 1
+            };
+            let ni = _mm512_maskz_loadu_pd(mask, e.norms.as_ptr().add(row0));
+            let yi = _mm512_maskz_loadu_pd(mask, e.y.as_ptr().add(row0));
+            for (c, ac) in acc.iter().enumerate() {
+                let nj = _mm512_set1_pd(e.nj[c]);
+                let d2 = _mm512_fmadd_pd(m2, ac[r], _mm512_add_pd(ni, nj));
+                let x = _mm512_mul_pd(ng, _mm512_max_pd(d2, zero));
+                let s = _mm512_mul_pd(yi, _mm512_set1_pd(e.yj[c]));
+                let v = _mm512_mul_pd(s, _mm512_add_pd(exp_nonpos_f64(x), one));
+                _mm512_mask_storeu_pd(po[c].add(row0), mask, v);
+            }
+        }
+    }
+}
+
+/// The sums of blocks b..b+R (one register of eight rows each) with the K queries in f64,
+/// `acc[c][r]`: each formed from zero over the features in order with one fused multiply-add
+/// each (the f32 data widened, exactly).
 ///
 /// # Safety
 /// As [`dots_f64`], with b + R ≤ the blocks in `xb`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 #[inline]
-unsafe fn tile_f64<const R: usize, const K: usize>(
+unsafe fn accumulate_f64<const R: usize, const K: usize>(
     xb: &[f32],
     d: usize,
     q: &[*const f64; K],
     b: usize,
-    stride: usize,
-    out: &mut [f64],
-) {
+) -> [[__m512d; R]; K] {
     debug_assert!((b + R) * d * LANES <= xb.len());
     // SAFETY: the caller's contract bounds every pointer below.
     unsafe {
@@ -422,7 +527,58 @@ unsafe fn tile_f64<const R: usize, const K: usize>(
                 }
             }
         }
-        let acc = std::hint::black_box(acc); // as in tile_f32
+        std::hint::black_box(acc) // as in accumulate_f32
+    }
+}
+
+/// e^x for x ≤ 0 on eight f64 lanes: the steps of [`super::exp_nonpos`] (clamped to
+/// [−708, 0], 2^k·p(r) with the degree-12 polynomial), so each lane is its number.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,fma")]
+#[inline]
+pub(crate) fn exp_nonpos_f64(x: __m512d) -> __m512d {
+    use super::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
+    let x = _mm512_min_pd(
+        _mm512_max_pd(x, _mm512_set1_pd(-708.0)),
+        _mm512_setzero_pd(),
+    );
+    let shift = _mm512_set1_pd(SHIFT64);
+    let t = _mm512_fmadd_pd(x, _mm512_set1_pd(std::f64::consts::LOG2_E), shift);
+    let k = _mm512_sub_pd(t, shift);
+    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_HI64), x);
+    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_LO64), r);
+    let mut p = _mm512_set1_pd(POLY64[0]);
+    for &c in &POLY64[1..] {
+        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+    }
+    let kbits = _mm512_sub_epi64(
+        _mm512_castpd_si512(t),
+        _mm512_set1_epi64(SHIFT64.to_bits() as i64),
+    );
+    _mm512_castsi512_pd(_mm512_add_epi64(
+        _mm512_castpd_si512(p),
+        _mm512_slli_epi64::<52>(kbits),
+    ))
+}
+
+/// Blocks b..b+R (one register of eight rows each) against the K queries, in f64.
+///
+/// # Safety
+/// As [`dots_f64`], with b + R ≤ the blocks in `xb`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn tile_f64<const R: usize, const K: usize>(
+    xb: &[f32],
+    d: usize,
+    q: &[*const f64; K],
+    b: usize,
+    stride: usize,
+    out: &mut [f64],
+) {
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let acc = accumulate_f64::<R, K>(xb, d, q, b);
         let po = out.as_mut_ptr();
         for (c, ac) in acc.iter().enumerate() {
             for (r, a) in ac.iter().enumerate() {
