@@ -333,30 +333,8 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
     use std::arch::x86_64::*;
     // SAFETY: the caller's conditions.
     unsafe {
-        let lo = _mm512_set1_pd(-708.0);
         let zero = _mm512_setzero_pd();
-        let log2e = _mm512_set1_pd(std::f64::consts::LOG2_E);
-        let shift = _mm512_set1_pd(SHIFT64);
-        let ln2_hi = _mm512_set1_pd(LN2_HI64);
-        let ln2_lo = _mm512_set1_pd(LN2_LO64);
-        let shift_bits = _mm512_set1_epi64(SHIFT64.to_bits() as i64);
-        let poly = POLY64.map(|c| _mm512_set1_pd(c));
-        let exp = |x: __m512d| -> __m512d {
-            let x = _mm512_min_pd(_mm512_max_pd(x, lo), zero);
-            let t = _mm512_fmadd_pd(x, log2e, shift);
-            let k = _mm512_sub_pd(t, shift);
-            let r = _mm512_fnmadd_pd(k, ln2_hi, x);
-            let r = _mm512_fnmadd_pd(k, ln2_lo, r);
-            let mut q = poly[0];
-            for &c in &poly[1..] {
-                q = _mm512_fmadd_pd(q, r, c);
-            }
-            let kbits = _mm512_sub_epi64(_mm512_castpd_si512(t), shift_bits);
-            _mm512_castsi512_pd(_mm512_add_epi64(
-                _mm512_castpd_si512(q),
-                _mm512_slli_epi64::<52>(kbits),
-            ))
-        };
+        let exp = |x: __m512d| super::simd::exp_nonpos_f64(x);
         let ng = _mm512_set1_pd(-gamma);
         let m2 = _mm512_set1_pd(-2.0);
         let offset = _mm512_set1_pd(p.offset);
