@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """How promptly `fwsvm train` stops with a usable model: under `--time-limit`, and after SIGTERM
-or SIGINT at chosen moments of a default run.
+or SIGINT at chosen moments of the same run.
 
     .venv/bin/python benches/stop_latency.py [--set covtype] [--time-limit 60]
-        [--signals 5,20,40] [-c 1] [-g auto] [--out DIR] [--work target/peers-data]
+        [--signals 5,20,40,55] [--default-runs] [-c 1] [-g auto] [--out DIR]
+        [--work target/peers-data]
 
 The data are the sets of `benches/peers.py` (covtype: the shared folder's split, 464,810
 training and 116,202 test rows), made once in --work. Three kinds of run, one after the other:
 
 * `fwsvm train --time-limit T`: its wall time (reading, training, writing the model) against
   T, what its summary says of certification, and the model's test accuracy (`fwsvm predict`);
-* for each moment t of --signals: a default `fwsvm train` (no limit), SIGTERM at t seconds (SIGINT
-  for every second moment); the seconds from the signal to the process's exit, its exit code,
-  whether the model was written and what the summary says of certification;
+* for each moment t of --signals: the same run (with `--default-runs`, a run without the time
+  limit), SIGTERM at t seconds (SIGINT for every second moment); the seconds from the signal to
+  the process's exit, its exit code, whether the model was written and what the summary says
+  of certification;
 * the accuracy of the model the last signalled run wrote.
 
 Prints a Markdown table and writes it, with each run's stderr, to --out (default
@@ -68,11 +70,14 @@ def timed_run(args, train, model, log):
 
 
 def signalled_run(args, train, model, at, sig, log):
-    """A default run signalled `at` seconds after its start: (seconds from the signal to the
-    exit, exit code, stderr)."""
+    """A run signalled `at` seconds after its start (time-limited as the first, or a default
+    run): (seconds from the signal to the exit, exit code, stderr)."""
     if os.path.exists(model):
         os.remove(model)
-    cmd = [FWSVM, "train", "-c", str(args.c), "-g", str(args.g), train, model]
+    cmd = [FWSVM, "train", "-c", str(args.c), "-g", str(args.g)]
+    if not args.default_runs:
+        cmd += ["--time-limit", str(args.time_limit)]
+    cmd += [train, model]
     with open(log, "w") as err:
         child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
         try:
@@ -93,7 +98,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", default="covtype", choices=sorted(SETS))
     ap.add_argument("--time-limit", type=float, default=60.0)
-    ap.add_argument("--signals", default="5,20,40", help="seconds after the start of each signalled run")
+    ap.add_argument("--signals", default="5,20,40,55", help="seconds after the start of each signalled run")
+    ap.add_argument("--default-runs", action="store_true",
+                    help="signal runs without the time limit instead of time-limited ones")
     ap.add_argument("-c", type=float, default=1.0)
     ap.add_argument("-g", default="auto", help="RBF γ (fwsvm's -g; default auto)")
     ap.add_argument("--work", default=os.path.join(ROOT, "target", "peers-data"))
@@ -134,8 +141,9 @@ def main():
         r = rows[1 + k]
         rows[1 + k] = r[:4] + (f"{acc:.2f} %",)
 
+    signalled = "default runs" if args.default_runs else f"runs with --time-limit {args.time_limit:g}"
     table = [f"fwsvm train on {args.set} ({os.path.basename(train)}), C = {args.c:g}, γ {args.g}; "
-             f"{os.cpu_count()} CPUs",
+             f"{os.cpu_count()} CPUs; signals sent to {signalled}",
              "",
              "| run | when it ended | exit code | the summary says | test accuracy |",
              "|---|---|---|---|---|"]
