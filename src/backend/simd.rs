@@ -15,13 +15,13 @@ mod fused;
 mod hamming;
 mod layout;
 mod tiles;
-#[cfg(target_arch = "x86_64")]
-pub(crate) use tiles::exp_nonpos_f64;
 pub use hamming::{
     RbfTable, binary_rbf_entries, binary_rbf_entries_against, binary_rbf_entry, push_bit_row,
 };
 use hamming::{hamming_any, query_bits};
 pub use layout::Layout;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use tiles::exp_nonpos_f64;
 
 /// Rows per AoSoA block.
 pub const LANES: usize = 8;
