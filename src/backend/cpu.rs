@@ -932,17 +932,23 @@ mod tests {
     /// columns a single-column pass computes, bit for bit.
     #[test]
     fn blocked_columns_equal_single_columns() {
-        for d in [13usize, 40, 300] {
-            let (ds, y) = random_problem(3001, d, false, 5);
-            let prob = Problem::new(
-                &ds,
-                y,
-                Kernel::Rbf {
-                    gamma: 1.0 / d as f64,
+        // Every kernel: the RBF one is finished in the tiles' registers, the others take the
+        // packed batches through the stored products.
+        for (d, kernel) in [13usize, 40, 300].into_iter().flat_map(|d| {
+            let g = 1.0 / d as f64;
+            [
+                Kernel::Rbf { gamma: g },
+                Kernel::Linear,
+                Kernel::Poly {
+                    gamma: g,
+                    coef0: 1.0,
+                    degree: 2,
                 },
-                2.0,
-            )
-            .unwrap();
+            ]
+            .map(|k| (d, k))
+        }) {
+            let (ds, y) = random_problem(3001, d, false, 5);
+            let prob = Problem::new(&ds, y, kernel, 2.0).unwrap();
             let cfg = CpuConfig {
                 cache_bytes: 64 << 20,
                 precision: Some(Precision::F32),
@@ -966,7 +972,11 @@ mod tests {
                     a.column_entries(j, &rows, &mut ea).unwrap();
                     b.column_entries(j, &rows, &mut eb).unwrap();
                     for (i, (x, z)) in ea.iter().zip(&eb).enumerate() {
-                        assert_eq!(x.to_bits(), z.to_bits(), "d {d}, column {j}, row {i}");
+                        assert_eq!(
+                            x.to_bits(),
+                            z.to_bits(),
+                            "{kernel:?} d {d}, column {j}, row {i}"
+                        );
                     }
                 }
             }

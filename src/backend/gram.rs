@@ -239,7 +239,10 @@ impl Isa {
     fn detect() -> Isa {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("fma") {
+            if std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512dq")
+                && std::is_x86_feature_detected!("fma")
+            {
                 return Isa::Avx512;
             }
             if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
@@ -277,7 +280,8 @@ fn block_avx512(p: &Panel, s: &Scratch, out: &mut [f64]) {
 }
 
 /// The RBF block written out in AVX-512: the dots of 64 columns (the last 32 when the width
-/// is an odd number of tiles) stay in registers as eight independent chains of multiply-adds,
+/// is an odd number of tiles) stay in registers as eight independent chains of multiply-adds
+/// (four rows with every feature of the panel at once: four rows by 32 columns, sixteen),
 /// their kernel values are summed into one vector per row, and the rows' vectors are reduced
 /// once at the end; the exponential's constants are loaded once per block (as compiled from
 /// [`block_impl`], LLVM reloaded them and spilled the dots for every row and tile). The
@@ -331,6 +335,7 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
     sums: &mut [std::arch::x86_64::__m512d],
 ) {
     use std::arch::x86_64::*;
+    const { assert!(V.is_multiple_of(4), "whole groups of 32 columns") };
     // SAFETY: the caller's conditions.
     unsafe {
         let zero = _mm512_setzero_pd();

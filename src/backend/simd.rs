@@ -307,8 +307,8 @@ fn hybrid_add_bits(
     }
 }
 
-/// From this many features on (and up to [`F32_DOTS_MAX_D`]), the dense products of the f32
-/// and f64 columns are formed in f32 ([`dense_dots_f32`]): there they are the column's cost,
+/// From this many features on (and up to [`F32_DOTS_MAX_D`]), the dense products of f32
+/// columns are formed in f32 ([`dense_dots_f32`]; f64 columns keep f64 products): there they are the column's cost,
 /// and f32 products run at twice the vector width without a conversion per feature. Below,
 /// the exponential dominates and the f64 products cost little. An f32 product over d features
 /// is within about d·u·Σ|x_f z_f| of the exact one (u = 2⁻²⁴), which moves γ‖x−z‖² by as
@@ -317,6 +317,12 @@ fn hybrid_add_bits(
 pub const F32_DOTS_MIN_D: usize = 32;
 /// The most features [`dense_dots_f32`] takes (its queries in f32 are a thread's scratch).
 pub const F32_DOTS_MAX_D: usize = 1 << 16;
+
+/// Whether a blocked pass's batches of `d` dense features are worth packing once for the
+/// f32 tiles ([`pack_queries`]).
+pub(crate) fn packs_queries(d: usize) -> bool {
+    f32_dots(d) && tiles::available()
+}
 
 #[inline(always)]
 fn f32_dots(d: usize) -> bool {
@@ -328,11 +334,13 @@ fn fmadd32<const F: bool>(a: f32, b: f32, c: f32) -> f32 {
     if F { a.mul_add(b, c) } else { a * b + c }
 }
 
-/// A thread's queries in f32, packed feature-major for [`tiles::dots_f32`], with the f64
-/// values they were packed from: a blocked pass sends the same batch of queries once per
-/// block of rows, and a batch equal bit for bit to the last one is not packed again.
+/// A thread's queries in f32, packed feature-major for the AVX-512 tiles, with the f64 values
+/// they were packed from and their shape (queries, features): a batch equal bit for bit to
+/// the last one, in the same shape, is not packed again (a pass over many chunks sends the
+/// same batch to each; blocked passes pack their full batches themselves, [`pack_queries`]).
 struct Packed {
     src: Vec<f64>,
+    shape: (usize, usize),
     q32: Vec<f32>,
 }
 
@@ -340,6 +348,7 @@ impl Packed {
     const fn new() -> Packed {
         Packed {
             src: Vec::new(),
+            shape: (0, 0),
             q32: Vec::new(),
         }
     }
@@ -353,7 +362,8 @@ impl Packed {
             // a valid u64.
             unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len()) }
         };
-        let same = self.src.len() == k * d
+        let same = self.shape == (k, d)
+            && self.src.len() == k * d
             && q.iter()
                 .zip(self.src.chunks_exact(d.max(1)))
                 .all(|(qc, s)| bits(&qc[..d]) == bits(s));
@@ -363,6 +373,7 @@ impl Packed {
                 self.src.extend_from_slice(&qc[..d]);
             }
             pack_queries(q, d, &mut self.q32);
+            self.shape = (k, d);
         }
         &self.q32
     }
@@ -959,7 +970,9 @@ pub fn columns_chunk_packed<T: Elem>(
             return;
         }
     } else {
-        // SAFETY: T is f64 (not SINGLE: the only other Elem): the same layout.
+        assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<f64>());
+        // SAFETY: T is f64 (not SINGLE: the only other Elem, a crate-private trait; its size
+        // checked above): the same layout.
         let outs64 = unsafe { &mut *(outs as *mut [&mut [T]] as *mut [&mut [f64]]) };
         if rbf_f64_in_registers(a, cols, r0, outs64) {
             return;
@@ -1219,7 +1232,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
-    let q32 = q32.filter(|_| cols.len() == BATCH);
+    let q32 = q32.filter(|p| cols.len() == BATCH && p.len() == BATCH * d);
     dense_dots_split::<F>(xb, d, (&qs[..cols.len()], q32), (stride, T::SINGLE), dots);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(

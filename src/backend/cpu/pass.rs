@@ -94,10 +94,14 @@ impl<T: Elem> CpuBackend<'_, T> {
             .iter()
             .map(|&(slot, j, k)| (SendPtr(cache.data_ptr(slot)), j, k))
             .collect();
-        // Every full batch of dense queries packed once for all the blocks of rows.
+        // Every full batch of dense queries packed once for all the blocks of rows, where the
+        // f32 tiles take them.
         let mut packed = std::mem::take(&mut self.packed);
         packed.resize_with(cptr.len() / BATCH, Vec::new);
-        if let Layout::Dense { d, .. } = &self.layout {
+        if let Layout::Dense { d, .. } = &self.layout
+            && T::SINGLE
+            && crate::backend::simd::packs_queries(*d)
+        {
             for (p, batch) in packed.iter_mut().zip(cptr.chunks_exact(BATCH)) {
                 let q: [&[f64]; BATCH] = std::array::from_fn(|c| &self.qbuf[batch[c].2][..]);
                 pack_queries(&q, *d, p);
@@ -105,7 +109,6 @@ impl<T: Elem> CpuBackend<'_, T> {
         } else {
             packed.iter_mut().for_each(Vec::clear);
         }
-        let dense = matches!(self.layout, Layout::Dense { .. });
         let (qbuf, args, prob, cptr, packed_ref) = (&self.qbuf, &args, self.prob, &cptr, &packed);
         crate::team::map_into(
             m.div_ceil(CHUNK),
@@ -114,7 +117,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                 for b0 in (r0..r0 + n).step_by(block) {
                     let len = block.min(r0 + n - b0);
                     for (bi, batch) in cptr.chunks(BATCH).enumerate() {
-                        let q32 = packed_ref.get(bi).filter(|_| dense).map(|p| &p[..]);
+                        let q32 = packed_ref.get(bi).filter(|p| !p.is_empty()).map(|p| &p[..]);
                         // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
                         unsafe { write_columns(args, (batch, q32), qbuf, b0, len) };
                     }

@@ -196,7 +196,7 @@ pub(super) unsafe fn rbf_f32<const K: usize>(
 ) {
     let n = e.norms.len();
     let nblk = n.div_ceil(LANES);
-    assert!(K <= 8, "at most eight queries a batch");
+    const { assert!(K <= super::BATCH, "at most a batch of queries") };
     assert!(q32.len() >= K * d && e.y.len() == n && xb.len() >= nblk * d * LANES);
     assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
     let po: [*mut f32; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
@@ -230,7 +230,7 @@ pub(super) unsafe fn rbf_f32<const K: usize>(
         }
         if b < nblk {
             // The last, odd block: its dots through memory, finished by the reference loop.
-            let mut dots = [0.0f64; LANES * 8];
+            let mut dots = [0.0f64; LANES * super::BATCH];
             last_block_f32::<K>(&xb[b * d * LANES..], d, q32, 0, LANES, &mut dots);
             let r0 = b * LANES;
             for c in 0..K {
