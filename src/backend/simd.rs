@@ -1009,6 +1009,79 @@ pub fn columns_chunk_packed<T: Elem>(
     columns_chunk_impl::<false, T>(a, (cols, q32), r0, dots, outs);
 }
 
+/// A chunk's batch of RBF columns over dense rows, as the AVX-512 tiles take it: the rows'
+/// whole blocks, their norms and labels, and −γ.
+#[cfg(target_arch = "x86_64")]
+struct DenseRbf<'a> {
+    xb: &'a [f32],
+    d: usize,
+    norms: &'a [f64],
+    y: &'a [f64],
+    ng: f64,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a> DenseRbf<'a> {
+    /// The batch of `k` columns over rows r0.. (as many as each output of `lens` holds), when
+    /// the tiles take it: RBF kernel, dense rows, AVX-512, 1 ≤ k ≤ [`BATCH`] outputs of one
+    /// length, r0 on a block's start. None otherwise.
+    fn of(a: &ColumnArgs<'a>, k: usize, r0: usize, lens: &[usize]) -> Option<DenseRbf<'a>> {
+        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
+            return None;
+        };
+        let n = *lens.first()?;
+        if !tiles::available()
+            || k == 0
+            || k > BATCH
+            || k != lens.len()
+            || lens.iter().any(|&l| l != n)
+            || !r0.is_multiple_of(LANES)
+        {
+            return None;
+        }
+        let (d, b0, nb) = (*d, r0 / LANES, n.div_ceil(LANES));
+        Some(DenseRbf {
+            xb: &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
+            d,
+            norms: &a.norms[r0..r0 + n],
+            y: &a.y[r0..r0 + n],
+            ng: -gamma,
+        })
+    }
+
+    /// The tiles' epilogue for the K columns `cols`.
+    fn epilogue<const K: usize>(
+        &self,
+        a: &ColumnArgs<'_>,
+        cols: &[(usize, &[f64])],
+    ) -> tiles::RbfEpilogue<'a, K> {
+        tiles::RbfEpilogue {
+            norms: self.norms,
+            y: self.y,
+            nj: std::array::from_fn(|c| a.norms[cols[c].0]),
+            yj: std::array::from_fn(|c| a.y[cols[c].0]),
+            ng: self.ng,
+        }
+    }
+}
+
+/// Calls `$f::<K>($args)` for K = `$k` in 1..=[`BATCH`] (8 for anything above 7).
+#[cfg(target_arch = "x86_64")]
+macro_rules! for_batch {
+    ($k:expr, $f:ident($($args:expr),*)) => {
+        match $k {
+            1 => $f::<1>($($args),*),
+            2 => $f::<2>($($args),*),
+            3 => $f::<3>($($args),*),
+            4 => $f::<4>($($args),*),
+            5 => $f::<5>($($args),*),
+            6 => $f::<6>($($args),*),
+            7 => $f::<7>($($args),*),
+            _ => $f::<8>($($args),*),
+        }
+    };
+}
+
 /// f32 RBF columns over dense rows whose products are formed in f32 ([`F32_DOTS_MIN_D`]
 /// features or more) by the AVX-512 tiles with the entries finished in registers
 /// ([`tiles::rbf_f32`]): the same entries as [`columns_chunk_impl`]. Returns whether it
@@ -1021,61 +1094,40 @@ fn wide_rbf_f32(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
-            return false;
-        };
-        let (d, k) = (*d, cols.len());
-        let Some(n) = outs.first().map(|o| o.len()) else {
-            return false;
-        };
-        if !f32_dots(d)
-            || !tiles::available()
-            || k == 0
-            || k > BATCH
-            || k != outs.len()
-            || outs.iter().any(|o| o.len() != n)
-            || !r0.is_multiple_of(LANES)
-        {
+        if outs.len() > BATCH {
             return false;
         }
-        let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
-        let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
-        let (norms, y) = (&a.norms[r0..r0 + n], &a.y[r0..r0 + n]);
-        let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
+        let lens: [usize; BATCH] = std::array::from_fn(|c| outs.get(c).map_or(0, |o| o.len()));
+        let k = cols.len();
+        let Some(job) = DenseRbf::of(a, k, r0, &lens[..outs.len()]) else {
+            return false;
+        };
+        if !f32_dots(job.d) {
+            return false;
+        }
         fn run<const K: usize>(
-            (xb, d, q32): (&[f32], usize, &[f32]),
-            (norms, y, ng): (&[f64], &[f64], f64),
+            job: &DenseRbf<'_>,
+            q32: &[f32],
             a: &ColumnArgs<'_>,
             cols: &[(usize, &[f64])],
             outs: &mut [&mut [f32]],
         ) {
-            let e = tiles::RbfEpilogue::<K> {
-                norms,
-                y,
-                nj: std::array::from_fn(|c| a.norms[cols[c].0]),
-                yj: std::array::from_fn(|c| a.y[cols[c].0]),
-                ng,
-            };
-            // SAFETY: the tiles run on this CPU (checked by the caller); q32 holds K packed
+            let e = job.epilogue::<K>(a, cols);
+            // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); q32 holds K packed
             // queries of d features, xb the rows' whole blocks, every output n entries.
-            unsafe { tiles::rbf_f32::<K>(xb, d, q32, &e, outs) };
+            unsafe { tiles::rbf_f32::<K>(job.xb, job.d, q32, &e, outs) };
         }
-        let go = |q32: &[f32], outs: &mut [&mut [f32]]| {
-            let (x, e) = ((xb, d, q32), (norms, y, -gamma));
-            match k {
-                1 => run::<1>(x, e, a, cols, outs),
-                2 => run::<2>(x, e, a, cols, outs),
-                3 => run::<3>(x, e, a, cols, outs),
-                4 => run::<4>(x, e, a, cols, outs),
-                5 => run::<5>(x, e, a, cols, outs),
-                6 => run::<6>(x, e, a, cols, outs),
-                7 => run::<7>(x, e, a, cols, outs),
-                _ => run::<8>(x, e, a, cols, outs),
-            }
-        };
+        let d = job.d;
         match q32.filter(|p| k == BATCH && p.len() == BATCH * d) {
-            Some(q32) => go(q32, outs),
-            None => PACKED.with_borrow_mut(|p| go(p.pack(&qs[..k], d), outs)),
+            Some(q32) => for_batch!(k, run(&job, q32, a, cols, outs)),
+            None => {
+                let qs: [&[f64]; BATCH] =
+                    std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
+                PACKED.with_borrow_mut(|p| {
+                    let q32 = p.pack(&qs[..k], d);
+                    for_batch!(k, run(&job, q32, a, cols, outs))
+                })
+            }
         }
         true
     }
@@ -1097,58 +1149,29 @@ fn rbf_f64_in_registers(
 ) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
-            return false;
-        };
-        let (d, k) = (*d, cols.len());
-        let Some(n) = outs.first().map(|o| o.len()) else {
-            return false;
-        };
-        if !tiles::available()
-            || k == 0
-            || k > BATCH
-            || k != outs.len()
-            || outs.iter().any(|o| o.len() != n)
-            || !r0.is_multiple_of(LANES)
-        {
+        if outs.len() > BATCH {
             return false;
         }
-        let (b0, nb) = (r0 / LANES, n.div_ceil(LANES));
-        let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
+        let lens: [usize; BATCH] = std::array::from_fn(|c| outs.get(c).map_or(0, |o| o.len()));
+        let k = cols.len();
+        let Some(job) = DenseRbf::of(a, k, r0, &lens[..outs.len()]) else {
+            return false;
+        };
         let qs: [&[f64]; BATCH] =
-            std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| &x.1[..d]));
+            std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| &x.1[..job.d]));
         fn run<const K: usize>(
-            (xb, d, qs): (&[f32], usize, &[&[f64]]),
-            e: (&[f64], &[f64], f64),
+            job: &DenseRbf<'_>,
+            qs: &[&[f64]],
             a: &ColumnArgs<'_>,
             cols: &[(usize, &[f64])],
             outs: &mut [&mut [f64]],
         ) {
-            let e = tiles::RbfEpilogue::<K> {
-                norms: e.0,
-                y: e.1,
-                nj: std::array::from_fn(|c| a.norms[cols[c].0]),
-                yj: std::array::from_fn(|c| a.y[cols[c].0]),
-                ng: e.2,
-            };
-            // SAFETY: the tiles run on this CPU (checked by the caller); every query holds d
-            // values, xb the rows' whole blocks, every output n entries.
-            unsafe { tiles::rbf_f64::<K>(xb, d, qs, &e, outs) };
+            let e = job.epilogue::<K>(a, cols);
+            // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); every query holds
+            // d values, xb the rows' whole blocks, every output n entries.
+            unsafe { tiles::rbf_f64::<K>(job.xb, job.d, qs, &e, outs) };
         }
-        let (x, e) = (
-            (xb, d, &qs[..k]),
-            (&a.norms[r0..r0 + n], &a.y[r0..r0 + n], -gamma),
-        );
-        match k {
-            1 => run::<1>(x, e, a, cols, outs),
-            2 => run::<2>(x, e, a, cols, outs),
-            3 => run::<3>(x, e, a, cols, outs),
-            4 => run::<4>(x, e, a, cols, outs),
-            5 => run::<5>(x, e, a, cols, outs),
-            6 => run::<6>(x, e, a, cols, outs),
-            7 => run::<7>(x, e, a, cols, outs),
-            _ => run::<8>(x, e, a, cols, outs),
-        }
+        for_batch!(k, run(&job, &qs[..k], a, cols, outs));
         true
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -1452,133 +1475,108 @@ mod tests {
         crate::data::Dataset::from_csr(d, ip, ix, vals, y)
     }
 
-    /// The f32 RBF columns of wide dense rows, finished in the tiles' registers, equal the
-    /// products stored and finished by the loops over them bit for bit: every batch size, a
-    /// batch packed once by its pass or by the thread, partial last blocks and pairs of blocks.
-    #[test]
-    fn wide_columns_finished_in_registers_equal_the_two_pass_columns() {
-        if !tiles::available() {
-            eprintln!("SKIPPED: the tiles need AVX-512");
-            return;
-        }
-        let m = 301;
-        for d in [32usize, 45, 300] {
-            let ds = mixed_rows(m, d, d as u64, false);
-            let layout = Layout::new(&ds);
-            assert!(matches!(layout, Layout::Dense { .. }));
-            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-            let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
-                .map(|c| {
-                    let j = (c * 37 + 5) % m;
-                    let mut q = vec![0.0; d];
-                    ds.row(j).scatter_f64(&mut q);
-                    (j, q)
-                })
-                .collect();
-            let mut packed = Vec::new();
-            let all: Vec<&[f64]> = queries.iter().map(|(_, q)| &q[..]).collect();
-            pack_queries(&all, d, &mut packed);
-            for gamma in [0.5 / d as f64, 4.0 / d as f64] {
-                let args = ColumnArgs {
-                    layout: &layout,
-                    kernel: Kernel::Rbf { gamma },
-                    norms: &norms,
-                    y: &ds.labels,
-                    rbf_table: None,
-                };
-                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5), (40, 24)] {
-                    for k in 1..=BATCH {
-                        let cols: Vec<(usize, &[f64])> =
-                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
-                        let given = (k == BATCH).then_some(&packed[..]);
-                        let mut wide = vec![vec![f32::NAN; n]; k];
-                        let mut outs: Vec<&mut [f32]> =
-                            wide.iter_mut().map(|v| &mut v[..]).collect();
-                        assert!(wide_rbf_f32(&args, (&cols, given), r0, &mut outs));
-                        let mut plain = vec![vec![0f32; n]; k];
-                        let mut outs: Vec<&mut [f32]> =
-                            plain.iter_mut().map(|v| &mut v[..]).collect();
-                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
-                        columns_chunk_impl::<true, f32>(
-                            &args,
-                            (&cols, None),
-                            r0,
-                            &mut dots,
-                            &mut outs,
+    /// Asserts that `compute`, a path that finishes the entries in registers, gives the
+    /// columns of [`columns_chunk_impl`] (products stored, then finished by loops over them)
+    /// bit for bit on `ds` at each of `gammas`: every batch size, chunks that start past the
+    /// first row, partial last blocks and pairs of blocks. `compute` must take every batch.
+    pub(super) fn assert_finished_in_registers<T: Elem>(
+        ds: &crate::data::Dataset,
+        gammas: &[f64],
+        compute: impl Fn(&ColumnArgs<'_>, &[(usize, &[f64])], usize, &mut [&mut [T]]) -> bool,
+    ) {
+        let (m, d) = (ds.len(), ds.n_features());
+        let layout = Layout::new(ds);
+        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+        let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
+            .map(|c| {
+                let j = (c * 37 + 5) % m;
+                let mut q = vec![0.0; d];
+                ds.row(j).scatter_f64(&mut q);
+                (j, q)
+            })
+            .collect();
+        for &gamma in gammas {
+            let args = ColumnArgs {
+                layout: &layout,
+                kernel: Kernel::Rbf { gamma },
+                norms: &norms,
+                y: &ds.labels,
+                rbf_table: None,
+            };
+            for (r0, n) in [(0, m), (16, 150), (8, 9), (24, 16), (m - 5, 5), (40, 24)] {
+                for k in 1..=BATCH {
+                    let cols: Vec<(usize, &[f64])> =
+                        queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
+                    let mut fused = vec![vec![T::from_f64(f64::NAN); n]; k];
+                    let mut outs: Vec<&mut [T]> = fused.iter_mut().map(|v| &mut v[..]).collect();
+                    assert!(
+                        compute(&args, &cols, r0, &mut outs),
+                        "the path took the batch"
+                    );
+                    let mut plain = vec![vec![T::default(); n]; k];
+                    let mut outs: Vec<&mut [T]> = plain.iter_mut().map(|v| &mut v[..]).collect();
+                    let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
+                    columns_chunk_impl::<true, T>(&args, (&cols, None), r0, &mut dots, &mut outs);
+                    for c in 0..k {
+                        let bits = |v: &[T]| -> Vec<u64> {
+                            v.iter().map(|x| x.to_f64().to_bits()).collect()
+                        };
+                        assert_eq!(
+                            bits(&fused[c]),
+                            bits(&plain[c]),
+                            "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}"
                         );
-                        for c in 0..k {
-                            let (a, b): (Vec<u32>, Vec<u32>) = (
-                                wide[c].iter().map(|v| v.to_bits()).collect(),
-                                plain[c].iter().map(|v| v.to_bits()).collect(),
-                            );
-                            assert_eq!(a, b, "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}");
-                        }
                     }
                 }
             }
         }
     }
 
-    /// The f64 RBF columns of dense rows, finished in the tiles' registers, equal the products
-    /// stored and finished by the loops over them bit for bit (every batch size, partial last
-    /// blocks, few and many features).
+    /// The f32 RBF columns of wide dense rows, finished in the tiles' registers, equal the
+    /// two-pass columns bit for bit, with a full batch packed by its pass or by the thread.
+    #[test]
+    fn wide_columns_finished_in_registers_equal_the_two_pass_columns() {
+        if !tiles::available() {
+            eprintln!("SKIPPED: the tiles need AVX-512");
+            return;
+        }
+        for d in [32usize, 45, 300] {
+            let ds = mixed_rows(301, d, d as u64, false);
+            assert!(matches!(Layout::new(&ds), Layout::Dense { .. }));
+            for packed_by_pass in [false, true] {
+                assert_finished_in_registers::<f32>(
+                    &ds,
+                    &[0.5 / d as f64, 4.0 / d as f64],
+                    |args, cols, r0, outs| {
+                        let full = packed_by_pass && cols.len() == BATCH;
+                        let mut packed = Vec::new();
+                        if full {
+                            let q: Vec<&[f64]> = cols.iter().map(|c| c.1).collect();
+                            pack_queries(&q, d, &mut packed);
+                        }
+                        wide_rbf_f32(args, (cols, full.then_some(&packed[..])), r0, outs)
+                    },
+                );
+            }
+        }
+    }
+
+    /// The f64 RBF columns of dense rows, finished in the tiles' registers, equal the
+    /// two-pass columns bit for bit, for few and many features.
     #[test]
     fn f64_columns_finished_in_registers_equal_the_two_pass_columns() {
         if !tiles::available() {
             eprintln!("SKIPPED: the tiles need AVX-512");
             return;
         }
-        let m = 301;
         for d in [3usize, 17, 45] {
-            let ds = mixed_rows(m, d, 7 * d as u64, false);
-            let layout = Layout::new(&ds);
-            assert!(matches!(layout, Layout::Dense { .. }));
-            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-            let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
-                .map(|c| {
-                    let j = (c * 29 + 11) % m;
-                    let mut q = vec![0.0; d];
-                    ds.row(j).scatter_f64(&mut q);
-                    (j, q)
-                })
-                .collect();
-            for gamma in [0.5 / d as f64, 6.0 / d as f64] {
-                let args = ColumnArgs {
-                    layout: &layout,
-                    kernel: Kernel::Rbf { gamma },
-                    norms: &norms,
-                    y: &ds.labels,
-                    rbf_table: None,
-                };
-                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5), (40, 24)] {
-                    for k in 1..=BATCH {
-                        let cols: Vec<(usize, &[f64])> =
-                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
-                        let mut fused = vec![vec![f64::NAN; n]; k];
-                        let mut outs: Vec<&mut [f64]> =
-                            fused.iter_mut().map(|v| &mut v[..]).collect();
-                        assert!(rbf_f64_in_registers(&args, &cols, r0, &mut outs));
-                        let mut plain = vec![vec![0f64; n]; k];
-                        let mut outs: Vec<&mut [f64]> =
-                            plain.iter_mut().map(|v| &mut v[..]).collect();
-                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
-                        columns_chunk_impl::<true, f64>(
-                            &args,
-                            (&cols, None),
-                            r0,
-                            &mut dots,
-                            &mut outs,
-                        );
-                        for c in 0..k {
-                            let (a, b): (Vec<u64>, Vec<u64>) = (
-                                fused[c].iter().map(|v| v.to_bits()).collect(),
-                                plain[c].iter().map(|v| v.to_bits()).collect(),
-                            );
-                            assert_eq!(a, b, "d {d}, γ {gamma}, rows {r0}+{n}, k {k}, column {c}");
-                        }
-                    }
-                }
-            }
+            let ds = mixed_rows(301, d, 7 * d as u64, false);
+            assert!(matches!(Layout::new(&ds), Layout::Dense { .. }));
+            assert_finished_in_registers::<f64>(
+                &ds,
+                &[0.5 / d as f64, 6.0 / d as f64],
+                rbf_f64_in_registers,
+            );
         }
     }
 

@@ -287,7 +287,6 @@ unsafe fn half<const K: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::columns_chunk_impl;
     use super::*;
 
     #[test]
@@ -301,58 +300,16 @@ mod tests {
             eprintln!("SKIPPED: the fused path needs AVX-512 with VPOPCNTDQ");
             return;
         }
-        let m = 301;
         for hybrid in [true, false] {
-            let ds = super::super::tests::mixed_rows(m, 23, 17, hybrid);
+            let ds = super::super::tests::mixed_rows(301, 23, 17, hybrid);
             let layout = Layout::new(&ds);
             assert_eq!(matches!(layout, Layout::Hybrid { .. }), hybrid);
             assert_eq!(matches!(layout, Layout::Dense { .. }), !hybrid);
-            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-            for gamma in [0.05, 0.7, 40.0] {
-                let args = ColumnArgs {
-                    layout: &layout,
-                    kernel: Kernel::Rbf { gamma },
-                    norms: &norms,
-                    y: &ds.labels,
-                    rbf_table: None,
-                };
-                let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
-                    .map(|c| {
-                        let j = (c * 41 + 3) % m;
-                        let mut q = vec![0.0; 23];
-                        ds.row(j).scatter_f64(&mut q);
-                        (j, q)
-                    })
-                    .collect();
-                for (r0, n) in [(0, 301), (16, 150), (8, 9), (24, 16), (296, 5)] {
-                    for k in 1..=BATCH {
-                        let cols: Vec<(usize, &[f64])> =
-                            queries[..k].iter().map(|(j, q)| (*j, &q[..])).collect();
-                        let mut fused = vec![vec![f32::NAN; n]; k];
-                        let mut outs: Vec<&mut [f32]> =
-                            fused.iter_mut().map(|v| &mut v[..]).collect();
-                        assert!(rbf_f32(&args, &cols, r0, &mut outs));
-                        let mut plain = vec![vec![0f32; n]; k];
-                        let mut outs: Vec<&mut [f32]> =
-                            plain.iter_mut().map(|v| &mut v[..]).collect();
-                        let mut dots = vec![0.0; k * n.next_multiple_of(LANES)];
-                        columns_chunk_impl::<true, f32>(
-                            &args,
-                            (&cols, None),
-                            r0,
-                            &mut dots,
-                            &mut outs,
-                        );
-                        for c in 0..k {
-                            let (a, b): (Vec<u32>, Vec<u32>) = (
-                                fused[c].iter().map(|v| v.to_bits()).collect(),
-                                plain[c].iter().map(|v| v.to_bits()).collect(),
-                            );
-                            assert_eq!(a, b, "hybrid {hybrid}, γ {gamma}, rows {r0}+{n}, k {k}");
-                        }
-                    }
-                }
-            }
+            super::super::tests::assert_finished_in_registers::<f32>(
+                &ds,
+                &[0.05, 0.7, 40.0],
+                rbf_f32,
+            );
         }
     }
 }
