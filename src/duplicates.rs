@@ -32,13 +32,21 @@ pub fn merge_duplicates(ds: &Dataset, y: &[f64], s: Option<&[f64]>) -> Option<Me
     if distinct.rows.len() == ds.len() {
         return None;
     }
-    // Group of (distinct row, label): slot 2·rep + [y > 0].
-    let mut group = vec![u32::MAX; 2 * distinct.rows.len()];
+    merge_by_id(&distinct.rep, distinct.rows.len(), y, s)
+}
+
+/// [`merge_duplicates`] for rows whose equal features are already known: row i's features are
+/// the `id[i]`-th of `ids` distinct ones (as [`distinct_rows_of`]'s `rep` numbers them, for
+/// these rows or for a dataset they were taken from). The groups are those of
+/// [`merge_duplicates`] on the rows themselves, in the same order.
+pub fn merge_by_id(id: &[u32], ids: usize, y: &[f64], s: Option<&[f64]>) -> Option<Merged> {
+    // Group of (distinct row, label): slot 2·id + [y > 0].
+    let mut group = vec![u32::MAX; 2 * ids];
     let mut merged = Merged {
         rows: Vec::new(),
         weights: Vec::new(),
     };
-    for (i, &rep) in distinct.rep.iter().enumerate() {
+    for (i, &rep) in id.iter().enumerate() {
         let slot = 2 * rep as usize + usize::from(y[i] > 0.0);
         let w = s.map_or(1.0, |s| s[i]);
         if group[slot] == u32::MAX {
@@ -49,7 +57,7 @@ pub fn merge_duplicates(ds: &Dataset, y: &[f64], s: Option<&[f64]>) -> Option<Me
             merged.weights[group[slot] as usize] += w;
         }
     }
-    (merged.rows.len() < ds.len()).then_some(merged)
+    (merged.rows.len() < id.len()).then_some(merged)
 }
 
 #[cfg(test)]

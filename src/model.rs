@@ -55,6 +55,120 @@ const DENSE_SV_MAX: usize = 1 << 24;
 const SCREEN_MIN_WORK: usize = 1 << 20;
 /// Largest f32 panel of support vectors the screened prediction builds (bytes).
 const SCREEN_MAX_BYTES: usize = 1 << 30;
+/// The unit roundoff of f64, 2⁻⁵³.
+const U64: f64 = f64::EPSILON / 2.0;
+
+/// The class that LIBSVM's one-versus-one vote ([`Model::vote`]) elects whatever the pairs
+/// left open decide, or None when they could change it. `sides[p]` is 1 when pair p = (i, j)
+/// (in the order of the decision values) votes for i, −1 for j, 0 when open. The class w with
+/// the most settled votes (the first on ties) is elected whatever the open pairs give when,
+/// for every other class c, w's settled votes exceed c's settled and open ones together, or
+/// equal them with w listed first (the vote's ties go to the class listed first).
+fn settled_vote(k: usize, sides: &[i8]) -> Option<usize> {
+    const MAX: usize = 64;
+    if k > MAX {
+        return None;
+    }
+    let (mut won, mut open) = ([0u32; MAX], [0u32; MAX]);
+    let mut p = 0;
+    for i in 0..k {
+        for j in i + 1..k {
+            match sides[p] {
+                1 => won[i] += 1,
+                -1 => won[j] += 1,
+                _ => {
+                    open[i] += 1;
+                    open[j] += 1;
+                }
+            }
+            p += 1;
+        }
+    }
+    let mut w = 0;
+    for c in 1..k {
+        if won[c] > won[w] {
+            w = c;
+        }
+    }
+    (0..k)
+        .filter(|&c| c != w)
+        .all(|c| {
+            let most = won[c] + open[c];
+            won[w] > most || (won[w] == most && w < c)
+        })
+        .then_some(w)
+}
+
+/// (Σ c_j v_j, Σ |c_j| v_j) in f64, in eight partial sums each (vectorised where the CPU has
+/// AVX2: the sums' order does not enter the bounds that use them).
+fn signed_and_absolute_sums(coef: &[f64], vals: &[f32]) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA.
+        return unsafe { sums_avx2(coef, vals) };
+    }
+    sums(coef, vals)
+}
+
+/// [`sums`] in AVX2 (four f64 lanes, two vectors of partial sums each).
+///
+/// # Safety
+/// The CPU has AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn sums_avx2(coef: &[f64], vals: &[f32]) -> (f64, f64) {
+    use std::arch::x86_64::*;
+    let n = coef.len().min(vals.len());
+    let (c, v) = (coef.as_ptr(), vals.as_ptr());
+    let sign = _mm256_set1_pd(-0.0);
+    let zero = _mm256_setzero_pd();
+    let (mut s, mut w) = ([zero; 2], [zero; 2]);
+    let mut j = 0;
+    // SAFETY: every load reads entries j .. j + 8 ≤ n of both slices.
+    unsafe {
+        while j + 8 <= n {
+            for h in 0..2 {
+                let x = _mm256_cvtps_pd(_mm_loadu_ps(v.add(j + 4 * h)));
+                let cj = _mm256_loadu_pd(c.add(j + 4 * h));
+                s[h] = _mm256_fmadd_pd(cj, x, s[h]);
+                w[h] = _mm256_fmadd_pd(_mm256_andnot_pd(sign, cj), x, w[h]);
+            }
+            j += 8;
+        }
+    }
+    let lanes = |a: __m256d, b: __m256d| {
+        let mut out = [0.0; 4];
+        // SAFETY: `out` holds four f64.
+        unsafe { _mm256_storeu_pd(out.as_mut_ptr(), _mm256_add_pd(a, b)) };
+        (out[0] + out[1]) + (out[2] + out[3])
+    };
+    let (mut st, mut wt) = (lanes(s[0], s[1]), lanes(w[0], w[1]));
+    for (cj, &x) in coef[j..n].iter().zip(&vals[j..n]) {
+        st += cj * f64::from(x);
+        wt += cj.abs() * f64::from(x);
+    }
+    (st, wt)
+}
+
+/// The portable copy of [`signed_and_absolute_sums`].
+fn sums(coef: &[f64], vals: &[f32]) -> (f64, f64) {
+    const L: usize = 8;
+    let (mut s, mut w) = ([0.0f64; L], [0.0f64; L]);
+    let (cl, vl) = (coef.chunks_exact(L), vals.chunks_exact(L));
+    let (ct, vt) = (cl.remainder(), vl.remainder());
+    for (c, v) in cl.zip(vl) {
+        for l in 0..L {
+            let x = f64::from(v[l]);
+            s[l] += c[l] * x;
+            w[l] += c[l].abs() * x;
+        }
+    }
+    for (c, &v) in ct.iter().zip(vt) {
+        s[0] += c * f64::from(v);
+        w[0] += c.abs() * f64::from(v);
+    }
+    (s.iter().sum(), w.iter().sum())
+}
 
 impl Model {
     /// The one-class model of the support `support` (points ascending, with their α), whose
@@ -320,7 +434,13 @@ impl Model {
             return None;
         };
         let (n, nsv) = (ds.len(), self.total_sv());
-        if self.n_classes() != 2 || n.saturating_mul(nsv) < SCREEN_MIN_WORK || nsv > 10_000_000 {
+        if n.saturating_mul(nsv) < SCREEN_MIN_WORK || nsv > 10_000_000 {
+            return None;
+        }
+        if self.n_classes() > 2 {
+            return self.screened_votes(ds, gamma);
+        }
+        if self.n_classes() != 2 {
             return None;
         }
         let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
@@ -361,6 +481,109 @@ impl Model {
         }
         let mut vote = [0u32; 2];
         Some(dec.iter().map(|&v| self.vote(&[v], &mut vote)).collect())
+    }
+
+    /// A multi-class RBF model's labels by its one-versus-one vote, every pair's decision value
+    /// summed in f64 from the f32 kernel values of [`Screen::kernel_values`] (each computed
+    /// once for all the pairs of its class) with a rigorous bound on its error: a row whose
+    /// every pair lies on one side of zero with room for the f64 path's own rounding gets the
+    /// votes, and so the label, of the exact decision values; the other rows (a pair near its
+    /// boundary, or no bound) take the exact path of
+    /// [`predict_with_decisions`](Self::predict_with_decisions). None where the screen does
+    /// not apply.
+    ///
+    /// [`Screen::kernel_values`]: crate::backend::screen::Screen::kernel_values
+    fn screened_votes(&self, ds: &Dataset, gamma: f64) -> Option<Vec<f64>> {
+        use crate::backend::screen::{ROWS, RowScratch, Screen, VALUE_FLOOR};
+        let (n, nsv, k) = (ds.len(), self.total_sv(), self.n_classes());
+        let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
+        let cols: Vec<usize> = (0..nsv).collect();
+        let screen = Screen::values(gamma, &self.sv, &cols, &sv_norms, SCREEN_MAX_BYTES)?;
+        let norms: Vec<f64> = (0..n).map(|i| ds.row(i).sq_norm()).collect();
+        let starts = self.starts();
+        // Each pair (i, j)'s two runs of support vectors (start, count, coefficients) and Σ|c|.
+        let mut pairs = Vec::with_capacity(k * (k - 1) / 2);
+        for i in 0..k {
+            for j in i + 1..k {
+                let (si, sj) = (starts[i], starts[j]);
+                let (ni, nj) = (self.nr_sv[i], self.nr_sv[j]);
+                let runs = [
+                    (si, &self.sv_coef[j - 1][si..si + ni]),
+                    (sj, &self.sv_coef[i][sj..sj + nj]),
+                ];
+                let abs: f64 = runs.iter().flat_map(|r| r.1.iter()).map(|c| c.abs()).sum();
+                pairs.push((runs, abs));
+            }
+        }
+        let stride = screen.stride();
+        // Rows a task: its values in about 4 MB.
+        let per_task = ((4 << 20) / (4 * stride)).clamp(1, ROWS);
+        let rows: Vec<usize> = (0..n).collect();
+        let labels: Vec<Option<f64>> = rows
+            .par_chunks(per_task)
+            .map_init(
+                || {
+                    let buf = (vec![0.0f32; per_task * stride], vec![0.0; per_task]);
+                    (RowScratch::default(), buf, vec![0i8; pairs.len()])
+                },
+                |(scratch, (vals, rel), sides), rs| {
+                    let (vals, rel) = (&mut vals[..rs.len() * stride], &mut rel[..rs.len()]);
+                    screen.kernel_values(ds, &norms, rs, scratch, vals, rel);
+                    let mut out = Vec::with_capacity(rs.len());
+                    for (r, &eps) in rel.iter().enumerate() {
+                        if !eps.is_finite() {
+                            out.push(None);
+                            continue;
+                        }
+                        let kv = &vals[r * stride..(r + 1) * stride];
+                        for ((&(runs, abs), side), &rho) in
+                            pairs.iter().zip(sides.iter_mut()).zip(&self.rho)
+                        {
+                            let (mut sum, mut w, mut terms) = (0.0, 0.0, 0);
+                            for (start, coef) in runs {
+                                let (s1, w1) =
+                                    signed_and_absolute_sums(coef, &kv[start..start + coef.len()]);
+                                sum += s1;
+                                w += w1;
+                                terms += coef.len();
+                            }
+                            // |sum − exact| ≤ ε·W + floor·Σ|c| from the values, and
+                            // (terms + 1)·2⁻⁵³·W from the f64 sums; a thousandth more covers
+                            // the exact path's own rounding, as in the two-class screen.
+                            let bound = (w * (eps + 1.01 * (terms + 1) as f64 * U64)
+                                + VALUE_FLOOR * abs)
+                                * (1.0 + 1e-3);
+                            let v = sum - rho;
+                            let margin =
+                                bound * (1.0 + 1e-3) + 4.0 * f64::EPSILON * (sum.abs() + rho.abs());
+                            *side = if v > margin {
+                                1
+                            } else if v < -margin {
+                                -1
+                            } else {
+                                0
+                            };
+                        }
+                        out.push(settled_vote(k, sides).map(|c| self.labels[c]));
+                    }
+                    out
+                },
+            )
+            .flatten_iter()
+            .collect();
+        let near: Vec<usize> = (0..n).filter(|&i| labels[i].is_none()).collect();
+        let exact = if near.is_empty() {
+            Vec::new()
+        } else {
+            self.predict_with_decisions(&ds.subset(&near)).0
+        };
+        let mut exact = exact.into_iter();
+        Some(
+            labels
+                .into_iter()
+                .map(|l| l.unwrap_or_else(|| exact.next().unwrap_or(f64::NAN)))
+                .collect(),
+        )
     }
 
     /// Writes the model in LIBSVM's text format.
@@ -410,30 +633,54 @@ impl Model {
             )?;
         }
         writeln!(w, "SV")?;
-        use std::fmt::Write as _;
-        let mut line = String::new();
-        for j in 0..self.total_sv() {
-            line.clear();
-            for c in &self.sv_coef {
-                let _ = write!(line, "{} ", c[j]);
-            }
-            match self.sv.row(j) {
-                Row::Dense(v) => {
-                    for (f, &x) in v.iter().enumerate() {
-                        if x != 0.0 {
-                            let _ = write!(line, "{}:{} ", f + 1, x);
-                        }
+        // The lines are formatted in parallel, a batch of chunks at a time, and written in
+        // order.
+        const CHUNK: usize = 256;
+        let nsv = self.total_sv();
+        let mut start = 0;
+        while start < nsv {
+            let end = nsv.min(start + CHUNK * rayon::current_num_threads().max(1) * 4);
+            let chunks: Vec<usize> = (start..end).step_by(CHUNK).collect();
+            let texts: Vec<String> = chunks
+                .into_par_iter()
+                .map(|c0| {
+                    let mut text = String::new();
+                    for j in c0..end.min(c0 + CHUNK) {
+                        self.write_sv_line(j, &mut text);
                     }
-                }
-                Row::Sparse(ix, v) => {
-                    for (&f, &x) in ix.iter().zip(v) {
+                    text
+                })
+                .collect();
+            for t in texts {
+                w.write_all(t.as_bytes())?;
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Appends support vector j's line (its coefficients, then its non-zero features) to
+    /// `line`.
+    fn write_sv_line(&self, j: usize, line: &mut String) {
+        use std::fmt::Write as _;
+        for c in &self.sv_coef {
+            let _ = write!(line, "{} ", c[j]);
+        }
+        match self.sv.row(j) {
+            Row::Dense(v) => {
+                for (f, &x) in v.iter().enumerate() {
+                    if x != 0.0 {
                         let _ = write!(line, "{}:{} ", f + 1, x);
                     }
                 }
             }
-            writeln!(w, "{line}")?;
+            Row::Sparse(ix, v) => {
+                for (&f, &x) in ix.iter().zip(v) {
+                    let _ = write!(line, "{}:{} ", f + 1, x);
+                }
+            }
         }
-        Ok(())
+        line.push('\n');
     }
 
     /// Writes the model to `path` atomically (temporary file in the same directory, then
@@ -908,6 +1155,93 @@ mod tests {
         }
         assert_eq!(model.predict_with_decisions(&test).1[17][0], 0.0);
         assert_eq!(model.predict(&test)[17], -1.0);
+    }
+
+    /// A multi-class RBF model's screened labels are its exact labels: four classes of random
+    /// support vectors and weights, every pair's rho at the median of its decision values (so
+    /// half the rows sit within a whisker of each pair's boundary), and one row's decision
+    /// value of one pair made exactly 0 by its rho.
+    #[test]
+    fn screened_votes_are_the_exact_labels() {
+        let points = |n: usize, seed: u64| {
+            let mut r = crate::rng::SplitMix64::new(seed);
+            let values: Vec<f32> = (0..4 * n).map(|_| r.next_f64() as f32).collect();
+            let indptr = (0..=n).map(|i| 4 * i).collect();
+            let indices = (0..n).flat_map(|_| [0u32, 1, 2, 3]).collect();
+            Dataset::from_csr(4, indptr, indices, values, vec![0.0; n])
+        };
+        let (k, per) = (4, 300);
+        let nsv = k * per;
+        let mut r = crate::rng::SplitMix64::new(11);
+        let sv_coef: Vec<Vec<f64>> = (0..k - 1)
+            .map(|_| {
+                (0..nsv)
+                    .map(|j| (r.next_f64() - 0.45) * (1.0 + (j % 3) as f64))
+                    .collect()
+            })
+            .collect();
+        let mut model = Model {
+            kernel: Kernel::Rbf { gamma: 2.0 },
+            labels: vec![3.0, 1.0, 4.0, 2.0],
+            nr_sv: vec![per; k],
+            sv: points(nsv, 3),
+            sv_coef,
+            rho: vec![0.0; k * (k - 1) / 2],
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            one_class: false,
+            sv_rows: Vec::new(),
+        };
+        let test = points(1000, 4);
+        assert!(test.len() * nsv >= SCREEN_MIN_WORK);
+        let (_, dec) = model.predict_with_decisions(&test);
+        model.rho = (0..dec[0].len())
+            .map(|p| {
+                let mut d: Vec<f64> = dec.iter().map(|v| v[p]).collect();
+                d.sort_by(f64::total_cmp);
+                d[d.len() / 2]
+            })
+            .collect();
+        for tie in [false, true] {
+            if tie {
+                model.rho[2] += model.predict_with_decisions(&test).1[17][2];
+            }
+            let (exact, dec) = model.predict_with_decisions(&test);
+            let screened = model.screened_labels(&test).expect("the screen applies");
+            assert_eq!(screened, exact, "tie {tie}");
+            assert_eq!(model.predict(&test), exact);
+            let near = dec
+                .iter()
+                .filter(|v| v.iter().any(|d| d.abs() < 1e-4))
+                .count();
+            assert!(near > 0, "no row near a boundary");
+            if tie {
+                assert_eq!(dec[17][2], 0.0);
+            }
+        }
+    }
+
+    /// The vote is settled when no outcome of the open pairs can change its winner, ties to
+    /// the class listed first included.
+    #[test]
+    fn a_vote_is_settled_only_when_the_open_pairs_cannot_change_it() {
+        // Three classes, pairs (0,1), (0,2), (1,2).
+        assert_eq!(settled_vote(3, &[1, 1, 0]), Some(0));
+        assert_eq!(settled_vote(3, &[-1, -1, 1]), Some(1));
+        // 0 and 2 hold one settled vote each, (0, 1) open: 0 gets two, or all three tie at
+        // one and the first listed, 0, is elected.
+        assert_eq!(settled_vote(3, &[0, 1, -1]), Some(0));
+        // (0, 2) open with 0 and 2 at one vote each besides: the open pair decides.
+        assert_eq!(settled_vote(3, &[1, 0, -1]), None);
+        // Everything open.
+        assert_eq!(settled_vote(3, &[0, 0, 0]), None);
+        // Four classes (pairs (0,1), (0,2), (0,3), (1,2), (1,3), (2,3)): 3 holds three
+        // settled votes and nobody else can reach three.
+        assert_eq!(settled_vote(4, &[0, 0, -1, 0, -1, -1]), Some(3));
+        // 3 at two, 0 at one with (0, 2) and (0, 3) open: 0 can reach three.
+        assert_eq!(settled_vote(4, &[1, 0, 0, 0, -1, -1]), None);
+        // 3 at two, 0 at one with (0, 2) open: 0 can tie with 3, and is listed first.
+        assert_eq!(settled_vote(4, &[1, 0, -1, 1, -1, 1]), None);
     }
 
     /// probA/probB survive a write and a load (bit for bit), sit where LIBSVM puts them (after

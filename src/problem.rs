@@ -98,6 +98,19 @@ pub struct Problem<'a> {
 impl<'a> Problem<'a> {
     /// Builds the problem; `y` must hold ±1 and match the dataset's length.
     pub fn new(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
+        Self::with_norms(data, y, kernel, c, None)
+    }
+
+    /// [`new`](Self::new) with the rows' squared norms ‖x_i‖² given where the caller has them
+    /// (computed as [`Row::sq_norm`](crate::data::Row::sq_norm) computes them: the same
+    /// numbers `new` would compute).
+    pub fn with_norms(
+        data: &'a Dataset,
+        y: Vec<f64>,
+        kernel: Kernel,
+        c: f64,
+        norms: Option<Vec<f64>>,
+    ) -> Result<Self> {
         kernel.check()?;
         if data.n_features() > crate::util::max_features() {
             return Err(Error::param(format!(
@@ -125,7 +138,18 @@ impl<'a> Problem<'a> {
         if y.iter().any(|&v| v != 1.0 && v != -1.0) {
             return Err(Error::param("binary labels must be ±1".into()));
         }
-        let norms: Vec<f64> = (0..data.len()).map(|i| data.row(i).sq_norm()).collect();
+        let norms = match norms {
+            Some(n) if n.len() == data.len() => n,
+            Some(n) => {
+                return Err(ParamError::Length {
+                    what: "row norms",
+                    got: n.len(),
+                    rows: data.len(),
+                }
+                .into());
+            }
+            None => (0..data.len()).map(|i| data.row(i).sq_norm()).collect(),
+        };
         check_poly_range(kernel, &norms)?;
         Ok(Problem {
             data,
@@ -146,8 +170,20 @@ impl<'a> Problem<'a> {
     /// yᵀα = 0 (see [`crate::solver::simple_svm`]); C is kept in [`box_c`](Self::box_c) and
     /// weighted per row as the L2 form's C_i.
     pub fn c_svm(data: &'a Dataset, y: Vec<f64>, kernel: Kernel, c: f64) -> Result<Self> {
+        Self::c_svm_with_norms(data, y, kernel, c, None)
+    }
+
+    /// [`c_svm`](Self::c_svm) with the rows' squared norms given, as for
+    /// [`with_norms`](Self::with_norms).
+    pub fn c_svm_with_norms(
+        data: &'a Dataset,
+        y: Vec<f64>,
+        kernel: Kernel,
+        c: f64,
+        norms: Option<Vec<f64>>,
+    ) -> Result<Self> {
         ParamError::positive("C", c)?;
-        let mut p = Problem::new(data, y, kernel, f64::INFINITY)?;
+        let mut p = Problem::with_norms(data, y, kernel, f64::INFINITY, norms)?;
         p.box_c = Some(c);
         Ok(p)
     }

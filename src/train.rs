@@ -416,7 +416,8 @@ fn train_within(
     for &c in &class_of {
         count[c] += 1;
     }
-    let pairs = class_pairs(ds, &labels, &class_of, &count);
+    let shared = (k > 2).then(|| SharedRows::new(ds, params.merges_duplicates()));
+    let pairs = class_pairs(ds, &labels, &class_of, &count, shared.as_ref());
     // Each pair's share of the time limit: the points of the pairs up to it over all pairs'.
     let all_pairs: usize = pairs.iter().map(|p| p.m).sum();
     let mut done = 0usize;
@@ -477,6 +478,7 @@ fn class_pairs<'a>(
     labels: &'a [f64],
     class_of: &'a [usize],
     count: &[usize],
+    shared: Option<&'a SharedRows>,
 ) -> Vec<ClassPair<'a>> {
     let k = labels.len();
     let mut pairs = Vec::with_capacity(k * (k - 1) / 2);
@@ -493,6 +495,7 @@ fn class_pairs<'a>(
                 },
                 labels,
                 class_of,
+                shared,
             });
         }
     }
@@ -581,7 +584,8 @@ pub fn train_dealt(
     for &c in &class_of {
         count[c] += 1;
     }
-    let pairs = class_pairs(ds, &labels, &class_of, &count);
+    let shared = (k > 2).then(|| SharedRows::new(ds, checked.merges_duplicates()));
+    let pairs = class_pairs(ds, &labels, &class_of, &count, shared.as_ref());
     // This process's pairs; an error is handed to `share` too (the others wait there).
     let own = (|| -> Result<Vec<PairOutcome>> {
         let mut own = Vec::new();
@@ -618,6 +622,31 @@ struct ClassPair<'a> {
     m: usize,
     labels: &'a [f64],
     class_of: &'a [usize],
+    /// What every pair of a multi-class training takes from the whole dataset.
+    shared: Option<&'a SharedRows>,
+}
+
+/// Per-row facts of the whole dataset computed once for all the class pairs of a multi-class
+/// training (each pair would otherwise recompute them over its own rows).
+struct SharedRows {
+    /// ‖x_i‖², as [`Problem::new`] computes them.
+    norms: Vec<f64>,
+    /// The distinct rows (where duplicates are merged).
+    distinct: Option<crate::problem::DistinctRows>,
+}
+
+impl SharedRows {
+    fn new(ds: &Dataset, merges: bool) -> SharedRows {
+        use rayon::prelude::*;
+        let norms = (0..ds.len())
+            .into_par_iter()
+            .map(|i| ds.row(i).sq_norm())
+            .collect();
+        SharedRows {
+            norms,
+            distinct: merges.then(|| crate::problem::distinct_rows_of(ds)),
+        }
+    }
 }
 
 impl ClassPair<'_> {
@@ -716,14 +745,12 @@ fn train_pair(
 ) -> Result<PairOutcome> {
     let (a, b, class_of) = (pair.a, pair.b, pair.class_of);
     let k = pair.labels.len();
-    let (mut rows, mut sub): (Vec<usize>, Option<Dataset>) = if k == 2 {
-        ((0..ds.len()).collect(), None)
+    let mut rows: Vec<usize> = if k == 2 {
+        (0..ds.len()).collect()
     } else {
-        let rows: Vec<usize> = (0..ds.len())
+        (0..ds.len())
             .filter(|&i| class_of[i] == a || class_of[i] == b)
-            .collect();
-        let sub = ds.subset(&rows);
-        (rows, Some(sub))
+            .collect()
     };
     let mut y: Vec<f64> = rows
         .iter()
@@ -735,22 +762,38 @@ fn train_pair(
         .map(|w| rows.iter().map(|&i| w[i]).collect());
     let m = rows.len();
     let mut merged = None;
-    if params.merges_duplicates()
-        && let Some(g) = merge_duplicates(sub.as_ref().unwrap_or(ds), &y, weights.as_deref())
-    {
-        y = g.rows.iter().map(|&r| y[r]).collect();
-        rows = g.rows.iter().map(|&r| rows[r]).collect();
-        sub = Some(ds.subset(&rows));
-        weights = Some(g.weights);
-        merged = Some(rows.len());
+    if params.merges_duplicates() {
+        let groups = match pair.shared.and_then(|s| s.distinct.as_ref()) {
+            // The whole dataset's distinct rows number the pair's (none when it has no
+            // duplicates, and then neither has the pair).
+            Some(d) if d.rows.len() == ds.len() => None,
+            Some(d) => {
+                let id: Vec<u32> = rows.iter().map(|&i| d.rep[i]).collect();
+                crate::duplicates::merge_by_id(&id, d.rows.len(), &y, weights.as_deref())
+            }
+            None if k == 2 => merge_duplicates(ds, &y, weights.as_deref()),
+            None => merge_duplicates(&ds.subset(&rows), &y, weights.as_deref()),
+        };
+        if let Some(g) = groups {
+            y = g.rows.iter().map(|&r| y[r]).collect();
+            rows = g.rows.iter().map(|&r| rows[r]).collect();
+            weights = Some(g.weights);
+            merged = Some(rows.len());
+        }
     }
+    let sub = (rows.len() < ds.len()).then(|| ds.subset(&rows));
     let data = sub.as_ref().unwrap_or(ds);
+    let norms = pair
+        .shared
+        .map(|s| rows.iter().map(|&i| s.norms[i]).collect());
     let classes = (pair.labels[a], pair.labels[b]);
     let alg = params.solver.algorithm();
-    let mut prob = alg.problem(data, y, kernel, params.c)?.with_class_weights(
-        params.class_weight_of(classes.0),
-        params.class_weight_of(classes.1),
-    )?;
+    let mut prob = alg
+        .problem_with_norms(data, y, kernel, params.c, norms)?
+        .with_class_weights(
+            params.class_weight_of(classes.0),
+            params.class_weight_of(classes.1),
+        )?;
     if let Some(w) = weights {
         prob = prob.with_row_weights(w)?;
     }

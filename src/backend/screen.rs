@@ -58,6 +58,9 @@ use super::simd::{EXP2_32_ERR, EXP2_32_LO, POLY2_32, SHIFT32};
 const TILE: usize = 128;
 /// Rows per parallel task.
 const ROW_BLOCK: usize = 128;
+/// Rows of a tile of the AVX-512 copy when they all have every feature of the panel (sixteen
+/// accumulators of sixteen lanes: eight rows by 32 columns).
+const FULL_ROWS: usize = 8;
 /// u = 2⁻²⁴, the unit roundoff of f32.
 const U: f64 = 1.0 / 16_777_216.0;
 
@@ -172,35 +175,113 @@ impl Screen {
                     return;
                 }
                 scratch.load(self, data, norms, rs);
-                #[cfg(target_arch = "x86_64")]
-                match self.isa {
-                    // SAFETY: `new` chose this copy because the CPU has AVX-512.
-                    Isa::Avx512 => unsafe { block_avx512(self, scratch, s, e) },
-                    // SAFETY: `new` chose this copy because the CPU has AVX2 and FMA.
-                    Isa::Avx2 => unsafe { block_avx2(self, scratch, s, e) },
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                match self.isa {}
+                self.block(scratch, s, e, None);
                 for (k, ek) in e.iter_mut().enumerate().take(s.len()) {
                     *ek = self.bound(*ek, scratch.nnz(k), scratch.ni[k]);
                 }
             });
     }
 
-    /// B_i from W_i, the row's non-zeros n and ‖x_i‖².
-    fn bound(&self, w: f64, n: usize, ni: f64) -> f64 {
+    /// The kernel values themselves, for the rows `rows` of `data` (squared norms `norms`; at
+    /// most [`ROWS`] of them, in the calling thread): k̃(x_i, z_j) for i = rows\[r\] into
+    /// `vals[r · stride + j]` ([`stride`](Self::stride) ≥ the panel's columns; the entries past
+    /// them are padding), and into `rel[r]` a bound ε on each value's relative error,
+    /// |k̃ − k| ≤ ε·k̃ + [`VALUE_FLOOR`] (+∞ where the screen cannot bound the row). The panel's
+    /// columns are in the order given when it was built by [`Screen::values`].
+    pub fn kernel_values(
+        &self,
+        data: &Dataset,
+        norms: &[f64],
+        rows: &[usize],
+        scratch: &mut RowScratch,
+        vals: &mut [f32],
+        rel: &mut [f64],
+    ) {
+        assert!(rows.len() <= ROWS, "at most ROWS rows a call");
+        assert_eq!(vals.len(), rows.len() * self.width);
+        assert_eq!(rel.len(), rows.len());
+        let scratch = &mut scratch.0;
+        scratch.load(self, data, norms, rows);
+        let mut wsum = [0.0; ROWS];
+        let mut sum = [0.0; ROWS];
+        let n = rows.len();
+        self.block(scratch, &mut sum[..n], &mut wsum[..n], Some(vals));
+        for (k, e) in rel.iter_mut().enumerate() {
+            *e = self.relative(scratch.nnz(k), scratch.ni[k]);
+        }
+    }
+
+    /// A panel of the columns `cols` of `data` (squared norms `norms`) for their kernel values
+    /// alone ([`kernel_values`](Self::kernel_values)), in the order of `cols`; None as for
+    /// [`Screen::new`].
+    pub fn values(
+        gamma: f64,
+        data: &Dataset,
+        cols: &[usize],
+        norms: &[f64],
+        max_bytes: usize,
+    ) -> Option<Screen> {
+        // Weights of one sign keep the columns in their order (the sort is stable).
+        Screen::new(gamma, data, cols, &vec![1.0; cols.len()], norms, max_bytes)
+    }
+
+    /// The distance between two consecutive rows of [`kernel_values`](Self::kernel_values)'
+    /// output.
+    pub fn stride(&self) -> usize {
+        self.width
+    }
+
+    /// The copy of the block the CPU runs, with the values written to `vals` when given.
+    fn block(&self, s: &Rows, sum: &mut [f64], wsum: &mut [f64], vals: Option<&mut [f32]>) {
+        #[cfg(target_arch = "x86_64")]
+        match self.isa {
+            // SAFETY: `new` chose this copy because the CPU has AVX-512.
+            Isa::Avx512 => unsafe { block_avx512(self, s, sum, wsum, vals) },
+            // SAFETY: `new` chose this copy because the CPU has AVX2 and FMA.
+            Isa::Avx2 => unsafe { block_avx2(self, s, sum, wsum, vals) },
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (s, sum, wsum, vals);
+            match self.isa {}
+        }
+    }
+
+    /// The bound ε on the relative error of every kernel value of a row with n non-zeros among
+    /// the panel's features and ‖x‖² = `ni`: 1.01·δ + 2.01·EXP2_32_ERR (module
+    /// documentation); +∞ when δ > 0.01.
+    fn relative(&self, n: usize, ni: f64) -> f64 {
         let delta = self.gamma * U * (1.01 * n as f64 + 7.0) * (ni + self.nz_max);
         if !(delta <= 0.01) {
+            return f64::INFINITY;
+        }
+        1.01 * delta + 2.01 * EXP2_32_ERR
+    }
+
+    /// B_i from W_i, the row's non-zeros n and ‖x_i‖².
+    fn bound(&self, w: f64, n: usize, ni: f64) -> f64 {
+        let rel = self.relative(n, ni);
+        if rel.is_infinite() {
             return f64::INFINITY;
         }
         // Terms per lane in a tile.
         const PER_LANE: f64 = (TILE / 16) as f64;
         let tiles = (self.width / TILE) as f64;
         let w = w * (1.0 + (tiles + PER_LANE + 4.0) * 1.01 * U);
-        w * (1.01 * delta + 2.01 * EXP2_32_ERR + (PER_LANE + 2.0) * U) * (1.0 + 1e-3)
-            + 1e-36 * self.abs_sum
+        w * (rel + (PER_LANE + 2.0) * U) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
     }
 }
+
+/// The absolute part of a kernel value's error bound ([`Screen::kernel_values`]): exponents
+/// below the f32 exponential's range are clamped, which leaves k̃ within 10⁻³⁷ of k.
+pub const VALUE_FLOOR: f64 = 1e-37;
+
+/// Rows a call of [`Screen::kernel_values`] takes at most.
+pub const ROWS: usize = ROW_BLOCK;
+
+/// A thread's scratch for [`Screen::kernel_values`]: its rows reduced to the panel's features.
+#[derive(Default)]
+pub struct RowScratch(Rows);
 
 /// The vector copies of the block; the screen is not used without one of them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -281,20 +362,32 @@ impl Rows {
 /// # Safety
 /// The CPU has AVX-512F, AVX-512DQ, AVX2 and FMA (the caller's dispatch checked it); `s` was
 /// loaded from `p`, so every row's indices lie within the screen's panel, and `sum` and `wsum`
-/// hold one entry per row of `s`.
+/// hold one entry per row of `s`; `vals`, when given, holds `width` entries per row of `s`
+/// (the values are written there).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
+unsafe fn block_avx512(
+    p: &Screen,
+    s: &Rows,
+    sum: &mut [f64],
+    wsum: &mut [f64],
+    vals: Option<&mut [f32]>,
+) {
     use std::arch::x86_64::*;
     const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
     wsum.iter_mut().for_each(|o| *o = 0.0);
     let rows = sum.len();
+    let values = vals.map(|v| {
+        assert_eq!(v.len(), rows * p.width, "one row of values per row");
+        v.as_mut_ptr()
+    });
     if let Some(&last) = s.feat[..s.ptr[rows]].iter().max() {
         assert!(last + p.width <= p.zt.len(), "panel offsets out of range");
     }
     // SAFETY: every zt load reads zt[off + t .. off + t + TILE] with off ≤ last and
-    // t + TILE ≤ width (checked above); gnj, coef and abs_coef have `width` entries.
+    // t + TILE ≤ width (checked above); gnj, coef and abs_coef have `width` entries; a value
+    // store writes values[r · width + t .. + TILE] with r < rows (checked above).
     unsafe {
         let lo = _mm512_set1_ps(EXP2_32_LO);
         let zero = _mm512_setzero_ps();
@@ -327,7 +420,64 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
             let sign = p.tile_sign[t / TILE];
             let mixed = sign == 0;
             let neg = _mm512_set1_ps(f32::from(sign));
-            for r in 0..rows {
+            // One kernel value vector (columns t + 16q ..) of row r from its dot products
+            // `dot`: the exponential, its store, and the row's S̃ and W vectors of the tile.
+            let entry = |r: usize, q: usize, dot: __m512, sw: &mut (__m512, __m512)| {
+                // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²).
+                let arg = _mm512_add_ps(_mm512_set1_ps(s.gni[r]), _mm512_loadu_ps(gnj.add(16 * q)));
+                let e = exp2(_mm512_add_ps(dot, arg));
+                if let Some(out) = values {
+                    _mm512_storeu_ps(out.add(r * p.width + t + 16 * q), e);
+                }
+                if mixed {
+                    sw.0 = _mm512_fmadd_ps(_mm512_loadu_ps(cf.add(16 * q)), e, sw.0);
+                }
+                sw.1 = _mm512_fmadd_ps(_mm512_loadu_ps(af.add(16 * q)), e, sw.1);
+            };
+            // A row's tile sums into its f64 and W accumulators.
+            let fold = |sacc: &mut [__m512d; 2], wacc: &mut __m512, (sv, wv): (__m512, __m512)| {
+                // A tile of one sign: S̃ = ±W there.
+                let sv = if mixed { sv } else { _mm512_mul_ps(neg, wv) };
+                let lo_half = _mm512_cvtps_pd(_mm512_castps512_ps256(sv));
+                let hi_half = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+                    _mm512_castps_pd(sv),
+                )));
+                sacc[0] = _mm512_add_pd(sacc[0], lo_half);
+                sacc[1] = _mm512_add_pd(sacc[1], hi_half);
+                *wacc = _mm512_add_ps(*wacc, wv);
+            };
+            let mut r = 0;
+            while r < rows {
+                if r + FULL_ROWS <= rows && s.full[r..r + FULL_ROWS].iter().all(|&f| f) {
+                    // Rows with every feature of the panel (the same offsets): a tile of
+                    // FULL_ROWS rows by 32 columns shares each load of the panel, and every
+                    // lane sums the same terms in the same order as the row-at-a-time path.
+                    let (a, b) = (s.ptr[r], s.ptr[r + 1]);
+                    let vals: [*const f32; FULL_ROWS] =
+                        std::array::from_fn(|k| s.val.as_ptr().add(s.ptr[r + k]));
+                    let mut sw = [(zero, zero); FULL_ROWS];
+                    for q in (0..V).step_by(2) {
+                        let mut acc = [[zero; 2]; FULL_ROWS];
+                        for (n, &off) in s.feat[a..b].iter().enumerate() {
+                            let z = base.add(off + 16 * q);
+                            let (z0, z1) = (_mm512_loadu_ps(z), _mm512_loadu_ps(z.add(16)));
+                            for (ak, vk) in acc.iter_mut().zip(&vals) {
+                                let v = _mm512_set1_ps(*vk.add(n));
+                                ak[0] = _mm512_fmadd_ps(v, z0, ak[0]);
+                                ak[1] = _mm512_fmadd_ps(v, z1, ak[1]);
+                            }
+                        }
+                        for (k, ak) in acc.iter().enumerate() {
+                            entry(r + k, q, ak[0], &mut sw[k]);
+                            entry(r + k, q + 1, ak[1], &mut sw[k]);
+                        }
+                    }
+                    for (k, swk) in sw.into_iter().enumerate() {
+                        fold(&mut sacc[r + k], &mut wacc[r + k], swk);
+                    }
+                    r += FULL_ROWS;
+                    continue;
+                }
                 let (a, b) = (s.ptr[r], s.ptr[r + 1]);
                 let mut acc = [zero; V];
                 for (&off, &v) in s.feat[a..b].iter().zip(&s.val[a..b]) {
@@ -337,28 +487,12 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
                         *aq = _mm512_fmadd_ps(v, _mm512_loadu_ps(z.add(16 * q)), *aq);
                     }
                 }
-                // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²).
-                let gni = _mm512_set1_ps(s.gni[r]);
-                let (mut sv, mut wv) = (zero, zero);
+                let mut sw = (zero, zero);
                 for (q, aq) in acc.iter().enumerate() {
-                    let arg = _mm512_add_ps(gni, _mm512_loadu_ps(gnj.add(16 * q)));
-                    let e = exp2(_mm512_add_ps(*aq, arg));
-                    if mixed {
-                        sv = _mm512_fmadd_ps(_mm512_loadu_ps(cf.add(16 * q)), e, sv);
-                    }
-                    wv = _mm512_fmadd_ps(_mm512_loadu_ps(af.add(16 * q)), e, wv);
+                    entry(r, q, *aq, &mut sw);
                 }
-                // A tile of one sign: S̃ = ±W there.
-                if !mixed {
-                    sv = _mm512_mul_ps(neg, wv);
-                }
-                let lo_half = _mm512_cvtps_pd(_mm512_castps512_ps256(sv));
-                let hi_half = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
-                    _mm512_castps_pd(sv),
-                )));
-                sacc[r][0] = _mm512_add_pd(sacc[r][0], lo_half);
-                sacc[r][1] = _mm512_add_pd(sacc[r][1], hi_half);
-                wacc[r] = _mm512_add_ps(wacc[r], wv);
+                fold(&mut sacc[r], &mut wacc[r], sw);
+                r += 1;
             }
         }
         for r in 0..rows {
@@ -379,13 +513,23 @@ unsafe fn block_avx512(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) 
 /// [`block_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
+unsafe fn block_avx2(
+    p: &Screen,
+    s: &Rows,
+    sum: &mut [f64],
+    wsum: &mut [f64],
+    vals: Option<&mut [f32]>,
+) {
     use super::simd::avx2::hsum_pd;
     use std::arch::x86_64::*;
     const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
     wsum.iter_mut().for_each(|o| *o = 0.0);
     let rows = sum.len();
+    let values = vals.map(|v| {
+        assert_eq!(v.len(), rows * p.width, "one row of values per row");
+        v.as_mut_ptr()
+    });
     if let Some(&last) = s.feat[..s.ptr[rows]].iter().max() {
         assert!(last + p.width <= p.zt.len(), "panel offsets out of range");
     }
@@ -467,6 +611,9 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
                                 let o = 16 * q + 8 * h;
                                 let arg = _mm256_add_ps(gni[k], _mm256_loadu_ps(gnj.add(o)));
                                 let e = exp2(_mm256_add_ps(acc[k][h], arg));
+                                if let Some(out) = values {
+                                    _mm256_storeu_ps(out.add((r + k) * p.width + t + o), e);
+                                }
                                 if sign == 0 {
                                     sv[k][h] =
                                         _mm256_fmadd_ps(_mm256_loadu_ps(cf.add(o)), e, sv[k][h]);
@@ -499,6 +646,9 @@ unsafe fn block_avx2(p: &Screen, s: &Rows, sum: &mut [f64], wsum: &mut [f64]) {
                         let o = 16 * q + 8 * h;
                         let arg = _mm256_add_ps(gni, _mm256_loadu_ps(gnj.add(o)));
                         let e = exp2(_mm256_add_ps(*aq, arg));
+                        if let Some(out) = values {
+                            _mm256_storeu_ps(out.add(r * p.width + t + o), e);
+                        }
                         if sign == 0 {
                             sv = _mm256_fmadd_ps(_mm256_loadu_ps(cf.add(o)), e, sv);
                         }
@@ -598,6 +748,82 @@ mod tests {
                 for (a, b) in s.iter().zip(&sums[0]) {
                     assert!((a - b).abs() <= 1e-14 * (1.0 + b.abs()), "{a} vs {b}");
                 }
+            }
+        }
+    }
+
+    /// Every kernel value of [`Screen::kernel_values`] is within ε·k̃ + VALUE_FLOOR of the f64
+    /// kernel, ε below 10⁻³; the values are the same bit for
+    /// bit whichever rows share a call (rows of every feature go eight to a tile on AVX-512),
+    /// and the same in every copy of the block.
+    #[test]
+    fn kernel_values_are_within_their_bounds() {
+        if Isa::detect().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 nor AVX2 on this CPU (the screen is not used)");
+            return;
+        }
+        let mut r = SplitMix64::new(5);
+        for (dense, gamma) in [(true, 0.4), (false, 0.05), (true, 3.0)] {
+            let (m, d) = (300, 40);
+            let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+            for _ in 0..m {
+                for f in 0..d {
+                    if dense || r.next_f64() < 0.3 {
+                        ix.push(f as u32);
+                        vs.push((r.next_f64() * 2.0 - 1.0) as f32);
+                    }
+                }
+                ip.push(ix.len());
+            }
+            let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
+            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+            let cols: Vec<usize> = (0..m).step_by(2).collect();
+            let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+            let mut sc = Screen::values(gamma, &ds, &cols, &nj, 1 << 30).expect("a vector CPU");
+            let w = sc.stride();
+            assert!(w >= cols.len());
+            let rows: Vec<usize> = (0..ROWS.min(m)).collect();
+            let mut outs = Vec::new();
+            for isa in copies() {
+                sc.isa = isa;
+                let mut scratch = RowScratch::default();
+                let (mut v, mut e) = (vec![0.0f32; rows.len() * w], vec![0.0; rows.len()]);
+                sc.kernel_values(&ds, &norms, &rows, &mut scratch, &mut v, &mut e);
+                for (k, &i) in rows.iter().enumerate() {
+                    assert!(e[k] < 1e-3, "{isa:?} γ {gamma}: ε {} of no use", e[k]);
+                    for (c, &j) in cols.iter().enumerate() {
+                        let d2 = (norms[i] + norms[j] - 2.0 * ds.row(i).dot(&ds.row(j))).max(0.0);
+                        let exact = (-gamma * d2).exp();
+                        let got = f64::from(v[k * w + c]);
+                        assert!(
+                            (got - exact).abs() <= e[k] * got + VALUE_FLOOR,
+                            "{isa:?} γ {gamma} row {i} column {j}: {got} vs {exact}, ε {}",
+                            e[k]
+                        );
+                    }
+                }
+                // A row alone: the same values, bit for bit.
+                for k in (0..rows.len()).step_by(9) {
+                    let (mut v1, mut e1) = (vec![0.0f32; w], [0.0]);
+                    sc.kernel_values(&ds, &norms, &rows[k..k + 1], &mut scratch, &mut v1, &mut e1);
+                    let (a, b) = (&v1[..cols.len()], &v[k * w..k * w + cols.len()]);
+                    assert!(
+                        a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{isa:?} row {k}"
+                    );
+                    assert_eq!(e1[0], e[k]);
+                }
+                outs.push(v);
+            }
+            for o in &outs[1..] {
+                let same = (0..rows.len()).all(|k| {
+                    let (a, b) = (
+                        &o[k * w..k * w + cols.len()],
+                        &outs[0][k * w..k * w + cols.len()],
+                    );
+                    a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+                });
+                assert!(same, "the copies' values differ");
             }
         }
     }

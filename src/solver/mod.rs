@@ -150,10 +150,23 @@ impl Algorithm {
         kernel: crate::kernel::Kernel,
         c: f64,
     ) -> Result<Problem<'a>> {
+        self.problem_with_norms(data, y, kernel, c, None)
+    }
+
+    /// [`problem`](Self::problem) with the rows' squared norms given where the caller has
+    /// them ([`Problem::with_norms`]).
+    pub fn problem_with_norms<'a>(
+        &self,
+        data: &'a crate::data::Dataset,
+        y: Vec<f64>,
+        kernel: crate::kernel::Kernel,
+        c: f64,
+        norms: Option<Vec<f64>>,
+    ) -> Result<Problem<'a>> {
         if self.is_l2svm() {
-            Problem::new(data, y, kernel, c)
+            Problem::with_norms(data, y, kernel, c, norms)
         } else {
-            Problem::c_svm(data, y, kernel, c)
+            Problem::c_svm_with_norms(data, y, kernel, c, norms)
         }
     }
 }
