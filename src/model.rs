@@ -58,6 +58,9 @@ const SCREEN_MAX_BYTES: usize = 1 << 30;
 /// The unit roundoff of f64, 2⁻⁵³.
 const U64: f64 = f64::EPSILON / 2.0;
 
+/// Most classes whose votes [`settled_vote`] counts (more go to the f64 path).
+const MAX_SETTLED_CLASSES: usize = 64;
+
 /// The class that LIBSVM's one-versus-one vote ([`Model::vote`]) elects whatever the pairs
 /// left open decide, or None when they could change it. `sides[p]` is 1 when pair p = (i, j)
 /// (in the order of the decision values) votes for i, −1 for j, 0 when open. The class w with
@@ -65,7 +68,7 @@ const U64: f64 = f64::EPSILON / 2.0;
 /// for every other class c, w's settled votes exceed c's settled and open ones together, or
 /// equal them with w listed first (the vote's ties go to the class listed first).
 fn settled_vote(k: usize, sides: &[i8]) -> Option<usize> {
-    const MAX: usize = 64;
+    const MAX: usize = MAX_SETTLED_CLASSES;
     if k > MAX {
         return None;
     }
@@ -414,7 +417,8 @@ impl Model {
     }
 
     /// Predicted labels: those of [`predict_with_decisions`](Self::predict_with_decisions),
-    /// for two-class RBF models through the screen below where it applies.
+    /// for RBF models through the screens below where they apply (two classes:
+    /// `screened_labels`; more: `screened_votes`).
     pub fn predict(&self, ds: &Dataset) -> Vec<f64> {
         match self.screened_labels(ds) {
             Some(labels) => labels,
@@ -422,7 +426,9 @@ impl Model {
         }
     }
 
-    /// A two-class RBF model's labels from its decision values in f32 with a rigorous bound
+    /// An RBF model's labels by a screen in f32, the same labels as the f64 path's; more than
+    /// two classes go to [`screened_votes`](Self::screened_votes). Two classes: the labels
+    /// from the decision values in f32 with a rigorous bound
     /// on their error ([`crate::backend::screen`]: sixteen lanes and a shorter exponential,
     /// about twice the f64 panel's rate): a row whose interval lies on one side of zero, with
     /// room for the f64 panel's own rounding, takes that side — the sign the exact panel
@@ -485,17 +491,21 @@ impl Model {
 
     /// A multi-class RBF model's labels by its one-versus-one vote, every pair's decision value
     /// summed in f64 from the f32 kernel values of [`Screen::kernel_values`] (each computed
-    /// once for all the pairs of its class) with a rigorous bound on its error: a row whose
-    /// every pair lies on one side of zero with room for the f64 path's own rounding gets the
-    /// votes, and so the label, of the exact decision values; the other rows (a pair near its
-    /// boundary, or no bound) take the exact path of
+    /// once for all the pairs of its class) with a rigorous bound on its error. A pair whose
+    /// interval lies on one side of zero, with room for the f64 path's own rounding, casts the
+    /// exact decision value's vote; the others are open, and a row takes the label its settled
+    /// votes elect whatever the open pairs give ([`settled_vote`]) — the exact path's label.
+    /// The rows whose open pairs could change it (or without a bound) take the exact path of
     /// [`predict_with_decisions`](Self::predict_with_decisions). None where the screen does
-    /// not apply.
+    /// not apply (as for the two-class screen, or more than 64 classes).
     ///
     /// [`Screen::kernel_values`]: crate::backend::screen::Screen::kernel_values
     fn screened_votes(&self, ds: &Dataset, gamma: f64) -> Option<Vec<f64>> {
         use crate::backend::screen::{ROWS, RowScratch, Screen, VALUE_FLOOR};
         let (n, nsv, k) = (ds.len(), self.total_sv(), self.n_classes());
+        if k > MAX_SETTLED_CLASSES {
+            return None;
+        }
         let sv_norms: Vec<f64> = (0..nsv).map(|j| self.sv.row(j).sq_norm()).collect();
         let cols: Vec<usize> = (0..nsv).collect();
         let screen = Screen::values(gamma, &self.sv, &cols, &sv_norms, SCREEN_MAX_BYTES)?;

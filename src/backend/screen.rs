@@ -41,6 +41,10 @@
 //! first). Rows for which δ > 0.01 get B_i = +∞ (decided
 //! in f64).
 //!
+//! **The values.** [`Screen::kernel_values`] writes the k̃ themselves with the bound
+//! ε = 1.01·δ + 2.01·EXP2_32_ERR on their relative error (plus 10⁻³⁷ for clamped exponents),
+//! for callers that combine one row's values in several sums (a multi-class model's pairs).
+//!
 //! **The sums.** The columns are ordered by the sign of c_j, so every tile but one holds
 //! weights of one sign; there S̃ = ±W on the tile and one multiply-add per column gives both.
 
@@ -100,6 +104,10 @@ impl Screen {
     ) -> Option<Screen> {
         let isa = Isa::detect()?;
         if !(gamma > 0.0) || !gamma.is_finite() {
+            return None;
+        }
+        // A column with a non-finite norm (a NaN or infinite feature) has no bound.
+        if !norms.iter().all(|n| n.is_finite()) {
             return None;
         }
         let (fmap, used) = feature_map(data, cols);
@@ -297,7 +305,11 @@ impl Isa {
         #[cfg(target_arch = "x86_64")]
         {
             let fma = std::is_x86_feature_detected!("fma");
-            if fma && std::is_x86_feature_detected!("avx512f") {
+            if fma
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512dq")
+                && std::is_x86_feature_detected!("avx2")
+            {
                 return Some(Isa::Avx512);
             }
             if fma && std::is_x86_feature_detected!("avx2") {
@@ -335,7 +347,13 @@ impl Rows {
         let used = p.zt.len() / p.width;
         for &i in rows {
             let (feat, val) = (&mut self.feat, &mut self.val);
+            // Whether the row's features strictly increase (always, but for a CSR row whose
+            // indices repeat): then holding `used` of the panel's features means holding each
+            // once, in the order every such row has.
+            let (mut last, mut increasing) = (None, true);
             for_nonzeros(data.row(i), |f, v| {
+                increasing &= last.is_none_or(|l| f > l);
+                last = Some(f);
                 if let Some(&r) = p.fmap.get(f)
                     && r != u32::MAX
                 {
@@ -344,8 +362,9 @@ impl Rows {
                 }
             });
             self.ptr.push(self.feat.len());
-            self.full
-                .push(self.ptr[self.ptr.len() - 1] - self.ptr[self.ptr.len() - 2] == used);
+            self.full.push(
+                increasing && self.ptr[self.ptr.len() - 1] - self.ptr[self.ptr.len() - 2] == used,
+            );
             self.ni.push(norms[i]);
             self.gni
                 .push((-p.gamma * std::f64::consts::LOG2_E * norms[i]) as f32);
@@ -502,7 +521,7 @@ unsafe fn block_avx512(
     }
 }
 
-/// [`block_avx512`] in AVX2: each 16-lane vector of that copy is two 8-lane halves here, the
+/// [`block_avx512`] in AVX2 (the values written to `vals` as there): each 16-lane vector of that copy is two 8-lane halves here, the
 /// low half from the even groups of eight columns and the high half from the odd ones (each
 /// half in a pass of its own over the row's non-zeros, so that its eight accumulators stay in
 /// registers), so every lane sums the same columns in the same order and the bound's rounding
