@@ -145,6 +145,9 @@ fn parse_lines_up_to(
     at_file_start: bool,
     limit: usize,
 ) -> Result<Parts> {
+    if wanted == (0..usize::MAX) && rayon::current_num_threads() > 1 {
+        return parse_all_lines(reader, path, format, at_file_start, limit);
+    }
     let mut b = Builder {
         limit,
         ..Builder::default()
@@ -200,6 +203,126 @@ fn parse_lines_up_to(
         lines: line,
         qid: (b.qid_lines, first_qid),
     })
+}
+
+/// Bytes of complete lines gathered before they are parsed side by side.
+const PARALLEL_BATCH: usize = 8 << 20;
+
+/// [`parse_lines_up_to`] for every line of `reader`, a batch of complete lines at a time, each
+/// batch cut at line ends into pieces parsed side by side and joined in order: the same rows,
+/// values and errors (the first malformed line's, numbered from the reader's start) as the
+/// line-by-line walk.
+fn parse_all_lines(
+    reader: &mut dyn std::io::BufRead,
+    path: &Path,
+    format: super::compress::Compression,
+    at_file_start: bool,
+    limit: usize,
+) -> Result<Parts> {
+    let mut all = Builder {
+        limit,
+        ..Builder::default()
+    };
+    let (mut line, mut first_qid) = (0usize, 0usize);
+    let mut batch: Vec<u8> = Vec::new();
+    let mut flush = |batch: &mut Vec<u8>, all: &mut Builder| -> Result<()> {
+        let start = at_file_start && line == 0;
+        for piece in parse_pieces(batch, start, limit) {
+            let (b, lines, qid, err) = piece;
+            if let Some((at, msg)) = err {
+                return Err(Error::Parse {
+                    path: path.to_path_buf(),
+                    line: line + at,
+                    msg,
+                });
+            }
+            let offset = all.indices.len();
+            all.indptr.extend(b.indptr[1..].iter().map(|&x| x + offset));
+            all.indices.extend_from_slice(&b.indices);
+            all.values.extend_from_slice(&b.values);
+            all.labels.extend_from_slice(&b.labels);
+            all.max_index = all.max_index.max(b.max_index);
+            if first_qid == 0 && qid > 0 {
+                first_qid = line + qid;
+            }
+            all.qid_lines += b.qid_lines;
+            line += lines;
+        }
+        batch.clear();
+        Ok(())
+    };
+    for_each_line_chunk(&mut *reader, path, format, |chunk| {
+        batch.extend_from_slice(chunk);
+        if batch.len() >= PARALLEL_BATCH {
+            flush(&mut batch, &mut all)?;
+        }
+        Ok::<(), Error>(())
+    })?;
+    flush(&mut batch, &mut all)?;
+    Ok(Parts {
+        indptr: all.indptr,
+        indices: all.indices,
+        values: all.values,
+        labels: all.labels,
+        max_index: all.max_index,
+        lines: line,
+        qid: (all.qid_lines, first_qid),
+    })
+}
+
+/// A piece of lines parsed: its rows, its lines, its first line with a query id (1-based
+/// within the piece; 0 when none) and its first malformed line (1-based within the piece)
+/// with the message.
+type Piece = (Builder, usize, usize, Option<(usize, String)>);
+
+/// The complete lines of `text` (ending with `\n`) cut at line ends into about four pieces a
+/// thread and parsed side by side, in order; `file_start`: `text` opens the file (a
+/// byte-order mark may open it).
+fn parse_pieces(text: &[u8], file_start: bool, limit: usize) -> Vec<Piece> {
+    use rayon::prelude::*;
+    let n = (4 * rayon::current_num_threads())
+        .min(text.len() / 4096)
+        .max(1);
+    let mut cuts = vec![0];
+    for k in 1..n {
+        let at = (k * text.len() / n).max(*cuts.last().unwrap_or(&0));
+        let end = text[at..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(text.len(), |e| at + e + 1);
+        if end > *cuts.last().unwrap_or(&0) && end < text.len() {
+            cuts.push(end);
+        }
+    }
+    cuts.push(text.len());
+    cuts.par_windows(2)
+        .enumerate()
+        .map(|(k, w)| {
+            let chunk = &text[w[0]..w[1]];
+            let mut b = Builder {
+                limit,
+                ..Builder::default()
+            };
+            let (mut p, mut line, mut qid) = (0, 0, 0);
+            if file_start && k == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
+                p = 3; // UTF-8 byte-order mark
+            }
+            while p < chunk.len() {
+                line += 1;
+                let had = b.qid_lines;
+                match parse_line(chunk, p, &mut b) {
+                    Ok(next) => {
+                        p = next;
+                        if had == 0 && b.qid_lines == 1 {
+                            qid = line;
+                        }
+                    }
+                    Err(msg) => return (b, line, qid, Some((line, msg))),
+                }
+            }
+            (b, line, qid, None)
+        })
+        .collect()
 }
 
 /// The LIBSVM file `path` with its feature indices renumbered 1, 2, … (any index up to
@@ -599,6 +722,53 @@ mod tests {
     fn parse(text: &str) -> Result<Dataset> {
         let dir = tempfile::tempdir().unwrap();
         read_libsvm(&write(&dir, "d.txt", text))
+    }
+
+    /// A file large enough to be cut into pieces parsed side by side (blank, comment and
+    /// query-id lines among them, a byte-order mark, no final newline) reads as the
+    /// line-by-line walk reads it, and a malformed line deep inside gives its own line number.
+    #[test]
+    fn pieces_parsed_side_by_side_join_as_the_line_walk() {
+        let mut text = String::from("\u{FEFF}");
+        let mut r = crate::rng::SplitMix64::new(3);
+        for i in 0..20_000 {
+            match i % 997 {
+                5 => text.push_str("# a comment\n"),
+                6 => text.push('\n'),
+                7 => text.push_str("1 qid:4 2:0.5\n"),
+                _ => {
+                    text.push_str(if r.next_f64() < 0.5 { "-1" } else { "+1" });
+                    for f in 1..=12 {
+                        if r.next_f64() < 0.6 {
+                            text.push_str(&format!(" {f}:{:.4}", r.next_f64()));
+                        }
+                    }
+                    text.push('\n');
+                }
+            }
+        }
+        text.pop();
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(&dir, "big.txt", &text);
+        let read = |wanted: std::ops::Range<usize>| {
+            let (mut reader, format) = open_with_format(&path).unwrap();
+            parse_lines(&mut *reader, &path, format, wanted, true).unwrap()
+        };
+        // The whole file (pieces when there are threads) and all but an unreachable last
+        // line (the line walk).
+        let (all, walk) = (read(0..usize::MAX), read(0..usize::MAX - 1));
+        assert_eq!(all.indptr, walk.indptr);
+        assert_eq!(all.indices, walk.indices);
+        assert_eq!(all.values, walk.values);
+        assert_eq!(all.labels, walk.labels);
+        assert_eq!(all.max_index, walk.max_index);
+        assert_eq!((all.lines, all.qid), (walk.lines, walk.qid));
+        assert_eq!(all.lines, 20_000);
+        assert_eq!(all.qid, (21, 8));
+        // A malformed line past the first pieces.
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[15_321] = "+1 3:0.5 2:0.25";
+        parse_err(&lines.join("\n"), 15_322, &["ascending"]);
     }
 
     /// Expects a parse error on `line` whose message contains every one of `needles`.
