@@ -209,6 +209,13 @@ impl Scratch {
         for k in 0..n {
             let i = row(k);
             let (feat, val) = (&mut self.feat, &mut self.val);
+            // Whether the row's features strictly increase (always, but for a CSR row whose
+            // indices repeat): then holding `used` of the panel's features means holding each
+            // once, in the order every such row has.
+            let increasing = match data.row(i) {
+                Row::Dense(_) => true,
+                Row::Sparse(ix, _) => ix.windows(2).all(|w| w[0] < w[1]),
+            };
             for_nonzeros(data.row(i), |f, v| {
                 if let Some(&r) = p.fmap.get(f)
                     && r != u32::MAX
@@ -219,7 +226,7 @@ impl Scratch {
             });
             self.ptr.push(self.feat.len());
             self.full
-                .push(self.feat.len() - self.ptr[self.ptr.len() - 2] == used);
+                .push(increasing && self.feat.len() - self.ptr[self.ptr.len() - 2] == used);
             self.ni.push(norms[i]);
         }
     }

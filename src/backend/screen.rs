@@ -48,7 +48,7 @@
 //! **The sums.** The columns are ordered by the sign of c_j, so every tile but one holds
 //! weights of one sign; there S̃ = ±W on the tile and one multiply-add per column gives both.
 
-use crate::data::Dataset;
+use crate::data::{Dataset, Row};
 use rayon::prelude::*;
 
 use super::aligned::Aligned;
@@ -350,10 +350,11 @@ impl Rows {
             // Whether the row's features strictly increase (always, but for a CSR row whose
             // indices repeat): then holding `used` of the panel's features means holding each
             // once, in the order every such row has.
-            let (mut last, mut increasing) = (None, true);
+            let increasing = match data.row(i) {
+                Row::Dense(_) => true,
+                Row::Sparse(ix, _) => ix.windows(2).all(|w| w[0] < w[1]),
+            };
             for_nonzeros(data.row(i), |f, v| {
-                increasing &= last.is_none_or(|l| f > l);
-                last = Some(f);
                 if let Some(&r) = p.fmap.get(f)
                     && r != u32::MAX
                 {
