@@ -395,7 +395,8 @@ impl Dataset {
                 values,
             } => {
                 let mut ip = Vec::with_capacity(rows.len() + 1);
-                let (mut ix, mut vs) = (Vec::new(), Vec::new());
+                let nnz: usize = rows.iter().map(|&i| indptr[i + 1] - indptr[i]).sum();
+                let (mut ix, mut vs) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
                 ip.push(0);
                 for &i in rows {
                     ix.extend_from_slice(&indices[indptr[i]..indptr[i + 1]]);
