@@ -206,12 +206,16 @@ impl Scratch {
         self.full.clear();
         self.ptr.push(0);
         let used = p.zt.len() / p.width;
-        if let crate::data::Features::Dense { n_features, .. } = &data.features {
-            // Dense rows hold at most min(d, used) entries each: room for all, reserved once.
-            let room = n * used.min(*n_features);
-            self.feat.reserve(room);
-            self.val.reserve(room);
-        }
+        // Room for every entry the rows can hold, reserved once: at most min(d, used) a dense
+        // row, its stored entries a sparse one.
+        let room = match &data.features {
+            crate::data::Features::Dense { n_features, .. } => n * used.min(*n_features),
+            crate::data::Features::Sparse { indptr, .. } => {
+                (0..n).map(|k| indptr[row(k) + 1] - indptr[row(k)]).sum()
+            }
+        };
+        self.feat.reserve(room);
+        self.val.reserve(room);
         for k in 0..n {
             let i = row(k);
             let (feat, val) = (&mut self.feat, &mut self.val);
