@@ -73,26 +73,15 @@ fn settled_vote(k: usize, sides: &[i8]) -> Option<usize> {
         return None;
     }
     let (mut won, mut open) = ([0u32; MAX], [0u32; MAX]);
-    let mut p = 0;
-    for i in 0..k {
-        for j in i + 1..k {
-            match sides[p] {
-                1 => won[i] += 1,
-                -1 => won[j] += 1,
-                _ => {
-                    open[i] += 1;
-                    open[j] += 1;
-                }
-            }
-            p += 1;
+    for_each_pair(k, |p, i, j| match sides[p] {
+        1 => won[i] += 1,
+        -1 => won[j] += 1,
+        _ => {
+            open[i] += 1;
+            open[j] += 1;
         }
-    }
-    let mut w = 0;
-    for c in 1..k {
-        if won[c] > won[w] {
-            w = c;
-        }
-    }
+    });
+    let w = most_voted(&won[..k]);
     (0..k)
         .filter(|&c| c != w)
         .all(|c| {
@@ -100,6 +89,29 @@ fn settled_vote(k: usize, sides: &[i8]) -> Option<usize> {
             won[w] > most || (won[w] == most && w < c)
         })
         .then_some(w)
+}
+
+/// Calls `f(p, i, j)` for every class pair (i, j), i < j, p its index among the decision
+/// values (LIBSVM's order: (0, 1), (0, 2), …).
+fn for_each_pair(k: usize, mut f: impl FnMut(usize, usize, usize)) {
+    let mut p = 0;
+    for i in 0..k {
+        for j in i + 1..k {
+            f(p, i, j);
+            p += 1;
+        }
+    }
+}
+
+/// The class with the most votes, the first listed on ties (LIBSVM's vote).
+fn most_voted(votes: &[u32]) -> usize {
+    let mut best = 0;
+    for c in 1..votes.len() {
+        if votes[c] > votes[best] {
+            best = c;
+        }
+    }
+    best
 }
 
 /// (Σ c_j v_j, Σ |c_j| v_j) in f64, in eight partial sums each (vectorised where the CPU has
@@ -283,24 +295,8 @@ impl Model {
     pub fn vote(&self, dec: &[f64], vote: &mut [u32]) -> f64 {
         let k = self.n_classes();
         vote.iter_mut().for_each(|v| *v = 0);
-        let mut p = 0;
-        for i in 0..k {
-            for j in i + 1..k {
-                if dec[p] > 0.0 {
-                    vote[i] += 1;
-                } else {
-                    vote[j] += 1;
-                }
-                p += 1;
-            }
-        }
-        let mut best = 0;
-        for c in 1..k {
-            if vote[c] > vote[best] {
-                best = c;
-            }
-        }
-        self.labels[best]
+        for_each_pair(k, |p, i, j| vote[if dec[p] > 0.0 { i } else { j }] += 1);
+        self.labels[most_voted(&vote[..k])]
     }
 
     /// Predicted labels and, per row, the k(k−1)/2 decision values.

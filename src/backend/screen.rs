@@ -708,19 +708,8 @@ mod tests {
         }
         let mut r = SplitMix64::new(9);
         for (dense, gamma) in [(true, 0.4), (false, 0.05), (true, 3.0), (false, 20.0)] {
-            let (m, d) = (700, 30);
-            let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
-            for _ in 0..m {
-                for f in 0..d {
-                    if dense || r.next_f64() < 0.2 {
-                        ix.push(f as u32);
-                        vs.push((r.next_f64() * 2.0 - 1.0) as f32);
-                    }
-                }
-                ip.push(ix.len());
-            }
-            let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
-            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+            let m = 700;
+            let (ds, norms) = random_rows(&mut r, (m, 30), (!dense).then_some(0.2));
             let cols: Vec<usize> = (0..m).step_by(3).collect();
             let coef: Vec<f64> = cols
                 .iter()
@@ -784,19 +773,8 @@ mod tests {
         }
         let mut r = SplitMix64::new(5);
         for (dense, gamma) in [(true, 0.4), (false, 0.05), (true, 3.0)] {
-            let (m, d) = (300, 40);
-            let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
-            for _ in 0..m {
-                for f in 0..d {
-                    if dense || r.next_f64() < 0.3 {
-                        ix.push(f as u32);
-                        vs.push((r.next_f64() * 2.0 - 1.0) as f32);
-                    }
-                }
-                ip.push(ix.len());
-            }
-            let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
-            let norms: Vec<f64> = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+            let m = 300;
+            let (ds, norms) = random_rows(&mut r, (m, 40), (!dense).then_some(0.3));
             let cols: Vec<usize> = (0..m).step_by(2).collect();
             let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
             let mut sc = Screen::values(gamma, &ds, &cols, &nj, 1 << 30).expect("a vector CPU");
@@ -846,6 +824,28 @@ mod tests {
                 assert!(same, "the copies' values differ");
             }
         }
+    }
+
+    /// `m` rows of `d` features in [−1, 1] (each feature kept with probability `keep`, all
+    /// when None) and their squared norms.
+    fn random_rows(
+        r: &mut SplitMix64,
+        (m, d): (usize, usize),
+        keep: Option<f64>,
+    ) -> (Dataset, Vec<f64>) {
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for _ in 0..m {
+            for f in 0..d {
+                if keep.is_none_or(|k| r.next_f64() < k) {
+                    ix.push(f as u32);
+                    vs.push((r.next_f64() * 2.0 - 1.0) as f32);
+                }
+            }
+            ip.push(ix.len());
+        }
+        let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
+        let norms = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+        (ds, norms)
     }
 
     /// Every copy of the block this CPU can run.

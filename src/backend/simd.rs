@@ -1475,6 +1475,19 @@ mod tests {
         crate::data::Dataset::from_csr(d, ip, ix, vals, y)
     }
 
+    /// `n` rows of `ds` spread over it (row (37c + 5) mod m for c < n) as dense f64 queries,
+    /// with their indices.
+    fn spread_queries(ds: &crate::data::Dataset, n: usize) -> Vec<(usize, Vec<f64>)> {
+        (0..n)
+            .map(|c| {
+                let j = (c * 37 + 5) % ds.len();
+                let mut q = vec![0.0; ds.n_features()];
+                ds.row(j).scatter_f64(&mut q);
+                (j, q)
+            })
+            .collect()
+    }
+
     /// Asserts that `compute`, a path that finishes the entries in registers, gives the
     /// columns of [`columns_chunk_impl`] (products stored, then finished by loops over them)
     /// bit for bit on `ds` at each of `gammas`: every batch size, chunks that start past the
@@ -1487,14 +1500,7 @@ mod tests {
         let (m, d) = (ds.len(), ds.n_features());
         let layout = Layout::new(ds);
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-        let queries: Vec<(usize, Vec<f64>)> = (0..BATCH)
-            .map(|c| {
-                let j = (c * 37 + 5) % m;
-                let mut q = vec![0.0; d];
-                ds.row(j).scatter_f64(&mut q);
-                (j, q)
-            })
-            .collect();
+        let queries = spread_queries(ds, BATCH);
         for &gamma in gammas {
             let args = ColumnArgs {
                 layout: &layout,
@@ -1792,14 +1798,7 @@ mod tests {
                 y: &y,
                 rbf_table: None,
             };
-            let queries: Vec<(usize, Vec<f64>)> = (0..8)
-                .map(|c| {
-                    let j = (c * 37 + 5) % m;
-                    let mut q = vec![0.0; d];
-                    ds.row(j).scatter_f64(&mut q);
-                    (j, q)
-                })
-                .collect();
+            let queries = spread_queries(&ds, 8);
             let (r0, n) = (16, 150);
             for k in [1usize, 2, 3, 5, 8] {
                 let cols: Vec<(usize, &[f64])> =
