@@ -127,8 +127,9 @@ pub fn time_round_trip(be: &mut dyn Backend, n: usize) -> Result<f64> {
 }
 
 /// Seconds per column of the working-set solver's batched pass: `block` of `q` fresh points
-/// (their q columns in batched passes, Q_WW and g_W read back) and the `update_many` that
-/// folds the q columns into g, repeated with new points until `min_time` has passed. `be`
+/// (their q columns in batched passes, Q_WW and g_W read back; where the backend defers the
+/// columns, W's entries only) and the `update_many` that folds the q columns into g (and
+/// computes the deferred ones), repeated with new points until `min_time` has passed. `be`
 /// needs a column cache of at least 2q + 2 columns, else `block` falls back to single columns.
 pub fn time_batched(be: &mut dyn Solvable, q: usize, min_time: Duration) -> Result<f64> {
     let m = be.len();

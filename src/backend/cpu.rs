@@ -14,6 +14,7 @@ use crate::problem::Problem;
 use rayon::prelude::*;
 
 mod backend;
+mod deferred;
 mod in_place;
 mod pass;
 mod touched;
@@ -140,6 +141,8 @@ pub struct CpuBackend<'a, T: Elem> {
     rbf_table: Option<super::simd::RbfTable>,
     /// The queries of an update computed in place ([`Self::queries_in_place`]).
     in_place_q: Vec<f64>,
+    /// W's norms, labels and entries of a deferred block ([`Self::block_deferred`]).
+    at_w: deferred::AtW<T>,
     /// The original columns of the update in flight (for the deduplicated pass).
     up_j: [usize; 2],
     /// Points whose columns this backend computes without holding their rows (a distributed
@@ -266,6 +269,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             layout,
             rbf_table,
             in_place_q: Vec::new(),
+            at_w: Default::default(),
             distinct,
             up_j: [usize::MAX; 2],
             g: vec![0.0; g_len],

@@ -324,9 +324,11 @@ pub trait Columns: Backend {
 
     /// The kernel block Q[w, w] of a working set into `out` (row-major, |w|² entries) and g at
     /// `w` into `g_w`, the columns of `w` computed in batched passes over the data and kept
-    /// for the [`update_many`](Self::update_many) that follows. Returns how many of the
-    /// columns were already held (cache hits). The default prefetches and reads column by
-    /// column.
+    /// for the [`update_many`](Self::update_many) that follows — or, where the backend defers
+    /// them (the CPU backend once a block outgrows a core's L2), only W's entries of the
+    /// columns it lacks, `update_many` computing those whose coefficient moved. Returns how
+    /// many of the columns were already held (cache hits). The default prefetches and reads
+    /// column by column.
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
         block_by_columns(self, w, out, g_w)
     }

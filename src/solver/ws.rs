@@ -10,15 +10,17 @@
 //!    vertices: the second-order choice of LIBSVM's working sets with s fixed; the highest
 //!    gradients on a GPU, where s's column costs a round trip), alternately,
 //!    after the previous W's support vectors (whose columns are still cached);
-//! 2. computes W's columns in batched passes over the data ([`Columns::block`](crate::backend::Columns::block)) and keeps
-//!    the q×q block Q_WW on the host;
+//! 2. forms the q×q block Q_WW on the host ([`Columns::block`](crate::backend::Columns::block)): W's columns in batched
+//!    passes over the data, or, where the backend defers them, the cached ones read and only
+//!    W's entries of the others computed;
 //! 3. solves the problem restricted to W — α outside W fixed, Σ_{i∈W} α_i unchanged, α ≥ 0 —
 //!    with SWAP-2o steps on the block: s' = argmin_{W} g, v' = the point of W ∩ A with the
 //!    largest exact pairwise decrease, λ = clip((g_v' − g_s')/(Q_s's' + Q_v'v' − 2Q_s'v'), 0,
 //!    α_v'), g_W += λ(Q[W,s'] − Q[W,v']), until the pairwise gap on W, max_{W∩A} g −
 //!    min_W g, is a tenth of what it was (or a tenth of the outer stop rule's gap) — in
 //!    whole-block passes that vectorize ([`block_steps`]);
-//! 4. updates every g_i once: g += Σ_{j∈W} Δα_j Q[:, j] ([`Columns::update_many`](crate::backend::Columns::update_many)).
+//! 4. updates every g_i once: g += Σ_{j∈W} Δα_j Q[:, j] ([`Columns::update_many`](crate::backend::Columns::update_many)),
+//!    computing in that pass the columns the block deferred, for the points whose α moved.
 //!
 //! Each inner step is a pairwise Frank–Wolfe step of the full problem (d = e_s' − e_v', both
 //! vertices of the simplex, exact line search) whose vertices are chosen over W instead of over

@@ -209,6 +209,9 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
                 self.update_in_place(scale, cols);
                 return Ok(());
             }
+            if self.defers_columns() && self.update_deferred(scale, cols) {
+                return Ok(());
+            }
             let mut js = std::mem::take(&mut self.col_buf);
             js.clear();
             js.extend(cols.iter().map(|c| c.0));
@@ -255,6 +258,11 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
             if self.computes_in_place() {
                 self.block_in_place(w, out);
                 return Ok(0);
+            }
+            if self.defers_block(n) {
+                let held = self.block_deferred(w, out);
+                self.stats.cache_hits += held as u64;
+                return Ok(held);
             }
             let held = w.iter().filter(|&&j| self.cache.holds(self.key(j))).count();
             self.stats.cache_hits += held as u64;

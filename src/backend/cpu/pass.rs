@@ -64,6 +64,17 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// rows a block of [`BLOCK_BYTES`] at a time, each block through the columns in batches
     /// of [`BATCH`]. Every entry is computed as [`pass`](Self::pass) computes it.
     pub(super) fn pass_blocked(&mut self, compute: &[(usize, usize, usize)]) {
+        self.pass_blocked_then(compute, |_, _| (f64::INFINITY, usize::MAX));
+    }
+
+    /// [`pass_blocked`](Self::pass_blocked), then `then(r0, n)` on each chunk of rows
+    /// r0..r0+n once the chunk's rows of every column are written (and still in the core's
+    /// cache), its result recorded as the chunk's minimum.
+    pub(super) fn pass_blocked_then(
+        &mut self,
+        compute: &[(usize, usize, usize)],
+        then: impl Fn(usize, usize) -> (f64, usize) + Sync,
+    ) {
         let m = self.prob.len();
         let args = ColumnArgs {
             layout: &self.layout,
@@ -129,7 +140,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                         *e = T::from_f64(e.to_f64() + prob.inv_c(*j));
                     }
                 }
-                (f64::INFINITY, usize::MAX)
+                then(r0, n)
             },
             &mut self.chunk_min,
         );

@@ -199,6 +199,112 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// Rows `rows` of this layout in that order into `out`, as an owned layout of the same
+    /// kind and the same features (the hybrid's continuous and binary ones included), so a
+    /// column's entry at a gathered row is computed with the arithmetic it has at the row's
+    /// own place. `out`'s buffers are reused when they have the size the rows need (a working
+    /// set of the same size as the last one), so a steady caller allocates nothing.
+    pub fn gather_into(&self, rows: &[usize], out: &mut Option<Layout<'static>>) {
+        // Lane l of block b of an AoSoA array of `per` items a row, into `dst` (reused when
+        // it has the length the rows need).
+        fn lanes<T: crate::backend::aligned::Plain + Default>(
+            src: &[T],
+            per: usize,
+            rows: &[usize],
+            dst: Option<Aligned<T>>,
+        ) -> Aligned<T> {
+            let len = rows.len().div_ceil(LANES) * per * LANES;
+            let mut dst = match dst {
+                Some(d) if d.len() == len => d,
+                _ => Aligned::zeroed(len),
+            };
+            dst.fill(T::default());
+            for (r, &i) in rows.iter().enumerate() {
+                let (b, l) = (r / LANES, r % LANES);
+                let (sb, sl) = (i / LANES, i % LANES);
+                for f in 0..per {
+                    dst[(b * per + f) * LANES + l] = src[(sb * per + f) * LANES + sl];
+                }
+            }
+            dst
+        }
+        let old = out.take();
+        *out = Some(match self {
+            Layout::Dense { d, xb } => Layout::Dense {
+                d: *d,
+                xb: lanes(
+                    xb,
+                    *d,
+                    rows,
+                    match old {
+                        Some(Layout::Dense { xb, .. }) => Some(xb),
+                        _ => None,
+                    },
+                ),
+            },
+            Layout::Hybrid {
+                cont,
+                bin,
+                xb,
+                words,
+                bits,
+            } => {
+                let (ox, ob) = match old {
+                    Some(Layout::Hybrid { xb, bits, .. }) => (Some(xb), Some(bits)),
+                    _ => (None, None),
+                };
+                Layout::Hybrid {
+                    cont: cont.clone(),
+                    bin: bin.clone(),
+                    xb: lanes(xb, cont.len(), rows, ox),
+                    words: *words,
+                    bits: lanes(bits, *words, rows, ob),
+                }
+            }
+            Layout::Binary { words, bits } => Layout::Binary {
+                words: *words,
+                bits: lanes(
+                    bits,
+                    *words,
+                    rows,
+                    match old {
+                        Some(Layout::Binary { bits, .. }) => Some(bits),
+                        _ => None,
+                    },
+                ),
+            },
+            Layout::Sparse {
+                indptr,
+                indices,
+                values,
+            } => {
+                let (mut ip, mut ix, mut vs) = match old {
+                    Some(Layout::Sparse {
+                        indptr: Cow::Owned(ip),
+                        indices: Cow::Owned(ix),
+                        values: Cow::Owned(vs),
+                    }) => (ip, ix, vs),
+                    _ => (Vec::new(), Vec::new(), Vec::new()),
+                };
+                ip.clear();
+                ix.clear();
+                vs.clear();
+                ip.push(0);
+                for &i in rows {
+                    let (a, b) = (indptr[i], indptr[i + 1]);
+                    ix.extend_from_slice(&indices[a..b]);
+                    vs.extend_from_slice(&values[a..b]);
+                    ip.push(ix.len());
+                }
+                Layout::Sparse {
+                    indptr: Cow::Owned(ip),
+                    indices: Cow::Owned(ix),
+                    values: Cow::Owned(vs),
+                }
+            }
+        });
+    }
+
     /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
     /// [`Layout::new`] chooses.
     pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
