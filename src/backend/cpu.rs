@@ -399,11 +399,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 continue;
             }
             let k = compute.len();
-            if self.qbuf.len() <= k {
-                let d = self.qbuf[0].len();
-                self.qbuf.push(vec![0.0; d]);
-                self.qset.push(Some(Vec::new()));
-            }
+            self.grow_queries(k + 1);
             self.load_query(k, j);
             compute.push((slot, j, k));
             listed[j] = true;

@@ -1448,13 +1448,13 @@ fn kernel_row_sum_impl<const F: bool>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `m` rows of `d` features stored as CSR with every entry listed: a one-hot category over
     /// features 0–5 and three more 0/1 features (when `binary`), continuous ones elsewhere;
     /// labels −1 on every third row.
-    pub(super) fn mixed_rows(m: usize, d: usize, seed: u64, binary: bool) -> crate::data::Dataset {
+    pub(crate) fn mixed_rows(m: usize, d: usize, seed: u64, binary: bool) -> crate::data::Dataset {
         let mut r = crate::rng::SplitMix64::new(seed);
         let mut vals = Vec::with_capacity(m * d);
         for _ in 0..m {

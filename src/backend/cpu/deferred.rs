@@ -202,29 +202,6 @@ mod tests {
     use crate::problem::Problem;
     use crate::rng::SplitMix64;
 
-    /// Rows with six one-hot features, three other 0/1 ones and `d - 9` continuous ones
-    /// (the hybrid layout), or all continuous.
-    fn one_hot_rows(m: usize, d: usize, seed: u64, binary: bool) -> (Dataset, Vec<f64>) {
-        let mut r = SplitMix64::new(seed);
-        let mut vals = Vec::with_capacity(m * d);
-        for _ in 0..m {
-            let cat = r.below(6);
-            for f in 0..d {
-                vals.push(match f {
-                    0..6 if binary => f32::from(f == cat),
-                    6..9 if binary => f32::from(r.next_f64() < 0.3),
-                    _ => (r.next_f64() * 2.0 - 1.0) as f32,
-                });
-            }
-        }
-        let y: Vec<f64> = (0..m)
-            .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
-            .collect();
-        let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
-        let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
-        (Dataset::from_csr(d, ip, ix, vals, y.clone()), y)
-    }
-
     /// A deferred block and update against the cached columns of a backend that computes
     /// them in full: Q_WW bit for bit (every column missing, then some held), g after the
     /// update bit for bit, and the columns the update left in the cache bit for bit.
@@ -324,7 +301,8 @@ mod tests {
         let (ds, y) = random_problem(5003, 40, false, 4);
         let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.05 }, 3.0).unwrap();
         check_deferred::<f32>(&prob, Precision::F32, "dense");
-        let (ds, y) = one_hot_rows(5003, 23, 5, true);
+        let ds = crate::backend::simd::tests::mixed_rows(5003, 23, 5, true);
+        let y = ds.labels.clone();
         let prob = Problem::new(&ds, y, gamma, 3.0).unwrap();
         check_deferred::<f32>(&prob, Precision::F32, "hybrid");
         check_deferred::<f64>(&prob, Precision::F64, "hybrid");
