@@ -233,13 +233,15 @@ fn gap_of(alpha: &ActiveSet, g: &[f64]) -> (f64, f64, usize) {
     (f, 2.0 * f - gs, s)
 }
 
-/// Rows whose exact gradient is computed first to set the screen's threshold.
+/// At most this many rows off A (those of lowest upper bound below A's least value) have their
+/// exact gradient computed first to set the screen's threshold.
 const PROBES: usize = 64;
 
 /// [`certify`] without the full f64 product, for the RBF kernel with AVX-512 or AVX2 (None
 /// otherwise): g exactly (f64, the same arithmetic as the full pass) on A, which gives 2f; an
 /// f32 pass with a rigorous error bound (`super::screen`) over every row; then g exactly on
-/// the `PROBES` rows of lowest upper bound, whose minimum U bounds min g from above, and on
+/// the rows of lowest upper bound below A's least value (at most `PROBES`), the least of all
+/// of them U bounding min g from above, and on
 /// every row whose lower bound does not clear U. A row left out has g_i > U ≥ min g, so the
 /// minimum, the row holding it and the gap are those of the full f64 pass, to the bit. Also
 /// returns how many rows were computed in f64. With `grad`, leaves there the gradient of
@@ -318,7 +320,16 @@ fn panel_rows<'p>(
     panel: &'p Panel,
 ) -> impl Fn(&[usize], &mut [f64]) -> bool + 'p {
     move |rows, out| {
-        panel.row_sums(prob.data, &prob.norms, Some(rows), out);
+        // The support's own rows first (the certifications ask for them so): each of their
+        // kernel values once, the same sums.
+        let act = alpha.indices();
+        let own = if rows.len() >= act.len() && rows[..act.len()] == *act {
+            act.len()
+        } else {
+            0
+        };
+        panel.own_row_sums(prob.data, &prob.norms, &rows[..own], &mut out[..own]);
+        panel.row_sums(prob.data, &prob.norms, Some(&rows[own..]), &mut out[own..]);
         for (g, &i) in out.iter_mut().zip(rows) {
             *g = prob.y[i] * *g + alpha.get(i) * prob.inv_c(i);
         }
@@ -397,7 +408,9 @@ fn screened_sums(
         return false;
     };
     let mut bound = vec![0.0; rows.len()];
-    screen.row_sums(prob.data, &prob.norms, rows, out, &mut bound);
+    if err.is_some() || !own_then_rest(prob, &screen, act, rows, out) {
+        screen.row_sums(prob.data, &prob.norms, rows, out, &mut bound);
+    }
     let c1: f64 = coef.iter().sum();
     for (&i, g) in rows.iter().zip(out.iter_mut()) {
         *g = prob.y[i] * (*g + c1);
@@ -406,6 +419,43 @@ fn screened_sums(
         for (e, b) in e.iter_mut().zip(&bound) {
             *e = b + SLACK;
         }
+    }
+    true
+}
+
+/// The screen's sums S̃ (no bound) for `rows` ⊇ `act`, the panel's columns: those of `act` by
+/// [`super::screen::Screen::own_sums`] (each kernel value among them computed once), the
+/// others row by row. False, `out` untouched, where `rows` miss a column or the symmetric
+/// sums do not apply.
+fn own_then_rest(
+    prob: &Problem<'_>,
+    screen: &super::screen::Screen,
+    act: &[usize],
+    rows: &[usize],
+    out: &mut [f64],
+) -> bool {
+    let mut at = vec![u32::MAX; prob.len()];
+    for (k, &i) in rows.iter().enumerate() {
+        at[i] = k as u32;
+    }
+    if act.iter().any(|&j| at[j] == u32::MAX) {
+        return false;
+    }
+    let mut own = vec![0.0; act.len()];
+    if !screen.own_sums(prob.data, &prob.norms, act, &mut own) {
+        return false;
+    }
+    let mut is_own = vec![false; rows.len()];
+    for (&j, &s) in act.iter().zip(&own) {
+        out[at[j] as usize] = s;
+        is_own[at[j] as usize] = true;
+    }
+    let rest: Vec<usize> = (0..rows.len()).filter(|&k| !is_own[k]).collect();
+    let rest_rows: Vec<usize> = rest.iter().map(|&k| rows[k]).collect();
+    let (mut s, mut b) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
+    screen.row_sums(prob.data, &prob.norms, &rest_rows, &mut s, &mut b);
+    for (&k, v) in rest.iter().zip(s) {
+        out[k] = v;
     }
     true
 }
@@ -440,13 +490,14 @@ fn rows_off(m: usize, act: &[usize]) -> Vec<usize> {
     (0..m).filter(|&i| !on[i]).collect()
 }
 
-/// The end of a screened certification: every row of A and the [`PROBES`] rows of `rest`
-/// (the rows off A) with the lowest upper bounds `hi` are computed exactly by `exact_rows`,
-/// which gives 2f and an upper bound U ≥ min g; then every other row whose lower bound `lo`
-/// does not clear U. A row left out has g_i > U, so it holds neither the minimum nor a tie
-/// with it: (f, gap, argmin) are the full pass's, provided `exact_rows` gives each row the
-/// full pass's number. None when `exact_rows` returns false or every g is NaN. Every row
-/// computed exactly is also written to `grad` (indexed by row) when given.
+/// The end of a screened certification: every row of A is computed exactly by `exact_rows`,
+/// which gives 2f and their least value U₀; then the (at most [`PROBES`]) rows of `rest` (the
+/// rows off A) whose upper bound `hi` lies below U₀, lowest first, which gives an upper bound
+/// U ≥ min g; then every other row whose lower bound `lo` does not clear U. A row left out has
+/// g_i > U, so it holds neither the minimum nor a tie with it: (f, gap, argmin) are the full
+/// pass's, provided `exact_rows` gives each row the full pass's number. None when `exact_rows`
+/// returns false or every g is NaN. Every row computed exactly is also written to `grad`
+/// (indexed by row) when given.
 fn certify_by_intervals(
     alpha: &ActiveSet,
     rest: &[usize],
@@ -458,16 +509,6 @@ fn certify_by_intervals(
 ) -> Option<((f64, f64, usize), usize)> {
     let act = alpha.indices();
     let mut rows: Vec<usize> = act.to_vec();
-    let mut probes: Vec<(f64, usize)> = hi.iter().enumerate().map(|(k, &h)| (h, k)).collect();
-    let np = PROBES.min(probes.len());
-    if np > 0 {
-        probes.select_nth_unstable_by(np - 1, |x, y| x.0.total_cmp(&y.0));
-    }
-    let mut probed = vec![false; rest.len()];
-    for &(_, k) in &probes[..np] {
-        probed[k] = true;
-        rows.push(rest[k]);
-    }
     let mut g = vec![0.0; rows.len()];
     if !exact_rows(&rows, &mut g) {
         return None;
@@ -478,6 +519,27 @@ fn certify_by_intervals(
             .zip(&g)
             .map(|(&i, gi)| alpha.get(i) * gi)
             .sum::<f64>();
+    // Only a row that may lie below every row of A can lower U.
+    let u0 = g.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut probes: Vec<(f64, usize)> = hi
+        .iter()
+        .enumerate()
+        .filter(|&(_, &h)| !(h >= u0))
+        .map(|(k, &h)| (h, k))
+        .collect();
+    let np = PROBES.min(probes.len());
+    if np > 0 {
+        probes.select_nth_unstable_by(np - 1, |x, y| x.0.total_cmp(&y.0));
+    }
+    let mut probed = vec![false; rest.len()];
+    for &(_, k) in &probes[..np] {
+        probed[k] = true;
+        rows.push(rest[k]);
+    }
+    g.resize(rows.len(), 0.0);
+    if np > 0 && !exact_rows(&rows[act.len()..], &mut g[act.len()..]) {
+        return None;
+    }
     let upper = g.iter().copied().fold(f64::INFINITY, f64::min);
     let undecided: Vec<usize> = (0..rest.len())
         .filter(|&k| !probed[k] && !(lo[k] > upper))

@@ -27,6 +27,8 @@ use super::simd::avx2::hsum_pd;
 use super::simd::exp_nonpos;
 use super::simd::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
 
+mod symmetric;
+
 /// Columns per register tile (4 × 8 f64 lanes with AVX-512, 8 × 4 with AVX2).
 pub const TILE: usize = 32;
 /// Rows per parallel task: the panel's tile is reused across them while it is in L1.
@@ -50,6 +52,8 @@ pub struct Panel {
     nj: Aligned<f64>,
     /// Weights (0 for padding, so padded columns add nothing).
     coef: Aligned<f64>,
+    /// The columns' points.
+    cols: Vec<usize>,
 }
 
 impl Panel {
@@ -88,6 +92,7 @@ impl Panel {
             zt,
             nj,
             coef: cf,
+            cols: cols.to_vec(),
         })
     }
 
@@ -769,10 +774,10 @@ impl Postings {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn data(m: usize, d: usize, density: f64, seed: u64, dense: bool) -> Dataset {
+    pub(crate) fn data(m: usize, d: usize, density: f64, seed: u64, dense: bool) -> Dataset {
         let mut s = seed;
         let mut next = || {
             s = s
@@ -796,7 +801,7 @@ mod tests {
         ds
     }
 
-    fn norms(ds: &Dataset) -> Vec<f64> {
+    pub(crate) fn norms(ds: &Dataset) -> Vec<f64> {
         (0..ds.len()).map(|i| ds.row(i).sq_norm()).collect()
     }
 

@@ -57,6 +57,8 @@ use super::gram::{feature_map, for_nonzeros};
 use super::simd::exp2_nonpos_f32;
 use super::simd::{EXP2_32_ERR, EXP2_32_LO, POLY2_32, SHIFT32};
 
+mod symmetric;
+
 /// Columns per tile: eight vectors of sixteen f32 lanes (eight independent chains of
 /// multiply-adds per row; measured, 64 columns took 16 % more time per kernel value, 256 9 %).
 const TILE: usize = 128;
@@ -88,6 +90,10 @@ pub struct Screen {
     isa: Isa,
     /// Σ_j |c_j|.
     abs_sum: f64,
+    /// The columns' points, and for each position of the panel the index into them of its
+    /// column.
+    cols: Vec<usize>,
+    order: Vec<usize>,
 }
 
 impl Screen {
@@ -159,6 +165,8 @@ impl Screen {
             nz_max: norms.iter().copied().fold(0.0, f64::max),
             isa,
             abs_sum: coef.iter().map(|c| c.abs()).sum(),
+            cols: cols.to_vec(),
+            order,
         })
     }
 
