@@ -253,8 +253,12 @@ fn starting_point(
             first_working_set(&mut in_w, &est, &alpha, size);
             let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
             let mut gw = vec![0.0; rows.len()];
+            let pass = Instant::now();
             if !crate::backend::exact::screened_gradient_rows(prob, &alpha, &rows, &mut gw) {
                 crate::backend::exact::gradient_on_rows(prob, &alpha, &rows, &mut gw);
+            }
+            if let Some(w) = warm.as_mut() {
+                w.stats.start_gradient_seconds = pass.elapsed().as_secs_f64();
             }
             for (&i, v) in rows.iter().zip(gw) {
                 g[i] = v;

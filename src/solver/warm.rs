@@ -74,6 +74,9 @@ pub struct WarmStats {
     pub growth: f64,
     /// Seconds: the subsample's solve and the extension.
     pub seconds: f64,
+    /// Seconds of the extended start's gradient over the first working set (computed by the
+    /// working-set rounds that follow the warm start; 0 before them).
+    pub start_gradient_seconds: f64,
     /// The subsample's objective f and duality gap as its solve last tracked them (the
     /// subsample's solution is a point of the whole problem's simplex with the same f).
     pub sub_f: f64,

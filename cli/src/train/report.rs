@@ -254,7 +254,8 @@ fn say_rounds_and_traffic(reports: &[fwsvm::train::PairReport], iters: u64) {
             eprintln!(
                 "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
                  half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
-                 to {} starting support vectors ({:.2}s)",
+                 to {} starting support vectors ({:.2}s; their gradient over the first working \
+                 set {:.2}s)",
                 w.points,
                 w.sub_support,
                 w.half_support,
@@ -262,7 +263,8 @@ fn say_rounds_and_traffic(reports: &[fwsvm::train::PairReport], iters: u64) {
                 w.cap,
                 w.iterations,
                 w.support,
-                w.seconds
+                w.seconds,
+                w.start_gradient_seconds
             );
         }
         if let Some(w) = &r.result.shrink {
