@@ -27,7 +27,7 @@ use super::simd::avx2::hsum_pd;
 use super::simd::exp_nonpos;
 use super::simd::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
 
-mod symmetric;
+pub(super) mod symmetric;
 
 /// Columns per register tile (4 × 8 f64 lanes with AVX-512, 8 × 4 with AVX2).
 pub const TILE: usize = 32;

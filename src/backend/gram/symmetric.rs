@@ -93,28 +93,15 @@ fn symmetric_avx512(
             })
         })
         .collect();
+    by_anti_diagonals(&lanes, |(a, b), la, lb| {
+        if lb.is_none() {
+            la.hold_by_row();
+        }
+        // SAFETY: the CPU has AVX-512 (the caller's dispatch); the offsets of `s` were checked
+        // against the panel above, and blocks a, b lie within the n ≤ width columns.
+        unsafe { pair_avx512(p, &s, n, (a, b), la, lb, gamma) }
+    });
     let budget = crate::budget::current();
-    for wave in 0..2 * nb - 1 {
-        let first = wave.saturating_sub(nb - 1);
-        (first..=wave / 2).into_par_iter().for_each(|a| {
-            if budget.spent() {
-                return;
-            }
-            let b = wave - a;
-            let mut la = lanes[a].lock().expect("no task panics holding it");
-            if a == b {
-                la.hold_by_row();
-                // SAFETY: the CPU has AVX-512 (the caller's dispatch); the offsets of `s` were
-                // checked against the panel above, and blocks a, b lie within the n ≤ width
-                // columns.
-                unsafe { pair_avx512(p, &s, n, (a, b), &mut la, None, gamma) };
-            } else {
-                let mut lb = lanes[b].lock().expect("no task panics holding it");
-                // SAFETY: as above.
-                unsafe { pair_avx512(p, &s, n, (a, b), &mut la, Some(&mut lb), gamma) };
-            }
-        });
-    }
     if budget.spent() {
         return;
     }
@@ -122,6 +109,34 @@ fn symmetric_avx512(
         let la = lanes[a].lock().expect("no task panics holding it");
         // SAFETY: the CPU has AVX-512.
         unsafe { reduce_rows_avx512(&la.v, chunk) };
+    }
+}
+
+/// Calls `pair((a, b), block a, block b)` for every pair of blocks a ≤ b (block b given when
+/// a < b), the pairs of each anti-diagonal a + b in parallel (they share no block) and the
+/// anti-diagonals in order: every block meets the blocks after it, and the blocks before it as
+/// their column side, in ascending order. Pairs left once the budget is spent are skipped.
+pub(in crate::backend) fn by_anti_diagonals<T: Send>(
+    blocks: &[Mutex<T>],
+    pair: impl Fn((usize, usize), &mut T, Option<&mut T>) + Sync,
+) {
+    let nb = blocks.len();
+    let budget = crate::budget::current();
+    for wave in 0..(2 * nb).saturating_sub(1) {
+        let first = wave.saturating_sub(nb - 1);
+        (first..=wave / 2).into_par_iter().for_each(|a| {
+            if budget.spent() {
+                return;
+            }
+            let b = wave - a;
+            let mut ta = blocks[a].lock().expect("no task panics holding it");
+            if a == b {
+                pair((a, b), &mut ta, None);
+            } else {
+                let mut tb = blocks[b].lock().expect("no task panics holding it");
+                pair((a, b), &mut ta, Some(&mut tb));
+            }
+        });
     }
 }
 

@@ -60,27 +60,11 @@ impl Screen {
             let nb = n.div_ceil(BLOCK);
             let totals: Vec<Mutex<[f64; BLOCK]>> =
                 (0..nb).map(|_| Mutex::new([0.0; BLOCK])).collect();
-            let budget = crate::budget::current();
-            for wave in 0..2 * nb - 1 {
-                let first = wave.saturating_sub(nb - 1);
-                (first..=wave / 2).into_par_iter().for_each(|a| {
-                    if budget.spent() {
-                        return;
-                    }
-                    let b = wave - a;
-                    let mut ta = totals[a].lock().expect("no task panics holding it");
-                    if a == b {
-                        // SAFETY: the CPU has AVX-512 (`isa`); the offsets of `s` were checked
-                        // against the panel above, and blocks a, b lie within the n ≤ width
-                        // positions.
-                        unsafe { pair_avx512(self, &s, n, (a, b), &mut ta, None) };
-                    } else {
-                        let mut tb = totals[b].lock().expect("no task panics holding it");
-                        // SAFETY: as above.
-                        unsafe { pair_avx512(self, &s, n, (a, b), &mut ta, Some(&mut tb)) };
-                    }
-                });
-            }
+            crate::backend::gram::symmetric::by_anti_diagonals(&totals, |ab, ta, tb| {
+                // SAFETY: the CPU has AVX-512 (`isa`); the offsets of `s` were checked against
+                // the panel above, and blocks a, b lie within the n ≤ width positions.
+                unsafe { pair_avx512(self, &s, n, ab, ta, tb) }
+            });
             for (p, &o) in self.order.iter().enumerate() {
                 out[o] = totals[p / BLOCK].lock().expect("no task panics holding it")[p % BLOCK];
             }
