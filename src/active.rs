@@ -46,6 +46,16 @@ impl ActiveSet {
         }
     }
 
+    /// Bit k set when r0 + k ∈ A, for the points r0 .. r1 (at most 8 of them).
+    #[inline]
+    pub fn members8(&self, r0: usize, r1: usize) -> u8 {
+        let mut bits = 0u8;
+        for (k, &p) in self.pos[r0..r1].iter().take(8).enumerate() {
+            bits |= u8::from(p != ABSENT) << k;
+        }
+        bits
+    }
+
     /// True when i ∈ A.
     #[inline]
     pub fn contains(&self, i: usize) -> bool {

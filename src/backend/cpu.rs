@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::problem::Problem;
 use rayon::prelude::*;
 
+mod away;
 mod backend;
 mod deferred;
 mod in_place;
@@ -157,6 +158,12 @@ pub struct CpuBackend<'a, T: Elem> {
     col_buf: Vec<usize>,
     /// (k, the 2k-th lowest g) of the last [`Columns::lowest`](crate::backend::Columns::lowest) (see there).
     lowest_bound: (usize, f64),
+    /// The parallel selections' per-chunk lists.
+    select_lists: crate::backend::ChunkLists,
+    /// Q_ii of every point, once the working-set solver asks for away candidates, and the
+    /// candidates' scores by chunk.
+    diag: Vec<f64>,
+    away_scores: Vec<std::sync::Mutex<Vec<f64>>>,
     ptr_buf: Vec<(SendPtr<T>, f64)>,
     /// The touched rows' bits, for their entries computed in place (see `touched.rs`).
     touched_bits: touched::TouchedBits,
@@ -193,6 +200,33 @@ impl Grad<'_> {
             Some(gr) => gr.gp(i),
             None if self.gp.is_empty() => self.g[i],
             None => self.gp[i],
+        }
+    }
+}
+
+/// The entries Q[i, j] of one cached column j: the column's entry, or for distinct rows the
+/// entry of i's distinct row with the labels and, at i = j, 1/C added.
+struct Entries<'b, T> {
+    col: &'b [T],
+    rep: Option<&'b [u32]>,
+    y: &'b [f64],
+    j: usize,
+    yj: f64,
+    inv_c: f64,
+}
+
+impl<T: Elem> Entries<'_, T> {
+    #[inline(always)]
+    fn get(&self, i: usize) -> f64 {
+        match self.rep {
+            None => self.col[i].to_f64(),
+            Some(rep) => {
+                let mut q = self.y[i] * self.yj * self.col[rep[i] as usize].to_f64();
+                if i == self.j {
+                    q += self.inv_c;
+                }
+                q
+            }
         }
     }
 }
@@ -292,6 +326,9 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             slot_buf: Vec::new(),
             col_buf: Vec::new(),
             lowest_bound: (0, f64::NEG_INFINITY),
+            select_lists: Default::default(),
+            diag: Vec::new(),
+            away_scores: Vec::new(),
             ptr_buf: Vec::new(),
             touched_bits: touched::TouchedBits::default(),
         }
@@ -464,24 +501,22 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 
     /// out\[k\] = Q\[idx\[k\], j\] from the cached column of j in `slot`.
     fn read_entries(&self, slot: usize, j: usize, idx: &[usize], out: &mut [f64]) {
-        let col = self.cache.data(slot);
-        match &self.distinct {
-            None => {
-                for (o, &i) in out.iter_mut().zip(idx) {
-                    *o = col[i].to_f64();
-                }
-            }
-            Some(dd) => {
-                let y = &self.prob.y;
-                let yj = self.point(j).2;
-                for (o, &i) in out.iter_mut().zip(idx) {
-                    let mut q = y[i] * yj * col[dd.rep[i] as usize].to_f64();
-                    if i == j {
-                        q += self.prob.inv_c(i);
-                    }
-                    *o = q;
-                }
-            }
+        let entries = self.entry_of(slot, j);
+        for (o, &i) in out.iter_mut().zip(idx) {
+            *o = entries.get(i);
+        }
+    }
+
+    /// Q[i, j] for any point i, read from column j's cache slot ([`Entries`]).
+    fn entry_of(&self, slot: usize, j: usize) -> Entries<'_, T> {
+        let (_, _, yj, inv_c) = self.point(j);
+        Entries {
+            col: self.cache.data(slot),
+            rep: self.distinct.as_ref().map(|dd| &dd.rep[..]),
+            y: &self.prob.y,
+            j,
+            yj,
+            inv_c,
         }
     }
 
@@ -977,6 +1012,72 @@ mod tests {
                             z.to_bits(),
                             "{kernel:?} d {d}, column {j}, row {i}"
                         );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The away candidates the CPU backend scores row by row (or gathers, for a small
+    /// support) are those of the default's gathers, bit for bit, bounds included: plain and
+    /// deduplicated rows, f32 and f64 columns, over calls whose g moves.
+    #[test]
+    fn away_candidates_are_the_gathered_ones() {
+        use crate::backend::{AwayScratch, away_candidates_by_gathers};
+        for (sparse, dup) in [(false, false), (true, false), (false, true)] {
+            let (pat, y) = random_problem(20_000, 6, sparse, 31);
+            let ds = if dup {
+                let mut r = SplitMix64::new(8);
+                let rows: Vec<usize> = (0..20_000).map(|_| r.below(500)).collect();
+                pat.subset(&rows)
+            } else {
+                pat
+            };
+            let labels = if dup { ds.labels.clone() } else { y };
+            let prob = Problem::new(&ds, labels, Kernel::Rbf { gamma: 0.7 }, 2.0).unwrap();
+            for precision in [Precision::F32, Precision::F64] {
+                let cfg = CpuConfig {
+                    cache_bytes: 64 << 20,
+                    precision: Some(precision),
+                };
+                let mut be = cpu_backend(&prob, cfg);
+                let m = ds.len();
+                let mut r = SplitMix64::new(5);
+                for (round, support) in [(0, 200), (1, 9_000), (2, 15_000), (3, 15_000)] {
+                    let mut al = ActiveSet::new(m);
+                    for _ in 0..support {
+                        al.set(r.below(m), 1.0);
+                    }
+                    al.scale(1.0 / al.sum());
+                    be.set_alpha(&al).unwrap();
+                    be.update_many(
+                        1.0,
+                        &[(round * 7, 0.01), (round * 11 + 1, -0.02), (5, 0.03)],
+                    )
+                    .unwrap();
+                    let red = be.reduce(&al).unwrap();
+                    let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
+                    let (mut o1, mut o2) = (Vec::new(), Vec::new());
+                    let (mut s1, mut s2) = (AwayScratch::default(), AwayScratch::default());
+                    for k in [16, 16, 100] {
+                        be.away_candidates(red.s, red.g_s, &al, k, &mut b1, &mut s1, &mut o1)
+                            .unwrap();
+                        let a = al.indices();
+                        away_candidates_by_gathers(
+                            &mut *be, red.s, red.g_s, a, k, &mut b2, &mut s2, &mut o2,
+                        )
+                        .unwrap();
+                        assert_eq!(o1.len(), k.min(al.len()));
+                        let bits = |o: &[(f64, usize)]| {
+                            o.iter().map(|&(v, i)| (v.to_bits(), i)).collect::<Vec<_>>()
+                        };
+                        assert_eq!(
+                            bits(&o1),
+                            bits(&o2),
+                            "{sparse} {dup} {precision:?} {round} {k}"
+                        );
+                        assert_eq!(b1.0, b2.0);
+                        assert_eq!(b1.1.to_bits(), b2.1.to_bits());
                     }
                 }
             }

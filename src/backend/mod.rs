@@ -34,8 +34,8 @@ pub use device::{Backends, Device, or_else_on_cpu};
 pub const MAX_BLOCK: usize = 1024;
 
 pub use select::{
-    PAR_MIN as SELECT_PAR_MIN, select_lowest, select_lowest_bounded, select_lowest_bounded_chunks,
-    select_lowest_bounded_slice,
+    ChunkLists, Keep, select_lowest, select_lowest_bounded, select_lowest_bounded_chunks,
+    select_lowest_bounded_par, select_lowest_bounded_slice,
 };
 pub(crate) use simd::{dot_f64, kernel_values};
 pub use stats::{BackendStats, call};
@@ -322,6 +322,25 @@ pub trait Columns: Backend {
         Ok(())
     }
 
+    /// The `k` best away candidates of a working set — the points of the support A of
+    /// `alpha` — as (score, i), ascending ([`away_score`]: the decrease of f by a pairwise step
+    /// from i to s, read from s's column), bounded by the last choice (`bound`, as
+    /// [`select_lowest_bounded`]). The default gathers g and Q[A, s] into `scratch` and
+    /// selects on this thread; the CPU backend scores its rows in order, in parallel.
+    #[allow(clippy::too_many_arguments)]
+    fn away_candidates(
+        &mut self,
+        s: usize,
+        g_s: f64,
+        alpha: &ActiveSet,
+        k: usize,
+        bound: &mut (usize, f64),
+        scratch: &mut AwayScratch,
+        out: &mut Vec<(f64, usize)>,
+    ) -> Result<()> {
+        away_candidates_by_gathers(self, s, g_s, alpha.indices(), k, bound, scratch, out)
+    }
+
     /// The kernel block Q[w, w] of a working set into `out` (row-major, |w|² entries) and g at
     /// `w` into `g_w`, the columns of `w` computed in batched passes over the data and kept
     /// for the [`update_many`](Self::update_many) that follows — or, where the backend defers
@@ -350,6 +369,76 @@ pub trait Columns: Backend {
     fn adopt_columns(&mut self, cols: ColumnExport) {
         let _ = cols;
     }
+}
+
+/// [`Columns::away_candidates`]'s default over the points `a`: g and Q[a, s] gathered into
+/// `scratch`, scored and selected on this thread.
+#[allow(clippy::too_many_arguments)]
+pub fn away_candidates_by_gathers<B: Backend + ?Sized>(
+    be: &mut B,
+    s: usize,
+    g_s: f64,
+    a: &[usize],
+    k: usize,
+    bound: &mut (usize, f64),
+    scratch: &mut AwayScratch,
+    out: &mut Vec<(f64, usize)>,
+) -> Result<()> {
+    let m = be.len();
+    let sc = scratch;
+    sc.g.resize(a.len(), 0.0);
+    be.gather(a, &mut sc.g)?;
+    sc.qs.resize(a.len(), 0.0);
+    be.column_entries(s, a, &mut sc.qs)?;
+    if sc.diag.len() != m {
+        sc.diag = (0..m).map(|i| be.q_diag(i)).collect();
+    }
+    let (diag, q_ss) = (&sc.diag, sc.diag[s]);
+    sc.score.clear();
+    sc.score.extend(
+        sc.g.iter()
+            .zip(&sc.qs)
+            .zip(a)
+            .map(|((&g, &q_si), &i)| away_score(g, g_s, q_ss, diag[i], q_si)),
+    );
+    let score = &sc.score;
+    select_lowest_bounded(
+        || score.iter().zip(a).map(|(&v, &i)| (v, i)),
+        a.len(),
+        k,
+        bound,
+        out,
+    );
+    Ok(())
+}
+
+/// An away candidate's score for a pairwise step from i to the toward vertex s:
+/// −(g_i − g_s)² / (Q_ss + Q_ii − 2Q_si), the decrease of f before clipping — the second-order
+/// choice of LIBSVM's working sets (Fan, Chen and Lin 2005) with s fixed — and +∞ where
+/// g_i ≤ g_s (no decrease); the curvature at least [`AWAY_CURVATURE_FLOOR`].
+#[inline]
+pub fn away_score(g: f64, g_s: f64, q_ss: f64, q_ii: f64, q_si: f64) -> f64 {
+    let d = g - g_s;
+    let curv = (q_ss + q_ii - 2.0 * q_si).max(AWAY_CURVATURE_FLOOR);
+    if d > 0.0 {
+        -(d * d / curv)
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// Smallest curvature of a pairwise step [`away_score`] divides by (a point whose column
+/// equals s's).
+pub const AWAY_CURVATURE_FLOOR: f64 = 1e-12;
+
+/// The buffers of [`Columns::away_candidates`]'s default (g and Q[·, s] at the candidates,
+/// their scores, and Q_ii of every point), kept by the caller.
+#[derive(Default)]
+pub struct AwayScratch {
+    g: Vec<f64>,
+    qs: Vec<f64>,
+    diag: Vec<f64>,
+    score: Vec<f64>,
 }
 
 /// Row ownership and exact sums across ranks (capability): which gradient entries this process
@@ -811,6 +900,7 @@ mod tests {
         let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
         let mut b3 = (0, f64::NEG_INFINITY);
         let (mut o1, mut o2, mut o3) = (Vec::new(), Vec::new(), Vec::new());
+        let mut lists = super::ChunkLists::default();
         for round in 0..6 {
             for (i, v) in g.iter_mut().enumerate() {
                 if i != 17 {
@@ -819,8 +909,8 @@ mod tests {
             }
             for k in [1, 5, 64] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..), g.len(), k, &mut b1, &mut o1);
-                select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
-                select_lowest_bounded_chunks(&g, 100, k, &mut b3, &mut o3);
+                select_lowest_bounded_slice(&g, k, &mut b2, &mut lists, &mut o2);
+                select_lowest_bounded_chunks(&g, 100, k, &mut b3, &mut lists, &mut o3);
                 let mut want = sorted_pairs(&g);
                 want.truncate(k);
                 assert_eq!(o3, want, "chunks: round {round}, k = {k}");
@@ -846,6 +936,7 @@ mod tests {
         let (mut b1, mut b2) = ((0, f64::NEG_INFINITY), (0, f64::NEG_INFINITY));
         let mut b3 = (0, f64::NEG_INFINITY);
         let (mut o1, mut o2, mut o3) = (Vec::new(), Vec::new(), Vec::new());
+        let mut lists = super::ChunkLists::default();
         for round in 0..4 {
             for (i, v) in g.iter_mut().enumerate() {
                 if i % 89 == round {
@@ -854,8 +945,8 @@ mod tests {
             }
             for k in [1, 7, 300, 2000] {
                 select_lowest_bounded(|| g.iter().copied().zip(0..n).rev(), n, k, &mut b1, &mut o1);
-                select_lowest_bounded_slice(&g, k, &mut b2, &mut o2);
-                select_lowest_bounded_chunks(&g, 1000, k, &mut b3, &mut o3);
+                select_lowest_bounded_slice(&g, k, &mut b2, &mut lists, &mut o2);
+                select_lowest_bounded_chunks(&g, 1000, k, &mut b3, &mut lists, &mut o3);
                 assert_eq!((&o3, b3), (&o2, b2), "chunks: round {round}, k = {k}");
                 let mut want = sorted_pairs(&g);
                 let bound = want[(2 * k).min(n - 1) - 1].0;

@@ -27,69 +27,105 @@ pub fn select_lowest_bounded<I: Iterator<Item = (f64, usize)>>(
 
 /// [`select_lowest_bounded`] over the values of a slice (index = position), its bounded pass
 /// testing eight values at a time: most blocks hold none at or below the bound. From
-/// [`PAR_MIN`] values on, by chunks on rayon's threads ([`select_lowest_bounded_chunks`]).
+/// `PAR_MIN` (32,768) values on, by chunks on the team's threads ([`select_lowest_bounded_par`]),
+/// whose lists `lists` keeps between calls.
 pub fn select_lowest_bounded_slice(
     g: &[f64],
     k: usize,
     bound: &mut (usize, f64),
+    lists: &mut ChunkLists,
     out: &mut Vec<(f64, usize)>,
 ) {
     if g.len() >= PAR_MIN {
-        select_lowest_bounded_chunks(g, PAR_CHUNK, k, bound, out);
+        select_lowest_bounded_chunks(g, PAR_CHUNK, k, bound, lists, out);
     } else {
         select_lowest_bounded_serial(g, k, bound, out);
     }
 }
 
-/// Values from which [`select_lowest_bounded_slice`] runs by chunks: a pass over a
-/// million-point gradient costs milliseconds, far more than waking rayon's threads.
-pub const PAR_MIN: usize = 1 << 18;
-const PAR_CHUNK: usize = 1 << 16;
+/// Values from which [`select_lowest_bounded_slice`] runs by chunks: below it a pass costs
+/// less than handing chunks to the team's other threads and merging their lists.
+pub const PAR_MIN: usize = 1 << 15;
+/// Values per chunk of a parallel selection over a slice.
+pub const PAR_CHUNK: usize = 1 << 13;
 
-/// [`select_lowest_bounded_slice`] by chunks of `chunk` values in parallel: each chunk keeps its
-/// own 2k lowest pairs at or below the bound (or of all its pairs), and the 2k lowest of what
-/// the chunks kept are the 2k lowest of the whole, so the result, the bound and the decision to
-/// select from every pair are those of one pass.
+/// [`select_lowest_bounded_slice`] by chunks of `chunk` values in parallel.
 pub fn select_lowest_bounded_chunks(
     g: &[f64],
     chunk: usize,
     k: usize,
     bound: &mut (usize, f64),
+    lists: &mut ChunkLists,
     out: &mut Vec<(f64, usize)>,
 ) {
-    use rayon::prelude::*;
+    let chunk = chunk.max(8);
+    select_lowest_bounded_par(
+        g.len().div_ceil(chunk),
+        |c, t, keep| {
+            let part = &g[c * chunk..g.len().min((c + 1) * chunk)];
+            offer_below(part, c * chunk, t, keep);
+        },
+        g.len(),
+        k,
+        bound,
+        lists,
+        out,
+    );
+}
+
+/// The per-chunk candidate lists of [`select_lowest_bounded_par`], kept by the caller so that
+/// a selection allocates nothing once warm.
+#[derive(Default)]
+pub struct ChunkLists(Vec<std::sync::Mutex<Vec<(f64, usize)>>>);
+
+/// [`select_lowest_bounded`] over `n` pairs produced in `chunks` parts on the team's threads
+/// (the crate's own worker team): `offer(c, t, keep)` offers part c's pairs at or below t (every pair
+/// when t is NaN) to `keep`. Each part keeps its own 2k lowest, and the 2k lowest of what the
+/// parts kept are the 2k lowest of the whole, so the result, the bound and the decision to
+/// select from every pair are those of one pass, whatever the threads.
+#[allow(clippy::too_many_arguments)]
+pub fn select_lowest_bounded_par(
+    chunks: usize,
+    offer: impl Fn(usize, f64, &mut Keep<'_>) + Sync,
+    n: usize,
+    k: usize,
+    bound: &mut (usize, f64),
+    lists: &mut ChunkLists,
+    out: &mut Vec<(f64, usize)>,
+) {
     let keep = 2 * k;
     let cap = (4 * k).max(1024);
-    let gather = |t: f64| -> Vec<(f64, usize)> {
-        let lists: Vec<Vec<(f64, usize)>> = g
-            .par_chunks(chunk.max(8))
-            .enumerate()
-            .map(|(c, part)| {
-                let mut v = Vec::new();
-                let mut kp = Keep {
-                    out: &mut v,
-                    keep,
-                    cap,
-                    worst: None,
-                };
-                offer_below(part, c * chunk.max(8), t, &mut kp);
-                if v.len() > keep {
-                    select_lowest(&mut v, keep);
-                }
-                v
-            })
-            .collect();
-        lists.concat()
+    while lists.0.len() < chunks {
+        lists.0.push(Default::default());
+    }
+    let gather = |t: f64, lists: &ChunkLists, out: &mut Vec<(f64, usize)>| {
+        crate::team::run(chunks, &|c| {
+            let mut v = lists.0[c].lock().expect("no task panics holding it");
+            v.clear();
+            let mut kp = Keep {
+                out: &mut v,
+                keep,
+                cap,
+                worst: None,
+            };
+            offer(c, t, &mut kp);
+            if v.len() > keep {
+                select_lowest(&mut v, keep);
+            }
+        });
+        for l in &lists.0[..chunks] {
+            out.extend_from_slice(&l.lock().expect("no task panics holding it"));
+        }
     };
     out.clear();
     if k > 0 && bound.0 == k {
-        *out = gather(bound.1);
+        gather(bound.1, lists, out);
     }
-    if out.len() < k.min(g.len()) {
+    if out.len() < k.min(n) {
         out.clear();
         if k > 0 {
             // Every pair, NaN included (as the one-pass selection offers them).
-            *out = gather(f64::NAN);
+            gather(f64::NAN, lists, out);
         }
     }
     select_lowest(out, keep);
@@ -98,21 +134,28 @@ pub fn select_lowest_bounded_chunks(
 }
 
 /// Offers `keep` the pairs (v, i0 + position) of `part` with v ≤ t, eight values at a time;
-/// every pair when t is NaN.
+/// every pair when t is NaN. Either way a block is skipped when none of its values can still
+/// be kept: none at or below the kept pairs' threshold (and, when every pair is offered, none
+/// a NaN, which the total order may place anywhere).
 fn offer_below(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
     if t.is_nan() {
-        for (&v, i) in part.iter().zip(i0..) {
-            keep.push((v, i));
-        }
-        return;
+        offer::<true>(part, i0, f64::INFINITY, keep);
+    } else {
+        offer::<false>(part, i0, t, keep);
     }
+}
+
+/// [`offer_below`]: with `EVERY`, NaNs offered too.
+fn offer<const EVERY: bool>(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
+    // v ≤ t, or (offering every pair) v ≤ t or NaN: one comparison either way.
+    let passes = |v: f64, t: f64| if EVERY { !(v > t) } else { v <= t };
     let mut blocks = part.chunks_exact(8);
     for (b, blk) in (&mut blocks).enumerate() {
         // The block test uses the tighter of the bound and the kept pairs' threshold.
         let t = t.min(keep.threshold());
-        if blk.iter().fold(false, |any, &v| any | (v <= t)) {
+        if blk.iter().fold(false, |any, &v| any | passes(v, t)) {
             for (&v, i) in blk.iter().zip(i0 + 8 * b..) {
-                if v <= t {
+                if passes(v, t) {
                     keep.push((v, i));
                 }
             }
@@ -120,7 +163,7 @@ fn offer_below(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
     }
     let r0 = i0 + part.len() - blocks.remainder().len();
     for (&v, i) in blocks.remainder().iter().zip(r0..) {
-        if v <= t {
+        if passes(v, t.min(keep.threshold())) {
             keep.push((v, i));
         }
     }
@@ -142,7 +185,7 @@ fn select_lowest_bounded_serial(
 /// a pair at or above the kept `keep`-th smallest (by value, then index) can no longer be among
 /// them. Many equal values at the bound (a cold start's untouched points) then cost one pass,
 /// not a selection over all of them; the pairs kept are those a selection over all would keep.
-struct Keep<'a> {
+pub struct Keep<'a> {
     out: &'a mut Vec<(f64, usize)>,
     keep: usize,
     cap: usize,
@@ -151,7 +194,8 @@ struct Keep<'a> {
 }
 
 impl Keep<'_> {
-    fn push(&mut self, e: (f64, usize)) {
+    /// Offers one pair.
+    pub fn push(&mut self, e: (f64, usize)) {
         if let Some(w) = self.worst
             && lowest_order(&e, &w) != std::cmp::Ordering::Less
         {
@@ -164,8 +208,29 @@ impl Keep<'_> {
         }
     }
 
+    /// Offers the pairs (v\[k\], i0 + k) with bit k of `member` set that pass a bounded
+    /// selection's test against `t`: v ≤ t, or any pair when t is NaN (every pair offered);
+    /// either way none above the kept pairs' threshold.
+    #[inline]
+    pub fn offer_members(&mut self, v: &[f64], member: u8, i0: usize, t: f64) {
+        let every = t.is_nan();
+        let t = if every { f64::INFINITY } else { t }.min(self.threshold());
+        let passes = |x: f64| if every { !(x > t) } else { x <= t };
+        // The block's test first (branch-free): most blocks offer nothing.
+        let mut hits = 0u8;
+        for (k, &x) in v.iter().enumerate().take(8) {
+            hits |= u8::from(passes(x)) << k;
+        }
+        hits &= member;
+        while hits != 0 {
+            let k = hits.trailing_zeros() as usize;
+            hits &= hits - 1;
+            self.push((v[k], i0 + k));
+        }
+    }
+
     /// No pair above this value can still be kept (+∞ before the first pruning).
-    fn threshold(&self) -> f64 {
+    pub fn threshold(&self) -> f64 {
         self.worst.map_or(f64::INFINITY, |w| w.0)
     }
 }

@@ -34,6 +34,8 @@ pub trait Elem: Copy + Send + Sync + Default + std::fmt::Debug + 'static {
     fn from_f64(x: f64) -> Self;
     /// Widens to f64.
     fn to_f64(self) -> f64;
+    /// The slice as f32 values, when this is f32.
+    fn as_f32(s: &[Self]) -> Option<&[f32]>;
 }
 
 impl Elem for f32 {
@@ -46,6 +48,9 @@ impl Elem for f32 {
     fn to_f64(self) -> f64 {
         self as f64
     }
+    fn as_f32(s: &[Self]) -> Option<&[f32]> {
+        Some(s)
+    }
 }
 
 impl Elem for f64 {
@@ -57,6 +62,9 @@ impl Elem for f64 {
     #[inline(always)]
     fn to_f64(self) -> f64 {
         self
+    }
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
     }
 }
 

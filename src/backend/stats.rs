@@ -49,8 +49,10 @@ pub mod call {
     /// The backend's construction: its buffers, the data's upload or layout, bind groups
     /// (one per working-set round of a shrinking run, and the warm start's).
     pub const SETUP: usize = 6;
+    /// [`Columns::away_candidates`](crate::backend::Columns::away_candidates).
+    pub const AWAY: usize = 7;
     /// The calls' names, by index.
-    pub const NAMES: [&str; 7] = [
+    pub const NAMES: [&str; 8] = [
         "reduce",
         "lowest",
         "gather",
@@ -58,6 +60,7 @@ pub mod call {
         "update_many",
         "update",
         "setup",
+        "away",
     ];
 }
 

@@ -73,11 +73,9 @@ pub struct WorkingSet {
     high: Vec<(f64, usize)>,
     high_bound: (usize, f64),
     cols: Vec<(usize, f64)>,
-    /// Q[A, s], the away candidates' scores, and Q_ii of every point (this backend's: a
-    /// variant lives for one solve).
-    qs: Vec<f64>,
-    diag: Vec<f64>,
-    score: Vec<f64>,
+    /// The away candidates' buffers (for a backend that does not score them in place; Q_ii
+    /// of this backend's points: a variant lives for one solve).
+    away: crate::backend::AwayScratch,
 
     /// The inner solve's buffers.
     inner: block_steps::Workspace,
@@ -105,9 +103,7 @@ impl WorkingSet {
             high: Vec::new(),
             high_bound: (0, f64::NEG_INFINITY),
             cols: Vec::new(),
-            qs: Vec::new(),
-            diag: Vec::new(),
-            score: Vec::new(),
+            away: Default::default(),
 
             inner: block_steps::Workspace::default(),
             inner_steps: 0,
@@ -160,44 +156,33 @@ impl WorkingSet {
             take(i, &mut w, &mut self.mark);
         }
         be.lowest(q, &mut self.low)?;
-        let a = state.alpha.indices();
-        self.gw.resize(a.len(), 0.0);
-        be.gather(a, &mut self.gw)?;
         // Away candidates: where the backend reads entries locally, the points of A from which a
-        // pairwise step to s decreases f most before clipping, (g_v − g_s)² / (Q_ss + Q_vv −
-        // 2Q_sv) — the second-order choice of LIBSVM's working sets (Fan, Chen and Lin 2005)
-        // with s fixed — read from s's column (which W needs anyway), points with g_v ≤ g_s
-        // last; on a device, the highest gradients (no round trip for the column).
-        self.score.clear();
+        // pairwise step to s decreases f most before clipping (`away_score`), read from s's
+        // column (which W needs anyway), points with g_v ≤ g_s last; on a device, the highest
+        // gradients (no round trip for the column).
         if hints.entries_are_local {
-            self.qs.resize(a.len(), 0.0);
-            be.column_entries(red.s, a, &mut self.qs)?;
-            if self.diag.len() != m {
-                self.diag = (0..m).map(|i| be.q_diag(i)).collect();
-            }
-            let diag = &self.diag;
-            let (gs, qss) = (red.g_s, diag[red.s]);
-            for ((&g, &q_sv), &i) in self.gw.iter().zip(&self.qs).zip(a) {
-                let d = g - gs;
-                let curv = (qss + diag[i] - 2.0 * q_sv).max(CURVATURE_FLOOR);
-                self.score.push(if d > 0.0 {
-                    -(d * d / curv)
-                } else {
-                    f64::INFINITY
-                });
-            }
+            be.away_candidates(
+                red.s,
+                red.g_s,
+                &state.alpha,
+                q,
+                &mut self.high_bound,
+                &mut self.away,
+                &mut self.high,
+            )?;
         } else {
-            self.score.extend(self.gw.iter().map(|&g| -g));
+            let a = state.alpha.indices();
+            self.gw.resize(a.len(), 0.0);
+            be.gather(a, &mut self.gw)?;
+            let gw = &self.gw;
+            crate::backend::select_lowest_bounded(
+                || gw.iter().zip(a).map(|(&g, &i)| (-g, i)),
+                a.len(),
+                q,
+                &mut self.high_bound,
+                &mut self.high,
+            );
         }
-        // The q best as the q lowest scores, bounded by the last choice (exactly).
-        let sc = &self.score;
-        crate::backend::select_lowest_bounded(
-            || sc.iter().zip(a).map(|(&v, &i)| (v, i)),
-            a.len(),
-            q,
-            &mut self.high_bound,
-            &mut self.high,
-        );
         let (mut lo, mut hi) = (self.low.iter(), self.high.iter());
         while w.len() < q {
             let (x, y) = (lo.next(), hi.next());
@@ -215,10 +200,6 @@ impl WorkingSet {
         Ok(())
     }
 }
-
-/// Smallest curvature of a pairwise step the away candidates' scores divide by (a point whose
-/// column equals s's).
-const CURVATURE_FLOOR: f64 = 1e-12;
 
 /// Inner steps per outer iteration at most: this many per point of W, plus a floor.
 const INNER_PER_POINT: usize = 50;

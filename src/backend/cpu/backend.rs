@@ -195,6 +195,12 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 }
 
+/// Rows per task of the away candidates' scoring.
+const AWAY_CHUNK: usize = 8192;
+/// The away candidates are scored row by row from a support of 1/AWAY_SPARSE of the points
+/// on; a smaller one is gathered where it lies.
+const AWAY_SPARSE: usize = 4;
+
 impl<T: Elem> Columns for CpuBackend<'_, T> {
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
@@ -233,20 +239,128 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
         timed_call!(self.stats, call::LOWEST, Result<()>, {
             let m = self.prob.len();
             let mut bound = self.lowest_bound;
-            let gv = self.grad();
-            match gv.groups {
-                None => {
-                    crate::backend::select_lowest_bounded_slice(&self.g[..m], k, &mut bound, out)
-                }
-                Some(_) => crate::backend::select_lowest_bounded(
+            if self.distinct.is_none() {
+                crate::backend::select_lowest_bounded_slice(
+                    &self.g[..m],
+                    k,
+                    &mut bound,
+                    &mut self.select_lists,
+                    out,
+                );
+            } else {
+                let gv = self.grad();
+                crate::backend::select_lowest_bounded(
                     || (0..m).map(|i| (gv.g(i), i)),
                     m,
                     k,
                     &mut bound,
                     out,
-                ),
+                );
             }
             self.lowest_bound = bound;
+            Ok(())
+        })
+    }
+
+    fn away_candidates(
+        &mut self,
+        s: usize,
+        g_s: f64,
+        alpha: &ActiveSet,
+        k: usize,
+        bound: &mut (usize, f64),
+        scratch: &mut crate::backend::AwayScratch,
+        out: &mut Vec<(f64, usize)>,
+    ) -> Result<()> {
+        timed_call!(self.stats, call::AWAY, Result<()>, {
+            let n = self.len().min(alpha.dim());
+            // A support of a few points is read where it lies; a large one row by row.
+            if alpha.len() * AWAY_SPARSE < n {
+                return crate::backend::away_candidates_by_gathers(
+                    self,
+                    s,
+                    g_s,
+                    alpha.indices(),
+                    k,
+                    bound,
+                    scratch,
+                    out,
+                );
+            }
+            let key = self.key(s);
+            let (slot, miss) = self.resolve(key, None);
+            if miss {
+                self.load_query(0, s);
+                self.compute_only(&[(slot, s, 0)]);
+                self.fresh = key;
+            }
+            if self.diag.len() != self.len() {
+                self.diag = (0..self.len()).map(|i| self.q_diag(i)).collect();
+            }
+            let chunks = n.div_ceil(AWAY_CHUNK);
+            while self.away_scores.len() < chunks {
+                self.away_scores.push(Default::default());
+            }
+            // A bounded pass first scores every row and keeps the scores: a pass over every
+            // pair, when the bounded one keeps too few, reads them back.
+            let stored_on_nan = k > 0 && bound.0 == k;
+            let mut lists = std::mem::take(&mut self.select_lists);
+            {
+                let (entries, gv, diag) = (self.entry_of(slot, s), self.grad(), &self.diag);
+                let (q_ss, scores) = (diag[s], &self.away_scores);
+                // Plain rows: g and the f32 column read directly, eight rows a vector.
+                let plain = match (gv.groups, T::as_f32(self.cache.data(slot))) {
+                    (None, Some(col)) if self.distinct.is_none() => Some(col),
+                    _ => None,
+                };
+                crate::backend::select_lowest_bounded_par(
+                    chunks,
+                    |c, t, keep| {
+                        let (c0, c1) = (c * AWAY_CHUNK, n.min((c + 1) * AWAY_CHUNK));
+                        let mut sc = scores[c].lock().expect("no task panics holding it");
+                        if !(t.is_nan() && stored_on_nan) {
+                            sc.clear();
+                            sc.resize(c1 - c0, 0.0);
+                            match plain {
+                                Some(col) => away::scores(
+                                    &away::Rows {
+                                        g: &gv.g[c0..c1],
+                                        diag: &diag[c0..c1],
+                                        col: &col[c0..c1],
+                                        g_s,
+                                        q_ss,
+                                    },
+                                    &mut sc,
+                                ),
+                                None => {
+                                    for (o, i) in sc.iter_mut().zip(c0..c1) {
+                                        *o = crate::backend::away_score(
+                                            gv.g(i),
+                                            g_s,
+                                            q_ss,
+                                            diag[i],
+                                            entries.get(i),
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                        for r0 in (c0..c1).step_by(8) {
+                            let r1 = (r0 + 8).min(c1);
+                            let member = alpha.members8(r0, r1);
+                            if member != 0 {
+                                keep.offer_members(&sc[r0 - c0..r1 - c0], member, r0, t);
+                            }
+                        }
+                    },
+                    alpha.len(),
+                    k,
+                    bound,
+                    &mut lists,
+                    out,
+                );
+            }
+            self.select_lists = lists;
             Ok(())
         })
     }

@@ -381,7 +381,13 @@ impl Columns for GpuBackend<'_> {
             self.read_gradient()?;
             let g = &self.g_host;
             let mut bound = self.lowest_bound;
-            crate::backend::select_lowest_bounded_slice(g, k, &mut bound, out);
+            crate::backend::select_lowest_bounded_slice(
+                g,
+                k,
+                &mut bound,
+                &mut self.select_lists,
+                out,
+            );
             self.lowest_bound = bound;
             Ok(())
         })

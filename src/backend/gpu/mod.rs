@@ -221,6 +221,8 @@ pub struct GpuBackend<'a> {
     g_host_valid: bool,
     /// (k, the 2k-th smallest g) of the last `lowest`: the next call's filter.
     lowest_bound: (usize, f64),
+    /// The parallel selections' per-chunk lists.
+    select_lists: crate::backend::ChunkLists,
     /// The working set's selection read back with the reduction (see `prefetch.rs`).
     pre: prefetch::Prefetch,
     /// The working set's cache slots ([`Columns::block`](crate::backend::Columns::block); reused).
@@ -498,6 +500,7 @@ impl<'a> GpuBackend<'a> {
             g_host: Vec::new(),
             g_host_valid: false,
             lowest_bound: (0, f64::NEG_INFINITY),
+            select_lists: Default::default(),
             pre: Default::default(),
             slot_buf: Vec::new(),
             guests: Vec::new(),

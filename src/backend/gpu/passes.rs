@@ -675,7 +675,7 @@ pub(super) fn decode_gt(b: &[u8], wide: bool, out: &mut [f64]) {
             *o = read_gt(b, c * CHUNK + r, wide);
         }
     };
-    if out.len() >= crate::backend::SELECT_PAR_MIN {
+    if out.len() >= 1 << 18 {
         out.par_chunks_mut(CHUNK).enumerate().for_each(one);
     } else {
         out.chunks_mut(CHUNK).enumerate().for_each(one);
