@@ -37,6 +37,14 @@
 //! 30,000–50,000 points (a9a, w8a, ijcnn1) train fastest at 64 on the CPU, and KDD99 (395,216
 //! points) trains faster at 1024 than at 64. On a GPU each outer iteration also waits for two
 //! round trips, and its columns cost little: there 256 trains a9a and KDD99 fastest.
+//!
+//! Where most points are support vectors (|A| ≥ 2m/3, checked every outer iteration) the CPU
+//! takes q = [`Q_MANY_SV`] = 32 whatever m. Every point then moves with every other, a large
+//! block's inner solve buys little progress per column, and each column applied costs a pass
+//! over all m rows of g: the total of columns applied falls as q does (covtype's first 50,000
+//! rows, 86 % support vectors: 192,000 columns applied at q = 128, 109,000 at 32), while the
+//! O(m) work per outer iteration sets the floor. covtype's 464,810 points converge in 275 s at
+//! q = 32, where q = 1024 had not reached the stop rule after 540 s (docs/BENCHMARKS.md).
 
 use super::{State, Step, StepKind, Variant, block_steps};
 use crate::backend::{Reduction, Solvable};
@@ -51,6 +59,13 @@ pub const REL_EPS: f64 = 0.1;
 pub const Q_MIN: usize = 64;
 /// See [`Q_MIN`] (the backends' largest block, [`crate::backend::MAX_BLOCK`]).
 pub const Q_MAX: usize = crate::backend::MAX_BLOCK;
+/// The automatic q on a backend without a floor (the CPU) while most points are support
+/// vectors: at least [`MANY_SV_NUM`]/[`MANY_SV_DEN`] of them (see the module's doc).
+pub const Q_MANY_SV: usize = 32;
+/// See [`Q_MANY_SV`].
+pub const MANY_SV_NUM: usize = 2;
+/// See [`Q_MANY_SV`].
+pub const MANY_SV_DEN: usize = 3;
 
 /// The working-set variant (owns its buffers: an outer iteration allocates nothing once warm).
 pub struct WorkingSet {
@@ -112,10 +127,12 @@ impl WorkingSet {
     }
 
     /// q for this outer iteration (see the module's doc); `floor` = the backend's smallest
-    /// automatic q ([`Backend::ws_floor`]).
-    fn size(&self, m: usize, capacity: usize, floor: usize) -> usize {
+    /// automatic q ([`Backend::ws_floor`]), `support` = |A|.
+    fn size(&self, m: usize, capacity: usize, floor: usize, support: usize) -> usize {
         let q = if self.fixed > 0 {
             self.fixed
+        } else if floor == 0 && support * MANY_SV_DEN >= m * MANY_SV_NUM {
+            Q_MANY_SV
         } else {
             (m / 512)
                 .next_power_of_two()
@@ -132,7 +149,7 @@ impl WorkingSet {
             self.mark = vec![false; m];
         }
         let hints = be.hints();
-        let q = self.size(m, hints.column_capacity, hints.ws_floor);
+        let q = self.size(m, hints.column_capacity, hints.ws_floor, state.alpha.len());
         for &i in &self.w {
             self.mark[i] = false;
         }
@@ -265,17 +282,21 @@ mod tests {
     #[test]
     fn working_set_size_follows_the_backends_floor() {
         let auto = WorkingSet::new(&crate::solver::SolverParams::default());
-        assert_eq!(auto.size(32_561, usize::MAX, 0), 64);
-        assert_eq!(auto.size(32_561, usize::MAX, Q_MIN), 64);
-        assert_eq!(auto.size(32_561, usize::MAX, 256), 256);
-        assert_eq!(auto.size(395_216, usize::MAX, 256), 1024);
-        assert_eq!(auto.size(200_000, usize::MAX, 64), 512);
-        assert_eq!(auto.size(100, usize::MAX, 256), 100);
-        assert_eq!(auto.size(32_561, 300, 256), 149);
+        assert_eq!(auto.size(32_561, usize::MAX, 0, 0), 64);
+        assert_eq!(auto.size(32_561, usize::MAX, Q_MIN, 0), 64);
+        assert_eq!(auto.size(32_561, usize::MAX, 256, 0), 256);
+        assert_eq!(auto.size(395_216, usize::MAX, 256, 0), 1024);
+        assert_eq!(auto.size(200_000, usize::MAX, 64, 0), 512);
+        assert_eq!(auto.size(100, usize::MAX, 256, 0), 100);
+        assert_eq!(auto.size(32_561, 300, 256, 0), 149);
+        // Most points support vectors: Q_MANY_SV on the CPU, the floor's rule on a device.
+        assert_eq!(auto.size(464_810, usize::MAX, 0, 310_000), Q_MANY_SV);
+        assert_eq!(auto.size(464_810, usize::MAX, 0, 309_000), 1024);
+        assert_eq!(auto.size(464_810, usize::MAX, 256, 400_000), 1024);
         let fixed = WorkingSet::new(&crate::solver::SolverParams {
             ws_size: 32,
             ..Default::default()
         });
-        assert_eq!(fixed.size(32_561, usize::MAX, 256), 32);
+        assert_eq!(fixed.size(32_561, usize::MAX, 256, 30_000), 32);
     }
 }

@@ -87,7 +87,8 @@ pub struct TrainOpts {
     pub(crate) init_size: usize,
     /// The working-set solver's |W|, the kernel columns computed per outer iteration (0 =
     /// automatic: the power of two at or above m/512, from 64 — 256 on a hardware GPU — to 1024;
-    /// see docs/METHODS.md).
+    /// 32 on the CPU while two thirds of the points or more are support vectors; see
+    /// docs/METHODS.md).
     #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = crate::common::parse_count::<usize>)]
     pub(crate) ws_size: usize,
     /// ws: start cold (20 random points) instead of from a tenth of the points solved first
