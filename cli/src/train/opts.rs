@@ -92,7 +92,8 @@ pub struct TrainOpts {
     #[arg(help_heading = STOPPING, long, default_value_t = 0, value_parser = crate::common::parse_count::<usize>)]
     pub(crate) ws_size: usize,
     /// ws: start cold (20 random points) instead of from a tenth of the points solved first
-    /// and extended to all (the default on 20,000 points or more; see docs/METHODS.md).
+    /// and extended to all — a ladder of halves where that tenth is mostly support vectors
+    /// (the default on 20,000 points or more; see docs/METHODS.md).
     #[arg(help_heading = STOPPING, long)]
     pub(crate) no_warm_start: bool,
     /// svm-train's shrinking switch: 0 = --no-shrink, 1 = --shrink (help is --help).
