@@ -543,6 +543,19 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
         Some(())
     }
 
+    /// The slot of point j's column, computed now if the cache lacks it (and then marked as
+    /// the fresh column a following update reuses).
+    fn column_slot(&mut self, j: usize) -> usize {
+        let key = self.key(j);
+        let (slot, miss) = self.resolve(key, None);
+        if miss {
+            self.load_query(0, j);
+            self.compute_only(&[(slot, j, 0)]);
+            self.fresh = key;
+        }
+        slot
+    }
+
     /// Makes column j resident; returns its slot and whether it must be computed.
     fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
         let (slot, hit) = self.cache.get_or_assign(j, pinned);

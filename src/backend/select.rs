@@ -134,38 +134,11 @@ pub fn select_lowest_bounded_par(
 }
 
 /// Offers `keep` the pairs (v, i0 + position) of `part` with v ≤ t, eight values at a time;
-/// every pair when t is NaN. Either way a block is skipped when none of its values can still
-/// be kept: none at or below the kept pairs' threshold (and, when every pair is offered, none
-/// a NaN, which the total order may place anywhere).
+/// every pair when t is NaN ([`Keep::offer_members`] with every bit set: a block none of whose
+/// values can still be kept is skipped by one test).
 fn offer_below(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
-    if t.is_nan() {
-        offer::<true>(part, i0, f64::INFINITY, keep);
-    } else {
-        offer::<false>(part, i0, t, keep);
-    }
-}
-
-/// [`offer_below`]: with `EVERY`, NaNs offered too.
-fn offer<const EVERY: bool>(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
-    // v ≤ t, or (offering every pair) v ≤ t or NaN: one comparison either way.
-    let passes = |v: f64, t: f64| if EVERY { !(v > t) } else { v <= t };
-    let mut blocks = part.chunks_exact(8);
-    for (b, blk) in (&mut blocks).enumerate() {
-        // The block test uses the tighter of the bound and the kept pairs' threshold.
-        let t = t.min(keep.threshold());
-        if blk.iter().fold(false, |any, &v| any | passes(v, t)) {
-            for (&v, i) in blk.iter().zip(i0 + 8 * b..) {
-                if passes(v, t) {
-                    keep.push((v, i));
-                }
-            }
-        }
-    }
-    let r0 = i0 + part.len() - blocks.remainder().len();
-    for (&v, i) in blocks.remainder().iter().zip(r0..) {
-        if passes(v, t.min(keep.threshold())) {
-            keep.push((v, i));
-        }
+    for (b, blk) in part.chunks(8).enumerate() {
+        keep.offer_members(blk, u8::MAX, i0 + 8 * b, t);
     }
 }
 

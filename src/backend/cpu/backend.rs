@@ -172,13 +172,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn column_entries(&mut self, j: usize, idx: &[usize], out: &mut [f64]) -> Result<()> {
-        let key = self.key(j);
-        let (slot, miss) = self.resolve(key, None);
-        if miss {
-            self.load_query(0, j);
-            self.compute_only(&[(slot, j, 0)]);
-            self.fresh = key;
-        }
+        let slot = self.column_slot(j);
         self.read_entries(slot, j, idx, out);
         Ok(())
     }
@@ -287,13 +281,7 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
                     out,
                 );
             }
-            let key = self.key(s);
-            let (slot, miss) = self.resolve(key, None);
-            if miss {
-                self.load_query(0, s);
-                self.compute_only(&[(slot, s, 0)]);
-                self.fresh = key;
-            }
+            let slot = self.column_slot(s);
             if self.diag.len() != self.len() {
                 self.diag = (0..self.len()).map(|i| self.q_diag(i)).collect();
             }
