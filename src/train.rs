@@ -123,18 +123,18 @@ impl Default for TrainParams {
 }
 
 impl TrainParams {
-    /// These settings with every choice left unset decided for the run — in one process or
-    /// across ranks (`ranks`), with randomized iterations or not: the algorithm
+    /// These settings with every choice left unset decided for the run — with randomized
+    /// iterations or not, in one process or across ranks alike: the algorithm
     /// ([`Algorithm::default_for`]), its relative tolerance ([`Algorithm::default_rel_eps`])
     /// and the columns' precision ([`Algorithm::default_precision`]). The one place these
     /// defaults are decided: [`train`] and every other entry resolve through it, and the
     /// command line and the Python package leave to it what their users leave unset.
-    pub fn resolved(&self, ranks: bool) -> TrainParams {
+    pub fn resolved(&self) -> TrainParams {
         let mut p = self.clone();
         let alg = self
             .solver
             .algorithm
-            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0, ranks));
+            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0));
         p.solver.algorithm = Some(alg);
         p.solver.rel_eps = Some(self.solver.rel_eps.unwrap_or_else(|| alg.default_rel_eps()));
         p.cpu.precision = Some(
@@ -145,11 +145,11 @@ impl TrainParams {
         p
     }
 
-    /// The algorithm this run trains with ([`resolved`](Self::resolved) in one process).
+    /// The algorithm this run trains with (as [`resolved`](Self::resolved) decides it).
     pub fn algorithm(&self) -> Algorithm {
         self.solver
             .algorithm
-            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0, false))
+            .unwrap_or_else(|| Algorithm::default_for(self.sample > 0))
     }
 
     /// The sampled iterations' settings (`--sample`; the safeguard of two extra draws of
@@ -159,7 +159,7 @@ impl TrainParams {
             sample: self.sample,
             seed: self.solver.seed,
             eps: self.solver.eps,
-            rel_eps: self.resolved(false).solver.rel_eps(),
+            rel_eps: self.resolved().solver.rel_eps(),
             extra_draws: 2,
             stop: self.solver.stop,
         }
@@ -255,14 +255,9 @@ impl TrainParams {
     /// iterations or one-class training for sparse FW and SimpleSVM, the MEB rule for
     /// SimpleSVM). What depends on the data (the number of sample weights, two classes, γ
     /// auto, the kernel one-class needs) is checked when training reaches it. The settings
-    /// come back [`resolved`](Self::resolved) for a run in one process.
+    /// come back [`resolved`](Self::resolved), for a run in one process or across ranks.
     pub fn check(&self) -> Result<Checked> {
-        self.check_for(false)
-    }
-
-    /// [`check`](Self::check) for a run in one process or across ranks (`ranks`).
-    pub fn check_for(&self, ranks: bool) -> Result<Checked> {
-        let resolved = self.resolved(ranks);
+        let resolved = self.resolved();
         resolved.check_resolved()?;
         Ok(Checked(resolved))
     }

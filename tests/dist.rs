@@ -106,6 +106,7 @@ fn same(tag: &str, one: &Run, many: &Run) {
 fn every_variant_takes_the_single_process_steps_on_p_ranks() {
     for (name, sparse, kernel, c) in [
         ("dense rbf", false, Kernel::Rbf { gamma: 0.7 }, 3.0),
+        ("sparse rbf", true, Kernel::Rbf { gamma: 0.7 }, 3.0),
         (
             "sparse poly",
             true,
@@ -119,9 +120,10 @@ fn every_variant_takes_the_single_process_steps_on_p_ranks() {
     ] {
         let ds = random_dataset(240, 5, sparse, 17);
         let full = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
-        for alg in Algorithm::FW
-            .into_iter()
-            .chain([Algorithm::Cvm, Algorithm::SparseFw])
+        for alg in
+            Algorithm::FW
+                .into_iter()
+                .chain([Algorithm::Ws, Algorithm::Cvm, Algorithm::SparseFw])
         {
             // Plain FW needs many iterations for a tight gap; the cap keeps each run short (the
             // iterates are compared at every step whatever stops the run).
@@ -233,6 +235,8 @@ fn the_distributed_model_is_the_single_process_model() {
     use fwsvm::train::{TrainParams, train};
     let dir = common::tempdir();
     for (sparse, alg, sample) in [
+        (false, Algorithm::Ws, 0),
+        (true, Algorithm::Ws, 0),
         (false, Algorithm::Partan, 0),
         (true, Algorithm::Swap, 0),
         (false, Algorithm::Mfw, 60),
@@ -277,34 +281,71 @@ fn the_distributed_model_is_the_single_process_model() {
     }
 }
 
-/// The working-set solver over rows split across ranks is refused by every rank with a
-/// parameter error (it runs in one process), not a panic.
+/// The working-set solver by rounds over ranks (a problem of more than
+/// [`fwsvm::solver::rounds::WS_MIN_POINTS`] points, which one process solves by rounds after
+/// a warm start): the ranks warm-start as one process does (the same subsample, solved to the
+/// same support), and every rank ends with the same α, converged, at the optimum of one
+/// process within the certified gaps (one process estimates the extension's margins in f32,
+/// the ranks in f64, so the iterates that follow are not one process's to the bit).
 #[test]
-fn ws_over_ranks_is_refused_by_every_rank() {
-    use fwsvm::train::TrainParams;
-    let ds = random_dataset(120, 4, false, 5);
+fn ws_by_rounds_over_ranks_reaches_the_single_process_optimum() {
+    use fwsvm::train::{TrainParams, train};
+    let ds = random_dataset(fwsvm::solver::rounds::WS_MIN_POINTS + 2000, 3, false, 9);
     let params = TrainParams {
-        solver: SolverParams {
-            algorithm: Some(Algorithm::Ws),
-            ..Default::default()
-        },
+        c: 2.0,
         ..Default::default()
     };
-    let errors = on_threads(2, |comm| {
+    let (_, one) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    let one = &one[0].result;
+    let (f1, gap1) = (one.certified_f.unwrap(), one.certified_gap.unwrap());
+    let runs = on_threads(2, |comm| {
         let (local, slice) = slice_of(&ds, comm, None);
-        fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
-            .err()
-            .map(|e| (e.is_user_error(), e.to_string()))
+        let (_, r) =
+            fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap();
+        r.into_iter().next().unwrap()
     });
-    for e in errors {
-        let (user, text) = e.expect("ws over ranks refused");
-        assert!(user && text.contains("runs in one process"), "{text}");
+    let w1 = one.warm.expect("one process warm-starts");
+    for r in &runs {
+        assert_eq!(r.stop, fwsvm::solver::StopReason::Converged);
+        let w = r.warm.expect("the ranks warm-start");
+        assert_eq!(
+            (
+                w.points,
+                w.ratio,
+                w.sub_support,
+                w.half_support,
+                w.iterations
+            ),
+            (
+                w1.points,
+                w1.ratio,
+                w1.sub_support,
+                w1.half_support,
+                w1.iterations
+            ),
+            "the subsample's solve"
+        );
+        assert_eq!(w.sub_f.to_bits(), w1.sub_f.to_bits(), "the subsample's f");
+        assert!(
+            w.support.abs_diff(w1.support) * 100 <= w1.support,
+            "support {} against {}",
+            w.support,
+            w1.support
+        );
+        assert_eq!(r.alpha.indices(), runs[0].alpha.indices(), "every rank's α");
+        assert_eq!(r.alpha.weights(), runs[0].alpha.weights(), "every rank's α");
+        let (f, gap) = (r.certified_f.unwrap(), r.certified_gap.unwrap());
+        // f − f* ≤ gap for each: their difference is within the larger gap.
+        assert!(
+            (f - f1).abs() <= gap.max(gap1),
+            "f {f} against {f1}, gaps {gap}, {gap1}"
+        );
     }
 }
 
 /// One-versus-one over ranks: each class pair trained over all ranks on its rows, or the pairs
 /// dealt to ranks whole; the model file equals one process's (three classes, one of them
-/// weighted).
+/// weighted), with PARTAN and with the working-set solver.
 #[test]
 fn one_versus_one_over_ranks_is_the_single_process_model() {
     use fwsvm::train::{TrainParams, train};
@@ -322,55 +363,62 @@ fn one_versus_one_over_ranks_is_the_single_process_model() {
             9.0
         };
     }
-    let params = TrainParams {
-        c: 2.0,
-        class_weights: vec![(5.0, 2.0)],
-        cpu: F64,
-        solver: SolverParams {
-            algorithm: Some(Algorithm::Partan),
-            eps: 1e-5,
+    for alg in [Algorithm::Partan, Algorithm::Ws] {
+        let params = TrainParams {
+            c: 2.0,
+            class_weights: vec![(5.0, 2.0)],
+            cpu: F64,
+            solver: SolverParams {
+                algorithm: Some(alg),
+                eps: 1e-5,
+                ..Default::default()
+            },
             ..Default::default()
-        },
-        ..Default::default()
-    };
-    let (one, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
-    assert_eq!(reports.len(), 3, "three class pairs");
-    let one_path = dir.path().join("one.model");
-    one.save(&one_path).unwrap();
-    let expected = std::fs::read(&one_path).unwrap();
-    for ranks in [2, 3] {
-        let models = on_threads(ranks, |comm| {
-            let (local, slice) = slice_of(&ds, comm, None);
-            fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
-                .unwrap()
-                .0
-        });
-        for (r, m) in models.iter().enumerate() {
-            same_file(dir.path(), m, &expected, &format!("rank {r} of {ranks}"));
+        };
+        let (one, reports) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+        assert_eq!(reports.len(), 3, "three class pairs");
+        let one_path = dir.path().join("one.model");
+        one.save(&one_path).unwrap();
+        let expected = std::fs::read(&one_path).unwrap();
+        for ranks in [2, 3] {
+            let models = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, None);
+                fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+                    .unwrap()
+                    .0
+            });
+            for (r, m) in models.iter().enumerate() {
+                same_file(
+                    dir.path(),
+                    m,
+                    &expected,
+                    &format!("{alg}, rank {r} of {ranks}"),
+                );
+            }
         }
-    }
-    // The pairs dealt to ranks whole (every rank holding all rows): the same file, and each
-    // pair's report (iterations, certified gap, α) as one process's.
-    for ranks in [2, 4] {
-        let got = on_threads(ranks, |comm| {
-            let (local, slice) = slice_of(&ds, comm, None);
-            let all = fwsvm::dist::plan::gather_dataset(comm, &local, &slice).unwrap();
-            fwsvm::dist::train::train_pairs_dealt(comm, &all, &params).unwrap()
-        });
-        for (r, (m, reps)) in got.iter().enumerate() {
-            same_file(
-                dir.path(),
-                m,
-                &expected,
-                &format!("dealt, rank {r} of {ranks}"),
-            );
-            for (a, b) in reports.iter().zip(reps) {
-                assert_eq!(a.classes, b.classes);
-                assert_eq!(a.result.iterations, b.result.iterations);
-                assert_eq!(a.result.certified_gap, b.result.certified_gap);
-                assert_eq!(a.result.stop, b.result.stop);
-                assert_eq!(a.result.alpha.indices(), b.result.alpha.indices());
-                assert_eq!(a.result.alpha.weights(), b.result.alpha.weights());
+        // The pairs dealt to ranks whole (every rank holding all rows): the same file, and each
+        // pair's report (iterations, certified gap, α) as one process's.
+        for ranks in [2, 4] {
+            let got = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, None);
+                let all = fwsvm::dist::plan::gather_dataset(comm, &local, &slice).unwrap();
+                fwsvm::dist::train::train_pairs_dealt(comm, &all, &params).unwrap()
+            });
+            for (r, (m, reps)) in got.iter().enumerate() {
+                same_file(
+                    dir.path(),
+                    m,
+                    &expected,
+                    &format!("{alg}, dealt, rank {r} of {ranks}"),
+                );
+                for (a, b) in reports.iter().zip(reps) {
+                    assert_eq!(a.classes, b.classes);
+                    assert_eq!(a.result.iterations, b.result.iterations);
+                    assert_eq!(a.result.certified_gap, b.result.certified_gap);
+                    assert_eq!(a.result.stop, b.result.stop);
+                    assert_eq!(a.result.alpha.indices(), b.result.alpha.indices());
+                    assert_eq!(a.result.alpha.weights(), b.result.alpha.weights());
+                }
             }
         }
     }
@@ -762,7 +810,13 @@ fn repeated_rows_over_ranks_are_the_single_process_model() {
             full.distinct_rows().is_some(),
             "one process groups the repeats"
         );
-        for (alg, shrink) in [(Algorithm::Partan, false), (Algorithm::Swap, true)] {
+        // The working-set solver merges the repeats first (its rounds over ranks are not one
+        // process's to the bit: `ws_by_rounds_over_ranks_reaches_the_single_process_optimum`).
+        for (alg, shrink) in [
+            (Algorithm::Partan, false),
+            (Algorithm::Swap, true),
+            (Algorithm::Ws, false),
+        ] {
             let params = TrainParams {
                 c: 2.0,
                 gamma: fwsvm::train::Gamma::Value(1.0),

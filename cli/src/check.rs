@@ -187,7 +187,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let gpu_precision = o.precision();
     let grad_tol = gradient_tolerance(&args, gpu_precision)?;
     // One process: the library decides what the options leave unset, once for both runs.
-    let cpu_params = o.params(Device::Cpu).resolved(false);
+    let cpu_params = o.params(Device::Cpu).resolved();
     if cpu_params.sample > 0 {
         return Err(Error::param(
             "fwsvm check compares the full-gradient backends; --sample is not supported by it yet"
@@ -199,7 +199,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             certify: true,
             ..cpu_params.solver.clone()
         },
-        ..o.params(gpu_device.clone()).resolved(false)
+        ..o.params(gpu_device.clone()).resolved()
     };
     let cpu_params = TrainParams {
         solver: gpu_params.solver.clone(),

@@ -271,7 +271,7 @@ impl Search {
             )));
         }
         let o = &a.opts;
-        let decided = base.resolved(super::train::launched_by_mpirun());
+        let decided = base.resolved();
         let settings = format!(
             "algorithm={} kernel={:?} degree={} coef0={} eps={} rel_eps={} sample={} folds={} \
              seed={}",
@@ -414,7 +414,6 @@ fn point_params(base: &TrainParams, lc: f64, lg: Option<f64>) -> TrainParams {
 pub fn run(a: GridArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
     if super::train::launched_by_mpirun() {
-        a.opts.refuse_ws_over_ranks()?;
         return run_distributed(a);
     }
     super::train::refuse_mpirun_without_mpi("grid")?;

@@ -222,7 +222,6 @@ fn cross_validation(
 pub fn run(args: TrainArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
     if launched_by_mpirun() {
-        args.opts.refuse_ws_over_ranks()?;
         return distributed::run_distributed(args);
     }
     refuse_mpirun_without_mpi("train")?;

@@ -9,10 +9,6 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The algorithm mpirun trains with by default (ws, the default of one process, does not run
-/// over ranks): the single-process runs the ranks must reproduce name it.
-const MPIRUN_DEFAULT: [&str; 2] = ["-a", "partan"];
-
 /// `target/<profile>/examples/mpi_check`, built by `cargo test --features mpi`.
 fn check_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
@@ -273,6 +269,7 @@ fn train_under_mpirun_writes_the_single_process_model() {
     std::fs::write(&commented, comment + &rows_text).unwrap();
     for data in [&heart, &plain, &sparse_path, &commented] {
         for run in [
+            &[][..],
             &["-a", "partan"][..],
             &["-a", "swap"][..],
             &["-a", "cvm"][..],
@@ -285,11 +282,6 @@ fn train_under_mpirun_writes_the_single_process_model() {
             let one = dir.path().join(format!("one{tag}.model"));
             let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
                 .args(["train", "-q", "--precision", "f64"])
-                .args(if run.contains(&"-a") {
-                    &[][..]
-                } else {
-                    &MPIRUN_DEFAULT[..]
-                })
                 .args(run)
                 .arg(data)
                 .arg(&one)
@@ -358,7 +350,6 @@ fn cross_validation_under_mpirun() {
     let heart = common::repo_root().join("data/heart_scale.xz");
     let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "-v", "5", "--precision", "f64"])
-        .args(MPIRUN_DEFAULT)
         .arg(&heart)
         .output()
         .unwrap();
@@ -429,7 +420,6 @@ fn grid_under_mpirun() {
     let one = dir.path().join("one.csv");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(grid(&one))
-        .args(MPIRUN_DEFAULT)
         .output()
         .unwrap();
     assert!(st.status.success(), "{st:?}");
@@ -510,7 +500,6 @@ fn a_gpu_per_rank_under_mpirun() {
             "-e",
             "0.01",
         ])
-        .args(MPIRUN_DEFAULT)
         .arg(&small)
         .arg(&one)
         .output()
@@ -546,9 +535,10 @@ fn a_gpu_per_rank_under_mpirun() {
 
 /// `mpirun -np 2|4 fwsvm train --backend gpu --precision f64` with no `--device` on a machine
 /// with one adapter (lavapipe in CI, listed under Vulkan and GL): every rank takes the Vulkan
-/// one (the GL one has no f64) and says so, and the model is the single-process f64 model
-/// within 1e-9 relative in every number (the device's αᵀg partial sums are added in another
-/// order across ranks, so the last digits may differ; docs/GUIDE.md, MPI).
+/// one (the GL one has no f64) and says so. With the default solver (ws) the model file is the
+/// single-process one byte for byte; with PARTAN every number is within 1e-9 relative (the
+/// device's αᵀg partial sums are added in another order across ranks, so the last digits may
+/// differ; docs/GUIDE.md, MPI).
 #[cfg(feature = "gpu")]
 #[test]
 fn ranks_share_one_gpu_without_device() {
@@ -567,21 +557,25 @@ fn ranks_share_one_gpu_without_device() {
     }
     let dir = common::tempdir();
     let heart = common::repo_root().join("data/heart_scale.xz");
-    let opts = [
-        "--backend",
-        "gpu",
-        "--precision",
-        "f64",
-        "-a",
-        "partan",
-        "-c",
-        "10",
-    ];
+    for partan in [false, true] {
+        let mut opts = vec!["--backend", "gpu", "--precision", "f64", "-c", "10"];
+        if partan {
+            opts.extend(["-a", "partan"]);
+        }
+        same_model_on_shared_gpu(&dir, &heart, &opts, partan);
+    }
+}
+
+/// Trains `data` with `opts` in one process and under `mpirun -np 2` and `-np 4` on the one
+/// adapter, and compares the model files: byte for byte, or within 1e-9 relative where
+/// `close` is set.
+#[cfg(feature = "gpu")]
+fn same_model_on_shared_gpu(dir: &tempfile::TempDir, data: &Path, opts: &[&str], close: bool) {
     let one = dir.path().join("one.model");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q"])
         .args(opts)
-        .arg(&heart)
+        .arg(data)
         .arg(&one)
         .output()
         .unwrap();
@@ -592,7 +586,7 @@ fn ranks_share_one_gpu_without_device() {
         let logs = dir.path().join(format!("logs{np}"));
         let mut args: Vec<&std::ffi::OsStr> = vec!["train".as_ref()];
         args.extend(opts.iter().map(|s| -> &std::ffi::OsStr { s.as_ref() }));
-        args.push(heart.as_os_str());
+        args.push(data.as_os_str());
         args.push(many.as_os_str());
         let Some(out) = fwsvm_under_mpirun_logged(np, &args, Some(&logs)) else {
             return;
@@ -606,6 +600,10 @@ fn ranks_share_one_gpu_without_device() {
             );
         }
         let got = std::fs::read_to_string(&many).unwrap();
+        if !close {
+            assert_eq!(got, want, "-np {np}, {opts:?}");
+            continue;
+        }
         assert_eq!(got.lines().count(), want.lines().count(), "-np {np}");
         for (g, w) in got.lines().zip(want.lines()) {
             let (gt, wt): (Vec<&str>, Vec<&str>) = (
@@ -655,7 +653,6 @@ fn one_versus_one_under_mpirun() {
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "--precision", "f64", "--trace"])
         .arg(&one_trace)
-        .args(MPIRUN_DEFAULT)
         .arg(&three)
         .arg(&one)
         .output()
@@ -715,7 +712,6 @@ fn one_versus_one_under_mpirun() {
     let one_b = dir.path().join("one-b.model");
     let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "-b", "1", "--precision", "f64"])
-        .args(MPIRUN_DEFAULT)
         .arg(&three)
         .arg(&one_b)
         .output()
@@ -766,7 +762,6 @@ fn test_file_and_trace_under_mpirun() {
     let one = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(["train", "-q", "--precision", "f64", "--trace"])
         .arg(&t1)
-        .args(MPIRUN_DEFAULT)
         .arg("--test")
         .arg(&heart)
         .arg(&heart)
@@ -806,7 +801,7 @@ fn test_file_and_trace_under_mpirun() {
             .collect()
     };
     let trace = without_seconds(&t1);
-    assert!(trace.len() > 100, "{} lines", trace.len());
+    assert!(trace.len() > 20, "{} lines", trace.len());
     assert_eq!(without_seconds(&t2), trace);
 }
 
@@ -828,11 +823,21 @@ fn repeated_rows_under_mpirun_write_the_single_process_model() {
     let mut f = std::fs::File::create(&path).unwrap();
     fwsvm::data::write_libsvm(&mut f, &repeated).unwrap();
     drop(f);
-    let common_args = ["train", "-q", "--precision", "f64", "--shrink", "-c", "4"];
+    // PARTAN: the working-set solver merges the repeats instead of grouping them.
+    let common_args = [
+        "train",
+        "-q",
+        "--precision",
+        "f64",
+        "--shrink",
+        "-c",
+        "4",
+        "-a",
+        "partan",
+    ];
     let one = dir.path().join("one.model");
     let out = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
         .args(common_args)
-        .args(MPIRUN_DEFAULT)
         .arg(&path)
         .arg(&one)
         .output()
@@ -878,8 +883,14 @@ fn partial_sums_under_mpirun() {
     assert!(String::from_utf8_lossy(&one.stderr).contains("--partial-sums combines the sums"));
     assert!(!model.exists());
     let per_iteration = |extra: &[&str]| -> Option<(f64, f64)> {
-        let mut args: Vec<&std::ffi::OsStr> =
-            vec!["train".as_ref(), "--threads".as_ref(), "1".as_ref()];
+        // PARTAN, whose traffic per iteration is the reduction the partial sums shrink.
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "train".as_ref(),
+            "--threads".as_ref(),
+            "1".as_ref(),
+            "-a".as_ref(),
+            "partan".as_ref(),
+        ];
         args.extend(extra.iter().map(std::ffi::OsStr::new));
         args.extend([path.as_os_str(), model.as_os_str()]);
         let out = fwsvm_under_mpirun(2, &args)?;

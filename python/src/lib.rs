@@ -205,7 +205,7 @@ fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceR
         backend,
         device,
         precision: precision(opts)?,
-        default_precision: p.resolved(false).cpu.precision(),
+        default_precision: p.resolved().cpu.precision(),
         cache_bytes: Some(p.cpu.cache_bytes),
         local_rank: None,
     })

@@ -393,7 +393,8 @@ pub fn away_candidates_by_gathers<B: Backend + ?Sized>(
     if sc.diag.len() != m {
         sc.diag = (0..m).map(|i| be.q_diag(i)).collect();
     }
-    let (diag, q_ss) = (&sc.diag, sc.diag[s]);
+    // Q_ss from the backend itself: s may be a column of a point outside its rows.
+    let (diag, q_ss) = (&sc.diag, be.q_diag(s));
     sc.score.clear();
     sc.score.extend(
         sc.g.iter()

@@ -49,6 +49,33 @@ pub struct DistBackend<'a> {
     own: Vec<usize>,
     pos: Vec<usize>,
     part: Vec<f64>,
+    /// The hints every rank reports: its local backend's, combined over the ranks (the
+    /// smallest column capacity, the largest working-set floor, local entries where every
+    /// rank's are), so that every rank's solver sizes its working sets alike.
+    hints: crate::backend::Hints,
+    /// α over this rank's rows, the local candidates of a selection and the merged buffer.
+    own_alpha: ActiveSet,
+    cands: Vec<(f64, usize)>,
+    merged: Vec<f64>,
+    local_w: Vec<usize>,
+}
+
+/// The column capacity one process would report from the ranks' capacities `cap` over their
+/// `rows`: every point's column where each rank holds a column per row of its own (columns
+/// computed where they are used), else the least rank's cache scaled from its rows to all of
+/// them (a cache of the same bytes holds that many columns of every row; the working set's q,
+/// which this caps, is then one process's up to that rounding).
+fn column_capacity(cap: &[u64], rows: &[u64]) -> usize {
+    let total: u64 = rows.iter().sum();
+    // A rank without rows holds no column of anyone's: it bounds nothing.
+    let held = || cap.iter().zip(rows).filter(|&(_, &n)| n > 0);
+    if held().all(|(&c, &n)| c == n) {
+        return total as usize;
+    }
+    held()
+        .map(|(&c, &n)| (c as u128 * n as u128 / total as u128).min(c as u128) as u64)
+        .min()
+        .unwrap_or(0) as usize
 }
 
 impl<'a> DistBackend<'a> {
@@ -60,6 +87,18 @@ impl<'a> DistBackend<'a> {
         local: Box<dyn Local + 'a>,
         slice: RowSlice,
     ) -> Result<Self> {
+        let h = local.hints();
+        let all = |v: u64| -> Result<Vec<u64>> { comm.gather_all(v) };
+        let cap = all(h.column_capacity.min(u64::MAX as usize) as u64)?;
+        let rows = all(local.len() as u64)?;
+        let floor = all(h.ws_floor as u64)?;
+        let entries = all(u64::from(h.entries_are_local))?;
+        let hints = crate::backend::Hints {
+            partial_sums: false,
+            column_capacity: column_capacity(&cap, &rows),
+            ws_floor: floor.iter().copied().max().unwrap_or(0) as usize,
+            entries_are_local: entries.iter().all(|&e| e != 0),
+        };
         Ok(DistBackend {
             comm,
             local,
@@ -75,7 +114,46 @@ impl<'a> DistBackend<'a> {
             own: Vec::new(),
             pos: Vec::new(),
             part: Vec::new(),
+            hints,
+            own_alpha: ActiveSet::new(slice.rows),
+            cands: Vec::new(),
+            merged: Vec::new(),
+            local_w: Vec::new(),
         })
+    }
+
+    /// The `k` lowest (value, global index) pairs over the ranks, ascending (the lower index
+    /// first on ties), from each rank's own `k` lowest in `self.cands` (local indices): the k
+    /// lowest overall are among them, so this is the selection one process makes over all the
+    /// pairs. One `sum` of P·(1 + 3k) numbers, each rank filling its own part (a count, then
+    /// each value as two 32-bit halves of its bits — a sum that adds zeros to them keeps
+    /// every bit, the sign of a zero included — and its index). Collective.
+    fn merge_lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let (p, r) = (self.comm.size(), self.comm.rank());
+        let part = 1 + 3 * k;
+        let buf = &mut self.merged;
+        buf.clear();
+        buf.resize(p * part, 0.0);
+        let mine = &mut buf[r * part..(r + 1) * part];
+        let n = self.cands.len().min(k);
+        mine[0] = n as f64;
+        for (t, &(v, i)) in self.cands[..n].iter().enumerate() {
+            let b = v.to_bits();
+            mine[1 + 3 * t] = (b >> 32) as f64;
+            mine[2 + 3 * t] = (b & 0xffff_ffff) as f64;
+            mine[3 + 3 * t] = (i + self.slice.first) as f64;
+        }
+        self.comm.sum(buf)?;
+        out.clear();
+        for q in 0..p {
+            let at = &buf[q * part..(q + 1) * part];
+            for t in 0..(at[0] as usize).min(k) {
+                let bits = ((at[1 + 3 * t] as u64) << 32) | at[2 + 3 * t] as u64;
+                out.push((f64::from_bits(bits), at[3 + 3 * t] as usize));
+            }
+        }
+        crate::backend::select_lowest(out, k);
+        Ok(())
     }
 
     /// This backend with αᵀg, αᵀg⁻ and the away vertex combined from each rank's part (three
@@ -337,7 +415,7 @@ impl Backend for DistBackend<'_> {
     fn hints(&self) -> crate::backend::Hints {
         crate::backend::Hints {
             partial_sums: self.partial,
-            ..Default::default()
+            ..self.hints
         }
     }
 
@@ -347,6 +425,74 @@ impl Backend for DistBackend<'_> {
 }
 
 impl Columns for DistBackend<'_> {
+    /// Each rank's own k lowest, merged ([`DistBackend::merge_lowest`]). Collective.
+    fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
+        let mut mine = std::mem::take(&mut self.cands);
+        let r = self.local.lowest(k, &mut mine);
+        self.cands = mine;
+        r?;
+        self.merge_lowest(k, out)
+    }
+
+    /// Each rank scores the points of A among its rows from its rows of s's column (s's row
+    /// fetched where it is another rank's) and keeps its k best; the ranks' lists are merged
+    /// ([`DistBackend::merge_lowest`]): the same scores and the same choice as one process.
+    /// Collective.
+    #[allow(clippy::too_many_arguments)]
+    fn away_candidates(
+        &mut self,
+        s: usize,
+        g_s: f64,
+        alpha: &ActiveSet,
+        k: usize,
+        bound: &mut (usize, f64),
+        scratch: &mut crate::backend::AwayScratch,
+        out: &mut Vec<(f64, usize)>,
+    ) -> Result<()> {
+        self.fetch(&[s])?;
+        let ls = self.local_index(s);
+        let first = self.slice.first;
+        self.own_alpha.clear();
+        for (j, a) in alpha.iter() {
+            if self.is_own(j) {
+                self.own_alpha.set(j - first, a);
+            }
+        }
+        let mut mine = std::mem::take(&mut self.cands);
+        let r = self
+            .local
+            .away_candidates(ls, g_s, &self.own_alpha, k, bound, scratch, &mut mine);
+        self.cands = mine;
+        r?;
+        self.merge_lowest(k, out)
+    }
+
+    /// W's rows fetched where they are other ranks', W's columns computed on every rank over
+    /// its own rows (kept for the update that follows), each rank's rows of the block filled
+    /// and the rest 0, one `sum` of the q×q block, and g at W gathered exactly. Returns this
+    /// rank's cache hits. Collective.
+    fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
+        let n = w.len();
+        self.fetch(w)?;
+        let mut lw = std::mem::take(&mut self.local_w);
+        lw.clear();
+        lw.extend(w.iter().map(|&j| self.local_index(j)));
+        let held = self.local.prefetch_columns(&lw)?;
+        self.own_positions(w);
+        out.iter_mut().for_each(|o| *o = 0.0);
+        self.part.resize(self.own.len(), 0.0);
+        for (k, &lj) in lw.iter().enumerate() {
+            self.local.column_entries(lj, &self.own, &mut self.part)?;
+            for (&p, &v) in self.pos.iter().zip(&self.part) {
+                out[k * n + p] = v;
+            }
+        }
+        self.local_w = lw;
+        self.comm.sum(out)?;
+        self.gather(w, g_w)?;
+        Ok(held)
+    }
+
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         self.fetch(js)?;
         let lj: Vec<usize> = js.iter().map(|&j| self.local_index(j)).collect();

@@ -48,6 +48,11 @@
 //! Working-set shrinking runs its rounds over the ranks ([`shrink`]), each rank holding its
 //! own rows' part of every m-vector.
 //!
+//! The working-set solver runs on the same backend: its toward and away candidates are each
+//! rank's own, merged by one sum (`DistBackend`'s `lowest` and `away_candidates`), and W's
+//! block is assembled from each rank's rows of W's columns by one sum (`block`); repeated points
+//! are merged over the ranks first as one process merges them ([`merge`]).
+//!
 //! Sparse FW's marked reductions are two location reductions
 //! ([`backend::DistBackend`]'s `reduce_marked`); a GPU per rank is a local GPU backend with
 //! guests like the CPU's.
@@ -65,6 +70,7 @@ pub mod blocks;
 pub use crate::comm;
 pub mod exchange;
 mod known;
+pub mod merge;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod plan;

@@ -228,7 +228,7 @@ pub fn add_probabilities_run(
         Some(all) => all,
         None => gather_dataset(comm, local, &slice)?,
     };
-    let params = params.resolved(true).with_gamma_of(&model.kernel);
+    let params = params.resolved().with_gamma_of(&model.kernel);
     let (rank, size) = (comm.rank(), comm.size());
     let fitted = crate::train::add_probabilities_dealt(&all, &params, model, &|p| p % size == rank);
     agree(comm, fitted)?;

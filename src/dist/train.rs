@@ -96,7 +96,7 @@ pub fn train_model_observed(
     observers: &mut [&mut dyn Observer],
     per_pair: PairObservers<'_>,
 ) -> Result<(Model, Vec<SolveResult>)> {
-    let params = params.check_for(true)?;
+    let params = params.check()?;
     let alg = params.solver.algorithm();
     let own_weights = rank_weights(&params, slice)?;
     if params.one_class {
@@ -133,6 +133,28 @@ pub fn train_model_observed(
                 .iter()
                 .map(|&l| if class_of(l) == a { 1.0 } else { -1.0 })
                 .collect();
+            let weights: Option<Vec<f64>> = own_weights.as_ref().map(|w| {
+                if k == 2 {
+                    w.clone()
+                } else {
+                    rows.iter().map(|&i| w[i]).collect()
+                }
+            });
+            // Repeated points merged over all ranks where one process merges them.
+            let merged = if params.merges_duplicates() {
+                super::merge::merge_over_ranks(comm, data, &y, weights.as_deref())?
+            } else {
+                None
+            };
+            let (kept, msub, y, weights, pair_slice) = match merged {
+                Some(g) => {
+                    let y = g.rows.iter().map(|&i| y[i]).collect();
+                    let sub = data.subset(&g.rows);
+                    (g.rows, Some(sub), y, Some(g.weights), g.slice)
+                }
+                None => ((0..data.len()).collect(), None, y, weights, pair_slice),
+            };
+            let data = msub.as_ref().unwrap_or(data);
             // Repeated rows grouped on every rank exactly when one process would group them.
             let group = super::backend::grouping_over_ranks(comm, data)?;
             let mut prob = alg
@@ -142,12 +164,8 @@ pub fn train_model_observed(
                     params.class_weight_of(labels[b]),
                 )?
                 .with_distinct_rows(group);
-            if let Some(w) = &own_weights {
-                prob = prob.with_row_weights(if k == 2 {
-                    w.clone()
-                } else {
-                    rows.iter().map(|&i| w[i]).collect()
-                })?;
+            if let Some(w) = weights {
+                prob = prob.with_row_weights(w)?;
             }
             let info = crate::train::PairInfo {
                 index: results.len(),
@@ -163,7 +181,10 @@ pub fn train_model_observed(
             let mut pair_starts: Vec<usize> = pair_firsts.iter().map(|&f| f as usize).collect();
             pair_starts.push(pair_slice.total);
             let sv: Vec<usize> = result.alpha.indices().to_vec();
-            let global = |i: usize| (slice.first + if k == 2 { i } else { rows[i] }) as f64;
+            let global = |i: usize| {
+                let i = kept[i];
+                (slice.first + if k == 2 { i } else { rows[i] }) as f64
+            };
             let got = exchange_rows(comm, data, pair_slice.first, &pair_starts, &sv, &|i| {
                 [prob.y[i], global(i)]
             })?;
@@ -282,18 +303,11 @@ fn solve_over_ranks(
     params: &TrainParams,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
-    // The working-set solver selects and solves its blocks over rows held in one process;
-    // every rank refuses it alike (the same parameters), before any collective.
-    if params.solver.algorithm() == Algorithm::Ws {
-        return Err(Error::param(
-            "algorithm ws runs in one process; across ranks choose another algorithm (partan, \
-             their default, swap2, cvm, …)"
-                .into(),
-        ));
-    }
+    // By rounds where one process takes them (the working-set solver from fewer points).
     let shrinking = params.sample == 0
-        && crate::solver::shrink::applies_to(params.solver.algorithm())
-        && params.shrink.is_some_and(|sp| slice.total >= sp.min_points);
+        && params
+            .shrink
+            .is_some_and(|sp| sp.applies(params.solver.algorithm(), slice.total));
     if shrinking {
         let sp = params.shrink.unwrap_or_default();
         return super::shrink::solve(
@@ -409,7 +423,7 @@ pub fn cross_validate(
     k: usize,
     seed: u64,
 ) -> Result<Vec<FoldResult>> {
-    let params = &params.resolved(true);
+    let params = &params.resolved();
     params.check()?;
     let m = slice.total;
     if k < 2 || k > m {
@@ -519,7 +533,7 @@ pub fn cross_validate_tasks(
             }
             let r = crate::train::cross_validate_folds(
                 all,
-                &params.resolved(true),
+                &params.resolved(),
                 k,
                 seed,
                 &mut |_, _| Vec::new(),
@@ -571,7 +585,7 @@ pub fn train_pairs_dealt_observed(
     params: &TrainParams,
     per_pair: PairObservers<'_>,
 ) -> Result<(Model, Vec<crate::train::PairReport>)> {
-    let params = &params.resolved(true);
+    let params = &params.resolved();
     let (rank, size) = (comm.rank(), comm.size());
     let share =
         |own: Result<Vec<crate::train::PairOutcome>>| -> Result<Vec<crate::train::PairOutcome>> {

@@ -50,10 +50,10 @@ pub enum Algorithm {
     /// SWAP with the second-order choice of the away vertex.
     Swap2,
     /// PARTAN-accelerated FW (the papers' method and settings; the default for randomized
-    /// iterations and under mpirun: [`Algorithm::default_for`]).
+    /// iterations: [`Algorithm::default_for`]).
     Partan,
     /// Working-set FW: SWAP-2o steps on a block of q batched kernel columns per iteration
-    /// (the default in one process: [`Algorithm::default_for`]).
+    /// (the default: [`Algorithm::default_for`]).
     Ws,
     /// Core Vector Machine (Bădoiu–Clarkson core sets with inner pairwise solves).
     Cvm,
@@ -90,12 +90,12 @@ impl Algorithm {
     ];
 
     /// The algorithm a run gets when its caller names none — the one place this default is
-    /// decided, for the library, the command line and the Python package alike: ws in one
-    /// process; PARTAN, the papers' method, for randomized iterations (`sampled`: ws chooses
-    /// its working set from the whole gradient, which a sample does not keep) and across
-    /// ranks (`ranks`: ws runs in one process).
-    pub fn default_for(sampled: bool, ranks: bool) -> Algorithm {
-        if sampled || ranks {
+    /// decided, for the library, the command line and the Python package alike, in one
+    /// process and across ranks: ws; PARTAN, the papers' method, for randomized iterations
+    /// (`sampled`: ws chooses its working set from the whole gradient, which a sample does
+    /// not keep).
+    pub fn default_for(sampled: bool) -> Algorithm {
+        if sampled {
             Algorithm::Partan
         } else {
             Algorithm::Ws
@@ -290,7 +290,7 @@ impl SolverParams {
     /// (PARTAN is what training picks there).
     pub fn algorithm(&self) -> Algorithm {
         self.algorithm
-            .unwrap_or_else(|| Algorithm::default_for(false, false))
+            .unwrap_or_else(|| Algorithm::default_for(false))
     }
 
     /// The relative tolerance: the one named, else the algorithm's default.

@@ -155,7 +155,7 @@ pub(crate) fn run(
 }
 
 /// The exact g of α's points, in α's order (each from its owner). Collective.
-fn gather_active(
+pub(crate) fn gather_active(
     comm: &dyn Comm,
     alpha: &ActiveSet,
     slice: &RowSlice,
@@ -179,7 +179,7 @@ fn gather_active(
 /// The `k` lowest (value, global index) over every process's candidates `mine` (this
 /// process's, global indices), under value-then-index order: the same `k` one process selects
 /// from all of them. Returns the chosen global indices that are this process's. Collective.
-fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<usize>> {
+pub(crate) fn lowest(comm: &dyn Comm, mut mine: Vec<(f64, usize)>, k: usize) -> Result<Vec<usize>> {
     let order = |a: &(f64, usize), b: &(f64, usize)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
     // Only this process's k lowest can be among the k lowest of all.
     if mine.len() > k && k > 0 {
@@ -288,7 +288,7 @@ fn from_owners(
 
 /// This process's `rows` of a round's W as a slice of W's rows over all processes.
 /// Collective.
-fn round_slice(comm: &dyn Comm, rows: usize) -> Result<RowSlice> {
+pub(crate) fn round_slice(comm: &dyn Comm, rows: usize) -> Result<RowSlice> {
     let counts = comm.gather_all(rows as u64)?;
     Ok(RowSlice {
         first: counts[..comm.rank()].iter().map(|&c| c as usize).sum(),

@@ -31,30 +31,39 @@ pub use super::rounds::{SHRINK_MIN_POINTS, ShrinkParams, ShrinkStats, WS_MIN_POI
 use super::{Observer, SolveResult, SolverParams, StopReason, StopRule, init, solve_from};
 use crate::active::ActiveSet;
 use crate::backend::{Backends, ColumnExport, CpuConfig};
-use crate::comm::RowSlice;
-use crate::comm::SelfComm;
+use crate::comm::{Comm, RowSlice, SelfComm};
 use crate::error::Result;
 use crate::problem::Problem;
 use std::time::Instant;
 
 /// W = the support of α and the points of lowest `est` outside it (ties to the lower index),
-/// `size` points in all (every point when `size` ≥ m).
-fn first_working_set(in_w: &mut [bool], est: &[f64], alpha: &ActiveSet, size: usize) {
-    for &i in alpha.indices() {
-        in_w[i] = true;
+/// `size` points in all over every process (every point when `size` ≥ m); this process's
+/// marks (rows `slice`) in `in_w`. Collective.
+fn first_working_set(
+    comm: &dyn Comm,
+    slice: &RowSlice,
+    in_w: &mut [bool],
+    est: &[f64],
+    alpha: &ActiveSet,
+    size: usize,
+) -> Result<()> {
+    for &j in alpha.indices() {
+        if slice.range().contains(&j) {
+            in_w[j - slice.first] = true;
+        }
     }
-    let mut rest: Vec<(f64, usize)> = (0..est.len())
-        .filter(|&i| !in_w[i])
-        .map(|i| (est[i], i))
-        .collect();
-    let k = size.saturating_sub(alpha.len()).min(rest.len());
+    let k = size.saturating_sub(alpha.len());
     if k == 0 {
-        return;
+        return Ok(());
     }
-    rest.select_nth_unstable_by(k - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    for &(_, i) in &rest[..k] {
-        in_w[i] = true;
+    let rest: Vec<(f64, usize)> = (0..est.len())
+        .filter(|&i| !in_w[i])
+        .map(|i| (est[i], slice.first + i))
+        .collect();
+    for j in super::rounds::lowest(comm, rest, k)? {
+        in_w[j - slice.first] = true;
     }
+    Ok(())
 }
 
 /// One process's rounds: each round's backend built for W's rows (on a GPU, a view of the data
@@ -164,14 +173,16 @@ pub fn solve(
         StopRule::Gap => 0.0,
         StopRule::Meb => super::check_meb_kernel(prob).map(|()| prob.q_diag(0))?,
     };
-    let (alpha, warm, g, in_w) = match starting_point(prob, backends, params, sp, sub)? {
-        Start::Ready(s) => s,
-        Start::Stopped(w) => return Ok(w.stopped_result(start)),
-    };
-    let (warm, fallback) = match warm {
-        Some(w) => (Some(w.stats), Some(w)),
-        None => (None, None),
-    };
+    let mut first = OneStart(super::warm::OneProcess {
+        prob,
+        backends,
+        solve: sub,
+    });
+    let (alpha, warm, g, in_w) =
+        match starting_point(&SelfComm, every_row(m), &mut first, params, sp)? {
+            Start::Ready(s) => s,
+            Start::Stopped(w) => return Ok(w.stopped_result(start)),
+        };
     let mut host = OneProcess {
         prob,
         backends,
@@ -179,7 +190,7 @@ pub fn solve(
         last: None,
         carried: None,
     };
-    let mut result = super::rounds::run(
+    let result = super::rounds::run(
         &SelfComm,
         every_row(m),
         &mut host,
@@ -190,18 +201,26 @@ pub fn solve(
         sp,
         observers,
     )?;
-    result.warm = warm;
-    Ok(match fallback {
+    Ok(with_warm(result, warm))
+}
+
+/// A run's result after its warm start `warm`: reported with it, and the subsample's solution
+/// instead where the run was stopped before it improved on it ([`super::warm::Warm::best_of`]).
+pub(crate) fn with_warm(mut result: SolveResult, warm: Option<super::warm::Warm>) -> SolveResult {
+    match warm {
         Some(w) => w.best_of(result),
-        None => result,
-    })
+        None => {
+            result.warm = None;
+            result
+        }
+    }
 }
 
 /// Where a run by rounds starts: α, the warm start (its report and the subsample's solution
-/// to fall back on), α's gradient on the first W's rows and the first W; or, when the time
-/// limit or a stop request ended the warm start or the first gradient pass, the warm start
-/// alone (the run ends with the subsample's solution).
-enum Start {
+/// to fall back on), α's gradient on this process's rows of the first W and the first W (this
+/// process's marks); or, when the time limit or a stop request ended the warm start or the
+/// first gradient pass, the warm start alone (the run ends with the subsample's solution).
+pub(crate) enum Start {
     Ready((ActiveSet, Option<super::warm::Warm>, Vec<f64>, Vec<bool>)),
     Stopped(super::warm::Warm),
 }
@@ -215,29 +234,90 @@ fn every_row(m: usize) -> RowSlice {
     }
 }
 
-/// The run's start (see [`Start`]): warm-started or from the initial vertex.
-fn starting_point(
-    prob: &Problem<'_>,
-    backends: &dyn Backends,
+/// What a run by rounds needs to find its start ([`starting_point`]) from the process(es)
+/// running it, beyond its warm start's.
+pub(crate) trait StartHost: super::warm::WarmHost {
+    /// The cold start: the initial vertex's α (alike on every process) and its exact gradient
+    /// on this process's rows. Collective.
+    fn cold(&mut self, params: &SolverParams) -> Result<(ActiveSet, Vec<f64>)>;
+    /// α's gradient on this process's `rows` (own numbering, ascending; `total` over all
+    /// processes) into `out`: an estimate in f32 where the screen applies, else exact.
+    /// Collective.
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        total: usize,
+        out: &mut [f64],
+    ) -> Result<()>;
+}
+
+/// One process's start: its warm start, and passes over its own problem.
+struct OneStart<'p, 'a, 's>(super::warm::OneProcess<'p, 'a, 's>);
+
+impl super::warm::WarmHost for OneStart<'_, '_, '_> {
+    fn solve_subset(&mut self, rows: &[usize], params: &SolverParams) -> Result<SolveResult> {
+        self.0.solve_subset(rows, params)
+    }
+
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut [f64]) -> Result<()> {
+        self.0.gradient(alpha, g)
+    }
+
+    fn inv_c(&self, i: usize) -> f64 {
+        self.0.inv_c(i)
+    }
+}
+
+impl StartHost for OneStart<'_, '_, '_> {
+    fn cold(&mut self, params: &SolverParams) -> Result<(ActiveSet, Vec<f64>)> {
+        let prob = self.0.prob;
+        let alpha = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
+        let mut g = vec![0.0; prob.len()];
+        crate::backend::exact::full_gradient(prob, &alpha, &mut g);
+        Ok((alpha, g))
+    }
+
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        _total: usize,
+        out: &mut [f64],
+    ) -> Result<()> {
+        let prob = self.0.prob;
+        if !crate::backend::exact::screened_gradient_rows(prob, alpha, rows, out) {
+            crate::backend::exact::gradient_on_rows(prob, alpha, rows, out);
+        }
+        Ok(())
+    }
+}
+
+/// The run's start (see [`Start`]) over the processes of `comm`, this one holding rows
+/// `slice`: warm-started where [`super::warm::applies`], else from the initial vertex.
+/// Collective.
+pub(crate) fn starting_point(
+    comm: &dyn Comm,
+    slice: RowSlice,
+    host: &mut dyn StartHost,
     params: &SolverParams,
     sp: &ShrinkParams,
-    sub: &super::warm::SubSolve<'_>,
 ) -> Result<Start> {
-    let m = prob.len();
-    let (alpha, mut warm, estimate) = if super::warm::applies(params, m) {
-        let mut w = super::warm::start(prob, backends, params, sub)?;
+    let m = slice.total;
+    let (alpha, mut warm, estimate, g) = if super::warm::applies(params, m) {
+        let mut w = super::warm::start_over(comm, slice, host, params)?;
         if w.stats.stopped.is_some() {
             return Ok(Start::Stopped(w));
         }
         let a = std::mem::replace(&mut w.alpha, ActiveSet::new(0));
         let est = std::mem::take(&mut w.estimate);
-        (a, Some(w), Some(est))
+        (a, Some(w), Some(est), vec![0.0; slice.rows])
     } else {
-        let a = init::initial_alpha(prob, params.init_size, params.seed, params.eps);
-        (a, None, None)
+        let (a, g) = host.cold(params)?;
+        (a, None, None, g)
     };
-    let mut g = vec![0.0; m];
-    let mut in_w = vec![false; m];
+    let mut g = g;
+    let mut in_w = vec![false; slice.rows];
     match estimate {
         // The first W from the subsample's margins, and α's gradient on W alone: the points
         // the subsample puts far outside the margin are never computed against α's support
@@ -250,20 +330,19 @@ fn starting_point(
                 .min_size
                 .max((FIRST_W * alpha.len() as f64) as usize)
                 .max(share);
-            first_working_set(&mut in_w, &est, &alpha, size);
-            let rows: Vec<usize> = (0..m).filter(|&i| in_w[i]).collect();
+            first_working_set(comm, &slice, &mut in_w, &est, &alpha, size)?;
+            let rows: Vec<usize> = (0..slice.rows).filter(|&i| in_w[i]).collect();
+            let total = super::rounds::round_slice(comm, rows.len())?.total;
             let mut gw = vec![0.0; rows.len()];
             let pass = Instant::now();
-            if !crate::backend::exact::screened_gradient_rows(prob, &alpha, &rows, &mut gw) {
-                crate::backend::exact::gradient_on_rows(prob, &alpha, &rows, &mut gw);
-            }
+            host.gradient_on_rows(&alpha, &rows, total, &mut gw)?;
             if let Some(w) = warm.as_mut() {
                 w.stats.start_gradient_seconds = pass.elapsed().as_secs_f64();
             }
             for (&i, v) in rows.iter().zip(gw) {
                 g[i] = v;
             }
-            if crate::budget::current().cut()
+            if super::warm::on_any(comm, crate::budget::current().cut())?
                 && let Some(mut w) = warm.take()
             {
                 w.stats.stopped = Some(super::rounds::cut_stop(StopReason::TimeLimit));
@@ -271,16 +350,7 @@ fn starting_point(
             }
         }
         None => {
-            crate::backend::exact::full_gradient(prob, &alpha, &mut g);
-            super::rounds::grow(
-                &SelfComm,
-                &every_row(m),
-                &mut in_w,
-                &g,
-                &alpha,
-                sp.margin,
-                sp,
-            )?;
+            super::rounds::grow(comm, &slice, &mut in_w, &g, &alpha, sp.margin, sp)?;
         }
     }
     Ok(Start::Ready((alpha, warm, g, in_w)))
@@ -307,14 +377,17 @@ mod tests {
         let est = [0.9, 0.1, 0.5, 0.3, 0.3, 2.0];
         let mut alpha = ActiveSet::new(6);
         alpha.set(5, 1.0);
+        let first = |in_w: &mut [bool], size: usize| {
+            first_working_set(&SelfComm, &every_row(6), in_w, &est, &alpha, size).unwrap()
+        };
         let mut in_w = vec![false; 6];
-        first_working_set(&mut in_w, &est, &alpha, 2);
+        first(&mut in_w, 2);
         assert_eq!(in_w, [false, true, false, false, false, true]);
         let mut in_w = vec![false; 6];
-        first_working_set(&mut in_w, &est, &alpha, 3);
+        first(&mut in_w, 3);
         assert_eq!(in_w, [false, true, false, true, false, true]);
         let mut in_w = vec![false; 6];
-        first_working_set(&mut in_w, &est, &alpha, 10);
+        first(&mut in_w, 10);
         assert!(in_w.iter().all(|&w| w));
     }
 }

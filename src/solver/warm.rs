@@ -28,6 +28,7 @@
 use super::{Algorithm, SolveResult, SolverParams, init};
 use crate::active::ActiveSet;
 use crate::backend::Backends;
+use crate::comm::{Comm, RowSlice, SelfComm};
 use crate::error::Result;
 use crate::problem::Problem;
 use std::time::Instant;
@@ -153,31 +154,46 @@ impl WarmStats {
     }
 }
 
-/// α ∝ `guess` on the at most `cap` points of largest guess (the most violated margins; ties
-/// to the lower index), normalised; None when no guess is positive.
-fn extend(guess: &[f64], cap: usize) -> Option<ActiveSet> {
-    let mut pos: Vec<(f64, usize)> = guess
+/// α ∝ `guess` (this process's rows `slice`) on the at most `cap` points of largest guess over
+/// every process (the most violated margins; ties to the lower index), normalised in index
+/// order; None when no guess is positive. Alike on every process. Collective.
+fn extend(
+    comm: &dyn Comm,
+    slice: &RowSlice,
+    guess: &[f64],
+    cap: usize,
+) -> Result<Option<ActiveSet>> {
+    let mine: Vec<(f64, usize)> = guess
         .iter()
         .enumerate()
         .filter(|&(_, &v)| v > 0.0 && v.is_finite())
-        .map(|(i, &v)| (v, i))
+        .map(|(i, &v)| (-v, slice.first + i))
         .collect();
-    if pos.len() > cap.max(1) {
-        pos.select_nth_unstable_by(cap.max(1) - 1, |a, b| {
-            b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
-        });
-        pos.truncate(cap.max(1));
-    }
-    let total: f64 = pos.iter().map(|p| p.0).sum();
+    let chosen = super::rounds::lowest(comm, mine, cap.max(1))?;
+    let own: Vec<f64> = chosen
+        .iter()
+        .flat_map(|&j| [j as f64, guess[j - slice.first]])
+        .collect();
+    let mut kept: Vec<(usize, f64)> = crate::comm::all_gather(comm, &own)?
+        .chunks_exact(2)
+        .map(|c| (c[0] as usize, c[1]))
+        .collect();
+    kept.sort_unstable_by_key(|k| k.0);
+    let total: f64 = kept.iter().map(|k| k.1).sum();
     if !(total > 0.0 && total.is_finite()) {
         // Every point already has margin 2f under the subsample's F: its own α is the start.
-        return None;
+        return Ok(None);
     }
-    let mut a = ActiveSet::new(guess.len());
-    for &(v, i) in &pos {
+    let mut a = ActiveSet::new(slice.total);
+    for &(i, v) in &kept {
         a.set(i, v / total);
     }
-    Some(a)
+    Ok(Some(a))
+}
+
+/// Whether `local` holds on any process. Collective.
+pub(crate) fn on_any(comm: &dyn Comm, local: bool) -> Result<bool> {
+    Ok(comm.gather_all(u64::from(local))?.iter().any(|&v| v != 0))
 }
 
 /// True when `params` asks for a warm start and the problem of `m` points is large enough.
@@ -186,15 +202,55 @@ pub fn applies(params: &SolverParams, m: usize) -> bool {
 }
 
 /// A warm start: the extended α, what the warm start did, an estimate of α's gradient on
-/// every point, y_i F_sub(x_i) + α_i / C_i (the subsample's margins: where a run by rounds
-/// can start its working set without the whole gradient of α; the rounds' exact passes bring
-/// back any point it leaves out wrongly), and the subsample's own solution on the whole
-/// problem's points (the model to fall back on when a stopped run has not improved on it).
+/// this process's points (all of them in one process), y_i F_sub(x_i) + α_i / C_i (the
+/// subsample's margins: where a run by rounds can start its working set without the whole
+/// gradient of α; the rounds' exact passes bring back any point it leaves out wrongly), and
+/// the subsample's own solution on the whole problem's points (the model to fall back on when
+/// a stopped run has not improved on it).
 pub struct Warm {
     pub alpha: ActiveSet,
     pub stats: WarmStats,
     pub estimate: Vec<f64>,
     pub subsample: ActiveSet,
+}
+
+/// What a warm start needs from the process(es) running it ([`start_over`]): the solve of a
+/// subsample as training solves a problem, and a gradient pass over this process's rows.
+/// One process's is [`start`]'s; ranks' is the distributed backend's (`crate::dist`).
+pub(crate) trait WarmHost {
+    /// The problem restricted to the points `rows` (global, ascending), solved by the same
+    /// rules with `params`; α numbered over `rows`, alike on every process. Collective.
+    fn solve_subset(&mut self, rows: &[usize], params: &SolverParams) -> Result<SolveResult>;
+    /// g_i = (Qα)_i + α_i/C_i for every row of this process into `g` (an estimate in f32
+    /// where a screen applies: the rounds' exact passes follow). Collective.
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut [f64]) -> Result<()>;
+    /// 1/C_i of this process's row `i` (its own numbering).
+    fn inv_c(&self, i: usize) -> f64;
+}
+
+/// One process's warm start: its subsamples solved by `solve` on `backends`.
+pub(crate) struct OneProcess<'p, 'a, 's> {
+    pub prob: &'p Problem<'a>,
+    pub backends: &'p dyn Backends,
+    pub solve: &'p SubSolve<'s>,
+}
+
+impl WarmHost for OneProcess<'_, '_, '_> {
+    fn solve_subset(&mut self, rows: &[usize], params: &SolverParams) -> Result<SolveResult> {
+        solve_subset(self.prob, rows, self.backends, params, self.solve)
+    }
+
+    fn gradient(&mut self, alpha: &ActiveSet, g: &mut [f64]) -> Result<()> {
+        let all: Vec<usize> = (0..self.prob.len()).collect();
+        if !crate::backend::exact::screened_gradient_rows(self.prob, alpha, &all, g) {
+            crate::backend::exact::full_gradient(self.prob, alpha, g);
+        }
+        Ok(())
+    }
+
+    fn inv_c(&self, i: usize) -> f64 {
+        self.prob.inv_c(i)
+    }
 }
 
 /// The warm start of `prob` (see the module documentation): its subsample solved by `solve` on
@@ -207,8 +263,31 @@ pub fn start(
     params: &SolverParams,
     solve: &SubSolve<'_>,
 ) -> Result<Warm> {
+    let mut host = OneProcess {
+        prob,
+        backends,
+        solve,
+    };
+    let slice = RowSlice {
+        first: 0,
+        rows: prob.len(),
+        total: prob.len(),
+    };
+    start_over(&SelfComm, slice, &mut host, params)
+}
+
+/// [`start`] over the processes of `comm`, this one holding rows `slice` of the problem
+/// `host` solves: the same subsamples, the same extension, every choice made over all
+/// processes' points as one process makes it over its own; the estimate is of this process's
+/// rows. Collective.
+pub(crate) fn start_over(
+    comm: &dyn Comm,
+    slice: RowSlice,
+    host: &mut dyn WarmHost,
+    params: &SolverParams,
+) -> Result<Warm> {
     let t = Instant::now();
-    let m = prob.len();
+    let m = slice.total;
     let ratio = fraction();
     let mut rows = init::sample(m, m / ratio, params.seed);
     rows.sort_unstable();
@@ -216,7 +295,7 @@ pub fn start(
         certify: false,
         ..params.clone()
     };
-    let r = solve_subset(prob, &rows, backends, &sub_params, solve)?;
+    let r = host.solve_subset(&rows, &sub_params)?;
     let mut placed = ActiveSet::new(m);
     for (k, a) in r.alpha.iter() {
         placed.set(rows[k], a);
@@ -235,7 +314,7 @@ pub fn start(
         stats.stopped = Some(super::rounds::cut_stop(s));
         stats.seconds = t.elapsed().as_secs_f64();
     };
-    if ended(&r) {
+    if ended(comm, &r)? {
         stopped(r.stop, &mut stats);
         return Ok(Warm::unextended(placed, stats));
     }
@@ -247,7 +326,7 @@ pub fn start(
         && r.alpha.len() * super::ws::MANY_SV_DEN >= rows.len() * super::ws::MANY_SV_NUM
     {
         let _ladder = Ladder::climb();
-        return start(prob, backends, params, solve);
+        return start_over(comm, slice, host, params);
     }
     // The support's growth (see `predicted_support`) between a nested half and the
     // subsample: on a ladder the subsample's own warm start solved one, else it is solved now.
@@ -262,9 +341,9 @@ pub fn start(
                     .map(|k| rows[k])
                     .collect();
             half.sort_unstable();
-            let rh = solve_subset(prob, &half, backends, &sub_params, solve)?;
+            let rh = host.solve_subset(&half, &sub_params)?;
             stats.iterations += rh.iterations + rh.warm.map_or(0, |w| w.iterations);
-            if ended(&rh) {
+            if ended(comm, &rh)? {
                 stopped(rh.stop, &mut stats);
                 return Ok(Warm::unextended(placed, stats));
             }
@@ -274,38 +353,44 @@ pub fn start(
     // The subsample's F on every point, g_i = y_i F(x_i) + α_i / C_i: in f32 where the screen
     // applies (the guess and the first W need no more; the rounds' exact passes follow), else
     // in f64.
-    let mut g = vec![0.0; m];
-    let all: Vec<usize> = (0..m).collect();
+    let mut g = vec![0.0; slice.rows];
     let pass = Instant::now();
-    if !crate::backend::exact::screened_gradient_rows(prob, &placed, &all, &mut g) {
-        crate::backend::exact::full_gradient(prob, &placed, &mut g);
-    }
-    if crate::budget::current().cut() {
+    host.gradient(&placed, &mut g)?;
+    if on_any(comm, crate::budget::current().cut())? {
         stopped(super::StopReason::TimeLimit, &mut stats);
         return Ok(Warm::unextended(placed, stats));
     }
-    let two_f: f64 = placed.iter().map(|(i, a)| a * g[i]).sum();
-    let guess: Vec<f64> = (0..m)
+    let ga = super::rounds::gather_active(comm, &placed, &slice, &g)?;
+    let two_f: f64 = placed.iter().zip(&ga).map(|((_, a), gi)| a * gi).sum();
+    let guess: Vec<f64> = (0..slice.rows)
         .map(|i| {
-            let yf = g[i] - placed.get(i) * prob.inv_c(i);
-            ((two_f - yf) / prob.inv_c(i)).max(0.0)
+            let inv_c = host.inv_c(i);
+            let yf = g[i] - placed.get(slice.first + i) * inv_c;
+            ((two_f - yf) / inv_c).max(0.0)
         })
         .collect();
     let (predicted, growth) = predicted_growth(r.alpha.len(), nested_support, ratio as f64);
     // Under a deadline, at most the support whose first gradient pass (over about every
-    // point) takes half the time left, at the rate the pass above ran.
+    // point) takes half the time left, at the rate the pass above ran (the slowest
+    // process's).
     let rate = (placed.len() * m) as f64 / pass.elapsed().as_secs_f64().max(1e-6);
     let cap = crate::budget::current().deadline().map_or(predicted, |d| {
         let left = d.saturating_duration_since(Instant::now()).as_secs_f64();
         predicted.min((AFFORD * left * rate / m as f64) as usize)
     });
+    let cap = comm
+        .gather_all(cap as u64)?
+        .into_iter()
+        .min()
+        .map_or(cap, |c| c as usize);
     let alpha = if cap > placed.len() {
-        extend(&guess, cap).unwrap_or_else(|| placed.clone())
+        extend(comm, &slice, &guess, cap)?.unwrap_or_else(|| placed.clone())
     } else {
         placed.clone()
     };
     for (i, gi) in g.iter_mut().enumerate() {
-        *gi += (alpha.get(i) - placed.get(i)) * prob.inv_c(i);
+        let j = slice.first + i;
+        *gi += (alpha.get(j) - placed.get(j)) * host.inv_c(i);
     }
     stats.half_support = nested_support;
     stats.cap = cap;
@@ -320,12 +405,14 @@ pub fn start(
     })
 }
 
-/// True when the time limit or a stop request ended the solve `r`, or the budget is spent.
-fn ended(r: &SolveResult) -> bool {
-    matches!(
+/// True when the time limit or a stop request ended the solve `r`, or the budget is spent on
+/// any process. Collective.
+fn ended(comm: &dyn Comm, r: &SolveResult) -> Result<bool> {
+    let own = matches!(
         r.stop,
         super::StopReason::TimeLimit | super::StopReason::Interrupted
-    ) || crate::budget::spent()
+    ) || crate::budget::spent();
+    on_any(comm, own)
 }
 
 impl Warm {
@@ -423,7 +510,8 @@ fn solve_subset(
 
 #[cfg(test)]
 mod tests {
-    use super::{FRACTION, GROWTH_MIN, extend, predicted_growth, predicted_support};
+    use super::{FRACTION, GROWTH_MIN, predicted_growth, predicted_support};
+    use crate::comm::{RowSlice, SelfComm};
 
     /// The cap grows the subsample's support by outer^e, e the growth exponent between the
     /// nested subsample and the subsample, within [GROWTH_MIN, 1].
@@ -450,19 +538,61 @@ mod tests {
 
     #[test]
     fn extension_keeps_the_most_violated_points_up_to_the_cap() {
+        let every = |m: usize| RowSlice {
+            first: 0,
+            rows: m,
+            total: m,
+        };
+        let extend = |guess: &[f64], cap: usize| {
+            super::extend(&SelfComm, &every(guess.len()), guess, cap).expect("one process")
+        };
         // Points 1 and 4 are the most violated; 0 and 3 tie below them; 2 is not violated.
         let guess = [0.5, 2.0, 0.0, 0.5, 3.0];
         let a = extend(&guess, 3).expect("positive guesses");
         let kept: Vec<usize> = a.iter().map(|(i, _)| i).collect();
-        assert_eq!(a.len(), 3);
-        for i in [0, 1, 4] {
-            assert!(kept.contains(&i), "{kept:?}");
-        }
+        // The lower index wins the tie, and α lists its points in index order.
+        assert_eq!(kept, [0, 1, 4]);
         let total = 0.5 + 2.0 + 3.0;
         assert!((a.get(4) - 3.0 / total).abs() < 1e-15);
         assert!((a.iter().map(|(_, v)| v).sum::<f64>() - 1.0).abs() < 1e-15);
         // Under the cap every positive guess stays.
         assert_eq!(extend(&guess, 10).expect("positive").len(), 4);
         assert!(extend(&[0.0, -1.0], 5).is_none());
+    }
+
+    /// Over ranks (threads), each holding a part of the guesses, the extension is the one
+    /// process's, point for point and bit for bit.
+    #[test]
+    fn extension_over_ranks_is_the_one_process_extension() {
+        let guess: Vec<f64> = (0..41)
+            .map(|i| ((i * 7919) % 13) as f64 * 0.25 - 1.0)
+            .collect();
+        let one = super::extend(
+            &SelfComm,
+            &RowSlice {
+                first: 0,
+                rows: guess.len(),
+                total: guess.len(),
+            },
+            &guess,
+            9,
+        )
+        .unwrap()
+        .unwrap();
+        let parts = crate::comm::on_threads(3, |c| {
+            let bounds = [0, 5, 30, 41];
+            let r = crate::comm::Comm::rank(c);
+            let slice = RowSlice {
+                first: bounds[r],
+                rows: bounds[r + 1] - bounds[r],
+                total: guess.len(),
+            };
+            let own = &guess[slice.range()];
+            super::extend(c, &slice, own, 9).unwrap().unwrap()
+        });
+        for a in parts {
+            let (x, y): (Vec<_>, Vec<_>) = (a.iter().collect(), one.iter().collect());
+            assert_eq!(x, y);
+        }
     }
 }

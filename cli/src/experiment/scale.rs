@@ -273,7 +273,7 @@ pub fn markdown(plan: &ScalePlan, runs: &[SizeRun]) -> String {
         board = plan.board,
         c = p.c,
         eps = p.solver.eps,
-        rel = p.resolved(false).solver.rel_eps(),
+        rel = p.resolved().solver.rel_eps(),
         sample = if p.sample > 0 {
             format!(", --sample {}", p.sample)
         } else {

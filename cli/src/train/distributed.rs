@@ -256,10 +256,16 @@ fn report_distributed(
         .map(|r| r.stop)
         .find(|s| *s != fwsvm::solver::StopReason::Converged)
         .unwrap_or(fwsvm::solver::StopReason::Converged);
+    // The working-set solver's iterations are its outer ones (q columns each).
+    let per = if a.algorithm() == fwsvm::solver::Algorithm::Ws {
+        "outer iteration"
+    } else {
+        "iteration"
+    };
     eprintln!(
         "fwsvm: {}: {} class pair(s), iterations {}, SVs {}, largest certified gap {:.3e}, \
          {:.2}s (+{:.2}s certify), stop: {}; rank 0 sent {} messages, {} bytes ({:.1} \
-         messages, {:.0} bytes per iteration)",
+         messages, {:.0} bytes per {per})",
         a.algorithm(),
         results.len(),
         iterations,

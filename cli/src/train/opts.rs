@@ -53,7 +53,7 @@ pub struct TrainOpts {
 
     /// The solver: a Frank–Wolfe variant, the Core Vector Machine, sparse re-weighted FW, or
     /// SimpleSVM for LIBSVM's C-SVM.
-    /// [default: ws; partan with --sample and under mpirun]
+    /// [default: ws; partan with --sample]
     #[arg(help_heading = STOPPING, short = 'a', long, value_enum)]
     pub(crate) algorithm: Option<Algorithm>,
     /// Stop when the duality gap is at most eps.
@@ -173,20 +173,6 @@ impl TrainOpts {
         Ok(())
     }
 
-    /// `-a ws` under mpirun: the working-set solver runs in one process only (its selection
-    /// and batched blocks have no distributed form).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub fn refuse_ws_over_ranks(&self) -> Result<()> {
-        if self.algorithm == Some(Algorithm::Ws) {
-            return Err(Error::param(
-                "-a ws runs in one process; under mpirun choose another algorithm (partan, the \
-                 default there, swap2, cvm, …)"
-                    .into(),
-            ));
-        }
-        Ok(())
-    }
-
     /// `--partial-sums` changes how ranks combine their sums: in one process it does not
     /// apply (the distributed commands call this before they know they are distributed
     /// only in one process).
@@ -201,11 +187,9 @@ impl TrainOpts {
     }
 
     /// The settings with what these options leave unset decided by the library
-    /// ([`TrainParams::resolved`]) for this run: in one process, or across the ranks of
-    /// mpirun.
+    /// ([`TrainParams::resolved`]).
     fn decided(&self) -> TrainParams {
-        self.params(fwsvm::backend::Device::Cpu)
-            .resolved(launched_by_mpirun())
+        self.params(fwsvm::backend::Device::Cpu).resolved()
     }
 
     /// The solver: `-a`, or the library's default for this run.

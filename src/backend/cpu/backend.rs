@@ -295,7 +295,8 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
             let mut lists = std::mem::take(&mut self.select_lists);
             {
                 let (entries, gv, diag) = (self.entry_of(slot, s), self.grad(), &self.diag);
-                let (q_ss, scores) = (diag[s], &self.away_scores);
+                // Q_ss of s, which may be a guest (a point beyond this backend's rows).
+                let (q_ss, scores) = (self.q_diag(s), &self.away_scores);
                 // Plain rows: g and the f32 column read directly, eight rows a vector.
                 let plain = match (gv.groups, T::as_f32(self.cache.data(slot))) {
                     (None, Some(col)) if self.distinct.is_none() => Some(col),
