@@ -285,8 +285,8 @@ fn the_distributed_model_is_the_single_process_model() {
 /// [`fwsvm::solver::rounds::WS_MIN_POINTS`] points, which one process solves by rounds after
 /// a warm start): the ranks warm-start as one process does (the same subsample, solved to the
 /// same support), and every rank ends with the same α, converged, at the optimum of one
-/// process within the certified gaps (one process estimates the extension's margins in f32,
-/// the ranks in f64, so the iterates that follow are not one process's to the bit).
+/// process within the certified gaps (the extension's margins are screened in f32 over other
+/// row sets, so the iterates that follow are not one process's to the bit).
 #[test]
 fn ws_by_rounds_over_ranks_reaches_the_single_process_optimum() {
     use fwsvm::train::{TrainParams, train};

@@ -533,6 +533,77 @@ fn a_gpu_per_rank_under_mpirun() {
     assert!(a.abs_diff(b) <= 1, "{a} vs {b} of 90 right");
 }
 
+/// The default solver (ws) under `mpirun -np 2` and `-np 4` writes the single-process model
+/// byte for byte on data generated in the test (a noisy checkerboard from `fwsvm gen`) and on
+/// the shared sets: ijcnn1's first 6,000 rows (the ws problem below the warm start's size) and
+/// pendigits' ten classes with every class pair split over the ranks by rows.
+#[test]
+fn the_default_solver_under_mpirun_on_generated_and_shared_sets() {
+    let dir = common::tempdir();
+    let board = dir.path().join("board.txt");
+    let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .args([
+            "gen",
+            "checkerboard",
+            "--rows",
+            "4000",
+            "--noise",
+            "0.1",
+            "--seed",
+            "5",
+        ])
+        .arg(&board)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // (file, options, options of the ranks only)
+    type Set = (PathBuf, Vec<&'static str>, Vec<&'static str>);
+    let mut sets: Vec<Set> = vec![(board, vec!["-c", "10", "-g", "2"], vec![])];
+    if let Some(ijcnn1) = common::dataset("ijcnn1.trn.bz2") {
+        let ds = fwsvm::data::read_libsvm(&ijcnn1).unwrap();
+        let rows: Vec<usize> = (0..6000).collect();
+        let part = dir.path().join("ijcnn1-6000.txt");
+        let mut f = std::fs::File::create(&part).unwrap();
+        fwsvm::data::write_libsvm(&mut f, &ds.subset(&rows)).unwrap();
+        drop(f);
+        sets.push((part, vec!["-c", "10", "-g", "0.386059"], vec![]));
+    }
+    if let Some(pendigits) = common::dataset("pendigits.xz") {
+        sets.push((pendigits, vec!["-c", "10"], vec!["--distribute", "rows"]));
+    }
+    for (data, opts, rank_opts) in &sets {
+        let one = dir.path().join("one.model");
+        let st = Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+            .args(["train", "-q", "--precision", "f64"])
+            .args(opts)
+            .arg(data)
+            .arg(&one)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        for np in [2, 4] {
+            let many = dir.path().join(format!("{np}.model"));
+            let mut args: Vec<&std::ffi::OsStr> = vec![
+                "train".as_ref(),
+                "-q".as_ref(),
+                "--precision".as_ref(),
+                "f64".as_ref(),
+            ];
+            args.extend(opts.iter().chain(rank_opts).map(std::ffi::OsStr::new));
+            args.extend([data.as_os_str(), many.as_os_str()]);
+            let Some(out) = fwsvm_under_mpirun(np, &args) else {
+                return;
+            };
+            assert!(out.status.success(), "{out:?}");
+            assert!(
+                std::fs::read(&many).unwrap() == std::fs::read(&one).unwrap(),
+                "{} on {np} ranks: the model file differs",
+                data.display()
+            );
+        }
+    }
+}
+
 /// `mpirun -np 2|4 fwsvm train --backend gpu --precision f64` with no `--device` on a machine
 /// with one adapter (lavapipe in CI, listed under Vulkan and GL): every rank takes the Vulkan
 /// one (the GL one has no f64) and says so. With the default solver (ws) the model file is the

@@ -261,37 +261,18 @@ fn certify_screened_bounded(
     alpha: &ActiveSet,
     grad: Option<(&mut [f64], Option<&mut [f64]>)>,
 ) -> Option<((f64, f64, usize), usize)> {
-    let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
-        return None;
-    };
     let m = prob.len();
     let act = alpha.indices();
-    // Small products are cheap in f64; repeated rows and binary data have their own
-    // shortcuts (the full pass is the faster there).
-    if m < 4 * PROBES
-        || act.len() < PROBES
-        || prob.distinct_rows().is_some()
-        || super::binary::applies(prob.kernel, prob.data)
-    {
+    // Small products are cheap in f64 (and [`screened_parts`] says where else the full pass
+    // is the faster).
+    if m < 4 * PROBES || act.len() < PROBES || !screened_sums_apply(prob) {
         return None;
     }
-    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
-    let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
-    let screen = super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)?;
-    // The f64 rows go through the same panel as the full pass, so they are the same numbers.
-    let panel = Panel::new(prob.kernel, prob.data, act, &coef, &nj)?;
-    let exact_rows = panel_rows(prob, alpha, &panel);
     let rest = rows_off(m, act);
-    let (mut s, mut b) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
-    screen.row_sums(prob.data, &prob.norms, &rest, &mut s, &mut b);
-    // g_i = y_i (S_i + Σ_j c_j) + α_i/C (α_i = 0 off A): the interval of each row, widened by
-    // SLACK for the f64 pass's own rounding.
-    let c1: f64 = coef.iter().sum();
-    let (mut lo, mut hi) = (s, b);
-    for (k, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-        let centre = prob.y[rest[k]] * (*l + c1);
-        (*l, *h) = (centre - *h - SLACK, centre + *h);
-    }
+    // The f64 rows go through the same panel as the full pass, so they are the same numbers.
+    let parts = screened_parts(prob, alpha, &rest)?;
+    let exact_rows = |rows: &[usize], out: &mut [f64]| parts.exact(rows, out);
+    let (lo, hi) = (&parts.lo, &parts.hi);
     let (mut grad, mut err) = match grad {
         Some((g, e)) => (Some(g), e),
         None => (None, None),
@@ -299,7 +280,7 @@ fn certify_screened_bounded(
     if let Some(g) = grad.as_deref_mut() {
         // The screen's value (α_i = 0 off A), overwritten below where computed exactly.
         for (k, &i) in rest.iter().enumerate() {
-            g[i] = 0.5 * (lo[k] + SLACK + hi[k]);
+            g[i] = parts.centre(k);
         }
     }
     if let Some(e) = err.as_deref_mut() {
@@ -308,8 +289,71 @@ fn certify_screened_bounded(
             e[i] = 0.5 * (hi[k] - lo[k] - SLACK) + SLACK;
         }
     }
-    certify_by_intervals(alpha, &rest, &lo, &hi, exact_rows, grad, err)
+    certify_by_intervals(alpha, &rest, lo, hi, exact_rows, grad, err)
 }
+
+/// The parts of a screened certification for a caller that combines them over several
+/// processes (`crate::dist`): every row of `rest`'s interval [lo, hi] ∋ g_i (the screen's,
+/// widened by [`SLACK`]) and the exact rows of the full pass ([`ScreenedParts::exact`]).
+pub(crate) struct ScreenedParts<'p> {
+    pub lo: Vec<f64>,
+    pub hi: Vec<f64>,
+    prob: &'p Problem<'p>,
+    alpha: &'p ActiveSet,
+    panel: Panel,
+}
+
+impl ScreenedParts<'_> {
+    /// g_i exactly for `rows` into `out`: the full pass's numbers (the support's own rows
+    /// first, as the certification asks for them).
+    pub(crate) fn exact(&self, rows: &[usize], out: &mut [f64]) -> bool {
+        panel_rows(self.prob, self.alpha, &self.panel)(rows, out)
+    }
+
+    /// The screen's value of the `k`-th row of `rest` (the middle of its interval).
+    pub(crate) fn centre(&self, k: usize) -> f64 {
+        0.5 * (self.lo[k] + SLACK + self.hi[k])
+    }
+}
+
+/// [`ScreenedParts`] of α for the rows `rest` (off α's support) of `prob`, where the screen
+/// applies (the RBF kernel, AVX-512 or AVX2, neither grouped nor binary rows, the panel within
+/// its size); None where it does not. g_i = y_i (S_i + Σ_j c_j) + α_i/C (α_i = 0 off A): each
+/// row's interval is the screen's, widened by [`SLACK`] for the f64 pass's own rounding.
+pub(crate) fn screened_parts<'p>(
+    prob: &'p Problem<'p>,
+    alpha: &'p ActiveSet,
+    rest: &[usize],
+) -> Option<ScreenedParts<'p>> {
+    let crate::kernel::Kernel::Rbf { gamma } = prob.kernel else {
+        return None;
+    };
+    let act = alpha.indices();
+    if act.is_empty() || !screened_sums_apply(prob) {
+        return None;
+    }
+    let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();
+    let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
+    let screen = super::screen::Screen::new(gamma, prob.data, act, &coef, &nj, SCREEN_MAX_BYTES)?;
+    let panel = Panel::new(prob.kernel, prob.data, act, &coef, &nj)?;
+    let (mut lo, mut hi) = (vec![0.0; rest.len()], vec![0.0; rest.len()]);
+    screen.row_sums(prob.data, &prob.norms, rest, &mut lo, &mut hi);
+    let c1: f64 = coef.iter().sum();
+    for (k, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+        let centre = prob.y[rest[k]] * (*l + c1);
+        (*l, *h) = (centre - *h - SLACK, centre + *h);
+    }
+    Some(ScreenedParts {
+        lo,
+        hi,
+        prob,
+        alpha,
+        panel,
+    })
+}
+
+/// Rows off α's support that a screened certification computes exactly first, at most.
+pub(crate) const SCREEN_PROBES: usize = PROBES;
 
 /// g_i exactly for the rows asked, from `panel` (α's support with weights α_j·y_j): y_i times
 /// the panel's row sum, plus α_i/C — the full pass's numbers. The screened certifications'

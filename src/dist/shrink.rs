@@ -4,8 +4,10 @@
 //! is a distributed run ([`DistBackend`]) over the ranks' rows in W, numbered as one process
 //! numbers W (rank order, ascending); the rebuild and the certification are the exact passes
 //! of the distributed backend (`Known`). Every choice — the subsamples, the extension, each W —
-//! is one process's, made over all ranks' points. One process screens its estimates and
-//! rebuilds in f32 and brings its exact passes forward; the ranks compute them whole in f64.
+//! is one process's, made over all ranks' points. Both screen the warm start's estimates in
+//! f32, but one process over rows that hold every support vector (each kernel value among
+//! them computed once) and a rank over its own; one process also screens its rebuilds and
+//! brings its exact passes forward, where the ranks compute them whole in f64.
 //! So without a warm start or a rebuild (below [`crate::solver::warm::MIN_POINTS`] points,
 //! in a run that converges in its first round) the iterates and the result are the
 //! single-process ones, to the bit with f64 columns; with them, the same method to the same
@@ -109,7 +111,7 @@ impl WarmHost for Ranks<'_> {
     }
 
     fn gradient(&mut self, alpha: &ActiveSet, g: &mut [f64]) -> Result<()> {
-        g.copy_from_slice(&self.known.exact_gradient(alpha, None)?);
+        g.copy_from_slice(&self.known.estimated_gradient(alpha, None)?);
         Ok(())
     }
 
@@ -134,7 +136,8 @@ impl StartHost for Ranks<'_> {
         Ok((alpha, g))
     }
 
-    /// Exact (f64) on every rank: the pass is a block of `total` rows split over the ranks.
+    /// Screened in f32 where the screen applies, as in one process; else exact (f64), the
+    /// pass a block of `total` rows split over the ranks.
     fn gradient_on_rows(
         &mut self,
         alpha: &ActiveSet,
@@ -144,7 +147,7 @@ impl StartHost for Ranks<'_> {
     ) -> Result<()> {
         self.known.fetch(alpha.indices())?;
         if !rows.is_empty() {
-            out.copy_from_slice(&self.known.exact_gradient(alpha, Some((rows, total)))?);
+            out.copy_from_slice(&self.known.estimated_gradient(alpha, Some((rows, total)))?);
         }
         Ok(())
     }

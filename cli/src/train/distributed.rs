@@ -264,13 +264,17 @@ fn report_distributed(
     };
     eprintln!(
         "fwsvm: {}: {} class pair(s), iterations {}, SVs {}, largest certified gap {:.3e}, \
-         {:.2}s (+{:.2}s certify), stop: {}; rank 0 sent {} messages, {} bytes ({:.1} \
-         messages, {:.0} bytes per {per})",
+         objective {:.9}, {:.2}s (+{:.2}s certify), stop: {}; rank 0 sent {} messages, {} \
+         bytes ({:.1} messages, {:.0} bytes per {per})",
         a.algorithm(),
         results.len(),
         iterations,
         model.total_sv(),
         gap,
+        results
+            .iter()
+            .map(|r| r.certified_f.unwrap_or(r.f))
+            .sum::<f64>(),
         results.iter().map(|r| r.seconds).sum::<f64>(),
         results.iter().map(|r| r.certify_seconds).sum::<f64>(),
         stop,
@@ -279,6 +283,9 @@ fn report_distributed(
         sent.messages as f64 / it,
         sent.bytes as f64 / it
     );
+    if let [r] = results {
+        super::report::say_warm_and_rounds(r);
+    }
     eprintln!("fwsvm: model written to {}", model_path.display());
 }
 

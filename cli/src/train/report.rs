@@ -234,48 +234,7 @@ fn say_pairs(reports: &[fwsvm::train::PairReport]) {
 /// The warm starts, the working-set rounds, the device traffic and the backend call times.
 fn say_rounds_and_traffic(reports: &[fwsvm::train::PairReport], iters: u64) {
     for r in reports {
-        if let Some(w) = &r.result.warm
-            && let Some(stop) = w.stopped
-        {
-            eprintln!(
-                "fwsvm: warm start: ended by {} ({} points in its subsample, {} support \
-                 vectors, {} iterations, {:.2}s); the model is the subsample's solution",
-                if stop == fwsvm::solver::StopReason::Interrupted {
-                    "a stop request"
-                } else {
-                    "the time limit"
-                },
-                w.points,
-                w.sub_support,
-                w.iterations,
-                w.seconds
-            );
-        } else if let Some(w) = &r.result.warm {
-            eprintln!(
-                "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
-                 half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
-                 to {} starting support vectors ({:.2}s; their gradient over the first working \
-                 set {:.2}s)",
-                w.points,
-                w.sub_support,
-                w.half_support,
-                w.growth,
-                w.cap,
-                w.iterations,
-                w.support,
-                w.seconds,
-                w.start_gradient_seconds
-            );
-        }
-        if let Some(w) = &r.result.shrink {
-            eprintln!("fwsvm: {}", describe_shrink(w));
-        }
-        if r.result.warm.is_some_and(|w| w.fell_back) {
-            eprintln!(
-                "fwsvm: stopped before the run from the extended start was nearer its optimum \
-                 than the subsample's solution was to its own: the model is that solution"
-            );
-        }
+        say_warm_and_rounds(&r.result);
     }
     let mut traffic = fwsvm::backend::BackendStats::default();
     for r in reports {
@@ -296,6 +255,52 @@ fn say_rounds_and_traffic(reports: &[fwsvm::train::PairReport], iters: u64) {
     }
     if let Some(line) = traffic.call_times() {
         eprintln!("fwsvm: {line}");
+    }
+}
+
+/// What the warm start and the working-set rounds of a run did (a line each, where they ran).
+pub(super) fn say_warm_and_rounds(r: &fwsvm::solver::SolveResult) {
+    if let Some(w) = &r.warm
+        && let Some(stop) = w.stopped
+    {
+        eprintln!(
+            "fwsvm: warm start: ended by {} ({} points in its subsample, {} support \
+             vectors, {} iterations, {:.2}s); the model is the subsample's solution",
+            if stop == fwsvm::solver::StopReason::Interrupted {
+                "a stop request"
+            } else {
+                "the time limit"
+            },
+            w.points,
+            w.sub_support,
+            w.iterations,
+            w.seconds
+        );
+    } else if let Some(w) = &r.warm {
+        eprintln!(
+            "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
+             half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
+             to {} starting support vectors ({:.2}s; their gradient over the first working \
+             set {:.2}s)",
+            w.points,
+            w.sub_support,
+            w.half_support,
+            w.growth,
+            w.cap,
+            w.iterations,
+            w.support,
+            w.seconds,
+            w.start_gradient_seconds
+        );
+    }
+    if let Some(w) = &r.shrink {
+        eprintln!("fwsvm: {}", describe_shrink(w));
+    }
+    if r.warm.is_some_and(|w| w.fell_back) {
+        eprintln!(
+            "fwsvm: stopped before the run from the extended start was nearer its optimum \
+             than the subsample's solution was to its own: the model is that solution"
+        );
     }
 }
 
