@@ -343,6 +343,45 @@ fn ws_by_rounds_over_ranks_reaches_the_single_process_optimum() {
     }
 }
 
+/// Repeated points merged over the ranks before a warm-started run by rounds: the ranks solve
+/// the same subsample of the merged points to the same support as one process.
+#[test]
+fn merged_points_warm_start_over_ranks_as_in_one_process() {
+    use fwsvm::train::{TrainParams, train};
+    let base = random_dataset(fwsvm::solver::rounds::WS_MIN_POINTS + 2000, 3, false, 13);
+    // Every fourth point twice more, the copies spread over the rows.
+    let mut rows: Vec<usize> = (0..base.len()).collect();
+    rows.extend((0..base.len()).step_by(4));
+    rows.extend((0..base.len()).step_by(4));
+    let mut rng = fwsvm::rng::SplitMix64::new(5);
+    for i in (1..rows.len()).rev() {
+        rows.swap(i, rng.below(i + 1));
+    }
+    let ds = base.subset(&rows);
+    let params = TrainParams {
+        c: 2.0,
+        cpu: F64,
+        ..Default::default()
+    };
+    let (_, one) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    let w1 = one[0].result.warm.expect("one process warm-starts");
+    let runs = on_threads(2, |comm| {
+        let (local, slice) = slice_of(&ds, comm, None);
+        let (_, r) =
+            fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap();
+        r.into_iter().next().unwrap()
+    });
+    for r in &runs {
+        let w = r.warm.expect("the ranks warm-start");
+        assert_eq!(
+            (w.points, w.sub_support, w.half_support, w.iterations),
+            (w1.points, w1.sub_support, w1.half_support, w1.iterations),
+            "the subsample's solve"
+        );
+        assert_eq!(w.sub_f.to_bits(), w1.sub_f.to_bits(), "the subsample's f");
+    }
+}
+
 /// One-versus-one over ranks: each class pair trained over all ranks on its rows, or the pairs
 /// dealt to ranks whole; the model file equals one process's (three classes, one of them
 /// weighted), with PARTAN and with the working-set solver.

@@ -1,9 +1,9 @@
 //! Repeated points merged over the ranks, as one process merges them
-//! ([`crate::duplicates`]): one weighted point per group of rows with equal features and
+//! (`--duplicates merge`): one weighted point per group of rows with equal features and
 //! label, the group's first row (over all ranks) standing for it, its weight the sum of its
 //! rows' weights.
 //!
-//! Each rank groups its own rows exactly ([`crate::duplicates::merge_duplicates`]' groups) and
+//! Each rank groups its own rows exactly (one process's groups of its rows) and
 //! names each group by a 128-bit key — two independent 64-bit hashes of its features — and its
 //! label; every rank learns every rank's keys (one broadcast per rank). A group whose key a
 //! lower rank also holds is that rank's group (the rows of lower ranks come first), so each
