@@ -425,7 +425,7 @@ impl Backend for DistBackend<'_> {
 }
 
 impl Columns for DistBackend<'_> {
-    /// Each rank's own k lowest, merged ([`DistBackend::merge_lowest`]). Collective.
+    /// Each rank's own k lowest, merged (`DistBackend::merge_lowest`). Collective.
     fn lowest(&mut self, k: usize, out: &mut Vec<(f64, usize)>) -> Result<()> {
         let mut mine = std::mem::take(&mut self.cands);
         let r = self.local.lowest(k, &mut mine);
@@ -436,7 +436,7 @@ impl Columns for DistBackend<'_> {
 
     /// Each rank scores the points of A among its rows from its rows of s's column (s's row
     /// fetched where it is another rank's) and keeps its k best; the ranks' lists are merged
-    /// ([`DistBackend::merge_lowest`]): the same scores and the same choice as one process.
+    /// (`DistBackend::merge_lowest`): the same scores and the same choice as one process.
     /// Collective.
     #[allow(clippy::too_many_arguments)]
     fn away_candidates(
