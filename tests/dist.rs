@@ -285,21 +285,32 @@ fn the_distributed_model_is_the_single_process_model() {
 /// [`fwsvm::solver::rounds::WS_MIN_POINTS`] points, which one process solves by rounds after
 /// a warm start): the ranks warm-start as one process does (the same subsample, solved to the
 /// same support), and every rank ends with the same α, converged, at the optimum of one
-/// process within the certified gaps (the extension's margins are screened in f32 over other
+/// process within the certified gaps — by rounds, and without them (`--no-shrink`) (the extension's margins are screened in f32 over other
 /// row sets, so the iterates that follow are not one process's to the bit).
 #[test]
 fn ws_by_rounds_over_ranks_reaches_the_single_process_optimum() {
-    use fwsvm::train::{TrainParams, train};
     let ds = random_dataset(fwsvm::solver::rounds::WS_MIN_POINTS + 2000, 3, false, 9);
+    // By rounds (the default), and without them (`--no-shrink`: warm-started all the same).
+    for shrink in [Some(Default::default()), None] {
+        ws_over_ranks_reaches_the_single_process_optimum(&ds, shrink);
+    }
+}
+
+fn ws_over_ranks_reaches_the_single_process_optimum(
+    ds: &Dataset,
+    shrink: Option<fwsvm::solver::shrink::ShrinkParams>,
+) {
+    use fwsvm::train::{TrainParams, train};
     let params = TrainParams {
         c: 2.0,
+        shrink,
         ..Default::default()
     };
-    let (_, one) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+    let (_, one) = train(ds, &params, &mut |_| Vec::new()).unwrap();
     let one = &one[0].result;
     let (f1, gap1) = (one.certified_f.unwrap(), one.certified_gap.unwrap());
     let runs = on_threads(2, |comm| {
-        let (local, slice) = slice_of(&ds, comm, None);
+        let (local, slice) = slice_of(ds, comm, None);
         let (_, r) =
             fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut []).unwrap();
         r.into_iter().next().unwrap()

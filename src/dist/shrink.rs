@@ -235,6 +235,41 @@ pub fn solve(
     Ok(with_warm(result, warm))
 }
 
+/// Warm-started without rounds (one process's [`crate::solver::entry::solve_on`] where
+/// shrinking is off): the warm start over the ranks, then the distributed full-gradient loop
+/// from it. Collective.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_warm_started(
+    comm: &dyn Comm,
+    prob: &Problem<'_>,
+    slice: RowSlice,
+    device: &Device,
+    cpu: CpuConfig,
+    params: &SolverParams,
+    sp: &ShrinkParams,
+    partial_sums: bool,
+    observers: &mut [&mut dyn Observer],
+) -> Result<SolveResult> {
+    let start = Instant::now();
+    let mut host = Ranks {
+        comm,
+        known: Known::new(comm, prob, slice)?,
+        prob,
+        slice,
+        device,
+        cpu,
+        sp,
+        partial_sums,
+    };
+    let warm = crate::solver::warm::start_over(comm, slice, &mut host, params)?;
+    if warm.stats.stopped.is_some() {
+        return Ok(warm.stopped_result(start));
+    }
+    let local = device.backend(prob, cpu)?;
+    let mut be = DistBackend::new(comm, prob, local, slice)?.with_partial_sums(partial_sums);
+    warm.then_solve(prob, &mut be, params, observers)
+}
+
 /// κ = Q_ii for the MEB rule (0 for the gap rule), read from point 0's owner. Collective.
 fn meb_kappa(known: &mut Known<'_>, prob: &Problem<'_>, stop: StopRule) -> Result<f64> {
     Ok(match stop {

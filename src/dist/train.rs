@@ -348,6 +348,20 @@ fn solve_over_ranks(
             (y, cost, max_diag),
         );
     }
+    if params.sample == 0 && crate::solver::warm::applies(&params.solver, slice.total) {
+        // Warm-started as one process starts where it does not shrink.
+        return super::shrink::solve_warm_started(
+            comm,
+            prob,
+            slice,
+            &params.device,
+            params.cpu,
+            &params.solver,
+            &params.shrink.unwrap_or_default(),
+            params.partial_sums,
+            observers,
+        );
+    }
     if params.sample > 0 {
         let blocks = super::blocks::DistBlocks::new(comm, prob, slice)?;
         let mut be = Sampled::with_engine(params.sampled_config(), Box::new(blocks));

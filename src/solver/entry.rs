@@ -5,8 +5,7 @@
 
 use super::shrink::{self, ShrinkParams};
 use super::warm::{self, SubSolve};
-use super::{Observer, SolveResult, SolverParams, solve, solve_from};
-use crate::active::ActiveSet;
+use super::{Observer, SolveResult, SolverParams, solve};
 use crate::backend::{Backends, CpuConfig};
 use crate::error::Result;
 use crate::problem::Problem;
@@ -48,29 +47,12 @@ fn solve_within(
     }
     let t = Instant::now();
     let sub: &SubSolve<'_> = &|p, b, sub_params| solve_on(p, b, cpu, sub_params, sp, &mut []);
-    let mut warm = warm::start(prob, backends, params, sub)?;
+    let warm = warm::start(prob, backends, params, sub)?;
     if warm.stats.stopped.is_some() {
         return Ok(warm.stopped_result(t));
     }
-    let seconds = warm.stats.seconds;
-    let rest = SolverParams {
-        time_limit: params
-            .time_limit
-            .map(|l| l.saturating_sub(std::time::Duration::from_secs_f64(seconds))),
-        ..params.clone()
-    };
     let mut be = backends.open(prob, cpu, None)?;
-    let alpha = std::mem::replace(&mut warm.alpha, ActiveSet::new(0));
-    let mut r = solve_from(
-        prob,
-        be.as_mut(),
-        &rest,
-        observers,
-        Some((alpha, None)),
-        None,
-    )?;
-    r.seconds += seconds;
-    Ok(warm.best_of(r))
+    warm.then_solve(prob, be.as_mut(), params, observers)
 }
 
 /// `prob` by working-set rounds ([`shrink::solve`]) with `sp`, whatever the problem's size,

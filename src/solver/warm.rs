@@ -416,6 +416,29 @@ fn ended(comm: &dyn Comm, r: &SolveResult) -> Result<bool> {
 }
 
 impl Warm {
+    /// The run without rounds that goes on from this start: solved on `be` from the extended
+    /// α within what is left of the time limit, the subsample's solution kept where the run
+    /// was stopped before it improved on it ([`Warm::best_of`]).
+    pub(crate) fn then_solve(
+        mut self,
+        prob: &Problem<'_>,
+        be: &mut dyn super::Marks,
+        params: &SolverParams,
+        observers: &mut [&mut dyn super::Observer],
+    ) -> Result<SolveResult> {
+        let seconds = self.stats.seconds;
+        let rest = SolverParams {
+            time_limit: params
+                .time_limit
+                .map(|l| l.saturating_sub(std::time::Duration::from_secs_f64(seconds))),
+            ..params.clone()
+        };
+        let alpha = std::mem::replace(&mut self.alpha, ActiveSet::new(0));
+        let mut r = super::solve_from(prob, be, &rest, observers, Some((alpha, None)), None)?;
+        r.seconds += seconds;
+        Ok(self.best_of(r))
+    }
+
     /// A warm start that ended before its extension: the subsample's solution.
     fn unextended(subsample: ActiveSet, stats: WarmStats) -> Warm {
         Warm {
