@@ -93,6 +93,9 @@ pub struct Problem<'a> {
     pub box_c: Option<f64>,
     /// The distinct rows, found on first use ([`Problem::distinct_rows`]).
     distinct: OnceLock<Option<DistinctRows>>,
+    /// The statistics the CPU backend lays the rows out by, where they are those of a larger
+    /// set (a rank's rows: the whole set's); None: the rows' own.
+    layout: Option<std::sync::Arc<crate::backend::LayoutStats>>,
 }
 
 impl<'a> Problem<'a> {
@@ -162,6 +165,7 @@ impl<'a> Problem<'a> {
             norms,
             box_c: None,
             distinct: OnceLock::new(),
+            layout: None,
         })
     }
 
@@ -293,6 +297,21 @@ impl<'a> Problem<'a> {
     /// is None).
     pub fn without_distinct_rows(self) -> Self {
         self.with_distinct_rows(false)
+    }
+
+    /// This problem with its rows laid out on the CPU as a set with the statistics `whole`
+    /// would be (a rank's rows as one process lays out every rank's), so that its dot
+    /// products are summed as one process sums them.
+    pub(crate) fn with_layout_stats(self, whole: crate::backend::LayoutStats) -> Self {
+        Problem {
+            layout: Some(std::sync::Arc::new(whole)),
+            ..self
+        }
+    }
+
+    /// The statistics [`Problem::with_layout_stats`] gave, if any.
+    pub(crate) fn layout_stats(&self) -> Option<&crate::backend::LayoutStats> {
+        self.layout.as_deref()
     }
 
     /// This problem with its repeated rows grouped (`group`: whatever their number) or never:

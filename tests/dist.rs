@@ -393,6 +393,63 @@ fn merged_points_warm_start_over_ranks_as_in_one_process() {
     }
 }
 
+/// Rows whose layout on the CPU a rank alone would choose otherwise than the whole set: six
+/// features 0/1-valued on the first half of the rows (bit sets there) but not on the second
+/// (the whole set dense), with repeated rows (grouped) and without. Each rank lays out its
+/// rows as one process lays out all of them, so the model file is one process's, for ws and
+/// PARTAN.
+#[test]
+fn ranks_lay_out_their_rows_as_the_whole_set() {
+    use fwsvm::train::{TrainParams, train};
+    let dir = common::tempdir();
+    let (m, d) = (3000, 12);
+    let mut r = fwsvm::rng::SplitMix64::new(23);
+    let (mut ip, mut ix, mut vs, mut y) = (vec![0usize], Vec::new(), Vec::new(), Vec::new());
+    for i in 0..m {
+        let label = if r.next_f64() < 0.4 { 1.0 } else { -1.0 };
+        for f in 0..d {
+            let v = if f < 6 {
+                r.next_f64() * 2.0 - 1.0 + if f == 0 { 0.6 * label } else { 0.0 }
+            } else if i < m / 2 || r.next_f64() < 0.8 {
+                f64::from(u8::from(r.next_f64() < 0.3))
+            } else {
+                0.5
+            };
+            ix.push(f as u32);
+            vs.push(v as f32);
+        }
+        ip.push(ix.len());
+        y.push(label);
+    }
+    let base = Dataset::from_csr(d, ip, ix, vs, y);
+    // The same rows, and with every row twice (interleaved: the copies on the same rank).
+    let twice: Vec<usize> = (0..m).flat_map(|i| [i, i]).collect();
+    for (what, ds) in [("plain", base.clone()), ("repeated", base.subset(&twice))] {
+        for alg in [Algorithm::Ws, Algorithm::Partan] {
+            let params = TrainParams {
+                c: 4.0,
+                cpu: F64,
+                solver: SolverParams {
+                    algorithm: Some(alg),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let (one, _) = train(&ds, &params, &mut |_| Vec::new()).unwrap();
+            let one_path = dir.path().join("one.model");
+            one.save(&one_path).unwrap();
+            let expected = std::fs::read(&one_path).unwrap();
+            let models = on_threads(2, |comm| {
+                let (local, slice) = slice_of(&ds, comm, None);
+                fwsvm::dist::train::train_model(comm, &local, slice, &params, &mut [])
+                    .unwrap()
+                    .0
+            });
+            same_file(dir.path(), &models[0], &expected, &format!("{what}, {alg}"));
+        }
+    }
+}
+
 /// One-versus-one over ranks: each class pair trained over all ranks on its rows, or the pairs
 /// dealt to ranks whole; the model file equals one process's (three classes, one of them
 /// weighted), with PARTAN and with the working-set solver.

@@ -279,7 +279,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 let norms: Vec<f64> = rows.iter().map(|&i| prob.norms[i]).collect();
                 let groups = Groups::new(rep, &prob.y, norms.len());
                 (
-                    Layout::of_rows(prob.data, rows),
+                    Layout::of_rows_as(prob.data, rows, prob.layout_stats()),
                     Some(Distinct {
                         rep: rep.clone(),
                         n,
@@ -290,7 +290,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     n,
                 )
             }
-            None => (Layout::new(prob.data), None, m),
+            None => (Layout::new_as(prob.data, prob.layout_stats()), None, m),
         };
         let rbf_table = match prob.kernel {
             crate::kernel::Kernel::Rbf { gamma } => super::simd::RbfTable::new(gamma, &layout),

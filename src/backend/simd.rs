@@ -19,7 +19,7 @@ pub use hamming::{
     RbfTable, binary_rbf_entries, binary_rbf_entries_against, binary_rbf_entry, push_bit_row,
 };
 use hamming::{hamming_any, query_bits};
-pub use layout::Layout;
+pub use layout::{Layout, LayoutStats};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use tiles::exp_nonpos_f64;
 

@@ -45,6 +45,63 @@ pub fn grouping_over_ranks(comm: &dyn Comm, local: &Dataset) -> Result<bool> {
     Ok(crate::problem::groups_rows(m, all.len()))
 }
 
+/// The layout statistics of every rank's `local` rows together ([`crate::backend::LayoutStats`]
+/// of the whole set), so that each rank's CPU backend lays out its rows as one process lays out
+/// all of them: the rows and stored values summed (`grouped`: of the distinct rows over all
+/// ranks, which a grouped backend lays out; told apart by their 64-bit hashes), a feature
+/// 0/1-valued (and every value 1) where it is so on every rank. Collective.
+pub fn layout_over_ranks(
+    comm: &dyn Comm,
+    local: &Dataset,
+    grouped: bool,
+) -> Result<crate::backend::LayoutStats> {
+    let own = crate::backend::LayoutStats::of(local);
+    let d = comm
+        .gather_all(own.zero_one.len() as u64)?
+        .into_iter()
+        .max()
+        .unwrap_or(0) as usize;
+    let mut v = vec![0.0; 3 + d];
+    v[0] = own.rows as f64;
+    v[1] = own.nnz as f64;
+    v[2] = f64::from(u8::from(!own.all_ones));
+    for (f, &z) in own.zero_one.iter().enumerate() {
+        v[3 + f] = f64::from(u8::from(!z));
+    }
+    if grouped {
+        // Each distinct row once over all ranks, with its stored values.
+        let mut seen: HashMap<u64, u64> = HashMap::new();
+        for i in 0..local.len() {
+            let row = local.row(i);
+            let nnz = match row {
+                crate::data::Row::Dense(x) => x.len(),
+                crate::data::Row::Sparse(ix, _) => ix.len(),
+            };
+            seen.entry(crate::problem::row_hash(row))
+                .or_insert(nnz as u64);
+        }
+        let mine: Vec<u64> = seen.iter().flat_map(|(&h, &n)| [h, n]).collect();
+        let mut all: HashMap<u64, u64> = HashMap::new();
+        for p in super::comm::all_gather(comm, &mine)?.chunks_exact(2) {
+            all.entry(p[0]).or_insert(p[1]);
+        }
+        v[0] = 0.0;
+        v[1] = 0.0;
+        let (rows, nnz) = (all.len(), all.values().sum::<u64>() as usize);
+        comm.sum(&mut v)?;
+        v[0] = rows as f64;
+        v[1] = nnz as f64;
+    } else {
+        comm.sum(&mut v)?;
+    }
+    Ok(crate::backend::LayoutStats {
+        rows: v[0] as usize,
+        nnz: v[1] as usize,
+        all_ones: v[2] == 0.0,
+        zero_one: v[3..].iter().map(|&x| x == 0.0).collect(),
+    })
+}
+
 /// The points of a distributed problem this rank knows: its own rows (through its problem)
 /// and the rows of other ranks it has fetched; every rank fetches the same rows at the same
 /// moment, so every rank knows the same points.

@@ -67,7 +67,12 @@ impl RoundHost for Ranks<'_> {
         } else {
             sub = self.prob.data.subset(rows);
             let group = super::backend::grouping_over_ranks(comm, &sub)?;
-            sub_prob = self.prob.restricted(&sub, rows)?.with_distinct_rows(group);
+            let layout = super::known::layout_over_ranks(comm, &sub, group)?;
+            sub_prob = self
+                .prob
+                .restricted(&sub, rows)?
+                .with_distinct_rows(group)
+                .with_layout_stats(layout);
             &sub_prob
         };
         let local = self.device.backend(round_prob, self.cpu)?;
@@ -96,7 +101,12 @@ impl WarmHost for Ranks<'_> {
             .collect();
         let sub = self.prob.data.subset(&own);
         let group = super::backend::grouping_over_ranks(self.comm, &sub)?;
-        let sub_prob = self.prob.restricted(&sub, &own)?.with_distinct_rows(group);
+        let layout = super::known::layout_over_ranks(self.comm, &sub, group)?;
+        let sub_prob = self
+            .prob
+            .restricted(&sub, &own)?
+            .with_distinct_rows(group)
+            .with_layout_stats(layout);
         let sub_slice = crate::solver::rounds::round_slice(self.comm, own.len())?;
         solve_by_rules(
             self.comm,

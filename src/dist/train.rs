@@ -156,14 +156,17 @@ pub fn train_model_observed(
             };
             let data = msub.as_ref().unwrap_or(data);
             // Repeated rows grouped on every rank exactly when one process would group them.
+            // Rows laid out on each rank's CPU as one process lays out all of them.
             let group = super::backend::grouping_over_ranks(comm, data)?;
+            let layout = super::known::layout_over_ranks(comm, data, group)?;
             let mut prob = alg
                 .problem(data, y, kernel, params.c)?
                 .with_class_weights(
                     params.class_weight_of(labels[a]),
                     params.class_weight_of(labels[b]),
                 )?
-                .with_distinct_rows(group);
+                .with_distinct_rows(group)
+                .with_layout_stats(layout);
             if let Some(w) = weights {
                 prob = prob.with_row_weights(w)?;
             }
@@ -393,8 +396,10 @@ fn one_class(
         .into());
     }
     let group = super::backend::grouping_over_ranks(comm, local)?;
+    let layout = super::known::layout_over_ranks(comm, local, group)?;
     let mut prob = crate::problem::Problem::new(local, vec![1.0; local.len()], kernel, params.c)?
-        .with_distinct_rows(group);
+        .with_distinct_rows(group)
+        .with_layout_stats(layout);
     if let Some(w) = weights {
         prob = prob.with_row_weights(w)?;
     }

@@ -48,6 +48,55 @@ pub enum Layout<'a> {
     },
 }
 
+/// What [`Layout::new`] chooses a dataset's layout from: its rows, its stored values, whether
+/// every stored value is 1 and which features take only the values 0 and 1. A rank of a
+/// distributed run holds a part of the rows and lays it out as one process lays out all of
+/// them ([`Layout::new_as`] with the whole set's statistics), so that every dot product is
+/// summed as one process sums it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayoutStats {
+    /// Rows.
+    pub rows: usize,
+    /// Stored values (CSR) or rows × features (dense).
+    pub nnz: usize,
+    /// Every stored value is 1 (CSR rows only).
+    pub all_ones: bool,
+    /// Per feature: every value it takes is 0 or 1.
+    pub zero_one: Vec<bool>,
+}
+
+impl LayoutStats {
+    /// The statistics of `ds`'s rows.
+    pub fn of(ds: &crate::data::Dataset) -> LayoutStats {
+        let d = ds.n_features();
+        let mut zero_one = vec![true; d];
+        let (nnz, all_ones) = match &ds.features {
+            crate::data::Features::Dense { values, .. } => {
+                for row in values.chunks_exact(d.max(1)) {
+                    for (z, &v) in zero_one.iter_mut().zip(row) {
+                        *z &= v == 0.0 || v == 1.0;
+                    }
+                }
+                (values.len(), false)
+            }
+            crate::data::Features::Sparse {
+                indices, values, ..
+            } => {
+                for (&f, &v) in indices.iter().zip(values.iter()) {
+                    zero_one[f as usize] &= v == 0.0 || v == 1.0;
+                }
+                (values.len(), values.iter().all(|&v| v == 1.0))
+            }
+        };
+        LayoutStats {
+            rows: ds.len(),
+            nnz,
+            all_ones,
+            zero_one,
+        }
+    }
+}
+
 /// Binary rows as bit sets when every value is 1 and the bit set is smaller than the CSR rows.
 fn binary_pays(d: usize, nnz: usize, m: usize, values: &[f32]) -> bool {
     let words = d.div_ceil(64);
@@ -82,17 +131,22 @@ fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
 impl<'a> Layout<'a> {
     /// The dense AoSoA layout of `d` features, or the hybrid one when enough features take
     /// only the values 0 and 1 (at least 4 and a quarter of them, and some other feature).
-    fn dense(d: usize, xb: Aligned<f32>) -> Layout<'a> {
+    /// `zero_one`, where given, says which features are 0/1-valued (the whole set's, for a
+    /// part of it); else they are read from `xb`.
+    fn dense(d: usize, xb: Aligned<f32>, zero_one: Option<&[bool]>) -> Layout<'a> {
         let nb = xb.len() / (d * LANES).max(1);
-        let binary: Vec<bool> = (0..d)
-            .map(|f| {
-                (0..nb).all(|b| {
-                    xb[(b * d + f) * LANES..(b * d + f + 1) * LANES]
-                        .iter()
-                        .all(|&v| v == 0.0 || v == 1.0)
+        let binary: Vec<bool> = match zero_one {
+            Some(z) => z.to_vec(),
+            None => (0..d)
+                .map(|f| {
+                    (0..nb).all(|b| {
+                        xb[(b * d + f) * LANES..(b * d + f + 1) * LANES]
+                            .iter()
+                            .all(|&v| v == 0.0 || v == 1.0)
+                    })
                 })
-            })
-            .collect();
+                .collect(),
+        };
         let bin: Vec<u32> = (0..d as u32).filter(|&f| binary[f as usize]).collect();
         let cont: Vec<u32> = (0..d as u32).filter(|&f| !binary[f as usize]).collect();
         let words = bin.len().div_ceil(64);
@@ -131,7 +185,15 @@ impl<'a> Layout<'a> {
     }
 
     /// The backend's layout of a dataset: AoSoA copy when dense, borrowed CSR otherwise.
+    #[cfg(test)]
     pub fn new(ds: &'a crate::data::Dataset) -> Self {
+        Self::new_as(ds, None)
+    }
+
+    /// [`Layout::new`], the choice made from `whole` where given (the statistics of a larger
+    /// set these rows are part of: [`LayoutStats`]) instead of from the rows themselves.
+    pub fn new_as(ds: &'a crate::data::Dataset, whole: Option<&LayoutStats>) -> Self {
+        let zero_one = whole.map(|w| &w.zero_one[..]);
         if ds.n_features() == 0 {
             return Layout::featureless(ds.len());
         }
@@ -147,7 +209,7 @@ impl<'a> Layout<'a> {
                         xb[(b * d + f) * LANES + l] = values[i * d + f];
                     }
                 }
-                Layout::dense(d, xb)
+                Layout::dense(d, xb, zero_one)
             }
             crate::data::Features::Sparse {
                 n_features,
@@ -161,14 +223,16 @@ impl<'a> Layout<'a> {
                 // that speed (gathers; `cargo bench --bench kernels` measures both), so a dense
                 // copy wins while it is at most ~2.5× the CSR bytes (KDD99: 25 % non-zero,
                 // d = 38 → 1.8×; a9a: 4.1×).
-                if binary_pays(d, values.len(), m, values) {
+                let (rows, nnz) = whole.map_or((m, values.len()), |w| (w.rows, w.nnz));
+                let ones = whole.map_or_else(|| values.iter().all(|&v| v == 1.0), |w| w.all_ones);
+                if ones && binary_pays(d, nnz, rows, &[]) {
                     let words = d.div_ceil(64);
                     let rows = (0..m).map(|i| &indices[indptr[i]..indptr[i + 1]]);
                     Layout::Binary {
                         words,
                         bits: binary_bits(words, rows),
                     }
-                } else if dense_pays(d, m, values.len()) {
+                } else if dense_pays(d, rows, nnz) {
                     let nb = m.div_ceil(LANES);
                     let mut xb = Aligned::zeroed(nb * d * LANES);
                     for i in 0..m {
@@ -177,7 +241,7 @@ impl<'a> Layout<'a> {
                             xb[(b * d + indices[k] as usize) * LANES + l] = values[k];
                         }
                     }
-                    Layout::dense(d, xb)
+                    Layout::dense(d, xb, zero_one)
                 } else {
                     Layout::Sparse {
                         indptr: Cow::Borrowed(indptr),
@@ -308,6 +372,15 @@ impl<'a> Layout<'a> {
     /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
     /// [`Layout::new`] chooses.
     pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
+        Self::of_rows_as(ds, rows, None)
+    }
+
+    /// [`Layout::of_rows`], the choice made from `whole` where given (as [`Layout::new_as`]).
+    pub fn of_rows_as(
+        ds: &crate::data::Dataset,
+        rows: &[usize],
+        whole: Option<&LayoutStats>,
+    ) -> Layout<'static> {
         use crate::data::Row;
         let d = ds.n_features();
         let m = rows.len();
@@ -321,12 +394,18 @@ impl<'a> Layout<'a> {
                 Row::Sparse(ix, _) => ix.len(),
             })
             .sum();
+        let (m_as, nnz_as) = whole.map_or((m, nnz), |w| (w.rows, w.nnz));
         if !ds.is_dense() {
-            let binary = rows.iter().all(|&i| match ds.row(i) {
-                Row::Sparse(_, v) => v.iter().all(|&x| x == 1.0),
-                Row::Dense(_) => false,
-            });
-            if binary && binary_pays(d, nnz, m, &[]) {
+            let binary = whole.map_or_else(
+                || {
+                    rows.iter().all(|&i| match ds.row(i) {
+                        Row::Sparse(_, v) => v.iter().all(|&x| x == 1.0),
+                        Row::Dense(_) => false,
+                    })
+                },
+                |w| w.all_ones,
+            );
+            if binary && binary_pays(d, nnz_as, m_as, &[]) {
                 let words = d.div_ceil(64);
                 let ix = rows.iter().map(|&i| match ds.row(i) {
                     Row::Sparse(ix, _) => ix,
@@ -338,7 +417,7 @@ impl<'a> Layout<'a> {
                 };
             }
         }
-        if ds.is_dense() || dense_pays(d, m, nnz) {
+        if ds.is_dense() || dense_pays(d, m_as, nnz_as) {
             let nb = m.div_ceil(LANES);
             let mut xb = Aligned::zeroed(nb * d * LANES);
             for (r, &i) in rows.iter().enumerate() {
@@ -356,7 +435,7 @@ impl<'a> Layout<'a> {
                     }
                 }
             }
-            return Layout::dense(d, xb);
+            return Layout::dense(d, xb, whole.map(|w| &w.zero_one[..]));
         }
         let mut indptr = Vec::with_capacity(m + 1);
         let (mut indices, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
