@@ -95,7 +95,7 @@ pub struct Problem<'a> {
     distinct: OnceLock<Option<DistinctRows>>,
     /// The statistics the CPU backend lays the rows out by, where they are those of a larger
     /// set (a rank's rows: the whole set's); None: the rows' own.
-    layout: Option<std::sync::Arc<crate::backend::LayoutStats>>,
+    layout: Option<std::sync::Arc<crate::data::LayoutStats>>,
 }
 
 impl<'a> Problem<'a> {
@@ -302,7 +302,7 @@ impl<'a> Problem<'a> {
     /// This problem with its rows laid out on the CPU as a set with the statistics `whole`
     /// would be (a rank's rows as one process lays out every rank's), so that its dot
     /// products are summed as one process sums them.
-    pub(crate) fn with_layout_stats(self, whole: crate::backend::LayoutStats) -> Self {
+    pub(crate) fn with_layout_stats(self, whole: crate::data::LayoutStats) -> Self {
         Problem {
             layout: Some(std::sync::Arc::new(whole)),
             ..self
@@ -310,7 +310,7 @@ impl<'a> Problem<'a> {
     }
 
     /// The statistics [`Problem::with_layout_stats`] gave, if any.
-    pub(crate) fn layout_stats(&self) -> Option<&crate::backend::LayoutStats> {
+    pub(crate) fn layout_stats(&self) -> Option<&crate::data::LayoutStats> {
         self.layout.as_deref()
     }
 

@@ -19,7 +19,7 @@ pub use hamming::{
     RbfTable, binary_rbf_entries, binary_rbf_entries_against, binary_rbf_entry, push_bit_row,
 };
 use hamming::{hamming_any, query_bits};
-pub use layout::{Layout, LayoutStats};
+pub use layout::Layout;
 #[cfg(target_arch = "x86_64")]
 pub(crate) use tiles::exp_nonpos_f64;
 
@@ -1090,6 +1090,76 @@ macro_rules! for_batch {
     };
 }
 
+/// Rows of a dense layout packed in panels of sixteen ([`tiles::pack_panels`]) for the f32
+/// tiles while a blocked pass runs its batches of columns over them ([`with_row_panels`]).
+#[derive(Default)]
+struct RowPanels {
+    /// The packed rows' blocks in the layout (start, length), while a pass holds them.
+    src: Option<(usize, usize)>,
+    data: Aligned<f32>,
+}
+
+impl RowPanels {
+    /// The panels of the rows `xb` (a slice of the layout's blocks), when these are the rows
+    /// packed.
+    fn of(&self, xb: &[f32]) -> Option<&[f32]> {
+        (self.src == Some((xb.as_ptr() as usize, xb.len()))).then_some(&self.data[..])
+    }
+}
+
+thread_local! {
+    /// This thread's rows packed for the f32 tiles, while [`with_row_panels`] runs.
+    static PANELS: std::cell::RefCell<RowPanels> = std::cell::RefCell::new(RowPanels::default());
+}
+
+/// Runs `f` (batches of columns over rows r0..r0+n: [`columns_chunk_packed`] calls) with
+/// those rows packed in panels of sixteen when the f32 tiles will take them (RBF, dense rows
+/// of at least [`F32_DOTS_MIN_D`] features, AVX-512, r0 on a block's start), as a GEMM packs
+/// the operand it reuses: each batch then loads a register of sixteen rows whole. The
+/// entries are the same bit for bit. Worth it when `f` runs more than one batch.
+pub fn with_row_panels<R>(a: &ColumnArgs<'_>, r0: usize, n: usize, f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| f32_dots(job.d));
+        if let Some(job) = rows {
+            /// Lets the panels go when `f` returns or unwinds.
+            struct Held;
+            impl Drop for Held {
+                fn drop(&mut self) {
+                    PANELS.with_borrow_mut(|p| p.src = None);
+                }
+            }
+            PANELS.with_borrow_mut(|p| {
+                tiles::pack_panels(job.xb, job.d, &mut p.data);
+                p.src = Some((job.xb.as_ptr() as usize, job.xb.len()));
+            });
+            let _held = Held;
+            return f();
+        }
+    }
+    f()
+}
+
+/// Asks the core's L2 for part `part` of `parts` of rows r0..r0+n of a dense layout (the next
+/// block of a blocked pass, fetched piece by piece while the current block's batches run, so
+/// that packing it finds it in cache); nothing for other layouts.
+pub fn prefetch_rows(a: &ColumnArgs<'_>, r0: usize, n: usize, (part, parts): (usize, usize)) {
+    #[cfg(target_arch = "x86_64")]
+    if let Layout::Dense { d, xb } = a.layout {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        let (lo, hi) = ((r0 * d).min(xb.len()), ((r0 + n) * d).min(xb.len()));
+        let lines = (hi - lo).div_ceil(16);
+        let per = lines.div_ceil(parts.max(1));
+        for l in (part * per..lines.min((part + 1) * per)).map(|l| lo + 16 * l) {
+            // SAFETY: l < xb.len() (lo + 16·l < hi ≤ len): the address lies in the layout; a
+            // prefetch reads nothing architecturally.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(xb.as_ptr().add(l) as *const i8) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (a, r0, n, part, parts);
+}
+
 /// f32 RBF columns over dense rows whose products are formed in f32 ([`F32_DOTS_MIN_D`]
 /// features or more) by the AVX-512 tiles with the entries finished in registers
 /// ([`tiles::rbf_f32`]): the same entries as [`columns_chunk_impl`]. Returns whether it
@@ -1121,9 +1191,14 @@ fn wide_rbf_f32(
             outs: &mut [&mut [f32]],
         ) {
             let e = job.epilogue::<K>(a, cols);
-            // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); q32 holds K packed
-            // queries of d features, xb the rows' whole blocks, every output n entries.
-            unsafe { tiles::rbf_f32::<K>(job.xb, job.d, q32, &e, outs) };
+            PANELS.with_borrow(|p| match p.of(job.xb) {
+                // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); q32 holds K
+                // packed queries of d features, the panels the rows packed, every output n
+                // entries.
+                Some(panels) => unsafe { tiles::rbf_panels_f32::<K>(panels, job.d, q32, &e, outs) },
+                // SAFETY: as above, with xb the rows' whole blocks.
+                None => unsafe { tiles::rbf_f32::<K>(job.xb, job.d, q32, &e, outs) },
+            })
         }
         let d = job.d;
         match q32.filter(|p| k == BATCH && p.len() == BATCH * d) {
@@ -1547,7 +1622,8 @@ pub(crate) mod tests {
     }
 
     /// The f32 RBF columns of wide dense rows, finished in the tiles' registers, equal the
-    /// two-pass columns bit for bit, with a full batch packed by its pass or by the thread.
+    /// two-pass columns bit for bit, with a full batch packed by its pass or by the thread,
+    /// and over rows packed in panels of sixteen.
     #[test]
     fn wide_columns_finished_in_registers_equal_the_two_pass_columns() {
         if !tiles::available() {
@@ -1557,7 +1633,7 @@ pub(crate) mod tests {
         for d in [32usize, 45, 300] {
             let ds = mixed_rows(301, d, d as u64, false);
             assert!(matches!(Layout::new(&ds), Layout::Dense { .. }));
-            for packed_by_pass in [false, true] {
+            for (packed_by_pass, panels) in [(false, false), (true, false), (true, true)] {
                 assert_finished_in_registers::<f32>(
                     &ds,
                     &[0.5 / d as f64, 4.0 / d as f64],
@@ -1568,7 +1644,18 @@ pub(crate) mod tests {
                             let q: Vec<&[f64]> = cols.iter().map(|c| c.1).collect();
                             pack_queries(&q, d, &mut packed);
                         }
-                        wide_rbf_f32(args, (cols, full.then_some(&packed[..])), r0, outs)
+                        let n = outs[0].len();
+                        let mut run =
+                            || wide_rbf_f32(args, (cols, full.then_some(&packed[..])), r0, outs);
+                        if panels {
+                            // The rows packed in panels of sixteen (and used: checked below).
+                            with_row_panels(args, r0, n, || {
+                                let held = PANELS.with_borrow(|p| p.src.is_some());
+                                run() && held
+                            })
+                        } else {
+                            run()
+                        }
                     },
                 );
             }

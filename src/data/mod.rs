@@ -9,11 +9,13 @@ mod csv;
 pub mod kdd;
 pub(crate) mod libsvm;
 pub mod scale;
+mod stats;
 pub mod synth;
 
 pub use compress::{Compression, open_maybe_compressed, open_with_format};
 pub use csv::read_csv;
 pub use libsvm::{read_libsvm, renumber_features, write_libsvm};
+pub(crate) use stats::LayoutStats;
 
 use crate::error::Result;
 use std::path::Path;

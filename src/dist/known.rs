@@ -45,7 +45,7 @@ pub fn grouping_over_ranks(comm: &dyn Comm, local: &Dataset) -> Result<bool> {
     Ok(crate::problem::groups_rows(m, all.len()))
 }
 
-/// The layout statistics of every rank's `local` rows together ([`crate::backend::LayoutStats`]
+/// The layout statistics of every rank's `local` rows together ([`crate::data::LayoutStats`]
 /// of the whole set), so that each rank's CPU backend lays out its rows as one process lays out
 /// all of them: the rows and stored values summed (`grouped`: of the distinct rows over all
 /// ranks, which a grouped backend lays out; told apart by their 64-bit hashes), a feature
@@ -54,8 +54,8 @@ pub fn layout_over_ranks(
     comm: &dyn Comm,
     local: &Dataset,
     grouped: bool,
-) -> Result<crate::backend::LayoutStats> {
-    let own = crate::backend::LayoutStats::of(local);
+) -> Result<crate::data::LayoutStats> {
+    let own = crate::data::LayoutStats::of(local);
     let d = comm
         .gather_all(own.zero_one.len() as u64)?
         .into_iter()
@@ -94,7 +94,7 @@ pub fn layout_over_ranks(
     } else {
         comm.sum(&mut v)?;
     }
-    Ok(crate::backend::LayoutStats {
+    Ok(crate::data::LayoutStats {
         rows: v[0] as usize,
         nnz: v[1] as usize,
         all_ones: v[2] == 0.0,

@@ -127,10 +127,21 @@ impl<T: Elem> CpuBackend<'_, T> {
                 let (r0, n) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
                 for b0 in (r0..r0 + n).step_by(block) {
                     let len = block.min(r0 + n - b0);
-                    for (bi, batch) in cptr.chunks(BATCH).enumerate() {
-                        let q32 = packed_ref.get(bi).filter(|p| !p.is_empty()).map(|p| &p[..]);
-                        // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
-                        unsafe { write_columns(args, (batch, q32), qbuf, b0, len) };
+                    // The next block of the chunk, fetched while this one runs.
+                    let next = (b0 + len, block.min((r0 + n).saturating_sub(b0 + len)));
+                    let parts = cptr.len().div_ceil(BATCH);
+                    let batches = || {
+                        for (bi, batch) in cptr.chunks(BATCH).enumerate() {
+                            crate::backend::simd::prefetch_rows(args, next.0, next.1, (bi, parts));
+                            let q32 = packed_ref.get(bi).filter(|p| !p.is_empty()).map(|p| &p[..]);
+                            // SAFETY: chunk c owns rows r0..r0+n of every column buffer.
+                            unsafe { write_columns(args, (batch, q32), qbuf, b0, len) };
+                        }
+                    };
+                    if cptr.len() > BATCH {
+                        crate::backend::simd::with_row_panels(args, b0, len, batches);
+                    } else {
+                        batches();
                     }
                 }
                 for (col, j, _) in cptr {

@@ -48,55 +48,6 @@ pub enum Layout<'a> {
     },
 }
 
-/// What [`Layout::new`] chooses a dataset's layout from: its rows, its stored values, whether
-/// every stored value is 1 and which features take only the values 0 and 1. A rank of a
-/// distributed run holds a part of the rows and lays it out as one process lays out all of
-/// them ([`Layout::new_as`] with the whole set's statistics), so that every dot product is
-/// summed as one process sums it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LayoutStats {
-    /// Rows.
-    pub rows: usize,
-    /// Stored values (CSR) or rows × features (dense).
-    pub nnz: usize,
-    /// Every stored value is 1 (CSR rows only).
-    pub all_ones: bool,
-    /// Per feature: every value it takes is 0 or 1.
-    pub zero_one: Vec<bool>,
-}
-
-impl LayoutStats {
-    /// The statistics of `ds`'s rows.
-    pub fn of(ds: &crate::data::Dataset) -> LayoutStats {
-        let d = ds.n_features();
-        let mut zero_one = vec![true; d];
-        let (nnz, all_ones) = match &ds.features {
-            crate::data::Features::Dense { values, .. } => {
-                for row in values.chunks_exact(d.max(1)) {
-                    for (z, &v) in zero_one.iter_mut().zip(row) {
-                        *z &= v == 0.0 || v == 1.0;
-                    }
-                }
-                (values.len(), false)
-            }
-            crate::data::Features::Sparse {
-                indices, values, ..
-            } => {
-                for (&f, &v) in indices.iter().zip(values.iter()) {
-                    zero_one[f as usize] &= v == 0.0 || v == 1.0;
-                }
-                (values.len(), values.iter().all(|&v| v == 1.0))
-            }
-        };
-        LayoutStats {
-            rows: ds.len(),
-            nnz,
-            all_ones,
-            zero_one,
-        }
-    }
-}
-
 /// Binary rows as bit sets when every value is 1 and the bit set is smaller than the CSR rows.
 fn binary_pays(d: usize, nnz: usize, m: usize, values: &[f32]) -> bool {
     let words = d.div_ceil(64);
@@ -191,8 +142,8 @@ impl<'a> Layout<'a> {
     }
 
     /// [`Layout::new`], the choice made from `whole` where given (the statistics of a larger
-    /// set these rows are part of: [`LayoutStats`]) instead of from the rows themselves.
-    pub fn new_as(ds: &'a crate::data::Dataset, whole: Option<&LayoutStats>) -> Self {
+    /// set these rows are part of: [`crate::data::LayoutStats`]) instead of from the rows themselves.
+    pub fn new_as(ds: &'a crate::data::Dataset, whole: Option<&crate::data::LayoutStats>) -> Self {
         let zero_one = whole.map(|w| &w.zero_one[..]);
         if ds.n_features() == 0 {
             return Layout::featureless(ds.len());
@@ -379,7 +330,7 @@ impl<'a> Layout<'a> {
     pub fn of_rows_as(
         ds: &crate::data::Dataset,
         rows: &[usize],
-        whole: Option<&LayoutStats>,
+        whole: Option<&crate::data::LayoutStats>,
     ) -> Layout<'static> {
         use crate::data::Row;
         let d = ds.n_features();

@@ -265,11 +265,29 @@ unsafe fn rbf_tile<const R: usize, const K: usize>(
     e: &RbfEpilogue<'_, K>,
     po: &[*mut f32; K],
 ) {
+    // SAFETY: the caller's contract bounds the blocks.
+    unsafe { finish_tile::<R, K>(accumulate_f32::<R, K>(xb, d, q32, b), b, e, po) }
+}
+
+/// The RBF entries of rows (b + 2r)·8 … + 16 of the K columns from their dots `acc[c][r]`
+/// (see [`rbf_f32`]), stored to `po[c]` under a mask past the epilogue's rows.
+///
+/// # Safety
+/// The CPU has the features; rows from b·8 that exist (< the epilogue's n) have entries in
+/// every `po[c]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // c and r index the accumulators and the outputs alike
+unsafe fn finish_tile<const R: usize, const K: usize>(
+    acc: [[__m512; R]; K],
+    b: usize,
+    e: &RbfEpilogue<'_, K>,
+    po: &[*mut f32; K],
+) {
     let n = e.norms.len();
-    // SAFETY: the caller's contract bounds the blocks; norms, labels and outputs are read and
-    // written under a mask past n.
+    // SAFETY: norms, labels and outputs are read and written under a mask past n.
     unsafe {
-        let acc = accumulate_f32::<R, K>(xb, d, q32, b);
         let (m2, zero, ng) = (
             _mm512_set1_pd(-2.0),
             _mm512_setzero_pd(),
@@ -286,8 +304,14 @@ unsafe fn rbf_tile<const R: usize, const K: usize>(
             let (mlo, mhi) = (m16 as u8, (m16 >> 8) as u8);
             let ni_lo = _mm512_maskz_loadu_pd(mlo, e.norms.as_ptr().add(row0));
             let ni_hi = _mm512_maskz_loadu_pd(mhi, e.norms.as_ptr().add(row0 + LANES));
-            let yi_lo = _mm512_maskz_loadu_pd(mlo, e.y.as_ptr().add(row0));
-            let yi_hi = _mm512_maskz_loadu_pd(mhi, e.y.as_ptr().add(row0 + LANES));
+            // The labels are ±1: their products in f32 are the f64 products rounded.
+            let yi = _mm512_insertf32x8::<1>(
+                _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_maskz_loadu_pd(
+                    mlo,
+                    e.y.as_ptr().add(row0),
+                ))),
+                _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, e.y.as_ptr().add(row0 + LANES))),
+            );
             for c in 0..K {
                 let a = acc[c][r];
                 let nj = _mm512_set1_pd(e.nj[c]);
@@ -298,14 +322,174 @@ unsafe fn rbf_tile<const R: usize, const K: usize>(
                 let t_lo = exponent(_mm512_castps512_ps256(a), ni_lo);
                 let t_hi = exponent(_mm512_extractf32x8_ps::<1>(a), ni_hi);
                 let t = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t_lo), t_hi);
-                let yj = _mm512_set1_pd(e.yj[c]);
-                let s_lo = _mm512_cvtpd_ps(_mm512_mul_pd(yi_lo, yj));
-                let s_hi = _mm512_cvtpd_ps(_mm512_mul_pd(yi_hi, yj));
-                let s = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s_lo), s_hi);
+                let s = _mm512_mul_ps(yi, _mm512_set1_ps(e.yj[c] as f32));
                 let v = _mm512_mul_ps(super::fused::exp_plus_one(t), s);
                 _mm512_mask_storeu_ps(po[c].add(row0), m16, v);
             }
         }
+    }
+}
+
+/// The rows of the whole blocks in `xb` (d features each, eight-row AoSoA blocks) packed as
+/// panels of sixteen rows, `out[(p·d + f)·16 + l]` = feature f of row 16p + l (zeros past the
+/// last row): what a GEMM does to its A operand, so that the tiles load each register of
+/// sixteen rows whole, without joining two blocks, and read one stream per register.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn pack_panels(xb: &[f32], d: usize, out: &mut crate::backend::aligned::Aligned<f32>) {
+    let nblk = xb.len() / (d * LANES).max(1);
+    let len = nblk.div_ceil(2) * d * 2 * LANES;
+    if out.len() < len {
+        *out = crate::backend::aligned::Aligned::zeroed(len);
+    }
+    let whole = nblk / 2;
+    if available() {
+        // SAFETY: the CPU has the features; panels 0..whole join blocks 2p and 2p + 1 of xb,
+        // and `out` holds `len` ≥ whole panels.
+        unsafe { pack_whole_panels(xb, d, whole, &mut out[..len]) };
+    } else {
+        for (p, dst) in out[..whole * d * 2 * LANES]
+            .chunks_exact_mut(d * 2 * LANES)
+            .enumerate()
+        {
+            let (lo, hi) = xb[2 * p * d * LANES..(2 * p + 2) * d * LANES].split_at(d * LANES);
+            for (f, to) in dst.chunks_exact_mut(2 * LANES).enumerate() {
+                to[..LANES].copy_from_slice(&lo[f * LANES..(f + 1) * LANES]);
+                to[LANES..].copy_from_slice(&hi[f * LANES..(f + 1) * LANES]);
+            }
+        }
+    }
+    if nblk % 2 == 1 {
+        // The last panel: the odd block and eight rows of zeros.
+        let lo = &xb[(nblk - 1) * d * LANES..nblk * d * LANES];
+        let dst = &mut out[whole * d * 2 * LANES..len];
+        for (f, to) in dst.chunks_exact_mut(2 * LANES).enumerate() {
+            to[..LANES].copy_from_slice(&lo[f * LANES..(f + 1) * LANES]);
+            to[LANES..].fill(0.0);
+        }
+    }
+}
+
+/// Panels 0..`whole` of [`pack_panels`]: blocks 2p and 2p + 1 joined feature by feature.
+///
+/// # Safety
+/// [`available`] is true; `xb` holds 2·whole blocks of d features and `out` whole panels.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+unsafe fn pack_whole_panels(xb: &[f32], d: usize, whole: usize, out: &mut [f32]) {
+    assert!(xb.len() >= whole * 2 * d * LANES && out.len() >= whole * d * 2 * LANES);
+    // SAFETY: the reads stay within 2·whole blocks of xb, the writes within whole panels.
+    unsafe {
+        let (src, dst) = (xb.as_ptr(), out.as_mut_ptr());
+        for p in 0..whole {
+            let lo = src.add(2 * p * d * LANES);
+            let hi = lo.add(d * LANES);
+            let to = dst.add(p * d * 2 * LANES);
+            for f in 0..d {
+                let v = _mm512_insertf32x8::<1>(
+                    _mm512_castps256_ps512(_mm256_loadu_ps(lo.add(f * LANES))),
+                    _mm256_loadu_ps(hi.add(f * LANES)),
+                );
+                _mm512_storeu_ps(to.add(f * 2 * LANES), v);
+            }
+        }
+    }
+}
+
+/// [`rbf_f32`] over rows packed by [`pack_panels`] (`panels`: the epilogue's rows, rounded up
+/// to sixteen): the same entries bit for bit, each (row, query) sum formed from zero over the
+/// features in order with one fused multiply-add each and finished by the same steps.
+///
+/// # Safety
+/// [`available`] is true; `q32` holds K·d values packed as for [`dots_f32`]; `panels` holds
+/// the epilogue's rows in panels of sixteen; every `outs[c]`, c < K, holds at least as many
+/// entries as rows.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn rbf_panels_f32<const K: usize>(
+    panels: &[f32],
+    d: usize,
+    q32: &[f32],
+    e: &RbfEpilogue<'_, K>,
+    outs: &mut [&mut [f32]],
+) {
+    let n = e.norms.len();
+    let np = n.div_ceil(2 * LANES);
+    const { assert!(K <= super::BATCH, "at most a batch of queries") };
+    assert!(q32.len() >= K * d && e.y.len() == n && panels.len() >= np * d * 2 * LANES);
+    assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
+    let po: [*mut f32; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
+    let mut p = 0;
+    // SAFETY: for every call below, panels p.. lie in `panels`, K queries in q32, and rows of
+    // every output up to n (checked above); the caller has the CPU's features.
+    unsafe {
+        macro_rules! tile {
+            ($r:literal) => {{
+                let acc = accumulate_panels_f32::<$r, K>(panels, d, q32, p);
+                finish_tile::<$r, K>(acc, 2 * p, e, &po);
+                p += $r;
+            }};
+        }
+        match K {
+            1 | 2 => {
+                while p + 8 <= np {
+                    tile!(8)
+                }
+            }
+            3..=5 => {
+                while p + 4 <= np {
+                    tile!(4)
+                }
+            }
+            _ => {
+                while p + 3 <= np {
+                    tile!(3)
+                }
+            }
+        }
+        while p < np {
+            tile!(1)
+        }
+    }
+}
+
+/// The sums of panels p..p+R (R registers of sixteen rows) with the K queries, `acc[c][r]`,
+/// each formed from zero over the features in order with one fused multiply-add each.
+///
+/// # Safety
+/// As [`rbf_panels_f32`], with p + R ≤ the panels in `panels`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)] // c and r index the accumulators and the rows alike
+unsafe fn accumulate_panels_f32<const R: usize, const K: usize>(
+    panels: &[f32],
+    d: usize,
+    q32: &[f32],
+    p: usize,
+) -> [[__m512; R]; K] {
+    debug_assert!((p + R) * d * 2 * LANES <= panels.len());
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let next = d * 2 * LANES;
+        let mut acc = [[_mm512_setzero_ps(); R]; K];
+        let mut qf = q32.as_ptr();
+        let mut xp = panels.as_ptr().add(p * next);
+        for _ in 0..d {
+            let mut xv = [_mm512_setzero_ps(); R];
+            for (r, v) in xv.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(xp.add(r * next));
+            }
+            for c in 0..K {
+                let qv = _mm512_set1_ps(*qf.add(c));
+                for r in 0..R {
+                    acc[c][r] = _mm512_fmadd_ps(xv[r], qv, acc[c][r]);
+                }
+            }
+            qf = qf.add(K);
+            xp = xp.add(2 * LANES);
+        }
+        // As in accumulate_f32: the accumulators leave the loop through memory once.
+        std::hint::black_box(acc)
     }
 }
 
@@ -609,6 +793,64 @@ mod tests {
             .collect()
     }
 
+    /// The tiles over rows packed in panels of sixteen give the entries of the tiles over the
+    /// AoSoA blocks bit for bit: every panel tile shape and tail (1 … 19 blocks, odd counts
+    /// leaving half a panel of padding, and rows short of the last block), 1 … 8 queries.
+    #[test]
+    fn panels_give_the_blocks_entries() {
+        if !available() {
+            eprintln!("skipped: this CPU lacks AVX-512 (the tiles do not run here)");
+            return;
+        }
+        fn check<const K: usize>(nblk: usize, d: usize, short: usize) {
+            let xb = data(nblk, d, (nblk * 17 + d) as u64);
+            let n = nblk * LANES - short;
+            let q32: Vec<f32> = data(1, K * d, 77 + K as u64)[..K * d].to_vec();
+            let norms: Vec<f64> = (0..n).map(|i| 0.5 + (i % 13) as f64 * 0.37).collect();
+            let y: Vec<f64> = (0..n)
+                .map(|i| if i % 3 == 0 { -1.0 } else { 1.0 })
+                .collect();
+            let e = RbfEpilogue::<K> {
+                norms: &norms,
+                y: &y,
+                nj: std::array::from_fn(|c| 0.8 + c as f64 * 0.29),
+                yj: std::array::from_fn(|c| if c % 2 == 0 { 1.0 } else { -1.0 }),
+                ng: -0.05,
+            };
+            let mut want = vec![vec![f32::NAN; n]; K];
+            let mut got = vec![vec![f32::NAN; n]; K];
+            let mut panels = crate::backend::aligned::Aligned::default();
+            pack_panels(&xb, d, &mut panels);
+            {
+                let mut o: Vec<&mut [f32]> = want.iter_mut().map(|c| &mut c[..]).collect();
+                // SAFETY: available() holds; the sizes are as the functions require.
+                unsafe { rbf_f32::<K>(&xb, d, &q32, &e, &mut o) };
+                let mut o: Vec<&mut [f32]> = got.iter_mut().map(|c| &mut c[..]).collect();
+                // SAFETY: as above.
+                unsafe { rbf_panels_f32::<K>(&panels, d, &q32, &e, &mut o) };
+            }
+            for c in 0..K {
+                for r in 0..n {
+                    assert_eq!(
+                        got[c][r].to_bits(),
+                        want[c][r].to_bits(),
+                        "K {K} blocks {nblk} d {d} short {short} query {c} row {r}"
+                    );
+                }
+            }
+        }
+        for nblk in 1..=19 {
+            for (d, short) in [(33, 0), (54, 3), (40, 7)] {
+                check::<1>(nblk, d, short);
+                check::<2>(nblk, d, short);
+                check::<3>(nblk, d, short);
+                check::<5>(nblk, d, short);
+                check::<6>(nblk, d, short);
+                check::<8>(nblk, d, short);
+            }
+        }
+    }
+
     /// Every tile shape and tail (1 … 13 blocks, 1 … 8 queries) gives each (row, query) sum
     /// formed from zero over the features in order with one fused multiply-add each.
     #[test]
@@ -683,6 +925,118 @@ mod tests {
                 check::<7>(nblk, d);
                 check::<8>(nblk, d);
             }
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod rate {
+    use super::*;
+
+    /// Not a check: one thread's rate of the f32 products alone (`dots_f32::<8>` over a
+    /// block of rows held in L2) and of the finished RBF entries (`rbf_f32::<8>`), against
+    /// one thread's FMA peak given as `FWSVM_PEAK_GFLOPS` (half of what `fwsvm bench kernels`
+    /// measures on two threads). `cargo test --release --lib tiles::rate -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn products_alone_against_the_peak() {
+        if !available() {
+            return;
+        }
+        // One thread's f32 FMA peak for comparison: `fwsvm bench kernels` measures it.
+        let peak = std::env::var("FWSVM_PEAK_GFLOPS")
+            .map_or(f64::NAN, |v| v.parse::<f64>().unwrap_or(f64::NAN) * 1e9);
+        for d in [54usize, 256, 784] {
+            let rows = ((192 * 1024 / (4 * d)) / 16 * 16).max(16);
+            let nblk = rows / LANES;
+            let xb: Vec<f32> = (0..nblk * d * LANES)
+                .map(|i| (i % 97) as f32 * 0.01)
+                .collect();
+            let q32: Vec<f32> = (0..8 * d).map(|i| (i % 89) as f32 * 0.01).collect();
+            let mut out = vec![0.0f64; 8 * rows];
+            let reps = (4e9 / (2.0 * (rows * d * 8) as f64)) as usize;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                // SAFETY: available(); sizes as required.
+                unsafe { dots_f32::<8>(&xb, d, &q32, rows, &mut out) };
+                std::hint::black_box(&mut out);
+            }
+            let s = t.elapsed().as_secs_f64();
+            let flops = 2.0 * (rows * d * 8 * reps) as f64 / s;
+            let norms = vec![1.0f64; rows];
+            let y = vec![1.0f64; rows];
+            let e = RbfEpilogue::<8> {
+                norms: &norms,
+                y: &y,
+                nj: [1.0; 8],
+                yj: [1.0; 8],
+                ng: -0.01,
+            };
+            let mut cols = vec![vec![0.0f32; rows]; 8];
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                let mut outs: Vec<&mut [f32]> = cols.iter_mut().map(|c| &mut c[..]).collect();
+                // SAFETY: as above.
+                unsafe { rbf_f32::<8>(&xb, d, &q32, &e, &mut outs) };
+                std::hint::black_box(&mut outs);
+            }
+            let s2 = t.elapsed().as_secs_f64();
+            let flops2 = 2.0 * (rows * d * 8 * reps) as f64 / s2;
+            // As the block runs it: 20,000 rows by blocks of `rows`, each through 32 batches of
+            // 8 packed queries, the entries written to 256 columns of 20,000.
+            let m = 20_000 / rows * rows;
+            let big: Vec<f32> = (0..m * d).map(|i| (i % 97) as f32 * 0.01).collect();
+            let packs: Vec<Vec<f32>> = (0..32)
+                .map(|p| (0..8 * d).map(|i| ((i + p) % 89) as f32 * 0.01).collect())
+                .collect();
+            let mut colsb = vec![vec![0.0f32; m]; 256];
+            let t = std::time::Instant::now();
+            for b0 in (0..m).step_by(rows) {
+                let xbb = &big[b0 * d..(b0 + rows) * d];
+                for (p, q) in packs.iter().enumerate() {
+                    let mut outs: Vec<&mut [f32]> = colsb[8 * p..8 * p + 8]
+                        .iter_mut()
+                        .map(|c| &mut c[b0..b0 + rows])
+                        .collect();
+                    // SAFETY: as above.
+                    unsafe { rbf_f32::<8>(xbb, d, q, &e, &mut outs) };
+                }
+            }
+            let s3 = t.elapsed().as_secs_f64();
+            std::hint::black_box(&mut colsb);
+            let flops3 = 2.0 * (m * d * 256) as f64 / s3;
+            let mut panels = crate::backend::aligned::Aligned::default();
+            let t = std::time::Instant::now();
+            for b0 in (0..m).step_by(rows) {
+                let xbb = &big[b0 * d..(b0 + rows) * d];
+                pack_panels(xbb, d, &mut panels);
+                for (p, q) in packs.iter().enumerate() {
+                    let mut outs: Vec<&mut [f32]> = colsb[8 * p..8 * p + 8]
+                        .iter_mut()
+                        .map(|c| &mut c[b0..b0 + rows])
+                        .collect();
+                    // SAFETY: as above.
+                    unsafe { rbf_panels_f32::<8>(&panels, d, q, &e, &mut outs) };
+                }
+            }
+            let s4 = t.elapsed().as_secs_f64();
+            std::hint::black_box(&mut colsb);
+            let flops4 = 2.0 * (m * d * 256) as f64 / s4;
+            eprintln!(
+                "d {d}: as in the block {:.1} GFLOP/s ({:.1} %), packed in panels {:.1} GFLOP/s ({:.1} %)",
+                flops3 / 1e9,
+                100.0 * flops3 / peak,
+                flops4 / 1e9,
+                100.0 * flops4 / peak
+            );
+            eprintln!(
+                "d {d}, {rows} rows: products {:.1} GFLOP/s ({:.1} % of {:.1}), rbf entries {:.1} GFLOP/s ({:.1} %)",
+                flops / 1e9,
+                100.0 * flops / peak,
+                peak / 1e9,
+                flops2 / 1e9,
+                100.0 * flops2 / peak
+            );
         }
     }
 }
