@@ -258,6 +258,15 @@ pub fn fma_peak(reps: usize) -> FmaPeak {
     }
 }
 
+/// The CPU's f32 dense RBF tiles alone on the calling thread, in FLOP/s of the products (2·d
+/// per kernel value): batches of eight columns over one block of rows held in the core's
+/// cache, finished in registers, as the working-set block runs them (about `min_time`). None
+/// where they do not run (no AVX-512, or fewer than 32 features). Beside [`fma_peak`] per
+/// thread it says how much of the block's shortfall is the tiles' own.
+pub fn tile_rate(d: usize, min_time: Duration) -> Option<f64> {
+    crate::backend::tile_rate(d, min_time)
+}
+
 /// The FMA chains of [`fma_peak`].
 mod fma {
     #[cfg(target_arch = "x86_64")]

@@ -181,6 +181,15 @@ fn block_table(a: &KernelsArgs) -> Result<Vec<String>> {
     println!("|---|---|---|---|---|---|---|---|");
     let mut json = Vec::new();
     let m = a.block_rows;
+    // The tiles alone on one thread, per d: the block's ceiling on this machine.
+    let per_thread = peak.f32_flops / peak.threads.max(1) as f64;
+    let tiles: Vec<(usize, f64)> = a
+        .block_dims
+        .iter()
+        .filter_map(|&d| {
+            fwsvm::bench::tile_rate(d, Duration::from_secs_f64(a.min_time)).map(|r| (d, r))
+        })
+        .collect();
     for &d in &a.block_dims {
         let ds = synthetic(m, d, 1.0, a.seed);
         let prob = Problem::new(
@@ -210,6 +219,27 @@ fn block_table(a: &KernelsArgs) -> Result<Vec<String>> {
                 peak.f32_flops / 1e9,
                 peak.f64_flops / 1e9,
                 peak.isa
+            ));
+        }
+    }
+    if !tiles.is_empty() {
+        println!();
+        println!(
+            "f32 RBF tiles alone (one thread, eight columns a batch over a block of rows in the \
+             core's cache, finished in registers), against one thread's share of the peak:"
+        );
+        println!("| d | GFLOP/s | of one thread's f32 peak |");
+        println!("|---|---|---|");
+        for &(d, r) in &tiles {
+            println!(
+                "| {d} | {} | {} % |",
+                sig(r / 1e9),
+                sig(100.0 * r / per_thread)
+            );
+            json.push(format!(
+                "{{\"table\": \"tiles\", \"d\": {d}, \"gflops\": {}, \"peak_f32_gflops_per_thread\": {}}}",
+                r / 1e9,
+                per_thread / 1e9
             ));
         }
     }

@@ -183,6 +183,9 @@ struct Scratch {
     /// Whether the row has every feature of the panel (then its offsets are the panel's
     /// features in order, the same for every such row).
     full: Vec<bool>,
+    /// The panel offsets of features 0, 1, … of a dense row, when the panel holds every
+    /// feature (else empty): a dense row without zeros takes them whole.
+    dense: Vec<usize>,
 }
 
 impl Scratch {
@@ -193,6 +196,7 @@ impl Scratch {
             val: Vec::new(),
             ni: Vec::with_capacity(rows),
             full: Vec::with_capacity(rows),
+            dense: Vec::new(),
         }
     }
 
@@ -221,8 +225,27 @@ impl Scratch {
         };
         self.feat.reserve(room);
         self.val.reserve(room);
+        self.dense.clear();
+        if matches!(data.features, crate::data::Features::Dense { .. })
+            && p.fmap.iter().all(|&r| r != u32::MAX)
+        {
+            self.dense
+                .extend(p.fmap.iter().map(|&r| r as usize * p.width));
+        }
         for k in 0..n {
             let i = row(k);
+            if let Row::Dense(v) = data.row(i)
+                && !self.dense.is_empty()
+                && v.iter().all(|&x| x != 0.0)
+            {
+                // Every feature a non-zero held by the panel: for_nonzeros's entries in order.
+                self.feat.extend_from_slice(&self.dense[..v.len()]);
+                self.val.extend(v.iter().map(|&x| x as f64));
+                self.ptr.push(self.feat.len());
+                self.full.push(v.len() == used);
+                self.ni.push(norms[i]);
+                continue;
+            }
             let (feat, val) = (&mut self.feat, &mut self.val);
             // Whether the row's features strictly increase (always, but for a CSR row whose
             // indices repeat): then holding `used` of the panel's features means holding each
@@ -860,6 +883,38 @@ pub(crate) mod tests {
                         assert_eq!(one[0].to_bits(), all[i].to_bits(), "{tag} row {i} alone");
                     }
                 }
+            }
+        }
+    }
+
+    /// A dense row without zeros, every feature in the panel, is loaded whole: the entries,
+    /// offsets and flags for_nonzeros gives one by one (rows with zeros take that path).
+    #[test]
+    fn dense_rows_load_as_their_non_zeros() {
+        for (ds, tag) in [
+            (data(40, 9, 1.0, 5, true), "full"),
+            (data(40, 9, 0.85, 6, true), "with zeros"),
+        ] {
+            let nm = norms(&ds);
+            let cols: Vec<usize> = (0..ds.len()).collect();
+            let coef = vec![1.0; cols.len()];
+            let cn: Vec<f64> = cols.iter().map(|&j| nm[j]).collect();
+            let p = Panel::new(Kernel::Rbf { gamma: 0.5 }, &ds, &cols, &coef, &cn).unwrap();
+            let mut s = Scratch::new(ds.len());
+            s.load(&p, &ds, &nm, ds.len(), |k| k);
+            assert!(!s.dense.is_empty(), "{tag}: the panel holds every feature");
+            let used = p.zt.len() / p.width;
+            for (i, &ni) in nm.iter().enumerate() {
+                let (mut feat, mut val) = (Vec::new(), Vec::new());
+                for_nonzeros(ds.row(i), |f, v| {
+                    feat.push(p.fmap[f] as usize * p.width);
+                    val.push(v);
+                });
+                let (a, b) = (s.ptr[i], s.ptr[i + 1]);
+                assert_eq!(s.feat[a..b], feat[..], "{tag} row {i}");
+                assert_eq!(s.val[a..b], val[..], "{tag} row {i}");
+                assert_eq!(s.full[i], feat.len() == used, "{tag} row {i}");
+                assert_eq!(s.ni[i], ni);
             }
         }
     }

@@ -37,7 +37,7 @@ pub use select::{
     ChunkLists, Keep, select_lowest, select_lowest_bounded, select_lowest_bounded_chunks,
     select_lowest_bounded_par, select_lowest_bounded_slice,
 };
-pub(crate) use simd::{dot_f64, kernel_values};
+pub(crate) use simd::{dot_f64, kernel_values, tile_rate};
 pub use stats::{BackendStats, call};
 
 pub use cpu::{CpuBackend, CpuConfig};

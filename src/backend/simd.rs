@@ -1116,7 +1116,7 @@ thread_local! {
 /// those rows packed in panels of sixteen when the f32 tiles will take them (RBF, dense rows
 /// of at least [`F32_DOTS_MIN_D`] features, AVX-512, r0 on a block's start), as a GEMM packs
 /// the operand it reuses: each batch then loads a register of sixteen rows whole. The
-/// entries are the same bit for bit. Worth it when `f` runs more than one batch.
+/// entries are the same bit for bit. Worth it when `f` runs many batches.
 pub fn with_row_panels<R>(a: &ColumnArgs<'_>, r0: usize, n: usize, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
@@ -1138,6 +1138,57 @@ pub fn with_row_panels<R>(a: &ColumnArgs<'_>, r0: usize, n: usize, f: impl FnOnc
         }
     }
     f()
+}
+
+/// The f32 tiles' own rate on this thread, in FLOP/s of the products (2·d per entry): full
+/// batches of eight RBF columns finished in registers over one block of dense rows held in
+/// the core's cache and packed in panels, as a blocked pass runs them, repeated for at least
+/// `min_time`. None where the tiles do not run (no AVX-512, or d below [`F32_DOTS_MIN_D`]).
+/// What the working-set block's rate is judged against beside the FMA peak: the rest of the
+/// block is the pass's other work (packing, the update of g, the cache).
+pub fn tile_rate(d: usize, min_time: std::time::Duration) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if !tiles::available() || !f32_dots(d) {
+            return None;
+        }
+        let rows = (192 * 1024 / (4 * d) / (2 * LANES) * (2 * LANES)).max(2 * LANES);
+        let xb: Vec<f32> = (0..rows * d).map(|i| (i % 97) as f32 / 97.0).collect();
+        let q32: Vec<f32> = (0..BATCH * d).map(|i| (i % 89) as f32 / 89.0).collect();
+        let (norms, y) = (vec![1.0f64; rows], vec![1.0f64; rows]);
+        let e = tiles::RbfEpilogue::<BATCH> {
+            norms: &norms,
+            y: &y,
+            nj: [1.0; BATCH],
+            yj: [1.0; BATCH],
+            ng: -1.0 / d as f64,
+        };
+        let mut panels = Aligned::default();
+        tiles::pack_panels(&xb, d, &mut panels);
+        let mut cols = vec![vec![0.0f32; rows]; BATCH];
+        let start = std::time::Instant::now();
+        let mut reps = 0u64;
+        while reps < 3 || start.elapsed() < min_time {
+            for _ in 0..16 {
+                let mut outs: [&mut [f32]; BATCH] = {
+                    let mut it = cols.iter_mut();
+                    std::array::from_fn(|_| &mut it.next().expect("BATCH columns")[..])
+                };
+                // SAFETY: the tiles run here (checked above); q32 holds BATCH packed queries
+                // of d features, the panels `rows` rows, every output `rows` entries.
+                unsafe { tiles::rbf_panels_f32::<BATCH>(&panels, d, &q32, &e, &mut outs) };
+                std::hint::black_box(&mut outs);
+            }
+            reps += 16;
+        }
+        let flops = 2.0 * (rows * d * BATCH) as f64 * reps as f64;
+        Some(flops / start.elapsed().as_secs_f64())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (d, min_time);
+        None
+    }
 }
 
 /// Asks the core's L2 for part `part` of `parts` of rows r0..r0+n of a dense layout (the next
