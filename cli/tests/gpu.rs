@@ -142,6 +142,23 @@ fn info_and_gpu_backend() {
         assert!(pct > 0.0, "{r}");
         assert!(gbs > 0.0 && evals > 0.0, "{r}");
     }
+    // The f32 tiles alone, for each block d of 32 or more (54, 256, 784), where they run.
+    let tiles: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("f32 RBF tiles alone"))
+        .filter(|l| l.starts_with("| ") && l.ends_with(" % |"))
+        .collect();
+    if out.contains("(avx512 on") {
+        assert_eq!(tiles.len(), 3, "{out}");
+        for r in tiles {
+            let cells: Vec<&str> = r.trim_matches('|').split('|').map(str::trim).collect();
+            let gflops: f64 = cells[1].parse().unwrap();
+            assert!(gflops > 0.0, "{r}");
+        }
+    } else {
+        eprintln!("no AVX-512 here: bench kernels prints no tiles table (checked absent)");
+        assert!(tiles.is_empty(), "{out}");
+    }
     fwsvm()
         .args(["bench", "kernels", "--backend", "cpu", "--density", "0"])
         .assert()
