@@ -1094,16 +1094,23 @@ macro_rules! for_batch {
 /// tiles while a blocked pass runs its batches of columns over them ([`with_row_panels`]).
 #[derive(Default)]
 struct RowPanels {
-    /// The packed rows' blocks in the layout (start, length), while a pass holds them.
-    src: Option<(usize, usize)>,
+    /// The packed rows' blocks in the layout (start, length) and whether they were widened to
+    /// f64 (else packed in f32 panels), while a pass holds them.
+    src: Option<(usize, usize, bool)>,
     data: Aligned<f32>,
+    wide: Aligned<f64>,
 }
 
 impl RowPanels {
-    /// The panels of the rows `xb` (a slice of the layout's blocks), when these are the rows
-    /// packed.
+    /// The f32 panels of the rows `xb` (a slice of the layout's blocks), when these are the
+    /// rows packed.
     fn of(&self, xb: &[f32]) -> Option<&[f32]> {
-        (self.src == Some((xb.as_ptr() as usize, xb.len()))).then_some(&self.data[..])
+        (self.src == Some((xb.as_ptr() as usize, xb.len(), false))).then_some(&self.data[..])
+    }
+
+    /// The rows `xb` widened to f64, when these are the rows packed so.
+    fn wide_of(&self, xb: &[f32]) -> Option<&[f64]> {
+        (self.src == Some((xb.as_ptr() as usize, xb.len(), true))).then_some(&self.wide[..])
     }
 }
 
@@ -1113,14 +1120,20 @@ thread_local! {
 }
 
 /// Runs `f` (batches of columns over rows r0..r0+n: [`columns_chunk_packed`] calls) with
-/// those rows packed in panels of sixteen when the f32 tiles will take them (RBF, dense rows
-/// of at least [`F32_DOTS_MIN_D`] features, AVX-512, r0 on a block's start), as a GEMM packs
-/// the operand it reuses: each batch then loads a register of sixteen rows whole. The
-/// entries are the same bit for bit. Worth it when `f` runs many batches.
-pub fn with_row_panels<R>(a: &ColumnArgs<'_>, r0: usize, n: usize, f: impl FnOnce() -> R) -> R {
+/// those rows packed for the tiles that will take them (RBF, dense rows, AVX-512, r0 on a
+/// block's start), as a GEMM packs the operand it reuses: for f32 columns (`single`) of at
+/// least [`F32_DOTS_MIN_D`] features in panels of sixteen, each batch then loading a register
+/// of sixteen rows whole; for f64 columns widened to f64, the widening then out of the tiles'
+/// loop. The entries are the same bit for bit. Worth it when `f` runs many batches.
+pub fn with_row_panels<R>(
+    a: &ColumnArgs<'_>,
+    (r0, n): (usize, usize),
+    single: bool,
+    f: impl FnOnce() -> R,
+) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| f32_dots(job.d));
+        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| !single || f32_dots(job.d));
         if let Some(job) = rows {
             /// Lets the panels go when `f` returns or unwinds.
             struct Held;
@@ -1130,13 +1143,19 @@ pub fn with_row_panels<R>(a: &ColumnArgs<'_>, r0: usize, n: usize, f: impl FnOnc
                 }
             }
             PANELS.with_borrow_mut(|p| {
-                tiles::pack_panels(job.xb, job.d, &mut p.data);
-                p.src = Some((job.xb.as_ptr() as usize, job.xb.len()));
+                if single {
+                    tiles::pack_panels(job.xb, job.d, &mut p.data);
+                } else {
+                    tiles::pack_panels_f64(job.xb, job.d, &mut p.wide);
+                }
+                p.src = Some((job.xb.as_ptr() as usize, job.xb.len(), !single));
             });
             let _held = Held;
             return f();
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (a, r0, n, single);
     f()
 }
 
@@ -1301,9 +1320,14 @@ fn rbf_f64_in_registers(
             outs: &mut [&mut [f64]],
         ) {
             let e = job.epilogue::<K>(a, cols);
-            // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); every query holds
-            // d values, xb the rows' whole blocks, every output n entries.
-            unsafe { tiles::rbf_f64::<K>(job.xb, job.d, qs, &e, outs) };
+            PANELS.with_borrow(|p| match p.wide_of(job.xb) {
+                // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); every query
+                // holds d values, the widened rows the rows' whole blocks, every output n
+                // entries.
+                Some(x64) => unsafe { tiles::rbf_panels_f64::<K>(x64, job.d, qs, &e, outs) },
+                // SAFETY: as above, with xb the rows' whole blocks.
+                None => unsafe { tiles::rbf_f64::<K>(job.xb, job.d, qs, &e, outs) },
+            })
         }
         for_batch!(k, run(&job, &qs[..k], a, cols, outs));
         true
@@ -1700,7 +1724,7 @@ pub(crate) mod tests {
                             || wide_rbf_f32(args, (cols, full.then_some(&packed[..])), r0, outs);
                         if panels {
                             // The rows packed in panels of sixteen (and used: checked below).
-                            with_row_panels(args, r0, n, || {
+                            with_row_panels(args, (r0, n), true, || {
                                 let held = PANELS.with_borrow(|p| p.src.is_some());
                                 run() && held
                             })
@@ -1714,7 +1738,8 @@ pub(crate) mod tests {
     }
 
     /// The f64 RBF columns of dense rows, finished in the tiles' registers, equal the
-    /// two-pass columns bit for bit, for few and many features.
+    /// two-pass columns bit for bit, for few and many features, and over rows widened to f64
+    /// once for the pass.
     #[test]
     fn f64_columns_finished_in_registers_equal_the_two_pass_columns() {
         if !tiles::available() {
@@ -1728,6 +1753,18 @@ pub(crate) mod tests {
                 &ds,
                 &[0.5 / d as f64, 6.0 / d as f64],
                 rbf_f64_in_registers,
+            );
+            // The rows widened to f64 once for the pass (and used: checked).
+            assert_finished_in_registers::<f64>(
+                &ds,
+                &[0.5 / d as f64, 6.0 / d as f64],
+                |args, cols, r0, outs| {
+                    let n = outs[0].len();
+                    with_row_panels(args, (r0, n), false, || {
+                        let held = PANELS.with_borrow(|p| matches!(p.src, Some((_, _, true))));
+                        rbf_f64_in_registers(args, cols, r0, outs) && held
+                    })
+                },
             );
         }
     }

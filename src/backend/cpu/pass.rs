@@ -54,8 +54,9 @@ fn column_slots<T: Elem>(
     cptr
 }
 
-/// Columns from which a blocked pass of f32 columns packs each row block in panels for the f32 tiles
-/// ([`crate::backend::simd::with_row_panels`]) and fetches the next block ahead: packing reads
+/// Columns from which a blocked pass packs each row block for the tiles (f32 panels of
+/// sixteen rows, or the rows widened to f64 for f64 columns:
+/// [`crate::backend::simd::with_row_panels`]) and fetches the next block ahead: packing reads
 /// and writes the block once, about what one batch's products cost at many features, so it
 /// pays over many batches; with two to seven batches a pass (the class pairs of 784-feature
 /// digits, about 1,450 rows each) it was measured 2–7 % slower than without.
@@ -136,7 +137,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                     let len = block.min(r0 + n - b0);
                     // The next block of the chunk, fetched while this one runs.
                     let next = (b0 + len, block.min((r0 + n).saturating_sub(b0 + len)));
-                    let panels = T::SINGLE && cptr.len() >= PANEL_COLUMNS;
+                    let panels = cptr.len() >= PANEL_COLUMNS;
                     let parts = cptr.len().div_ceil(BATCH);
                     let batches = || {
                         for (bi, batch) in cptr.chunks(BATCH).enumerate() {
@@ -154,7 +155,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                         }
                     };
                     if panels {
-                        crate::backend::simd::with_row_panels(args, b0, len, batches);
+                        crate::backend::simd::with_row_panels(args, (b0, len), T::SINGLE, batches);
                     } else {
                         batches();
                     }

@@ -648,11 +648,28 @@ unsafe fn rbf_tile_f64<const R: usize, const K: usize>(
     e: &RbfEpilogue<'_, K>,
     po: &[*mut f64; K],
 ) {
+    // SAFETY: the caller's contract bounds the blocks and queries.
+    unsafe { finish_tile_f64::<R, K>(accumulate_f64::<R, K>(xb, d, q, b), b, e, po) }
+}
+
+/// The f64 RBF entries of rows (b + r)·8 … + 8 of the K columns from their dots `acc[c][r]`
+/// (see [`rbf_f64`]), stored to `po[c]` under a mask past the epilogue's rows.
+///
+/// # Safety
+/// The CPU has the features; rows from b·8 that exist (< the epilogue's n) have entries in
+/// every `po[c]`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn finish_tile_f64<const R: usize, const K: usize>(
+    acc: [[__m512d; R]; K],
+    b: usize,
+    e: &RbfEpilogue<'_, K>,
+    po: &[*mut f64; K],
+) {
     let n = e.norms.len();
-    // SAFETY: the caller's contract bounds the blocks and queries; norms, labels and outputs
-    // are read and written under a mask past n.
+    // SAFETY: norms, labels and outputs are read and written under a mask past n.
     unsafe {
-        let acc = accumulate_f64::<R, K>(xb, d, q, b);
         let (m2, zero, ng, one) = (
             _mm512_set1_pd(-2.0),
             _mm512_setzero_pd(),
@@ -678,6 +695,110 @@ unsafe fn rbf_tile_f64<const R: usize, const K: usize>(
                 _mm512_mask_storeu_pd(po[c].add(row0), mask, v);
             }
         }
+    }
+}
+
+/// The rows of the whole blocks in `xb` widened to f64 in the same order (eight-row AoSoA
+/// blocks, feature-major within a block), for [`rbf_panels_f64`]: the widening leaves the
+/// tiles' inner loop.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn pack_panels_f64(
+    xb: &[f32],
+    d: usize,
+    out: &mut crate::backend::aligned::Aligned<f64>,
+) {
+    let len = xb.len() / (d * LANES).max(1) * d * LANES;
+    if out.len() < len {
+        *out = crate::backend::aligned::Aligned::zeroed(len);
+    }
+    for (o, &x) in out[..len].iter_mut().zip(&xb[..len]) {
+        *o = x as f64;
+    }
+}
+
+/// [`rbf_f64`] over rows widened by [`pack_panels_f64`]: the same entries bit for bit (the
+/// widening is exact, and every sum and finish takes the same steps).
+///
+/// # Safety
+/// As [`rbf_f64`], with `x64` holding the epilogue's rows' whole blocks in f64.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub(super) unsafe fn rbf_panels_f64<const K: usize>(
+    x64: &[f64],
+    d: usize,
+    q: &[&[f64]],
+    e: &RbfEpilogue<'_, K>,
+    outs: &mut [&mut [f64]],
+) {
+    let n = e.norms.len();
+    let nblk = n.div_ceil(LANES);
+    assert!(q.len() >= K && q[..K].iter().all(|qc| qc.len() >= d));
+    assert!(e.y.len() == n && x64.len() >= nblk * d * LANES);
+    assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
+    let qp: [*const f64; K] = std::array::from_fn(|c| q[c].as_ptr());
+    let po: [*mut f64; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
+    let mut b = 0;
+    // SAFETY: for every call below, blocks b.. lie in x64, K queries of d values in q, and
+    // rows of every output up to n (checked above); the caller has the CPU's features.
+    unsafe {
+        macro_rules! tile {
+            ($r:literal) => {{
+                let acc = accumulate_panels_f64::<$r, K>(x64, d, &qp, b);
+                finish_tile_f64::<$r, K>(acc, b, e, &po);
+                b += $r;
+            }};
+        }
+        match K {
+            1 | 2 => {
+                while b + 8 <= nblk {
+                    tile!(8)
+                }
+            }
+            3..=5 => {
+                while b + 4 <= nblk {
+                    tile!(4)
+                }
+            }
+            _ => {
+                while b + 3 <= nblk {
+                    tile!(3)
+                }
+            }
+        }
+        while b < nblk {
+            tile!(1)
+        }
+    }
+}
+
+/// [`accumulate_f64`] over rows already in f64.
+///
+/// # Safety
+/// As [`rbf_panels_f64`], with b + R ≤ the blocks in `x64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn accumulate_panels_f64<const R: usize, const K: usize>(
+    x64: &[f64],
+    d: usize,
+    q: &[*const f64; K],
+    b: usize,
+) -> [[__m512d; R]; K] {
+    debug_assert!((b + R) * d * LANES <= x64.len());
+    // SAFETY: the caller's contract bounds every pointer below.
+    unsafe {
+        let x: [*const f64; R] = std::array::from_fn(|r| x64.as_ptr().add((b + r) * d * LANES));
+        let mut acc = [[_mm512_setzero_pd(); R]; K];
+        for f in 0..d {
+            let xv: [__m512d; R] = std::array::from_fn(|r| _mm512_loadu_pd(x[r].add(f * LANES)));
+            for (ac, qc) in acc.iter_mut().zip(q) {
+                let qv = _mm512_set1_pd(*qc.add(f));
+                for (a, &xr) in ac.iter_mut().zip(&xv) {
+                    *a = _mm512_fmadd_pd(xr, qv, *a);
+                }
+            }
+        }
+        std::hint::black_box(acc)
     }
 }
 
