@@ -1324,9 +1324,9 @@ fn rbf_f64_in_registers(
                 // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); every query
                 // holds d values, the widened rows the rows' whole blocks, every output n
                 // entries.
-                Some(x64) => unsafe { tiles::rbf_panels_f64::<K>(x64, job.d, qs, &e, outs) },
+                Some(x64) => unsafe { tiles::rbf_f64::<K, f64>(x64, job.d, qs, &e, outs) },
                 // SAFETY: as above, with xb the rows' whole blocks.
-                None => unsafe { tiles::rbf_f64::<K>(job.xb, job.d, qs, &e, outs) },
+                None => unsafe { tiles::rbf_f64::<K, f32>(job.xb, job.d, qs, &e, outs) },
             })
         }
         for_batch!(k, run(&job, &qs[..k], a, cols, outs));

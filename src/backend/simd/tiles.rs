@@ -588,8 +588,8 @@ pub(super) unsafe fn dots_f64<const K: usize>(
 /// many entries as rows.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-pub(super) unsafe fn rbf_f64<const K: usize>(
-    xb: &[f32],
+pub(super) unsafe fn rbf_f64<const K: usize, X: Widen>(
+    xb: &[X],
     d: usize,
     q: &[&[f64]],
     e: &RbfEpilogue<'_, K>,
@@ -609,25 +609,25 @@ pub(super) unsafe fn rbf_f64<const K: usize>(
         match K {
             1 | 2 => {
                 while b + 8 <= nblk {
-                    rbf_tile_f64::<8, K>(xb, d, &qp, b, e, &po);
+                    rbf_tile_f64::<8, K, X>(xb, d, &qp, b, e, &po);
                     b += 8;
                 }
             }
             3..=5 => {
                 while b + 4 <= nblk {
-                    rbf_tile_f64::<4, K>(xb, d, &qp, b, e, &po);
+                    rbf_tile_f64::<4, K, X>(xb, d, &qp, b, e, &po);
                     b += 4;
                 }
             }
             _ => {
                 while b + 3 <= nblk {
-                    rbf_tile_f64::<3, K>(xb, d, &qp, b, e, &po);
+                    rbf_tile_f64::<3, K, X>(xb, d, &qp, b, e, &po);
                     b += 3;
                 }
             }
         }
         while b < nblk {
-            rbf_tile_f64::<1, K>(xb, d, &qp, b, e, &po);
+            rbf_tile_f64::<1, K, X>(xb, d, &qp, b, e, &po);
             b += 1;
         }
     }
@@ -640,8 +640,8 @@ pub(super) unsafe fn rbf_f64<const K: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 #[inline]
-unsafe fn rbf_tile_f64<const R: usize, const K: usize>(
-    xb: &[f32],
+unsafe fn rbf_tile_f64<const R: usize, const K: usize, X: Widen>(
+    xb: &[X],
     d: usize,
     q: &[*const f64; K],
     b: usize,
@@ -649,7 +649,7 @@ unsafe fn rbf_tile_f64<const R: usize, const K: usize>(
     po: &[*mut f64; K],
 ) {
     // SAFETY: the caller's contract bounds the blocks and queries.
-    unsafe { finish_tile_f64::<R, K>(accumulate_f64::<R, K>(xb, d, q, b), b, e, po) }
+    unsafe { finish_tile_f64::<R, K>(accumulate_f64::<R, K, X>(xb, d, q, b), b, e, po) }
 }
 
 /// The f64 RBF entries of rows (b + r)·8 … + 8 of the K columns from their dots `acc[c][r]`
@@ -698,8 +698,37 @@ unsafe fn finish_tile_f64<const R: usize, const K: usize>(
     }
 }
 
+/// A row value the f64 tiles read eight at a time as one register of f64: the layout's f32
+/// (widened, exactly) or rows already widened by [`pack_panels_f64`].
+#[cfg(target_arch = "x86_64")]
+pub(super) trait Widen: Copy {
+    /// Eight values from `p`, in f64.
+    ///
+    /// # Safety
+    /// `p` points at eight values; called only from the tiles (the CPU has AVX-512).
+    unsafe fn eight(p: *const Self) -> __m512d;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Widen for f32 {
+    #[inline(always)]
+    unsafe fn eight(p: *const f32) -> __m512d {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_cvtps_pd(_mm256_loadu_ps(p)) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Widen for f64 {
+    #[inline(always)]
+    unsafe fn eight(p: *const f64) -> __m512d {
+        // SAFETY: the caller's contract.
+        unsafe { _mm512_loadu_pd(p) }
+    }
+}
+
 /// The rows of the whole blocks in `xb` widened to f64 in the same order (eight-row AoSoA
-/// blocks, feature-major within a block), for [`rbf_panels_f64`]: the widening leaves the
+/// blocks, feature-major within a block), for [`rbf_f64`]: the widening leaves the
 /// tiles' inner loop.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn pack_panels_f64(
@@ -716,92 +745,6 @@ pub(super) fn pack_panels_f64(
     }
 }
 
-/// [`rbf_f64`] over rows widened by [`pack_panels_f64`]: the same entries bit for bit (the
-/// widening is exact, and every sum and finish takes the same steps).
-///
-/// # Safety
-/// As [`rbf_f64`], with `x64` holding the epilogue's rows' whole blocks in f64.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-pub(super) unsafe fn rbf_panels_f64<const K: usize>(
-    x64: &[f64],
-    d: usize,
-    q: &[&[f64]],
-    e: &RbfEpilogue<'_, K>,
-    outs: &mut [&mut [f64]],
-) {
-    let n = e.norms.len();
-    let nblk = n.div_ceil(LANES);
-    assert!(q.len() >= K && q[..K].iter().all(|qc| qc.len() >= d));
-    assert!(e.y.len() == n && x64.len() >= nblk * d * LANES);
-    assert!(outs.len() >= K && outs[..K].iter().all(|o| o.len() >= n));
-    let qp: [*const f64; K] = std::array::from_fn(|c| q[c].as_ptr());
-    let po: [*mut f64; K] = std::array::from_fn(|c| outs[c].as_mut_ptr());
-    let mut b = 0;
-    // SAFETY: for every call below, blocks b.. lie in x64, K queries of d values in q, and
-    // rows of every output up to n (checked above); the caller has the CPU's features.
-    unsafe {
-        macro_rules! tile {
-            ($r:literal) => {{
-                let acc = accumulate_panels_f64::<$r, K>(x64, d, &qp, b);
-                finish_tile_f64::<$r, K>(acc, b, e, &po);
-                b += $r;
-            }};
-        }
-        match K {
-            1 | 2 => {
-                while b + 8 <= nblk {
-                    tile!(8)
-                }
-            }
-            3..=5 => {
-                while b + 4 <= nblk {
-                    tile!(4)
-                }
-            }
-            _ => {
-                while b + 3 <= nblk {
-                    tile!(3)
-                }
-            }
-        }
-        while b < nblk {
-            tile!(1)
-        }
-    }
-}
-
-/// [`accumulate_f64`] over rows already in f64.
-///
-/// # Safety
-/// As [`rbf_panels_f64`], with b + R ≤ the blocks in `x64`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-#[inline]
-unsafe fn accumulate_panels_f64<const R: usize, const K: usize>(
-    x64: &[f64],
-    d: usize,
-    q: &[*const f64; K],
-    b: usize,
-) -> [[__m512d; R]; K] {
-    debug_assert!((b + R) * d * LANES <= x64.len());
-    // SAFETY: the caller's contract bounds every pointer below.
-    unsafe {
-        let x: [*const f64; R] = std::array::from_fn(|r| x64.as_ptr().add((b + r) * d * LANES));
-        let mut acc = [[_mm512_setzero_pd(); R]; K];
-        for f in 0..d {
-            let xv: [__m512d; R] = std::array::from_fn(|r| _mm512_loadu_pd(x[r].add(f * LANES)));
-            for (ac, qc) in acc.iter_mut().zip(q) {
-                let qv = _mm512_set1_pd(*qc.add(f));
-                for (a, &xr) in ac.iter_mut().zip(&xv) {
-                    *a = _mm512_fmadd_pd(xr, qv, *a);
-                }
-            }
-        }
-        std::hint::black_box(acc)
-    }
-}
-
 /// The sums of blocks b..b+R (one register of eight rows each) with the K queries in f64,
 /// `acc[c][r]`: each formed from zero over the features in order with one fused multiply-add
 /// each (the f32 data widened, exactly).
@@ -811,8 +754,8 @@ unsafe fn accumulate_panels_f64<const R: usize, const K: usize>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 #[inline]
-unsafe fn accumulate_f64<const R: usize, const K: usize>(
-    xb: &[f32],
+unsafe fn accumulate_f64<const R: usize, const K: usize, X: Widen>(
+    xb: &[X],
     d: usize,
     q: &[*const f64; K],
     b: usize,
@@ -820,11 +763,10 @@ unsafe fn accumulate_f64<const R: usize, const K: usize>(
     debug_assert!((b + R) * d * LANES <= xb.len());
     // SAFETY: the caller's contract bounds every pointer below.
     unsafe {
-        let x: [*const f32; R] = std::array::from_fn(|r| xb.as_ptr().add((b + r) * d * LANES));
+        let x: [*const X; R] = std::array::from_fn(|r| xb.as_ptr().add((b + r) * d * LANES));
         let mut acc = [[_mm512_setzero_pd(); R]; K];
         for f in 0..d {
-            let xv: [__m512d; R] =
-                std::array::from_fn(|r| _mm512_cvtps_pd(_mm256_loadu_ps(x[r].add(f * LANES))));
+            let xv: [__m512d; R] = std::array::from_fn(|r| X::eight(x[r].add(f * LANES)));
             for (ac, qc) in acc.iter_mut().zip(q) {
                 let qv = _mm512_set1_pd(*qc.add(f));
                 for (a, &xr) in ac.iter_mut().zip(&xv) {
@@ -883,7 +825,7 @@ unsafe fn tile_f64<const R: usize, const K: usize>(
 ) {
     // SAFETY: the caller's contract bounds every pointer below.
     unsafe {
-        let acc = accumulate_f64::<R, K>(xb, d, q, b);
+        let acc = accumulate_f64::<R, K, f32>(xb, d, q, b);
         let po = out.as_mut_ptr();
         for (c, ac) in acc.iter().enumerate() {
             for (r, a) in ac.iter().enumerate() {
