@@ -13,7 +13,8 @@
 //! distances of thousands grow the cache by thousands of columns, whose first-touch faults
 //! cost more than those few hits save, while data whose reuses are short still grow it. The
 //! slots live in one zeroed region whose untouched pages cost nothing; a warmed-up cache
-//! allocates nothing. The region asks for no 2 MiB pages (`madvise(MADV_HUGEPAGE)`): with
+//! allocates nothing, and a small region is handed on to the next cache when this one is
+//! dropped (a multi-class set's class pairs: `pool`). The region asks for no 2 MiB pages (`madvise(MADV_HUGEPAGE)`): with
 //! `defrag = madvise` the kernel compacts memory on those faults, which makes training
 //! slower. The pages of the next slots are populated ahead of the cache's growth in the team's
 //! idle time ([`super::prefault`]), so a column pass rarely takes a fault itself.
@@ -320,7 +321,18 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             .max(2 * BASE_SLOTS)
             .min(self.capacity);
         super::prefault::retract(self.region.as_ptr().cast());
-        self.region.resize(slots * self.m, T::default());
+        let need = slots * self.m;
+        if let Some(mut spare) = pool::take::<T>(need) {
+            // A region a cache of an earlier problem left, its pages touched already: the
+            // slots in use move into it, and it keeps its length (its whole content is
+            // initialised; slots beyond the ones in use are written before they are read).
+            let used = self.slots.len() * self.m;
+            spare[..used].copy_from_slice(&self.region[..used]);
+            let old = std::mem::replace(&mut self.region, spare);
+            release(old);
+            return;
+        }
+        self.region.resize(need, T::default());
     }
 
     /// Tells [`super::prefault`] where the slots in use end: the team's idle time populates
@@ -360,7 +372,12 @@ fn release<T: Send + 'static>(region: Vec<T>) {
         return;
     }
     super::prefault::retract(region.as_ptr().cast());
-    if region.len() * std::mem::size_of::<T>() >= FREE_ASIDE {
+    let bytes = region.len() * std::mem::size_of::<T>();
+    if bytes < EAGER_BYTES {
+        pool::put(region);
+        return;
+    }
+    if bytes >= FREE_ASIDE {
         // Without a thread (the system refuses one), freed here by the closure's drop.
         let _ = std::thread::Builder::new()
             .name("fwsvm-free".into())
@@ -368,9 +385,107 @@ fn release<T: Send + 'static>(region: Vec<T>) {
     }
 }
 
+/// Small regions (below [`EAGER_BYTES`]) kept for the next cache: a multi-class set trains
+/// one small problem per class pair, and each cache that grew on the heap cleared its region
+/// and took a page fault per 4 KiB of it (pendigits' 45 pairs: about a tenth of the training
+/// time). A region returned here is handed to the next cache that grows past its own, with
+/// its pages touched and its content initialised (old columns, overwritten before they are
+/// read). At most [`pool::MAX_BYTES`] are kept; a region that does not fit is freed.
+mod pool {
+    use std::any::Any;
+    use std::sync::Mutex;
+
+    /// Bytes the pool keeps at most.
+    pub(super) const MAX_BYTES: usize = 64 << 20;
+
+    struct Pool {
+        regions: Vec<(usize, Box<dyn Any + Send>)>,
+        bytes: usize,
+    }
+
+    static POOL: Mutex<Pool> = Mutex::new(Pool {
+        regions: Vec::new(),
+        bytes: 0,
+    });
+
+    /// Keeps `region` for a later cache when the pool has room for it.
+    pub(super) fn put<T: Send + 'static>(region: Vec<T>) {
+        let bytes = region.len() * std::mem::size_of::<T>();
+        let Ok(mut p) = POOL.lock() else { return };
+        if p.bytes + bytes > MAX_BYTES {
+            return;
+        }
+        p.bytes += bytes;
+        p.regions.push((bytes, Box::new(region)));
+    }
+
+    /// The smallest kept region of `T` with at least `len` values, if any.
+    pub(super) fn take<T: Send + 'static>(len: usize) -> Option<Vec<T>> {
+        let mut p = POOL.lock().ok()?;
+        let best = p
+            .regions
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, r))| {
+                let v = r.downcast_ref::<Vec<T>>()?;
+                (v.len() >= len).then_some((v.len(), k))
+            })
+            .min()?;
+        let (bytes, r) = p.regions.swap_remove(best.1);
+        p.bytes -= bytes;
+        r.downcast::<Vec<T>>().ok().map(|v| *v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A small region a dropped cache leaves is taken by the next cache that grows past its
+    /// own, with the columns that cache holds moved into it. (A value type of this test's own:
+    /// the pool is shared by the whole process.)
+    #[test]
+    fn a_dropped_caches_region_serves_the_next_cache() {
+        #[derive(Clone, Copy, Default, PartialEq, Debug)]
+        struct Probe(u32);
+        let m = 1000;
+        let fill = |c: &mut ColumnCache<Probe>, cols: std::ops::Range<usize>| {
+            for j in cols {
+                let (s, hit) = c.get_or_assign(j, None);
+                assert!(!hit);
+                // SAFETY: slot s holds m values.
+                unsafe { std::slice::from_raw_parts_mut(c.data_ptr(s), m) }
+                    .fill(Probe(j as u32 + 7));
+                c.mark_valid(s);
+            }
+        };
+        let mut next: ColumnCache<Probe> = ColumnCache::with_slots(m, 8 * BASE_SLOTS);
+        next.allowed = 8 * BASE_SLOTS;
+        fill(&mut next, 0..2 * BASE_SLOTS);
+        assert_eq!(next.region.len(), 2 * BASE_SLOTS * m);
+        let mut first: ColumnCache<Probe> = ColumnCache::with_slots(m, 8 * BASE_SLOTS);
+        first.allowed = 8 * BASE_SLOTS;
+        fill(&mut first, 0..2 * BASE_SLOTS + 1);
+        assert_eq!(first.region.len(), 4 * BASE_SLOTS * m);
+        let kept = first.region.as_ptr();
+        drop(first);
+        // Past its own region, `next` takes the one `first` left.
+        fill(&mut next, 2 * BASE_SLOTS..2 * BASE_SLOTS + 1);
+        assert_eq!(
+            next.region.as_ptr(),
+            kept,
+            "the dropped cache's region is reused"
+        );
+        assert_eq!(next.region.len(), 4 * BASE_SLOTS * m);
+        for j in 0..2 * BASE_SLOTS + 1 {
+            let (s, hit) = next.get_or_assign(j, None);
+            assert!(hit);
+            assert!(
+                next.data(s).iter().all(|&v| v == Probe(j as u32 + 7)),
+                "column {j}"
+            );
+        }
+    }
 
     #[test]
     fn grows_past_the_base_only_on_ghost_hits() {
