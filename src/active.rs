@@ -46,15 +46,14 @@ impl ActiveSet {
         }
     }
 
-    /// Bit k set when r0 + k ∈ A, for the points r0 .. r1 (at most 8 of them).
-    #[inline]
-    pub fn members8(&self, r0: usize, r1: usize) -> u8 {
-        let mut bits = 0u8;
-        for (k, &p) in self.pos[r0..r1].iter().take(8).enumerate() {
-            bits |= u8::from(p != ABSENT) << k;
-        }
-        bits
+    /// Each point's position in [`indices`](Self::indices), [`ActiveSet::OUT`] for the points
+    /// outside A: the membership of a run of points read as one vector.
+    pub fn positions(&self) -> &[u32] {
+        &self.pos
     }
+
+    /// The position [`positions`](Self::positions) gives a point outside A.
+    pub const OUT: u32 = ABSENT;
 
     /// True when i ∈ A.
     #[inline]

@@ -922,6 +922,53 @@ mod tests {
         }
     }
 
+    /// A selection offering runs of values with their membership (the away candidates')
+    /// keeps the k smallest of the members' values, NaN members included as the one-pass
+    /// order has them, whatever the run's length.
+    #[test]
+    fn runs_offer_their_members_only() {
+        use crate::active::ActiveSet;
+        for n in [5usize, 8, 77, 1003] {
+            let g: Vec<f64> = (0..n)
+                .map(|i| {
+                    if i == 3 {
+                        f64::NAN
+                    } else {
+                        ((i * 7919) % 1009) as f64
+                    }
+                })
+                .collect();
+            let mut a = ActiveSet::new(n);
+            for i in (0..n).filter(|i| i % 3 != 1) {
+                a.set(i, 1.0);
+            }
+            let (mut bound, mut out) = ((0, f64::NEG_INFINITY), Vec::new());
+            let mut lists = super::ChunkLists::default();
+            let chunk = 64;
+            for k in [1, 5, 40, 40] {
+                super::select_lowest_bounded_par(
+                    n.div_ceil(chunk),
+                    |c, t, keep| {
+                        let (c0, c1) = (c * chunk, n.min((c + 1) * chunk));
+                        keep.offer_run(&g[c0..c1], Some(&a.positions()[c0..c1]), c0, t);
+                    },
+                    a.len(),
+                    k,
+                    &mut bound,
+                    &mut lists,
+                    &mut out,
+                );
+                let mut want: Vec<(f64, usize)> = a.indices().iter().map(|&i| (g[i], i)).collect();
+                want.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+                want.truncate(k);
+                assert_eq!(out.len(), want.len(), "n {n}, k {k}");
+                for (o, w) in out.iter().zip(&want) {
+                    assert_eq!((o.0.to_bits(), o.1), (w.0.to_bits(), w.1), "n {n}, k {k}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn bounded_selections_prune_ties() {
         use super::{

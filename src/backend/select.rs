@@ -137,9 +137,7 @@ pub fn select_lowest_bounded_par(
 /// every pair when t is NaN ([`Keep::offer_members`] with every bit set: a block none of whose
 /// values can still be kept is skipped by one test).
 fn offer_below(part: &[f64], i0: usize, t: f64, keep: &mut Keep<'_>) {
-    for (b, blk) in part.chunks(8).enumerate() {
-        keep.offer_members(blk, u8::MAX, i0 + 8 * b, t);
-    }
+    keep.offer_run(part, None, i0, t);
 }
 
 /// [`select_lowest_bounded_slice`] in one pass on this thread.
@@ -202,10 +200,86 @@ impl Keep<'_> {
         }
     }
 
+    /// [`offer_members`](Self::offer_members) over a run of values, eight at a time: the
+    /// pairs (v\[k\], i0 + k) whose point is a member (`positions[k]` ≠ [`ActiveSet::OUT`],
+    /// every point without `positions`) — one vector compare per eight values where the CPU
+    /// has AVX-512, the test of most blocks, which offer nothing.
+    ///
+    /// [`ActiveSet::OUT`]: crate::active::ActiveSet::OUT
+    pub fn offer_run(&mut self, v: &[f64], positions: Option<&[u32]>, i0: usize, t: f64) {
+        if let Some(p) = positions {
+            assert_eq!(p.len(), v.len());
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl") {
+            // SAFETY: the CPU has AVX-512F and VL; `positions` is as long as `v` (checked).
+            unsafe { self.offer_run_avx512(v, positions, i0, t) };
+            return;
+        }
+        for (b, blk) in v.chunks(8).enumerate() {
+            let member = positions.map_or(u8::MAX, |p| member_bits(&p[8 * b..8 * b + blk.len()]));
+            if member != 0 {
+                self.offer_members(blk, member, i0 + 8 * b, t);
+            }
+        }
+    }
+
+    /// [`offer_run`](Self::offer_run) with AVX-512: the threshold test of eight values (and
+    /// their membership) as one compare each, the passing ones offered as
+    /// [`offer_members`](Self::offer_members) offers them.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F and AVX-512VL; `positions`, when given, is as long as `v`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl")]
+    unsafe fn offer_run_avx512(&mut self, v: &[f64], positions: Option<&[u32]>, i0: usize, t: f64) {
+        use std::arch::x86_64::*;
+        let every = t.is_nan();
+        let t0 = if every { f64::INFINITY } else { t };
+        let full = v.len() / 8 * 8;
+        let out = _mm256_set1_epi32(crate::active::ActiveSet::OUT as i32);
+        let mut b = 0;
+        while b < full {
+            // The kept pairs' threshold falls as the pass goes on.
+            let tv = _mm512_set1_pd(t0.min(self.threshold()));
+            // SAFETY: b + 8 ≤ v's length, and positions' (the caller's condition).
+            let x = unsafe { _mm512_loadu_pd(v.as_ptr().add(b)) };
+            let mut hits = if every {
+                _mm512_cmp_pd_mask::<_CMP_NGT_UQ>(x, tv)
+            } else {
+                _mm512_cmp_pd_mask::<_CMP_LE_OQ>(x, tv)
+            };
+            if let Some(p) = positions {
+                // SAFETY: as above.
+                let pv = unsafe { _mm256_loadu_si256(p.as_ptr().add(b).cast()) };
+                hits &= _mm256_cmpneq_epi32_mask(pv, out);
+            }
+            while hits != 0 {
+                let k = hits.trailing_zeros() as usize;
+                hits &= hits - 1;
+                self.push((v[b + k], i0 + b + k));
+            }
+            b += 8;
+        }
+        if full < v.len() {
+            let member = positions.map_or(u8::MAX, |p| member_bits(&p[full..]));
+            self.offer_members(&v[full..], member, i0 + full, t);
+        }
+    }
+
     /// No pair above this value can still be kept (+∞ before the first pruning).
     pub fn threshold(&self) -> f64 {
         self.worst.map_or(f64::INFINITY, |w| w.0)
     }
+}
+
+/// Bit k set when `positions[k]` (at most 8) is a member's.
+fn member_bits(positions: &[u32]) -> u8 {
+    let mut bits = 0u8;
+    for (k, &p) in positions.iter().take(8).enumerate() {
+        bits |= u8::from(p != crate::active::ActiveSet::OUT) << k;
+    }
+    bits
 }
 
 /// The common part: `below(t, keep)` offers the pairs at or below t, `every(keep)` every pair.

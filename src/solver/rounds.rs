@@ -142,6 +142,13 @@ pub(crate) fn run(
             in_w = run.shrunk(&mut g, &rows, &found.gw, found.smaller.take());
             continue;
         }
+        // A caller that asks for no certificate (a warm start's subsample, `--no-certify`)
+        // gets none where the exact pass would only certify: W held every point, none was set
+        // aside to bring back. (On covtype's warm start, the passes over the 232,405- and
+        // 116,203-point rungs' supports.)
+        if !params.certify && r.stop == StopReason::Converged && round.total == slice.total {
+            return Ok(run.end(None, true, None, Instant::now(), params, &r, observers));
+        }
         // The exact pass over every point: the certification, and the rebuild of the set-aside
         // gradients when the run goes on.
         if let Some(result) = run.close(host, &mut g, &r, params, kappa, observers)? {
@@ -767,4 +774,100 @@ pub(crate) fn check_every(alg: super::Algorithm) -> u64 {
 pub fn applies_to(alg: super::Algorithm) -> bool {
     use super::Algorithm::*;
     matches!(alg, Fw | Mfw | Swap | Swap2 | Partan | Ws | Cvm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comm::SelfComm;
+
+    /// A host whose rounds converge at once (α as given) and whose exact passes certify a gap
+    /// the stop rule accepts, counting them.
+    struct Counting {
+        alpha: ActiveSet,
+        passes: usize,
+    }
+
+    impl ExactPasses for Counting {
+        fn certify(&mut self, _: &ActiveSet, g: &mut Vec<f64>) -> Result<Option<(f64, f64)>> {
+            self.passes += 1;
+            g.iter_mut().for_each(|v| *v = 1.0);
+            Ok(Some((0.5, 0.0)))
+        }
+    }
+
+    impl RoundHost for Counting {
+        fn round(
+            &mut self,
+            ctx: &RoundCtx<'_>,
+            _: (ActiveSet, Vec<f64>),
+            _: &mut Found,
+            _: &mut [&mut dyn Observer],
+        ) -> Result<SolveResult> {
+            // α over W's points (W's numbering).
+            let mut alpha = ActiveSet::new(ctx.rows.len());
+            for (k, &i) in ctx.rows.iter().enumerate() {
+                if self.alpha.contains(i) {
+                    alpha.set(k, self.alpha.get(i));
+                }
+            }
+            Ok(SolveResult {
+                alpha,
+                iterations: 1,
+                f: 0.5,
+                gap: 0.0,
+                certified_f: None,
+                certified_gap: None,
+                stop: StopReason::Converged,
+                seconds: 0.0,
+                certify_seconds: 0.0,
+                stats: BackendStats::default(),
+                shrink: None,
+                warm: None,
+                rho: None,
+            })
+        }
+    }
+
+    /// The exact pass closes a converged round unless the caller asks for no certificate and
+    /// W held every point; with a point set aside it runs whatever the caller asks.
+    #[test]
+    fn the_exact_pass_runs_where_it_does_more_than_certify() {
+        let m = 6;
+        for (certify, whole, passes) in [(true, true, 1), (false, true, 0), (false, false, 1)] {
+            let mut alpha = ActiveSet::new(m);
+            alpha.set(1, 0.5);
+            alpha.set(2, 0.5);
+            let mut host = Counting {
+                alpha: alpha.clone(),
+                passes: 0,
+            };
+            let slice = RowSlice {
+                first: 0,
+                rows: m,
+                total: m,
+            };
+            let in_w: Vec<bool> = (0..m).map(|i| whole || i != 4).collect();
+            let params = SolverParams {
+                certify,
+                ..Default::default()
+            };
+            let r = run(
+                &SelfComm,
+                slice,
+                &mut host,
+                (alpha, vec![1.0; m], in_w),
+                0.0,
+                Instant::now(),
+                &params,
+                &ShrinkParams::default(),
+                &mut [],
+            )
+            .unwrap();
+            assert_eq!(host.passes, passes, "certify {certify}, W whole {whole}");
+            assert_eq!(r.stop, StopReason::Converged);
+            assert_eq!(r.certified_gap.is_some(), certify);
+            assert_eq!(r.alpha.len(), 2);
+        }
+    }
 }

@@ -334,13 +334,7 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
                                 }
                             }
                         }
-                        for r0 in (c0..c1).step_by(8) {
-                            let r1 = (r0 + 8).min(c1);
-                            let member = alpha.members8(r0, r1);
-                            if member != 0 {
-                                keep.offer_members(&sc[r0 - c0..r1 - c0], member, r0, t);
-                            }
-                        }
+                        keep.offer_run(&sc, Some(&alpha.positions()[c0..c1]), c0, t);
                     },
                     alpha.len(),
                     k,
