@@ -91,6 +91,9 @@ fn settled_vote(k: usize, sides: &[i8]) -> Option<usize> {
         .then_some(w)
 }
 
+/// A pair's side in [`Model`]'s screened votes before it is decided (1, −1 or 0 after).
+const UNDECIDED: i8 = i8::MIN;
+
 /// The index among the decision values of class pair (i, j), i < j, of `k` classes (the
 /// order of [`for_each_pair`]).
 fn pair_index(k: usize, i: usize, j: usize) -> usize {
@@ -636,6 +639,7 @@ impl Model {
                         // k − 2, so it is elected whatever the other pairs give (the vote
                         // `settled_vote` would cast from all of them) — most rows end here.
                         let w = class_of(&starts, nearest(&kv[..nsv]));
+                        sides.fill(UNDECIDED);
                         let mut won = true;
                         for c in (0..k).filter(|&c| c != w) {
                             let (i, j) = (w.min(c), w.max(c));
@@ -650,8 +654,11 @@ impl Model {
                             out.push(Some(self.labels[w]));
                             continue;
                         }
+                        // The pairs not decided above.
                         for (p, side) in sides.iter_mut().enumerate() {
-                            *side = decide(p);
+                            if *side == UNDECIDED {
+                                *side = decide(p);
+                            }
                         }
                         out.push(settled_vote(k, sides).map(|c| self.labels[c]));
                     }
