@@ -8,9 +8,12 @@ skipped, never silently dropped):
   2. `fwsvm bench kernels --backend both`: dense d = 38 and CSR d = 123 at 11 % non-zeros, single
      and batched columns, the cached-column iteration and the submit-and-read-back round trip,
      against the device-to-device copy bandwidth measured by the tool;
-  3. training with `--backend gpu` and `--backend cpu` (all cores) on KDD99-binary, a9a and the
-     generated checkerboard (10^6 and 4*10^6 rows), with the working-set solver and PARTAN:
-     seconds, iterations, round trips per iteration, test accuracy, GPU/CPU label agreement;
+  3. training with `--backend gpu` and `--backend cpu` (all cores) on KDD99-binary, a9a, covtype
+     (the shared folder's covtype_split.py: 464,810 training rows scaled to [0, 1], gamma
+     scikit-learn's 'scale') and the generated checkerboard (10^6 and 4*10^6 rows), with the
+     working-set solver (on the GPU both with its outer iterations on the device,
+     `--gpu-loop device`, and driven by the host, `--gpu-loop host`) and PARTAN: seconds,
+     iterations, round trips per iteration, test accuracy, GPU/CPU label agreement;
   4. `fwsvm check` on KDD99 in f32 and f64;
   5. ThunderSVM's CUDA build (built in the background from the start of the run) and
      scikit-learn's SVC at the same C and gamma.
@@ -47,6 +50,7 @@ STEPS = ("kernels-gpu", "kernels-cpu", "train", "partan", "check", "peers", "mpi
 PARAMS = {
     "kdd99": (100.0, 0.232),
     "a9a": (1.0, 0.064882),
+    "covtype": (1.0, "scale"),
     "cb1m": (1000.0, 1.0),
     "cb4m": (1000.0, 1.0),
 }
@@ -133,6 +137,34 @@ def parse_train(text):
     return r
 
 
+def scale_gamma(path):
+    """scikit-learn's gamma='scale', 1 / (n_features * X.var()), over the dense matrix of a
+    LIBSVM text file (absent entries zero), to 6 significant digits (benches/peers.py's rule)."""
+    n = d = 0
+    s = ss = 0.0
+    with open(path) as f:
+        for line in f:
+            t = line.split()
+            if not t:
+                continue
+            n += 1
+            for p in t[1:]:
+                k, v = p.split(":", 1)
+                k, v = int(k), float(v)
+                d = max(d, k)
+                s += v
+                ss += v * v
+    cells = n * d
+    var = ss / cells - (s / cells) ** 2
+    return float(f"{1.0 / (d * var):.6g}")
+
+
+def gamma_of(run, name):
+    """(C, gamma) of a set, gamma 'scale' resolved on its training file."""
+    c, g = PARAMS[name]
+    return c, run.results["covtype_gamma"] if g == "scale" else g
+
+
 def labels(path):
     with open(path) as f:
         return [ln.split()[0] for ln in f if ln.strip() and not ln.startswith("labels")]
@@ -168,6 +200,23 @@ def prepare(run, fw, quick, work, wanted=tuple(PARAMS)):
                 out.append(dst)
             a9a, a9at = out
         sets["a9a"] = (a9a, a9at)
+    cov = find_data("covtype.libsvm.binary.xz")
+    split = find_data("covtype_split.py")
+    if "covtype" in wanted and cov and split:
+        d = os.path.join(work, "covtype")
+        tr, te = os.path.join(d, "covtype.train"), os.path.join(d, "covtype.test")
+        if not os.path.exists(te):
+            run.sh([sys.executable, split, cov, d], timeout=900)
+        if quick:  # every 100th row
+            for src in (tr, te):
+                with open(src) as f, open(src + ".quick", "w") as g:
+                    g.writelines(ln for k, ln in enumerate(f) if k % 100 == 0)
+            tr, te = tr + ".quick", te + ".quick"
+        if os.path.exists(te):
+            sets["covtype"] = (tr, te)
+            run.results["covtype_gamma"] = scale_gamma(tr)
+    elif "covtype" in wanted:
+        run.results["skipped"].append("covtype: covtype.libsvm.binary.xz or covtype_split.py not found")
     test = os.path.join(work, "cb.test")
     if not {"cb1m", "cb4m"} & set(wanted):
         return sets
@@ -454,9 +503,11 @@ def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit, gpu_c
     `extra`: {"baseline": another binary for the GPU's ws runs, "ws_sizes": [--ws-size, ...]}."""
     extra = extra or {}
     cb = cb_limit or (25 if quick else 30)
-    limit = {"kdd99": 30, "a9a": 20, "cb1m": cb, "cb4m": cb}
-    names = [s for s in ("kdd99", "a9a", "cb1m", "cb4m") if s in sets]
-    plan = [(s, "ws", [], fw) for s in names if "train" in steps] + \
+    limit = {"kdd99": 30, "a9a": 20, "covtype": 60, "cb1m": cb, "cb4m": cb}
+    names = [s for s in ("kdd99", "a9a", "covtype", "cb1m", "cb4m") if s in sets]
+    # On the GPU, ws with its outer iterations on the device and driven by the host.
+    loops = [["--gpu-loop", "device"], ["--gpu-loop", "host"]] if backend == "gpu" else [[]]
+    plan = [(s, "ws", lp, fw) for s in names for lp in loops if "train" in steps] + \
            [(s, "partan", [], fw) for s in ("kdd99", "a9a") if "partan" in steps]
     if backend == "gpu" and "train" in steps:
         base = extra.get("baseline")
@@ -471,15 +522,16 @@ def train_all(run, fw, quick, work, sets, backend, preds, steps, cb_limit, gpu_c
         if name not in sets:
             continue
         tr, te = sets[name]
-        c, g = PARAMS[name]
+        c, g = gamma_of(run, name)
         # --quick: the small sets' ws runs get a minute (they converge in 10-30 s on lavapipe,
         # whose speed varies with the machine), the rest their usual limits.
-        quick_ws = 60 if name in ("kdd99", "a9a") else min(25, limit[name])
+        quick_ws = 60 if name in ("kdd99", "a9a", "covtype") else min(25, limit[name])
         lim = (10 if alg == "partan" else quick_ws) if quick else (
             15 if alg == "partan" else limit[name])
         if not run.fits(f"train {name} {alg}{tag} {' '.join(more)} {backend}", lim + 10):
             continue
-        model = os.path.join(work, f"{name}.{alg}.{backend}{'.m' if more else ''}"
+        tagm = "." + "-".join(x.lstrip("-") for x in more) if more else ""
+        model = os.path.join(work, f"{name}.{alg}.{backend}{tagm}"
                                    f"{'.base' if tag else ''}.model")
         # The largest set starts cold: its warm start alone (a 400,000-point solve) outlasts
         # the time limit, and the comparison is of the backends' iterations.

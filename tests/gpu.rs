@@ -10,7 +10,8 @@ use fwsvm::active::ActiveSet;
 use fwsvm::backend::cpu::{CpuConfig, Precision, cpu_backend};
 use fwsvm::backend::gpu::{DeviceSelector, GpuBackend, GpuConfig, GpuContext};
 use fwsvm::backend::{
-    Backend, BackendStats, Certify, Columns, Device, Marks, Ranks, Reduction, Solvable, Update,
+    Backend, BackendStats, Certify, Columns, Device, LoopPlace, Marks, Ranks, Reduction, Solvable,
+    Update,
 };
 use fwsvm::kernel::Kernel;
 use fwsvm::problem::Problem;
@@ -51,6 +52,8 @@ fn main() -> std::process::ExitCode {
             one_dispatch_blocks_equal_blocks_by_columns,
             compacted_candidates_give_the_run_of_the_whole_gradient,
             four_column_and_list_updates_equal_updates_by_pairs,
+            the_device_loop_replays_its_rule_on_the_host,
+            the_device_loop_reaches_the_cpu_optimum,
         ],
         missing,
     )
@@ -81,6 +84,7 @@ fn gpu<'a>(
             max_chunk_bytes: chunk,
             // The working set's candidates by the device's compaction at every size.
             compact_min_rows: 0,
+            loop_place: LoopPlace::Host,
         },
     )
     .expect("GPU backend")
@@ -1444,6 +1448,7 @@ fn compacted_candidates_give_the_run_of_the_whole_gradient() {
                 precision: Precision::F32,
                 max_chunk_bytes: None,
                 compact_min_rows: min_rows,
+                loop_place: LoopPlace::Host,
             };
             let mut be = Recorder::new(Box::new(GpuBackend::new(&prob, ctx, cfg).unwrap()));
             let r = solve_plain(&prob, &mut be, &params, &mut []).unwrap();
@@ -1528,6 +1533,124 @@ fn four_column_and_list_updates_equal_updates_by_pairs() {
                 b.reduce(&alpha).unwrap(),
                 "f64 {wide}, {n}"
             );
+        }
+    }
+}
+
+/// On the f64 gradient the device's outer iterations are the host's replay of its rule
+/// (`solver::device_replay`): the same |W| and inner steps each iteration and α within 1e-10,
+/// dense and CSR data, over fifteen iterations (q = 16 on 300 points: W is kept, refilled and
+/// cut by the away list). Three batches of five iterations end where fifteen batches of one
+/// do, to the bit, in a fifth of the round trips, and read back only their status and W's α.
+fn the_device_loop_replays_its_rule_on_the_host() {
+    use fwsvm::solver::device_replay::replay;
+    let Some(ctx) = context() else { return };
+    if !ctx.f64 {
+        eprintln!("the device loop's f64 replay: the adapter has no SHADER_F64, skipped");
+        return;
+    }
+    for sparse in [false, true] {
+        let ds = random_dataset(300, 6, sparse, 21);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 2.0).unwrap();
+        let mut a0 = ActiveSet::new(prob.len());
+        for (k, i) in [3usize, 50, 120, 201, 299].into_iter().enumerate() {
+            a0.set(i, (k + 1) as f64 / 15.0);
+        }
+        let run = |batches: usize, batch: usize| {
+            let cfg = GpuConfig {
+                cache_bytes: 1 << 20,
+                precision: Precision::F64,
+                loop_place: LoopPlace::Device,
+                ..GpuConfig::default()
+            };
+            let mut be = GpuBackend::new(&prob, ctx, cfg).unwrap();
+            let r = replay(
+                &prob,
+                &mut be,
+                &a0,
+                16,
+                (1e-300, 1e-12),
+                batches,
+                batch,
+                1e-10,
+            )
+            .unwrap();
+            (r, be.stats())
+        };
+        let (ones, st1) = run(15, 1);
+        assert_eq!(ones.first_difference, None, "sparse {sparse}");
+        assert_eq!(
+            (ones.iterations, ones.matching),
+            (15, 15),
+            "sparse {sparse}"
+        );
+        let (fives, st5) = run(3, 5);
+        assert_eq!(fives.first_difference, None, "sparse {sparse}");
+        let bits = |a: &ActiveSet| {
+            (0..prob.len())
+                .map(|i| a.get(i).to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bits(&ones.alpha),
+            bits(&fives.alpha),
+            "sparse {sparse}: batches of 5 against batches of 1"
+        );
+        // One round trip a batch (and one to set the gradient up) …
+        assert_eq!(st5.round_trips + 12, st1.round_trips, "{st1:?}\n{st5:?}");
+        // … reading back the status records, W's points and α of each iteration and four
+        // counters: never the 16 × 16 block or an m-vector.
+        let per_batch = st5.bytes_down as f64 / 3.0;
+        assert!(
+            per_batch < (8 * 64 * 4 + 4 * 64 * 8 + 5 * 16 * 12 + 64) as f64,
+            "{per_batch} B a batch"
+        );
+    }
+}
+
+/// ws with its outer iterations on the device reaches the CPU's optimum within the certified
+/// gaps, f32 and f64 gradients, dense and CSR data, and waits once per batch.
+fn the_device_loop_reaches_the_cpu_optimum() {
+    let Some(ctx) = context() else { return };
+    for sparse in [false, true] {
+        let ds = random_dataset(400, 5, sparse, 33);
+        let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 4.0).unwrap();
+        let params = SolverParams {
+            algorithm: Some(Algorithm::Ws),
+            eps: 1e-7,
+            rel_eps: Some(1e-4),
+            ws_size: 32,
+            ..Default::default()
+        };
+        let mut cpu = cpu_exact(&prob);
+        let c = solve(&prob, cpu.as_mut(), &params, &mut []).unwrap();
+        let (fc, gc) = (c.certified_f.unwrap(), c.certified_gap.unwrap());
+        for wide in [true, false] {
+            if wide && !ctx.f64 {
+                continue;
+            }
+            let cfg = GpuConfig {
+                cache_bytes: 1 << 20,
+                precision: if wide { Precision::F64 } else { Precision::F32 },
+                loop_place: LoopPlace::Device,
+                ..GpuConfig::default()
+            };
+            let mut be = GpuBackend::new(&prob, ctx, cfg).unwrap();
+            let r = solve_plain(&prob, &mut be, &params, &mut []).unwrap();
+            let (fg, gg) = (r.certified_f.unwrap(), r.certified_gap.unwrap());
+            eprintln!(
+                "device loop, sparse {sparse}, f64 {wide}: f {fg:.9e} (cpu {fc:.9e}), gap {gg:.2e} (cpu {gc:.2e}), {} iterations, {} round trips",
+                r.iterations, r.stats.round_trips
+            );
+            assert!(
+                (fg - fc).abs() <= gg + gc,
+                "f {fg} vs {fc} beyond the gaps {gg} + {gc}"
+            );
+            if wide {
+                assert_eq!(r.stop, StopReason::Converged);
+            }
+            // One wait per batch, and the first iteration's reduction.
+            assert!(r.stats.round_trips <= r.iterations + 1, "{:?}", r.stats);
         }
     }
 }

@@ -67,6 +67,7 @@ pub fn device_request(
         default_precision: precision,
         cache_bytes,
         local_rank: None,
+        loop_place: Default::default(),
     }
 }
 

@@ -208,6 +208,7 @@ fn device_request(opts: &Bound<'_, PyDict>, p: &TrainParams) -> PyResult<DeviceR
         default_precision: p.resolved().cpu.precision(),
         cache_bytes: Some(p.cpu.cache_bytes),
         local_rank: None,
+        loop_place: Default::default(),
     })
 }
 

@@ -24,6 +24,8 @@ mod simd;
 mod update;
 
 mod device;
+mod device_loop;
+pub use device_loop::{DeviceLoop, LoopPlace, LoopReport, LoopSettings};
 mod select;
 mod stats;
 #[cfg(feature = "gpu")]
@@ -294,6 +296,12 @@ pub trait Backend {
 /// overrides what it does faster (the CPU backend all of it, the GPU backend all but
 /// `adopt_columns`).
 pub trait Columns: Backend {
+    /// The working-set loop on this backend's device ([`DeviceLoop`]), where it runs one;
+    /// None (the default): the host drives each outer iteration through the calls below.
+    fn device_loop(&mut self) -> Option<&mut dyn DeviceLoop> {
+        None
+    }
+
     /// Computes the listed columns ahead of use, several per pass over the data where the
     /// backend can (the CPU backend: up to `simd::BATCH` per pass), and keeps them cached.
     /// Returns how many were computed; the default computes none.

@@ -64,6 +64,8 @@ pub struct DeviceRequest {
     /// [`BackendChoice::Gpu`] and no adapter named, the adapter
     /// [`DeviceSelector::Share`](super::gpu::DeviceSelector::Share) picks for it.
     pub local_rank: Option<usize>,
+    /// Where the working-set solver's outer iterations run on a GPU (`--gpu-loop`).
+    pub loop_place: super::LoopPlace,
 }
 
 impl Default for DeviceRequest {
@@ -75,11 +77,17 @@ impl Default for DeviceRequest {
             default_precision: Precision::F32,
             cache_bytes: None,
             local_rank: None,
+            loop_place: super::LoopPlace::Auto,
         }
     }
 }
 
 impl DeviceRequest {
+    /// This request with the working-set loop's place on a GPU.
+    pub fn with_loop(self, loop_place: super::LoopPlace) -> Self {
+        DeviceRequest { loop_place, ..self }
+    }
+
     /// The precision training will ask of the device.
     pub fn precision(&self) -> Precision {
         self.precision.unwrap_or(self.default_precision)
@@ -157,6 +165,7 @@ impl DeviceRequest {
                 cfg: GpuConfig {
                     cache_bytes,
                     precision,
+                    loop_place: self.loop_place,
                     ..GpuConfig::default()
                 },
                 fallback: arg == BackendChoice::Auto,

@@ -51,8 +51,10 @@ pub mod call {
     pub const SETUP: usize = 6;
     /// [`Columns::away_candidates`](crate::backend::Columns::away_candidates).
     pub const AWAY: usize = 7;
+    /// [`DeviceLoop::run_batch`](crate::backend::DeviceLoop::run_batch).
+    pub const DEVICE_LOOP: usize = 8;
     /// The calls' names, by index.
-    pub const NAMES: [&str; 8] = [
+    pub const NAMES: [&str; 9] = [
         "reduce",
         "lowest",
         "gather",
@@ -61,6 +63,7 @@ pub mod call {
         "update",
         "setup",
         "away",
+        "device_loop",
     ];
 }
 

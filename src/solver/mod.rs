@@ -11,6 +11,7 @@
 
 pub mod block_steps;
 pub mod cvm;
+pub mod device_replay;
 pub mod entry;
 pub mod fw;
 pub mod init;
@@ -331,6 +332,9 @@ pub enum StepKind {
     SwapDrop,
     /// Working set: SWAP-2o steps on a block of batched columns (size: how many).
     Block,
+    /// Working set on the device: a batch of outer iterations run there (size: how many;
+    /// [`crate::backend::DeviceLoop`]).
+    DeviceBatch,
     /// FW step followed by a PARTAN step.
     Partan,
     /// SimpleSVM: a violator joined the free set and the KKT system was solved (size: how
@@ -348,6 +352,7 @@ impl StepKind {
             StepKind::Swap => "swap",
             StepKind::SwapDrop => "swap-drop",
             StepKind::Block => "block",
+            StepKind::DeviceBatch => "device-batch",
             StepKind::Partan => "partan",
             StepKind::Core => "core",
             StepKind::Activate => "activate",

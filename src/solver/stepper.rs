@@ -9,8 +9,8 @@
 //! [`super::simple_svm::SimpleSvm`].
 
 use super::{
-    Observer, Progress, Simplex, SolveResult, SolverParams, State, Step, StopReason, VariantOn,
-    YieldCheck, init, meb_kappa,
+    Observer, Progress, Simplex, SolveResult, SolverParams, State, Step, StepKind, StopReason,
+    VariantOn, YieldCheck, init, meb_kappa,
 };
 use crate::active::ActiveSet;
 use crate::backend::{Reduction, Upcast};
@@ -130,7 +130,14 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
             break (StopReason::Stalled, at);
         }
         last_step = stepper.step(be)?;
-        iter += 1;
+        // A batch of the device's outer iterations counts as its iterations.
+        iter += match last_step {
+            Some(Step {
+                kind: StepKind::DeviceBatch,
+                size,
+            }) => (size as u64).max(1),
+            _ => 1,
+        };
     };
     let seconds = start.elapsed().as_secs_f64();
     let (mut certified_f, mut certified_gap, mut certify_seconds) = (None, None, 0.0);

@@ -47,7 +47,7 @@
 //! q = 32, where q = 1024 had not reached the stop rule after 540 s (docs/BENCHMARKS.md).
 
 use super::{State, Step, StepKind, Variant, block_steps};
-use crate::backend::{Reduction, Solvable};
+use crate::backend::{LoopSettings, Reduction, Solvable};
 use crate::error::Result;
 
 /// The command line's default `--rel-eps` for ws: the duality gap at most a tenth of 2f. On
@@ -94,6 +94,10 @@ pub struct WorkingSet {
 
     /// The inner solve's buffers.
     inner: block_steps::Workspace,
+    /// The run's iteration cap, and the reduction a device batch ended at (the next
+    /// iteration opens with it instead of a reduction of its own).
+    max_iter: u64,
+    device_red: Option<Reduction>,
     /// Inner steps taken so far (diagnostics).
     pub inner_steps: u64,
     /// Sum of |W| over outer iterations (diagnostics).
@@ -121,6 +125,8 @@ impl WorkingSet {
             away: Default::default(),
 
             inner: block_steps::Workspace::default(),
+            max_iter: params.max_iter,
+            device_red: None,
             inner_steps: 0,
             sizes: 0,
         }
@@ -143,13 +149,18 @@ impl WorkingSet {
 
     /// Picks W (see the module's doc): s and v, the previous W's support vectors (at most
     /// half of W), then toward and away candidates alternately.
-    fn select(&mut self, state: &State, red: &Reduction, be: &mut dyn Solvable) -> Result<()> {
+    fn select(
+        &mut self,
+        state: &State,
+        red: &Reduction,
+        q: usize,
+        be: &mut dyn Solvable,
+    ) -> Result<()> {
         let m = be.len();
         if self.mark.len() != m {
             self.mark = vec![false; m];
         }
         let hints = be.hints();
-        let q = self.size(m, hints.column_capacity, hints.ws_floor, state.alpha.len());
         for &i in &self.w {
             self.mark[i] = false;
         }
@@ -223,8 +234,37 @@ const INNER_PER_POINT: usize = 50;
 const INNER_FLOOR: usize = 1000;
 
 impl Variant for WorkingSet {
+    fn open(&mut self, state: &State, be: &mut dyn Solvable) -> Result<(Reduction, f64, bool)> {
+        let red = match self.device_red.take() {
+            Some(red) => red,
+            None => be.reduce(&state.alpha)?,
+        };
+        Ok((red, red.alpha_g - red.g_s, true))
+    }
+
     fn step(&mut self, state: &mut State, red: &Reduction, be: &mut dyn Solvable) -> Result<Step> {
-        self.select(state, red, be)?;
+        let m = be.len();
+        let hints = be.hints();
+        let q = self.size(m, hints.column_capacity, hints.ws_floor, state.alpha.len());
+        if let Some(dl) = be.device_loop() {
+            let settings = LoopSettings {
+                q,
+                eps: self.eps,
+                rel_eps: self.rel_eps,
+                alpha_g: red.alpha_g,
+                max_iterations: self.max_iter.saturating_sub(state.iter),
+                batch: None,
+            };
+            let done = dl.run_batch(&mut state.alpha, &settings)?;
+            self.inner_steps += done.inner_steps;
+            self.sizes += done.sizes;
+            self.device_red = Some(done.red);
+            return Ok(Step {
+                kind: StepKind::DeviceBatch,
+                size: done.iterations as f64,
+            });
+        }
+        self.select(state, red, q, be)?;
         let n = self.w.len();
         self.qww.resize(n * n, 0.0);
         self.gw.resize(n, 0.0);

@@ -141,6 +141,11 @@ pub struct TrainOpts {
     /// WGPU_ADAPTER_NAME, else the best one).
     #[arg(help_heading = BACKEND, long, value_name = "INDEX|NAME")]
     pub(crate) device: Option<String>,
+    /// Where ws runs its outer iterations on a GPU: on the device, batches of them per
+    /// readback (auto: on a hardware adapter), or driven by the host, one or two round trips
+    /// each (auto: on a software one).
+    #[arg(help_heading = BACKEND, long, value_enum, default_value = "auto")]
+    pub(crate) gpu_loop: fwsvm::backend::LoopPlace,
     /// Precision: on the CPU, of the cached kernel columns (the gradient is always f64); on the
     /// GPU, of the gradient (f64 needs an adapter with SHADER_F64). Default: f64 for simplesvm
     /// (its α reach C and its KKT test is absolute; f64 on a GPU only where the adapter has
@@ -239,6 +244,7 @@ impl TrainOpts {
             self.precision.is_some(),
             self.gpu_cache_bytes(),
         )
+        .with_loop(self.gpu_loop)
         .open_for(ds, &mut |s| {
             if !self.quiet {
                 eprintln!("fwsvm: {s}");

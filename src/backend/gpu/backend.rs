@@ -57,6 +57,7 @@ impl Backend for GpuBackend<'_> {
         assert_eq!(g.len(), self.prob.len());
         // Recorded work would otherwise run after the upload below and corrupt it.
         self.flush();
+        self.loop_stale();
         self.upload_vector(&self.g, g);
         if self.prev {
             self.upload_vector(&self.gp, g);
@@ -67,6 +68,7 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn enable_prev(&mut self) {
+        self.loop_stale();
         if !self.prev {
             self.prev = true;
             let bytes = self.prob.len() as u64 * self.gt;
@@ -79,6 +81,7 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn update(&mut self, u: &Update) -> Result<()> {
+        self.loop_stale();
         timed_call!(self.stats, call::UPDATE, Result<()>, {
             let cols = u.merged_cols();
             let mut p = self.base_params();
@@ -307,6 +310,14 @@ impl Backend for GpuBackend<'_> {
 }
 
 impl Columns for GpuBackend<'_> {
+    fn device_loop(&mut self) -> Option<&mut dyn crate::backend::DeviceLoop> {
+        if self.loop_available() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
         Ok(self.prefetch(js))
     }
@@ -314,6 +325,7 @@ impl Columns for GpuBackend<'_> {
     /// Four columns a pass (the terms in the order of updates by pairs, so the same numbers);
     /// with g⁻ kept, or a cache too small to hold four columns at once, by pairs.
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
+        self.loop_stale();
         timed_call!(self.stats, call::UPDATE_MANY, Result<()>, {
             if self.prev || self.cache.usable() < 6 {
                 return crate::backend::update_by_pairs(self, scale, cols);

@@ -165,6 +165,8 @@ pub struct GpuContext {
     pub f64: bool,
     errors: Arc<Mutex<Vec<String>>>,
     pipes: [OnceLock<std::result::Result<Arc<Pipelines>, String>>; 2],
+    /// The device loop's pipelines by (f64, dense): index 2·wide + dense.
+    resident: [OnceLock<std::result::Result<Arc<super::resident::ResidentPipes>, String>>; 4],
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -263,6 +265,7 @@ impl GpuContext {
             f64,
             errors,
             pipes: [OnceLock::new(), OnceLock::new()],
+            resident: Default::default(),
         }))
     }
 
@@ -346,6 +349,29 @@ impl GpuContext {
             })
             .clone()
             .map_err(|e| Error::Backend(format!("shader pipelines on {}: {e}", self.adapter.name)))
+    }
+}
+
+impl GpuContext {
+    /// The device loop's pipelines (shaders/resident.wgsl) for the gradient type and the data
+    /// layout, compiled on first use.
+    pub(super) fn resident_pipelines(
+        &self,
+        wide: bool,
+        dense: bool,
+    ) -> Result<Arc<super::resident::ResidentPipes>> {
+        let pipes = self.pipelines(wide)?;
+        self.resident[2 * wide as usize + dense as usize]
+            .get_or_init(|| {
+                let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+                let p = super::resident::ResidentPipes::new(&self.device, wide, dense, &pipes);
+                match pollster::block_on(scope.pop()) {
+                    Some(e) => Err(e.to_string()),
+                    None => p.map(Arc::new),
+                }
+            })
+            .clone()
+            .map_err(|e| Error::Backend(format!("device loop on {}: {e}", self.adapter.name)))
     }
 }
 

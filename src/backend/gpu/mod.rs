@@ -24,6 +24,7 @@ pub mod data;
 mod passes;
 pub mod pipelines;
 mod prefetch;
+mod resident;
 mod setup;
 
 pub use context::{AdapterSummary, DeviceSelector, GpuContext, best, list_adapters};
@@ -55,6 +56,8 @@ pub struct GpuConfig {
     /// Rows from which the working set's candidates (`Columns::lowest`) are compacted on the
     /// device instead of reading all of g back (f32 gradients); tests lower it.
     pub compact_min_rows: usize,
+    /// Where the working-set solver's outer iterations run (`--gpu-loop`).
+    pub loop_place: crate::backend::LoopPlace,
 }
 
 /// The column cache a GPU gets when none is asked for: on a hardware adapter as much as one
@@ -78,6 +81,7 @@ impl Default for GpuConfig {
             precision: Precision::F32,
             max_chunk_bytes: None,
             compact_min_rows: COMPACT_MIN_ROWS,
+            loop_place: crate::backend::LoopPlace::Auto,
         }
     }
 }
@@ -233,6 +237,12 @@ pub struct GpuBackend<'a> {
     /// Points held for their columns only ([`Guests::add_guest`](crate::backend::Guests::add_guest): a distributed run's
     /// vertices of other ranks): column m + k is guest k's.
     guests: Vec<Guest>,
+    /// Labels and norms (the device loop binds them).
+    ylab: wgpu::Buffer,
+    norms: wgpu::Buffer,
+    /// The working-set loop on the device: wanted here, and its state once set up.
+    loop_on: bool,
+    resident: Option<resident::Resident>,
 }
 
 /// A point held for its columns only: its row, y, ‖x‖² and 1/C.
@@ -507,6 +517,10 @@ impl<'a> GpuBackend<'a> {
             fresh: usize::MAX,
             stats: BackendStats::default(),
             plan,
+            ylab: b.ylab,
+            norms: b.norms,
+            loop_on: cfg.loop_place.on_device(ctx.is_software()),
+            resident: None,
         }
     }
 

@@ -269,6 +269,7 @@ impl<'a> GpuBackend<'a> {
     /// caller handles that case). Uses cache slots 0 and 1 and forgets the cache: meant for
     /// a backend that only serves this. Recorded only; [`Backend::gather`] waits for it.
     pub fn accumulate_queries(&mut self, queries: &[(Row<'_>, f64, f64)]) -> Result<()> {
+        self.loop_stale();
         self.cache = ColumnCache::with_slots(self.prob.len(), self.cache.capacity());
         for pair in queries.chunks(2) {
             let mut p = self.base_params();
@@ -290,6 +291,7 @@ impl<'a> GpuBackend<'a> {
     /// Sets g = 0.
     pub fn clear_gradient(&mut self) -> Result<()> {
         self.flush();
+        self.loop_stale();
         self.upload_vector(&self.g, &vec![0.0; self.prob.len()]);
         self.min_valid = false;
         self.g_changed();

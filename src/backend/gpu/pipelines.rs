@@ -108,6 +108,24 @@ impl Program {
     ];
 }
 
+/// exp_gt for the f32 kernel arithmetic.
+const EXP_F32: &str = "fn exp_gt(x: f32) -> f32 {\n    return exp(x);\n}\n";
+
+/// The start of every program that evaluates kernels: GT, common.wgsl, exp_gt, tanh and
+/// kernel.wgsl.
+pub fn kernel_prelude(wide: bool) -> String {
+    let mut s = String::from(if wide {
+        "alias GT = f64;\n"
+    } else {
+        "alias GT = f32;\n"
+    });
+    s.push_str(COMMON);
+    s.push_str(if wide { EXP_F64 } else { EXP_F32 });
+    s.push_str(TANH);
+    s.push_str(KERNEL);
+    s
+}
+
 /// The full WGSL text of a program for the f32 (`wide` = false) or f64 gradient.
 pub fn source(prog: Program, wide: bool) -> String {
     let mut s = String::from(if wide {
@@ -126,11 +144,7 @@ pub fn source(prog: Program, wide: bool) -> String {
             | Program::ColumnTileCsr
             | Program::Block
     ) {
-        s.push_str(if wide {
-            EXP_F64
-        } else {
-            "fn exp_gt(x: f32) -> f32 {\n    return exp(x);\n}\n"
-        });
+        s.push_str(if wide { EXP_F64 } else { EXP_F32 });
         s.push_str(TANH);
     }
     match prog {
@@ -380,7 +394,7 @@ impl Program {
     }
 }
 
-fn layout(dev: &wgpu::Device, label: &str, kinds: &[B]) -> wgpu::BindGroupLayout {
+pub(super) fn layout(dev: &wgpu::Device, label: &str, kinds: &[B]) -> wgpu::BindGroupLayout {
     let entries: Vec<wgpu::BindGroupLayoutEntry> = kinds
         .iter()
         .enumerate()
