@@ -6,7 +6,12 @@
 //!    test data;
 //! 3. a lockstep run ([`Mirror`]): the GPU backend drives the solver and the CPU backend (f64
 //!    columns, the reference) follows the same α, so their gradients can be compared entry by entry at checkpoints;
-//!    it also counts the iterations whose vertex choices differ.
+//!    it also counts the iterations whose vertex choices differ;
+//! 4. with ws, its outer iterations on the device against their replay on the host
+//!    ([`fwsvm::solver::device_replay`]), in f64 where the adapter has SHADER_F64, on the
+//!    first [`REPLAY_ROWS`] rows of the first two classes (their distinct points): the same |W| and inner steps every
+//!    iteration, α within 1e-10, until the host's selection meets a near-tie of f32 keys at
+//!    its cut (from there the runs may legitimately part).
 //!
 //! Tolerances (documented in docs/GUIDE.md, all adjustable):
 //! * objective: both certified objectives are within their certified gap of the optimum, so
@@ -225,6 +230,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     } = lockstep(&ds, &classes, &gpu_params, &args.checkpoints)?;
 
     let mut failures = Vec::new();
+    #[cfg(feature = "gpu")]
+    let replay = device_replay(&ds, &classes, &gpu_params, &gpu_device)?;
     print_summary(&cpu, &gpu, &mut failures);
     print_gradient_checks(
         &classes,
@@ -234,6 +241,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
         grad_tol,
         &mut failures,
     );
+    #[cfg(feature = "gpu")]
+    print_replay(replay.as_ref(), &mut failures);
     println!();
     print_label_agreement(
         &ds,
@@ -251,6 +260,103 @@ pub fn run(args: CheckArgs) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Mismatch(failures.join("; ")))
+    }
+}
+
+/// Rows of the device loop's replay (the host's side costs m·|W| kernel values an iteration).
+pub const REPLAY_ROWS: usize = 3000;
+/// Outer iterations the replay compares (one batch each).
+const REPLAY_ITERATIONS: usize = 20;
+
+/// Part 4: ws's device loop against its host replay on the first two classes' first
+/// [`REPLAY_ROWS`] rows (None: not ws, or no SHADER_F64 — said on stderr).
+#[cfg(feature = "gpu")]
+fn device_replay(
+    ds: &Dataset,
+    classes: &[f64],
+    gpu: &TrainParams,
+    device: &Device,
+) -> Result<Option<(usize, fwsvm::solver::device_replay::Replay)>> {
+    use fwsvm::backend::LoopPlace;
+    use fwsvm::backend::gpu::{GpuBackend, GpuConfig};
+    let Device::Gpu { ctx, cfg, .. } = device else {
+        return Ok(None);
+    };
+    if gpu.solver.algorithm() != fwsvm::solver::Algorithm::Ws {
+        return Ok(None);
+    }
+    if !ctx.f64 {
+        eprintln!(
+            "fwsvm check: the device loop's replay needs f64 (SHADER_F64), which {} lacks; skipped",
+            ctx.adapter.name
+        );
+        return Ok(None);
+    }
+    let (a, b) = (classes[0], classes[1]);
+    let rows: Vec<usize> = (0..ds.len())
+        .filter(|&i| ds.labels[i] == a || ds.labels[i] == b)
+        .take(REPLAY_ROWS)
+        .collect();
+    // Distinct rows only: copies of a point are exact ties of g that rounding breaks either
+    // way on the two sides (training merges them too).
+    let first = ds.subset(&rows);
+    let sub = first.subset(&fwsvm::problem::distinct_rows_of(&first).rows);
+    let y: Vec<f64> = sub
+        .labels
+        .iter()
+        .map(|&l| if l == a { 1.0 } else { -1.0 })
+        .collect();
+    let prob = Problem::new(&sub, y, gpu.resolve_kernel(ds)?, gpu.c)?;
+    // Two points of each class, equal weights: a start on the simplex with both labels.
+    let mut a0 = fwsvm::active::ActiveSet::new(prob.len());
+    for label in [1.0, -1.0] {
+        for i in (0..prob.len()).filter(|&i| prob.y[i] == label).take(2) {
+            a0.set(i, 0.25);
+        }
+    }
+    let cfg = GpuConfig {
+        precision: Precision::F64,
+        loop_place: LoopPlace::Device,
+        ..*cfg
+    };
+    let mut be = GpuBackend::new(&prob, ctx, cfg)?;
+    let q = 64.min(prob.len() / 2).max(2);
+    let r = fwsvm::solver::device_replay::replay(
+        &prob,
+        &mut be,
+        &a0,
+        q,
+        (gpu.solver.eps, 1e-12),
+        REPLAY_ITERATIONS,
+        1,
+        1e-10,
+    )?;
+    Ok(Some((prob.len(), r)))
+}
+
+/// Part 4's line; a difference goes to `failures`.
+#[cfg(feature = "gpu")]
+fn print_replay(
+    r: Option<&(usize, fwsvm::solver::device_replay::Replay)>,
+    failures: &mut Vec<String>,
+) {
+    let Some((rows, r)) = r else { return };
+    println!();
+    println!(
+        "device loop against its host replay (f64, {rows} rows, {} outer iterations): {} of {} the same (|W|, inner steps), α within {:.1e}",
+        r.iterations, r.matching, r.batches, r.max_alpha_diff
+    );
+    if let Some(d) = &r.first_difference {
+        if r.parted_at_tie {
+            println!(
+                "first difference: {d}, where the host's selection had a near-tie of f32 keys at its cut (the runs legitimately part)"
+            );
+        } else {
+            println!("first difference: {d}");
+            failures.push(format!(
+                "the device loop differs from its host replay ({d})"
+            ));
+        }
     }
 }
 

@@ -26,6 +26,12 @@ pub struct Replay {
     pub max_alpha_diff: f64,
     /// The first difference, in words.
     pub first_difference: Option<String>,
+    /// The first difference came where the two sides stood at a tie that f64 rounding may
+    /// break either way, so the runs legitimately part: the host's selection had a near-tie at
+    /// its cut (the last key taken and the first left within one f32 step), or after the
+    /// batch before it a point was a support vector on one side only (α within the tolerance
+    /// of 0, clipped to 0 on the other).
+    pub parted_at_tie: bool,
     /// The device's α at the end.
     pub alpha: ActiveSet,
 }
@@ -37,6 +43,8 @@ struct Host<'a> {
     alpha: Vec<f64>,
     g: Vec<f64>,
     w: Vec<usize>,
+    /// A near-tie at a cut since the last look.
+    tie: bool,
 }
 
 /// f32 values as ordered u32 keys (shaders/resident.wgsl's `key_of`).
@@ -65,6 +73,7 @@ impl<'a> Host<'a> {
             alpha,
             g,
             w: Vec::new(),
+            tie: false,
         }
     }
 
@@ -77,12 +86,16 @@ impl<'a> Host<'a> {
             .sum()
     }
 
-    /// The `n` candidates with the smallest keys, in the points' order.
-    fn smallest(&self, n: usize, key: impl Fn(usize) -> Option<u32>) -> Vec<usize> {
+    /// The `n` candidates with the smallest keys, in the points' order; notes a near-tie at
+    /// the cut.
+    fn smallest(&mut self, n: usize, key: impl Fn(usize) -> Option<u32>) -> Vec<usize> {
         let mut c: Vec<(u32, usize)> = (0..self.prob.len())
             .filter_map(|i| key(i).map(|k| (k, i)))
             .collect();
         c.sort_unstable();
+        if n > 0 && n < c.len() && c[n].0 - c[n - 1].0 <= 1 {
+            self.tie = true;
+        }
         let mut s: Vec<usize> = c.into_iter().take(n).map(|(_, i)| i).collect();
         s.sort_unstable();
         s
@@ -105,12 +118,12 @@ impl<'a> Host<'a> {
         }
         let rest = q - kept.len();
         let nt = rest.div_ceil(2);
-        let toward = self.smallest(nt, |i| {
-            (!taken[i] && !self.g[i].is_nan()).then(|| key_of(self.g[i]))
-        });
+        let (g, alpha) = (std::mem::take(&mut self.g), std::mem::take(&mut self.alpha));
+        let toward = self.smallest(nt, |i| (!taken[i] && !g[i].is_nan()).then(|| key_of(g[i])));
         let away = self.smallest(rest - nt, |i| {
-            (!taken[i] && self.alpha[i] > 0.0 && !self.g[i].is_nan()).then(|| key_of(-self.g[i]))
+            (!taken[i] && alpha[i] > 0.0 && !g[i].is_nan()).then(|| key_of(-g[i]))
         });
+        (self.g, self.alpha) = (g, alpha);
         let mut w = toward.clone();
         w.extend(
             away.into_iter()
@@ -184,6 +197,7 @@ pub fn replay(
         matching: 0,
         max_alpha_diff: 0.0,
         first_difference: None,
+        parted_at_tie: false,
         alpha: a0.clone(),
     };
     for b in 0..batches {
@@ -202,6 +216,7 @@ pub fn replay(
         };
         let rep = dl.run_batch(&mut alpha, &settings)?;
         let (mut n, mut steps) = (0, 0);
+        host.tie = false;
         for _ in 0..rep.iterations {
             let (a, s) = host.iterate(eps, rel_eps);
             n += a as u64;
@@ -216,6 +231,7 @@ pub fn replay(
             .map(|i| ((alpha.get(i) - host.alpha[i]).abs(), i))
             .fold((0.0, 0), |a, b| if b.0 > a.0 { b } else { a });
         if rep.sizes != n || rep.inner_steps != steps || !(worst.0 <= tol) {
+            out.parted_at_tie |= host.tie;
             out.first_difference = Some(format!(
                 "batch {b}: |W| summed {} on the device, {n} on the host; inner steps {} and {steps}; largest α difference {:.3e} (point {})",
                 rep.sizes, rep.inner_steps, worst.0, worst.1
@@ -223,6 +239,10 @@ pub fn replay(
         } else {
             out.matching += 1;
             out.max_alpha_diff = out.max_alpha_diff.max(worst.0);
+            // The next iteration keeps W's support vectors: a point in one support only may
+            // change W from there.
+            let one_sided = (0..prob.len()).any(|i| (alpha.get(i) > 0.0) != (host.alpha[i] > 0.0));
+            out.parted_at_tie = one_sided;
         }
         if rep.iterations < batch as u64 {
             break;
