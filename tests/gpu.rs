@@ -1585,6 +1585,32 @@ fn the_device_loop_replays_its_rule_on_the_host() {
             "sparse {sparse}"
         );
         let (fives, st5) = run(3, 5);
+        // A larger W (two entries per invocation in the inner solve) over more rows (several
+        // tiles per workgroup in the compaction).
+        let ds_l = random_dataset(3000, 6, sparse, 5);
+        let prob_l =
+            Problem::new(&ds_l, ds_l.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 2.0).unwrap();
+        let mut a_l = ActiveSet::new(prob_l.len());
+        for i in [7usize, 900, 1800, 2999] {
+            a_l.set(i, 0.25);
+        }
+        let cfg = GpuConfig {
+            cache_bytes: 64 << 20,
+            precision: Precision::F64,
+            loop_place: LoopPlace::Device,
+            ..GpuConfig::default()
+        };
+        let mut be = GpuBackend::new(&prob_l, ctx, cfg).unwrap();
+        let large = replay(&prob_l, &mut be, &a_l, 512, (1e-300, 1e-12), 4, 1, 1e-10).unwrap();
+        assert!(
+            large.first_difference.is_none() || (large.parted_at_tie && large.matching >= 1),
+            "sparse {sparse}, q = 512: {:?}",
+            large.first_difference
+        );
+        eprintln!(
+            "replay, q = 512 over 3,000 rows, sparse {sparse}: {} of {} batches the same",
+            large.matching, large.batches
+        );
         assert_eq!(fives.first_difference, None, "sparse {sparse}");
         let bits = |a: &ActiveSet| {
             (0..prob.len())

@@ -54,9 +54,35 @@ fn gpu_device_script_runs_end_to_end_quick() {
             .unwrap_or_else(|| panic!("no a9a ws {backend} row:\n{table}"));
         assert!(row.contains("| converged |"), "{row}");
         assert!(row.contains(" % | "), "no label agreement in {row}");
+        let calls = if backend == "gpu" {
+            "device_loop "
+        } else {
+            "block "
+        };
+        assert!(row.contains(calls), "no call times in {row}");
+    }
+    // The GPU's host-driven loop beside its device loop; covtype on both backends.
+    let host = table
+        .lines()
+        .find(|l| l.starts_with("| a9a | ws (host loop) | gpu |"))
+        .unwrap_or_else(|| panic!("no a9a host-loop row:\n{table}"));
+    assert!(
+        host.contains("| converged |") && host.contains("block "),
+        "{host}"
+    );
+    let covtype = root.join("../shared/datasets/covtype.libsvm.binary.xz");
+    if !covtype.exists() {
+        eprintln!(
+            "gpu-device --quick: {} not found, covtype's rows not checked",
+            covtype.display()
+        );
+    }
+    for backend in ["gpu", "cpu"].into_iter().filter(|_| covtype.exists()) {
         assert!(
-            row.contains("reduce ") && row.contains("block "),
-            "no call times in {row}"
+            table
+                .lines()
+                .any(|l| l.starts_with(&format!("| covtype | ws | {backend} |"))),
+            "no covtype {backend} row:\n{table}"
         );
     }
     assert!(json.contains("\"training\""), "{json}");

@@ -62,6 +62,9 @@ pub struct LoopReport {
     pub inner_steps: u64,
     /// The sum of |W| over them.
     pub sizes: u64,
+    /// The q the device took (the one asked for, or less where its column cache or a storage
+    /// binding holds fewer columns).
+    pub q: usize,
 }
 
 /// A backend that runs the working-set solver's outer iterations on its device

@@ -2,11 +2,12 @@
 //! host in f64, for `fwsvm check` and the tests: the same rule, step for step — the previous
 //! W's first q/2 support vectors kept; the ⌈(q − kept)/2⌉ lowest g (toward) and the highest g
 //! over the support (away, less those toward took) by g's f32 keys, ties to the lower point,
-//! each listed in the points' order; W = toward, away, kept; [`block_steps`]' inner solve to a
+//! each listed in the points' order; W = toward, away, kept; [`block_steps`](super::block_steps)' inner solve to a
 //! tenth of the block's gap (or of the stop rule's); the exact update of g — and compared with
 //! the device after every batch: |W| and inner steps summed over the batch, α entry by entry.
+//! The host notes the near-ties that f64 rounding on the device (a fused multiply-add where
+//! the host rounds twice) may break the other way: from one of them the runs may part.
 
-use super::block_steps;
 use crate::active::ActiveSet;
 use crate::backend::{LoopSettings, Solvable};
 use crate::error::{Error, Result};
@@ -27,10 +28,11 @@ pub struct Replay {
     /// The first difference, in words.
     pub first_difference: Option<String>,
     /// The first difference came where the two sides stood at a tie that f64 rounding may
-    /// break either way, so the runs legitimately part: the host's selection had a near-tie at
-    /// its cut (the last key taken and the first left within one f32 step), or after the
-    /// batch before it a point was a support vector on one side only (α within the tolerance
-    /// of 0, clipped to 0 on the other).
+    /// break either way, so the runs legitimately part: in that batch the host's selection had
+    /// a near-tie at its cut (the last key taken and the first left within one f32 step) or
+    /// its inner solve one between two lowest gradients, two best decreases or a step and its
+    /// clip (within 1e-11 relative); or after the batch before it a point was a support vector
+    /// on one side only (α within the tolerance of 0, clipped to 0 on the other).
     pub parted_at_tie: bool,
     /// The device's α at the end.
     pub alpha: ActiveSet,
@@ -150,14 +152,8 @@ impl<'a> Host<'a> {
         let rel = rel_eps * ag.abs();
         let goal = if eps <= rel { eps } else { rel };
         let tol = (0.1 * (hi - lo)).max(0.1 * goal);
-        let mut ws = block_steps::Workspace::default();
-        let block = block_steps::Block {
-            q: &qb,
-            g: &mut gw,
-            a: &mut aw,
-            w: &w,
-        };
-        let steps = block_steps::solve(block, tol, 50 * n + 1000, &mut ws);
+        let (steps, tie) = inner(&qb, &mut gw, &mut aw, &w, tol, 50 * n + 1000);
+        self.tie |= tie;
         for k in 0..n {
             let d = aw[k] - a0[k];
             self.alpha[w[k]] = aw[k];
@@ -170,6 +166,80 @@ impl<'a> Host<'a> {
         self.w = w;
         (n, steps)
     }
+}
+
+/// Relative distance under which two values are a near-tie that rounding may order either way.
+const NEAR: f64 = 1e-11;
+
+fn near(a: f64, b: f64) -> bool {
+    (a - b).abs() <= NEAR * a.abs().max(b.abs())
+}
+
+/// [`block_steps::solve`](super::block_steps::solve) in its one-loop form (the same steps, bit for bit: block_steps' own
+/// test), noting near-ties: between the two lowest g of W, the two largest decreases, or a
+/// step and its clip at α_v.
+fn inner(
+    q: &[f64],
+    g: &mut [f64],
+    a: &mut [f64],
+    w: &[usize],
+    tol: f64,
+    max: usize,
+) -> (usize, bool) {
+    let n = w.len();
+    let mut tie = false;
+    // argmin g (ties to the lower point) and whether another g is nearly as low; max g over
+    // the support.
+    let scan = |g: &[f64], a: &[f64], tie: &mut bool| {
+        let (mut s, mut gmax) = (0, f64::NEG_INFINITY);
+        for k in 0..n {
+            if g[k] < g[s] || (g[k] == g[s] && w[k] < w[s]) {
+                s = k;
+            }
+            if a[k] > 0.0 && g[k] > gmax {
+                gmax = g[k];
+            }
+        }
+        *tie |= (0..n).any(|k| k != s && w[k] != w[s] && near(g[k], g[s]));
+        (s, gmax)
+    };
+    let (mut s, mut gmax) = scan(g, a, &mut tie);
+    let mut taken = 0;
+    while taken < max && gmax - g[s] > tol {
+        let qs = &q[s * n..(s + 1) * n];
+        let (mut v, mut best, mut second, mut lam) = (usize::MAX, 0.0, 0.0, 0.0);
+        for k in 0..n {
+            if a[k] <= 0.0 || k == s || g[k] <= g[s] {
+                continue;
+            }
+            let (l, dec) = super::steps::pairwise(g[s], g[k], qs[s], q[k * n + k], qs[k], a[k]);
+            if dec > best || (dec == best && v != usize::MAX && w[k] < w[v]) {
+                second = best;
+                (best, v, lam) = (dec, k, l);
+            } else if dec > second {
+                second = dec;
+            }
+        }
+        if v == usize::MAX || lam <= 0.0 {
+            break;
+        }
+        tie |= second > 0.0 && near(best, second);
+        let curv = qs[s] + q[v * n + v] - 2.0 * qs[v];
+        tie |= curv > 0.0 && near((g[v] - g[s]) / curv, a[v]);
+        let (av, as_) = (a[v], a[s]);
+        if as_ + lam == as_ && lam < av && av - lam == av {
+            break;
+        }
+        a[s] = as_ + lam;
+        a[v] = if lam >= av { 0.0 } else { av - lam };
+        let qv = &q[v * n..(v + 1) * n];
+        for k in 0..n {
+            g[k] += lam * (qs[k] - qv[k]);
+        }
+        (s, gmax) = scan(g, a, &mut tie);
+        taken += 1;
+    }
+    (taken, tie)
 }
 
 /// Runs `batches` batches of `batch` outer iterations of the device loop on `be` from `a0`
@@ -215,6 +285,12 @@ pub fn replay(
             ));
         };
         let rep = dl.run_batch(&mut alpha, &settings)?;
+        if rep.q != q {
+            return Err(Error::Backend(format!(
+                "the device took q = {} for the replay's {q} (its column cache holds fewer columns)",
+                rep.q
+            )));
+        }
         let (mut n, mut steps) = (0, 0);
         host.tie = false;
         for _ in 0..rep.iterations {

@@ -71,6 +71,7 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
     let start = Instant::now();
     let mut stepper = start_stepper(be)?;
     let mut iter = 0u64;
+    let mut checked = 0u64;
     let mut last_step: Option<Step> = None;
     let (stop, at) = loop {
         let at = stepper.open(iter, be)?;
@@ -119,12 +120,17 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
         if crate::budget::spent() {
             break (StopReason::TimeLimit, at);
         }
+        // At every multiple of `every` (the first iteration past it, where a device batch
+        // jumped over it).
         if let Some(y) = yield_check.as_mut()
             && iter > 0
-            && iter.is_multiple_of(y.every)
-            && stepper.check_yield(y, be)?
+            && y.every > 0
+            && iter / y.every > checked / y.every
         {
-            break (StopReason::Yielded, at);
+            checked = iter;
+            if stepper.check_yield(y, be)? {
+                break (StopReason::Yielded, at);
+            }
         }
         if at.stalled {
             break (StopReason::Stalled, at);

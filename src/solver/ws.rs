@@ -177,16 +177,12 @@ impl WorkingSet {
         if red.v != usize::MAX {
             take(red.v, &mut w, &mut self.mark);
         }
-        let newest = std::env::var_os("NEWEST").is_some();
-        let head = w.len();
         for &i in old.iter().filter(|&&i| state.alpha.contains(i)) {
             if w.len() >= q / 2 {
                 break;
             }
             take(i, &mut w, &mut self.mark);
         }
-        let kept: Vec<usize> = if newest { w.drain(head..).collect() } else { Vec::new() };
-        let q_new = q - kept.len();
         be.lowest(q, &mut self.low)?;
         // Away candidates: where the backend reads entries locally, the points of A from which a
         // pairwise step to s decreases f most before clipping (`away_score`), read from s's
@@ -216,13 +212,7 @@ impl WorkingSet {
             );
         }
         let (mut lo, mut hi) = (self.low.iter(), self.high.iter());
-        let take = |i: usize, w: &mut Vec<usize>, mark: &mut [bool]| {
-            if w.len() < q_new && i < m && !mark[i] {
-                mark[i] = true;
-                w.push(i);
-            }
-        };
-        while w.len() < q_new {
+        while w.len() < q {
             let (x, y) = (lo.next(), hi.next());
             if x.is_none() && y.is_none() {
                 break;
@@ -234,7 +224,6 @@ impl WorkingSet {
                 take(i, &mut w, &mut self.mark);
             }
         }
-        w.extend(kept);
         self.w = w;
         Ok(())
     }

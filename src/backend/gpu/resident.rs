@@ -560,6 +560,7 @@ impl Resident {
             iterations: local as u64,
             inner_steps,
             sizes,
+            q: self.q,
         })
     }
 }
