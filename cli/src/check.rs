@@ -10,8 +10,9 @@
 //! 4. with ws, its outer iterations on the device against their replay on the host
 //!    ([`fwsvm::solver::device_replay`]), in f64 where the adapter has SHADER_F64, on the
 //!    first [`REPLAY_ROWS`] rows of the first two classes (their distinct points): the same |W| and inner steps every
-//!    iteration, α within 1e-10, until the host's selection meets a near-tie of f32 keys at
-//!    its cut (from there the runs may legitimately part).
+//!    iteration, α within 1e-10, until a near-tie that f64 rounding may break either way
+//!    ([`fwsvm::solver::device_replay::Replay::parted_at_tie`]: from there the runs may
+//!    legitimately part).
 //!
 //! Tolerances (documented in docs/GUIDE.md, all adjustable):
 //! * objective: both certified objectives are within their certified gap of the optimum, so
@@ -349,7 +350,7 @@ fn print_replay(
     if let Some(d) = &r.first_difference {
         if r.parted_at_tie {
             println!(
-                "first difference: {d}, where the host's selection had a near-tie of f32 keys at its cut (the runs legitimately part)"
+                "first difference: {d}, after a near-tie that rounding breaks either way (the runs legitimately part)"
             );
         } else {
             println!("first difference: {d}");
