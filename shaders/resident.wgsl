@@ -523,8 +523,16 @@ fn queries(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 var<private> qbase: u32;
+var<private> staged: bool;
+// The workgroup's BK query rows, where BK · dpad fits (d up to 444 features).
+const QTILE: u32 = 3584u;
+var<workgroup> qtile: array<f32, QTILE>;
+var<workgroup> u_fresh: u32;
 
 fn query_at(c: u32, f: u32) -> f32 {
+    if (staged) {
+        return qtile[c * r.dpad + f];
+    }
     return wq[(qbase + c) * r.dpad + f];
 }
 
@@ -532,17 +540,34 @@ fn meta_norm(c: u32) -> GT {
     return norms[min(w_at(qbase + c), r.m - 1u)];
 }
 
-// Workgroup (x, y): rows of this chunk by a grid-stride loop, the new points BK·y … BK·y + BK − 1.
+// Workgroup (x, y): rows of this chunk by a grid-stride loop, the new points BK·y … BK·y + BK − 1,
+// whose rows it first stages in workgroup memory: each invocation's row against the BK rows
+// held there, the BK sums in registers, the kernel's exponential and labels applied as each
+// value is stored.
 @compute @workgroup_size(256)
-fn columns(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    if (done()) {
-        return;
+fn columns(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    let t = lid.x;
+    if (t == 0u) {
+        u_fresh = select(atomicLoad(&ctl[C_FRESH]), 0u, done());
     }
-    let n = atomicLoad(&ctl[C_FRESH]);
+    let n = workgroupUniformLoad(&u_fresh);
     qbase = BK * wid.y;
     if (qbase >= n) {
         return;
     }
+    staged = BK * r.dpad <= QTILE;
+    if (staged) {
+        let base = qbase * r.dpad;
+        let end = min(BK * r.dpad, r.q * r.dpad - base);
+        for (var e = t; e < end; e += WG) {
+            qtile[e] = wq[base + e];
+        }
+    }
+    workgroupBarrier();
     var pj: array<u32, 8>;
     var yj: array<f32, 8>;
     var sj: array<u32, 8>;

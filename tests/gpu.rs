@@ -1537,10 +1537,33 @@ fn four_column_and_list_updates_equal_updates_by_pairs() {
     }
 }
 
+/// `ds` with `d` features (the extra ones zero), stored dense or CSR.
+fn widened(ds: &fwsvm::data::Dataset, d: usize, dense: bool) -> fwsvm::data::Dataset {
+    use fwsvm::data::Row;
+    let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+    for i in 0..ds.len() {
+        match ds.row(i) {
+            Row::Dense(v) => {
+                for (f, &x) in v.iter().enumerate() {
+                    ix.push(f as u32);
+                    vs.push(x);
+                }
+            }
+            Row::Sparse(fi, fv) => {
+                ix.extend_from_slice(fi);
+                vs.extend_from_slice(fv);
+            }
+        }
+        ip.push(ix.len());
+    }
+    fwsvm::data::Dataset::from_csr_as(d, ip, ix, vs, ds.labels.clone(), dense)
+}
+
 /// On the f64 gradient the device's outer iterations are the host's replay of its rule
 /// (`solver::device_replay`): the same |W| and inner steps each iteration and α within 1e-10,
-/// dense and CSR data, over fifteen iterations (q = 16 on 300 points: W is kept, refilled and
-/// cut by the away list). Three batches of five iterations end where fifteen batches of one
+/// dense and CSR chunks, query rows in workgroup memory (d = 6) and read from the device
+/// buffer (d = 460), over fifteen iterations (q = 16 on 300 points: W is kept, refilled and
+/// cut by the away list), and four at q = 512 over 3,000 points. Three batches of five iterations end where fifteen batches of one
 /// do, to the bit, in a fifth of the round trips, and read back only their status and W's α.
 fn the_device_loop_replays_its_rule_on_the_host() {
     use fwsvm::solver::device_replay::replay;
@@ -1549,8 +1572,16 @@ fn the_device_loop_replays_its_rule_on_the_host() {
         eprintln!("the device loop's f64 replay: the adapter has no SHADER_F64, skipped");
         return;
     }
-    for sparse in [false, true] {
-        let ds = random_dataset(300, 6, sparse, 21);
+    // d = 460: the same points with 454 more features, all zero — rows too wide for the
+    // workgroup's tile, so the columns read them from the device buffer. Dense and CSR chunks.
+    for (sparse, d, dense) in [
+        (false, 6, true),
+        (true, 6, false),
+        (false, 460, false),
+        (false, 460, true),
+    ] {
+        let ds = widened(&random_dataset(300, 6, sparse, 21), d, dense);
+        assert_eq!(ds.is_dense(), dense);
         let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 2.0).unwrap();
         let mut a0 = ActiveSet::new(prob.len());
         for (k, i) in [3usize, 50, 120, 201, 299].into_iter().enumerate() {
@@ -1578,7 +1609,11 @@ fn the_device_loop_replays_its_rule_on_the_host() {
             (r, be.stats())
         };
         let (ones, st1) = run(15, 1);
-        assert_eq!(ones.first_difference, None, "sparse {sparse}");
+        assert_eq!(
+            ones.first_difference, None,
+            "sparse {sparse}, d = {d}, at a tie {}",
+            ones.parted_at_tie
+        );
         assert_eq!(
             (ones.iterations, ones.matching),
             (15, 15),
@@ -1587,7 +1622,10 @@ fn the_device_loop_replays_its_rule_on_the_host() {
         let (fives, st5) = run(3, 5);
         // A larger W (two entries per invocation in the inner solve) over more rows (several
         // tiles per workgroup in the compaction).
-        let ds_l = random_dataset(3000, 6, sparse, 5);
+        if d > 6 {
+            continue;
+        }
+        let ds_l = widened(&random_dataset(3000, 6, sparse, 5), 6, dense);
         let prob_l =
             Problem::new(&ds_l, ds_l.labels.clone(), Kernel::Rbf { gamma: 0.4 }, 2.0).unwrap();
         let mut a_l = ActiveSet::new(prob_l.len());

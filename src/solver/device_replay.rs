@@ -30,9 +30,10 @@ pub struct Replay {
     /// The first difference came where the two sides stood at a tie that f64 rounding may
     /// break either way, so the runs legitimately part: in that batch the host's selection had
     /// a near-tie at its cut (the last key taken and the first left within one f32 step) or
-    /// its inner solve one between two lowest gradients, two best decreases or a step and its
-    /// clip (within 1e-11 relative); or after the batch before it a point was a support vector
-    /// on one side only (α within the tolerance of 0, clipped to 0 on the other).
+    /// its inner solve one between two lowest gradients, two best decreases, a step and its
+    /// clip, or the gap and the tolerance (within 1e-11 relative); or after the batch before
+    /// it a point was a support vector on one side only (α within the tolerance of 0, clipped
+    /// to 0 on the other).
     pub parted_at_tie: bool,
     /// The device's α at the end.
     pub alpha: ActiveSet,
@@ -176,8 +177,8 @@ fn near(a: f64, b: f64) -> bool {
 }
 
 /// [`block_steps::solve`](super::block_steps::solve) in its one-loop form (the same steps, bit for bit: block_steps' own
-/// test), noting near-ties: between the two lowest g of W, the two largest decreases, or a
-/// step and its clip at α_v.
+/// test), noting near-ties: between the two lowest g of W, the two largest decreases, a step
+/// and its clip at α_v, or the block's gap and the tolerance.
 fn inner(
     q: &[f64],
     g: &mut [f64],
@@ -205,7 +206,12 @@ fn inner(
     };
     let (mut s, mut gmax) = scan(g, a, &mut tie);
     let mut taken = 0;
-    while taken < max && gmax - g[s] > tol {
+    loop {
+        // The stop test against the tolerance, itself a comparison rounding can tip.
+        tie |= near(gmax - g[s], tol);
+        if !(taken < max && gmax - g[s] > tol) {
+            break;
+        }
         let qs = &q[s * n..(s + 1) * n];
         let (mut v, mut best, mut second, mut lam) = (usize::MAX, 0.0, 0.0, 0.0);
         for k in 0..n {

@@ -16,6 +16,10 @@
 //! batch, at most [`KMAX`], and at most what a quarter second holds (a time limit or an
 //! interruption is seen within that).
 //!
+//! W's new columns are computed eight per workgroup, the eight points' rows staged in
+//! workgroup memory where they fit (up to 444 features) and each invocation's row against them
+//! in registers, the exponential and the labels applied as each value is stored.
+//!
 //! The selection: the previous W's first q/2 support vectors are kept; the ⌈(q − kept)/2⌉
 //! lowest g over the other points (toward) and the highest g over the other support vectors
 //! (away; those toward took are dropped) join them — each chosen by an eight-bit radix
