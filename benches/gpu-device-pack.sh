@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what benches/gpu-device.sh needs on a machine without Rust or network into .devcarry/
 # (ignored by git; name it and .gl in the device run's carry): a stripped release binary without
-# MPI, the KDD Cup 99 10 % file, covtype with its split script and ThunderSVM's source. Fetches the loader .debs into .gl/.
+# MPI, the KDD Cup 99 10 % file, covtype's benchmark split (compressed) and ThunderSVM's source. Fetches the loader .debs into .gl/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release
@@ -13,8 +13,15 @@ if cargo build --release --features mpi --target-dir target/device-mpi 2>/dev/nu
     strip -o .devcarry/fwsvm-mpi target/device-mpi/release/fwsvm
 fi
 shared=${FWSVM_SHARED:-../shared}
-cp "$shared/datasets/kddcup.data_10_percent.gz" "$shared/datasets/covtype.libsvm.binary.xz" \
-    "$shared/datasets/covtype_split.py" "$shared/peers/thundersvm-5c6a056.tar.xz" .devcarry/
+cp "$shared/datasets/kddcup.data_10_percent.gz" "$shared/peers/thundersvm-5c6a056.tar.xz" .devcarry/
+# covtype's benchmark split made here (a few minutes of Python), carried compressed.
+if [ ! -f .devcarry/covtype.test.xz ]; then
+    tmp=$(mktemp -d)
+    python3 "$shared/datasets/covtype_split.py" "$shared/datasets/covtype.libsvm.binary.xz" "$tmp"
+    xz -T0 -6 -c "$tmp/covtype.train" >.devcarry/covtype.train.xz
+    xz -T0 -6 -c "$tmp/covtype.test" >.devcarry/covtype.test.xz
+    rm -rf "$tmp"
+fi
 git rev-parse --short HEAD >.devcarry/commit
 if ! ls .gl/libvulkan1*.deb >/dev/null 2>&1; then
     mkdir -p .gl /tmp/amd64/partial
