@@ -226,6 +226,7 @@ fn begin(@builtin(local_invocation_id) lid: vec3<u32>) {
         atomicStore(&ctl[C_PREF_A], 0u);
         atomicStore(&ctl[C_NEED_T], nt);
         atomicStore(&ctl[C_NEED_A], rest - nt);
+        atomicStore(&ctl[C_STEPS], 0u);
     }
 }
 
@@ -533,7 +534,8 @@ fn query_at(c: u32, f: u32) -> f32 {
     if (staged) {
         return qtile[c * r.dpad + f];
     }
-    return wq[(qbase + c) * r.dpad + f];
+    // Rows past W's last slot are computed and dropped: read a row that exists.
+    return wq[min(qbase + c, r.q - 1u) * r.dpad + f];
 }
 
 fn meta_norm(c: u32) -> GT {
@@ -555,10 +557,11 @@ fn columns(
         u_fresh = select(atomicLoad(&ctl[C_FRESH]), 0u, done());
     }
     let n = workgroupUniformLoad(&u_fresh);
-    qbase = BK * wid.y;
-    if (qbase >= n) {
+    let first = BK * wid.y;
+    if (first >= n) {
         return;
     }
+    qbase = first;
     staged = BK * r.dpad <= QTILE;
     if (staged) {
         let base = qbase * r.dpad;

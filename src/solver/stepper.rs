@@ -309,7 +309,16 @@ impl<B: ?Sized + Simplex> Stepper<B> for FwStepper<B> {
     }
 
     fn step(&mut self, be: &mut B) -> Result<Option<Step>> {
-        self.variant.step(&mut self.state, &self.red, be).map(Some)
+        let step = self.variant.step(&mut self.state, &self.red, be)?;
+        // The stall count is of iterations: a device batch's others count too (the next open
+        // resets it where the batch made progress).
+        if step.kind == StepKind::DeviceBatch {
+            let more = (step.size as u64).saturating_sub(1);
+            self.no_progress = self
+                .no_progress
+                .saturating_add(more.min(u32::MAX as u64) as u32);
+        }
+        Ok(Some(step))
     }
 
     fn check_yield(&mut self, check: &mut YieldCheck<'_>, be: &mut B) -> Result<bool> {

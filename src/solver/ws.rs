@@ -98,6 +98,8 @@ pub struct WorkingSet {
     /// iteration opens with it instead of a reduction of its own).
     max_iter: u64,
     device_red: Option<Reduction>,
+    /// The stop rule is the duality gap's (the one the device loop tests).
+    gap_rule: bool,
     /// Inner steps taken so far (diagnostics).
     pub inner_steps: u64,
     /// Sum of |W| over outer iterations (diagnostics).
@@ -127,6 +129,7 @@ impl WorkingSet {
             inner: block_steps::Workspace::default(),
             max_iter: params.max_iter,
             device_red: None,
+            gap_rule: params.stop == crate::stop::StopRule::Gap,
             inner_steps: 0,
             sizes: 0,
         }
@@ -246,7 +249,8 @@ impl Variant for WorkingSet {
         let m = be.len();
         let hints = be.hints();
         let q = self.size(m, hints.column_capacity, hints.ws_floor, state.alpha.len());
-        if let Some(dl) = be.device_loop() {
+        // The device tests the duality-gap rule (`--stop gap`, the default) only.
+        if let Some(dl) = be.device_loop().filter(|_| self.gap_rule) {
             let settings = LoopSettings {
                 q,
                 eps: self.eps,

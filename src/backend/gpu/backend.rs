@@ -409,6 +409,7 @@ impl Columns for GpuBackend<'_> {
     /// gathers recorded into one submit and read back once (in a few when the block is
     /// larger than the gather buffer).
     fn block(&mut self, w: &[usize], out: &mut [f64], g_w: &mut [f64]) -> Result<usize> {
+        self.loop_stale();
         timed_call!(self.stats, call::BLOCK, Result<usize>, {
             let n = w.len();
             let need = 2 * n + 2;

@@ -193,6 +193,7 @@ impl<'a> GpuBackend<'a> {
     /// filled, so none of them evicts another. Returns how many were computed (0 where the
     /// adapter cannot bind a batched pass).
     pub(super) fn prefetch(&mut self, js: &[usize]) -> usize {
+        self.loop_stale();
         let width = self.batch_width();
         if width == 0 {
             return 0;
@@ -300,6 +301,8 @@ impl<'a> GpuBackend<'a> {
 
     /// Column j resident (recording its computation if needed); returns its slot.
     pub(super) fn resolve(&mut self, j: usize, pinned: Option<usize>) -> (usize, bool) {
+        // A host column may take a slot of the device loop's W.
+        self.loop_stale();
         let (slot, hit) = self.cache.get_or_assign(j, pinned);
         let fresh = std::mem::replace(&mut self.fresh, usize::MAX);
         if hit {

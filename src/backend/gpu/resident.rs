@@ -589,7 +589,8 @@ impl GpuBackend<'_> {
             && self.ctx.resident_pipelines(self.wide, self.dense).is_ok()
     }
 
-    /// A host-side change of α or g: the device loop starts again from the host's iterate.
+    /// A host-side change of α or g, or a host column that may take one of W's slots: the
+    /// device loop starts again from the host's iterate (W empty, the host's cache cleared).
     pub(super) fn loop_stale(&mut self) {
         if let Some(r) = self.resident.as_mut() {
             r.synced = false;
