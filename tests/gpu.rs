@@ -1715,6 +1715,15 @@ fn the_device_loop_reaches_the_cpu_optimum() {
             }
             // One wait per batch, and the first iteration's reduction.
             assert!(r.stats.round_trips <= r.iterations + 1, "{:?}", r.stats);
+            assert!(r.stats.call_ns[fwsvm::backend::call::DEVICE_LOOP] > 0);
+            // Under the MEB stop rule the host drives the loop: the device tests the gap's.
+            let meb = SolverParams {
+                stop: fwsvm::stop::StopRule::Meb,
+                ..params.clone()
+            };
+            let mut be = GpuBackend::new(&prob, ctx, cfg).unwrap();
+            let r = solve_plain(&prob, &mut be, &meb, &mut []).unwrap();
+            assert_eq!(r.stats.call_ns[fwsvm::backend::call::DEVICE_LOOP], 0);
         }
     }
 }
