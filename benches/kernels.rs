@@ -41,6 +41,7 @@ fn column_pass(c: &mut Criterion) {
                     CpuConfig {
                         cache_bytes: 0,
                         precision: Some(Precision::F32),
+                        batched: false,
                     },
                 );
                 g.throughput(Throughput::Bytes(fwsvm::bench::data_bytes(&ds)));
@@ -80,6 +81,7 @@ fn batched_columns(c: &mut Criterion) {
                 CpuConfig {
                     cache_bytes: 2 * k * m * 4,
                     precision: Some(Precision::F32),
+                    batched: false,
                 },
             );
             let mut j = 0usize;
@@ -143,6 +145,7 @@ fn working_set_block(c: &mut Criterion) {
             CpuConfig {
                 cache_bytes: (2 * q + 4) * m * 4,
                 precision: Some(Precision::F32),
+                batched: false,
             },
         );
         run("cpu-dense-d38-m100000", be.as_mut(), q);
@@ -222,6 +225,7 @@ fn block_flops(c: &mut Criterion) {
                 CpuConfig {
                     cache_bytes: (2 * q + 4) * m * 4,
                     precision: Some(Precision::F32),
+                    batched: false,
                 },
             );
             let (mut out, mut gw, mut w) = (vec![0.0; q * q], vec![0.0; q], vec![0usize; q]);
@@ -432,6 +436,7 @@ fn iterations(c: &mut Criterion) {
                     CpuConfig {
                         cache_bytes: 0,
                         precision: Some(Precision::F32),
+                        batched: false,
                     },
                 );
                 let params = SolverParams {

@@ -142,6 +142,7 @@ impl TrainParams {
                 .precision
                 .unwrap_or_else(|| alg.default_precision()),
         );
+        p.cpu.batched = alg.batched_columns();
         p
     }
 

@@ -134,6 +134,7 @@ fn a_backend_added_by_the_recipe_reaches_the_cpu_optimum() {
     let cpu = CpuConfig {
         cache_bytes: 1 << 22,
         precision: Some(fwsvm::backend::cpu::Precision::F64),
+        batched: false,
     };
     for alg in [
         Algorithm::Ws,

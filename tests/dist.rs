@@ -20,6 +20,7 @@ use fwsvm::solver::{Algorithm, Progress, SolveResult, SolverParams, solve, solve
 const F64: CpuConfig = CpuConfig {
     cache_bytes: 8 << 20,
     precision: Some(Precision::F64),
+    batched: false,
 };
 
 /// (iteration, f, gap) of every iteration, and the result.

@@ -65,6 +65,7 @@ fn cpu_exact<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
         CpuConfig {
             cache_bytes: 1 << 20,
             precision: Some(Precision::F64),
+            batched: false,
         },
     )
 }
@@ -1035,6 +1036,7 @@ fn shrinking_on_the_gpu_matches_the_cpu() {
     let cpu = CpuConfig {
         cache_bytes: 1 << 20,
         precision: Some(Precision::F64),
+        batched: false,
     };
     let ds = random_dataset(150, 5, false, 71);
     let prob = Problem::new(&ds, ds.labels.clone(), Kernel::Rbf { gamma: 0.5 }, 10.0).unwrap();

@@ -27,6 +27,7 @@ fn f64_backend<'a>(prob: &'a Problem<'a>) -> Box<dyn Marks + 'a> {
         CpuConfig {
             cache_bytes: 8 << 20,
             precision: Some(Precision::F64),
+            batched: false,
         },
     )
 }
@@ -321,6 +322,7 @@ fn working_set_rounds_report_once() {
     let cpu = CpuConfig {
         cache_bytes: 8 << 20,
         precision: Some(Precision::F64),
+        batched: false,
     };
     let params = SolverParams {
         algorithm: Some(fwsvm::solver::Algorithm::Partan),

@@ -26,6 +26,7 @@ fn a_forced_tiny_working_set_still_reaches_the_optimum() {
     let cpu = CpuConfig {
         cache_bytes: 1 << 20,
         precision: Some(Precision::F64),
+        batched: false,
     };
     let mut rebuilt = 0;
     for (name, ds, kernel, c, interior) in problems() {

@@ -50,6 +50,7 @@ fn every_variant_reaches_the_reference_optimum() {
                 CpuConfig {
                     cache_bytes: 1 << 20,
                     precision: Some(Precision::F64),
+                    batched: false,
                 },
             );
             let mut last_f = f64::INFINITY;
@@ -213,6 +214,7 @@ fn the_sigmoid_kernel_reaches_a_stationary_point_with_every_variant() {
             CpuConfig {
                 cache_bytes: 1 << 20,
                 precision: Some(Precision::F64),
+                batched: false,
             },
         );
         let (mut first_f, mut last_f, mut monotone) = (None, f64::INFINITY, true);

@@ -19,6 +19,7 @@ fn cpu(precision: Precision) -> CpuConfig {
     CpuConfig {
         cache_bytes: 1 << 20,
         precision: Some(precision),
+        batched: false,
     }
 }
 

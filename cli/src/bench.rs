@@ -426,6 +426,7 @@ fn with_backend<T>(
                 CpuConfig {
                     cache_bytes,
                     precision: Some(precision),
+                    ..CpuConfig::default()
                 },
             );
             f(be.as_mut())

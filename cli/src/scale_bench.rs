@@ -171,6 +171,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
             cpu: CpuConfig {
                 cache_bytes: a.cache_mb << 20,
                 precision: Some(precision),
+                ..CpuConfig::default()
             },
             device,
             sample: a.sample,

@@ -63,6 +63,11 @@ pub struct CpuConfig {
     /// [`Algorithm::default_precision`]: crate::solver::Algorithm::default_precision
     /// [`TrainParams::resolved`]: crate::train::TrainParams::resolved
     pub precision: Option<Precision>,
+    /// The solver computes its columns in batched blocks (the working-set solver; set by
+    /// [`TrainParams::resolved`](crate::train::TrainParams::resolved)): sparse rows are then
+    /// laid out dense down to a lower share of non-zeros, where a batch's register tiles share
+    /// each dense row among its queries (see `Layout::new_as`).
+    pub batched: bool,
 }
 
 impl Default for CpuConfig {
@@ -70,6 +75,7 @@ impl Default for CpuConfig {
         CpuConfig {
             cache_bytes: 1024 << 20,
             precision: None,
+            batched: false,
         }
     }
 }
@@ -279,7 +285,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                 let norms: Vec<f64> = rows.iter().map(|&i| prob.norms[i]).collect();
                 let groups = Groups::new(rep, &prob.y, norms.len());
                 (
-                    Layout::of_rows_as(prob.data, rows, prob.layout_stats()),
+                    Layout::of_rows_as(prob.data, rows, prob.layout_stats(), cfg.batched),
                     Some(Distinct {
                         rep: rep.clone(),
                         n,
@@ -290,7 +296,11 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
                     n,
                 )
             }
-            None => (Layout::new_as(prob.data, prob.layout_stats()), None, m),
+            None => (
+                Layout::new_as(prob.data, prob.layout_stats(), cfg.batched),
+                None,
+                m,
+            ),
         };
         let rbf_table = match prob.kernel {
             crate::kernel::Kernel::Rbf { gamma } => super::simd::RbfTable::new(gamma, &layout),
@@ -735,6 +745,7 @@ mod tests {
                 let cfg = CpuConfig {
                     cache_bytes: 1 << 20,
                     precision: Some(precision),
+                    ..CpuConfig::default()
                 };
                 let tol = if precision == Precision::F64 {
                     1e-12
@@ -817,6 +828,7 @@ mod tests {
                 let cfg = CpuConfig {
                     cache_bytes: 1 << 20,
                     precision: Some(precision),
+                    ..CpuConfig::default()
                 };
                 let mut be: Box<dyn Backend> = match precision {
                     Precision::F64 => Box::new(CpuBackend::<f64>::new(&prob, cfg)),
@@ -932,6 +944,7 @@ mod tests {
                 CpuConfig {
                     cache_bytes: 0,
                     precision: Some(Precision::F64),
+                    ..CpuConfig::default()
                 },
             );
             be.enable_prev();
@@ -1000,6 +1013,7 @@ mod tests {
             let cfg = CpuConfig {
                 cache_bytes: 64 << 20,
                 precision: Some(Precision::F32),
+                ..CpuConfig::default()
             };
             let (mut a, mut b) = (
                 CpuBackend::<f32>::new(&prob, cfg),
@@ -1052,6 +1066,7 @@ mod tests {
                 let cfg = CpuConfig {
                     cache_bytes: 64 << 20,
                     precision: Some(precision),
+                    ..CpuConfig::default()
                 };
                 let mut be = cpu_backend(&prob, cfg);
                 let m = ds.len();

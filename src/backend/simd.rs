@@ -1784,7 +1784,10 @@ pub(crate) mod tests {
         };
         assert_eq!(bin.len(), 9);
         let rows: Vec<usize> = (0..m).step_by(3).collect();
-        assert!(matches!(Layout::of_rows(&ds, &rows), Layout::Hybrid { .. }));
+        assert!(matches!(
+            Layout::of_rows(&ds, &rows, false),
+            Layout::Hybrid { .. }
+        ));
         let nb = m.div_ceil(LANES);
         let mut xb = vec![0f32; nb * d * LANES];
         for i in 0..m {
@@ -1900,7 +1903,10 @@ pub(crate) mod tests {
         let binary = Layout::new(&ds);
         assert!(matches!(binary, Layout::Binary { words: 3, .. }));
         let rows: Vec<usize> = (0..m).rev().step_by(2).collect();
-        assert!(matches!(Layout::of_rows(&ds, &rows), Layout::Binary { .. }));
+        assert!(matches!(
+            Layout::of_rows(&ds, &rows, false),
+            Layout::Binary { .. }
+        ));
         let csr = csr_layout(&ds);
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         for kernel in [Kernel::Rbf { gamma: 0.2 }, Kernel::Linear] {

@@ -137,6 +137,13 @@ impl Algorithm {
         }
     }
 
+    /// True for the algorithms that compute their kernel columns in batched blocks (the
+    /// working-set solver), for which the CPU backend lays sparse rows out dense down to a
+    /// lower share of non-zeros ([`crate::backend::CpuConfig::batched`]).
+    pub fn batched_columns(&self) -> bool {
+        matches!(self, Algorithm::Ws)
+    }
+
     /// True for the algorithms that solve the L2-SVM on the simplex (all but SimpleSVM).
     pub fn is_l2svm(&self) -> bool {
         !matches!(self, Algorithm::SimpleSvm)

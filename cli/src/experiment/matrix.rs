@@ -139,6 +139,7 @@ impl Plan {
             cpu: CpuConfig {
                 cache_bytes,
                 precision: Some(alg.default_precision()),
+                ..CpuConfig::default()
             },
             // simplesvm's α reach C: f64 where the adapter has it, as train.
             device: match alg.default_precision() {

@@ -284,6 +284,7 @@ impl TrainOpts {
             cpu: CpuConfig {
                 cache_bytes: self.cache_bytes(),
                 precision: self.precision,
+                ..CpuConfig::default()
             },
             device,
             sample: self.sample,

@@ -210,6 +210,7 @@ mod tests {
         let cfg = CpuConfig {
             cache_bytes: 64 << 20,
             precision: Some(precision),
+            ..CpuConfig::default()
         };
         let (mut lazy, mut full) = (
             CpuBackend::<T>::new(prob, cfg),

@@ -171,7 +171,8 @@ impl<T: Elem> CpuBackend<'_, T> {
             }
             return;
         }
-        let sub = Layout::of_rows(prob.data, w);
+        // The block is the working-set solver's, which computes its columns in batches.
+        let sub = Layout::of_rows(prob.data, w, true);
         let norms: Vec<f64> = w.iter().map(|&i| prob.norms[i]).collect();
         let y: Vec<f64> = w.iter().map(|&i| prob.y[i]).collect();
         let args = ColumnArgs {
@@ -228,6 +229,7 @@ mod tests {
         let cfg = CpuConfig {
             cache_bytes: 64 << 20,
             precision: Some(precision),
+            ..CpuConfig::default()
         };
         let (mut fused, mut cached) = (
             CpuBackend::<T>::new(prob, cfg),

@@ -137,6 +137,7 @@ mod tests {
         let cfg = CpuConfig {
             cache_bytes: 1 << 20,
             precision: Some(Precision::F32),
+            ..CpuConfig::default()
         };
         let (mut a, mut b) = (
             CpuBackend::<f32>::new(&prob, cfg),

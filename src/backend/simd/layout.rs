@@ -72,12 +72,32 @@ fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Align
     Aligned::from(&bits[..])
 }
 
-/// The dense copy wins while it is at most 2.5× the CSR bytes (see [`Layout::new`]).
-fn dense_pays(d: usize, m: usize, nnz: usize) -> bool {
+/// Whether sparse rows are copied dense (see [`Layout::new_as`]): for passes of one column at
+/// a time while the copy is at most 2.5× the CSR bytes; for a solver that computes its columns
+/// in batched blocks (`batched`: the working-set solver) while at most
+/// [`BATCHED_DENSE_FACTOR`]× and [`BATCHED_DENSE_MAX_BYTES`].
+fn dense_pays(d: usize, m: usize, nnz: usize, batched: bool) -> bool {
     let dense_bytes = 4 * d * m;
     let csr_bytes = 8 * nnz + 8 * m;
-    m > 0 && dense_bytes * 2 <= csr_bytes * 5
+    m > 0
+        && (dense_bytes * 2 <= csr_bytes * 5
+            || batched
+                && dense_bytes <= csr_bytes * BATCHED_DENSE_FACTOR
+                && dense_bytes <= BATCHED_DENSE_MAX_BYTES)
 }
+
+/// How much larger than the CSR rows a dense copy may be for batched blocks. A batch of
+/// columns shares every dense row it reads among its queries (the register tiles), while CSR
+/// rows are gathered per query; measured with `fwsvm bench kernels --backend cpu --layouts
+/// csr` (a 2-core Xeon with AVX-512, f32, q = 64), one column of a batch over the dense copy
+/// against the CSR rows: d = 784 at 19 % non-zeros 155 µs against 990 µs (20,000 rows), at
+/// 5 % 158 against 333, at 2 % 148 against 159; d = 300 at 5 % 342 against 717 µs and d =
+/// 123 at 5 % 156 against 378 µs (100,000 rows). 10× puts 5 % non-zeros on the dense side
+/// (d = 300: 9.4×).
+const BATCHED_DENSE_FACTOR: usize = 10;
+
+/// The largest dense copy made for batched blocks beyond the 2.5× of single columns.
+const BATCHED_DENSE_MAX_BYTES: usize = 4 << 30;
 
 impl<'a> Layout<'a> {
     /// The dense AoSoA layout of `d` features, or the hybrid one when enough features take
@@ -138,12 +158,18 @@ impl<'a> Layout<'a> {
     /// The backend's layout of a dataset: AoSoA copy when dense, borrowed CSR otherwise.
     #[cfg(test)]
     pub fn new(ds: &'a crate::data::Dataset) -> Self {
-        Self::new_as(ds, None)
+        Self::new_as(ds, None, false)
     }
 
     /// [`Layout::new`], the choice made from `whole` where given (the statistics of a larger
-    /// set these rows are part of: [`crate::data::LayoutStats`]) instead of from the rows themselves.
-    pub fn new_as(ds: &'a crate::data::Dataset, whole: Option<&crate::data::LayoutStats>) -> Self {
+    /// set these rows are part of: [`crate::data::LayoutStats`]) instead of from the rows
+    /// themselves; `batched` when the solver computes its columns in batched blocks (sparse
+    /// rows are then copied dense down to a lower share of non-zeros: [`BATCHED_DENSE_FACTOR`]).
+    pub fn new_as(
+        ds: &'a crate::data::Dataset,
+        whole: Option<&crate::data::LayoutStats>,
+        batched: bool,
+    ) -> Self {
         let zero_one = whole.map(|w| &w.zero_one[..]);
         if ds.n_features() == 0 {
             return Layout::featureless(ds.len());
@@ -183,7 +209,7 @@ impl<'a> Layout<'a> {
                         words,
                         bits: binary_bits(words, rows),
                     }
-                } else if dense_pays(d, rows, nnz) {
+                } else if dense_pays(d, rows, nnz, batched) {
                     let nb = m.div_ceil(LANES);
                     let mut xb = Aligned::zeroed(nb * d * LANES);
                     for i in 0..m {
@@ -322,8 +348,8 @@ impl<'a> Layout<'a> {
 
     /// The layout of rows `rows` of `ds` in that order (an owned copy), chosen as
     /// [`Layout::new`] chooses.
-    pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize]) -> Layout<'static> {
-        Self::of_rows_as(ds, rows, None)
+    pub fn of_rows(ds: &crate::data::Dataset, rows: &[usize], batched: bool) -> Layout<'static> {
+        Self::of_rows_as(ds, rows, None, batched)
     }
 
     /// [`Layout::of_rows`], the choice made from `whole` where given (as [`Layout::new_as`]).
@@ -331,6 +357,7 @@ impl<'a> Layout<'a> {
         ds: &crate::data::Dataset,
         rows: &[usize],
         whole: Option<&crate::data::LayoutStats>,
+        batched: bool,
     ) -> Layout<'static> {
         use crate::data::Row;
         let d = ds.n_features();
@@ -368,7 +395,7 @@ impl<'a> Layout<'a> {
                 };
             }
         }
-        if ds.is_dense() || dense_pays(d, m_as, nnz_as) {
+        if ds.is_dense() || dense_pays(d, m_as, nnz_as, batched) {
             let nb = m.div_ceil(LANES);
             let mut xb = Aligned::zeroed(nb * d * LANES);
             for (r, &i) in rows.iter().enumerate() {
@@ -403,5 +430,51 @@ impl<'a> Layout<'a> {
             indices: Cow::Owned(indices),
             values: Cow::Owned(values),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+    use crate::data::Dataset;
+
+    /// Rows of 200 features with 12 non-zeros (6 %, values other than 1): CSR for passes of one
+    /// column at a time, the dense copy (9.4× the CSR bytes) for batched blocks; rows of 2
+    /// non-zeros stay CSR either way.
+    #[test]
+    fn batched_blocks_copy_moderately_sparse_rows_dense() {
+        let rows = |nnz: usize| {
+            let (m, d) = (64, 200usize);
+            let (mut indptr, mut indices, mut values) = (vec![0], Vec::new(), Vec::new());
+            for i in 0..m {
+                for k in 0..nnz {
+                    indices.push(((i * 7 + k * 16) % d) as u32);
+                    values.push(0.25 + (k % 3) as f32);
+                }
+                let row = indptr.len() - 1;
+                indices[row * nnz..].sort_unstable();
+                indptr.push(indices.len());
+            }
+            Dataset::from_csr(d, indptr, indices, values, vec![1.0; m])
+        };
+        let six = rows(12);
+        assert!(matches!(
+            Layout::new_as(&six, None, false),
+            Layout::Sparse { .. }
+        ));
+        assert!(matches!(
+            Layout::new_as(&six, None, true),
+            Layout::Dense { .. }
+        ));
+        // Three rows: features all zero there count as 0/1 ones (the hybrid copy).
+        assert!(!matches!(
+            Layout::of_rows(&six, &[3, 1, 2], true),
+            Layout::Sparse { .. }
+        ));
+        let one = rows(2);
+        assert!(matches!(
+            Layout::new_as(&one, None, true),
+            Layout::Sparse { .. }
+        ));
     }
 }
