@@ -690,6 +690,68 @@ fn sparse_dots(indptr: &[usize], indices: &[u32], values: &[f32], q: &[f64], out
     }
 }
 
+/// [`sparse_dots`] of every query of `qs` at once: query c's dots to `out[c * stride ..]`.
+/// Each query's sum is the single loop's (its products in the row's order, each rounded, then
+/// added), so the columns are the same bit for bit; the queries' sums are independent chains
+/// that run side by side where the single loop waits on one addition per non-zero.
+#[inline(always)]
+fn sparse_dots_batch(
+    indptr: &[usize],
+    (indices, values): (&[u32], &[f32]),
+    qs: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    match qs.len() {
+        8 => sparse_dots_k::<8>(indptr, (indices, values), qs, stride, out),
+        7 => sparse_dots_k::<7>(indptr, (indices, values), qs, stride, out),
+        6 => sparse_dots_k::<6>(indptr, (indices, values), qs, stride, out),
+        5 => sparse_dots_k::<5>(indptr, (indices, values), qs, stride, out),
+        4 => sparse_dots_k::<4>(indptr, (indices, values), qs, stride, out),
+        3 => sparse_dots_k::<3>(indptr, (indices, values), qs, stride, out),
+        2 => sparse_dots_k::<2>(indptr, (indices, values), qs, stride, out),
+        _ => {
+            for (c, q) in qs.iter().enumerate() {
+                let n = indptr.len() - 1;
+                sparse_dots(
+                    indptr,
+                    indices,
+                    values,
+                    q,
+                    &mut out[c * stride..c * stride + n],
+                );
+            }
+        }
+    }
+}
+
+/// [`sparse_dots_batch`] for K queries.
+#[inline(always)]
+fn sparse_dots_k<const K: usize>(
+    indptr: &[usize],
+    (indices, values): (&[u32], &[f32]),
+    qs: &[&[f64]],
+    stride: usize,
+    out: &mut [f64],
+) {
+    let q: [&[f64]; K] = std::array::from_fn(|c| qs[c]);
+    let n = indptr.len() - 1;
+    assert!(out.len() >= (K - 1) * stride + n);
+    for r in 0..n {
+        let (a, b) = (indptr[r], indptr[r + 1]);
+        let mut s = [0.0f64; K];
+        for (&j, &v) in indices[a..b].iter().zip(values[a..b].iter()) {
+            let (j, v) = (j as usize, v as f64);
+            for c in 0..K {
+                s[c] += v * q[c][j];
+            }
+        }
+        for (c, &sc) in s.iter().enumerate() {
+            out[c * stride + r] = sc;
+        }
+    }
+}
+
 /// Dots of bit-set rows with the query `q` (x_j scattered over d): a popcount of the two bit
 /// sets when q is binary too (every query taken from the data is), else the sum of q over
 /// the row's bits. Either way the exact integer the CSR loop sums (1.0 · q_f, in order), so
@@ -1400,8 +1462,37 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         hybrid_batch::<F, T>(a, (cont, bin, xb, *words, bits), cols, r0, dots, outs);
         return;
     }
+    if let Layout::Sparse {
+        indptr,
+        indices,
+        values,
+    } = a.layout
+        && cols.len() > 1
+    {
+        let stride = n;
+        let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
+        sparse_dots_batch(
+            &indptr[r0..r0 + n + 1],
+            (indices, values),
+            &qs[..cols.len()],
+            stride,
+            dots,
+        );
+        for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
+            finish::<F, T>(
+                a.kernel,
+                &dots[c * stride..c * stride + n],
+                &a.norms[r0..r0 + n],
+                &a.y[r0..r0 + n],
+                a.norms[j],
+                a.y[j],
+                out,
+            );
+        }
+        return;
+    }
     let Layout::Dense { d, xb } = a.layout else {
-        // CSR rows are gathered per query: nothing to share.
+        // Bit rows: one popcount pass per query.
         for (&(j, q), out) in cols.iter().zip(outs.iter_mut()) {
             column_chunk_impl::<F, T>(a, j, q, r0, dots, out);
         }
@@ -1962,7 +2053,13 @@ pub(crate) mod tests {
         let m = 203usize;
         // d = 40 and 300 take the f32 products' register-blocked tiles (19 blocks of rows in
         // the chunk below: pairs and a remainder).
-        for (dense, d) in [(true, 11usize), (false, 11), (true, 40), (true, 300)] {
+        for (dense, d) in [
+            (true, 11usize),
+            (false, 11),
+            (true, 40),
+            (true, 300),
+            (false, 300),
+        ] {
             let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
             for _ in 0..m {
                 for f in 0..d {

@@ -87,13 +87,13 @@ fn dense_pays(d: usize, m: usize, nnz: usize, batched: bool) -> bool {
 }
 
 /// How much larger than the CSR rows a dense copy may be for batched blocks. A batch of
-/// columns shares every dense row it reads among its queries (the register tiles), while CSR
-/// rows are gathered per query; measured with `fwsvm bench kernels --backend cpu --layouts
-/// csr` (a 2-core Xeon with AVX-512, f32, q = 64), one column of a batch over the dense copy
-/// against the CSR rows: d = 784 at 19 % non-zeros 155 µs against 990 µs (20,000 rows), at
-/// 5 % 158 against 333, at 2 % 148 against 159; d = 300 at 5 % 342 against 717 µs and d =
-/// 123 at 5 % 156 against 378 µs (100,000 rows). 10× puts 5 % non-zeros on the dense side
-/// (d = 300: 9.4×).
+/// columns shares every dense row it reads among its queries (the register tiles), while a
+/// CSR row's non-zeros, though read once for the batch, cost each query a load of its own;
+/// measured with `fwsvm bench kernels --backend cpu --layouts csr` (a 2-core Xeon with
+/// AVX-512, f32, q = 64), one column of a batch over the dense copy against the CSR rows:
+/// d = 784 at 19 % non-zeros 155 µs against 531 µs (20,000 rows), at 10 % 155 against 295,
+/// at 5 % 158 against 157; d = 300 at 5 % 342 against 369 µs and d = 123 at 5 % 156 against
+/// 221 µs (100,000 rows). 10× puts 5 % non-zeros on the dense side (d = 300: 9.4×).
 const BATCHED_DENSE_FACTOR: usize = 10;
 
 /// The largest dense copy made for batched blocks beyond the 2.5× of single columns.
