@@ -87,14 +87,19 @@ fn dense_pays(d: usize, m: usize, nnz: usize, batched: bool) -> bool {
 }
 
 /// How much larger than the CSR rows a dense copy may be for batched blocks. A batch of
-/// columns shares every dense row it reads among its queries (the register tiles), while a
-/// CSR row's non-zeros, though read once for the batch, cost each query a load of its own;
-/// measured with `fwsvm bench kernels --backend cpu --layouts csr` (a 2-core Xeon with
-/// AVX-512, f32, q = 64), one column of a batch over the dense copy against the CSR rows:
-/// d = 784 at 19 % non-zeros 155 µs against 531 µs (20,000 rows), at 10 % 155 against 295,
-/// at 5 % 158 against 157; d = 300 at 5 % 342 against 369 µs and d = 123 at 5 % 156 against
-/// 221 µs (100,000 rows). 10× puts 5 % non-zeros on the dense side (d = 300: 9.4×).
-const BATCHED_DENSE_FACTOR: usize = 10;
+/// columns shares every dense row it reads among its queries (the register tiles); a CSR
+/// batch reads a row's non-zeros once for its queries too, but each non-zero's products cost
+/// a vector operation per eight queries where a dense feature costs one per sixteen rows.
+/// Measured with `fwsvm bench kernels --backend cpu --layouts csr` and `--layouts dense` (a
+/// 2-core Xeon with AVX-512, f32, q = 64), one column of a batch, CSR against dense: d = 784
+/// (20,000 rows) at 19 % non-zeros 333 µs against 159, at 10 % 178 against 162, at 5 % 97
+/// against 151; d = 300 (100,000 rows) at 10 % 350 against 319, at 5 % 228 against 304; d =
+/// 123 at 10 % 198 against 153, at 5 % 156 against 155. Whole ws trainings of 784-feature digits
+/// (usps upsampled, 7,291 rows, ten classes) from CSR against the dense copy: 8.5 % non-zeros
+/// (the copy 5.8× the CSR bytes) 0.43 s against 0.54, 14 % (3.5×) 0.52 against 0.53, 19 %
+/// (2.6×) 0.53 against 0.47: the block's other work (W's entries, single columns) favours CSR
+/// beyond the batched products.
+const BATCHED_DENSE_FACTOR: usize = 4;
 
 /// The largest dense copy made for batched blocks beyond the 2.5× of single columns.
 const BATCHED_DENSE_MAX_BYTES: usize = 4 << 30;
@@ -438,8 +443,8 @@ mod tests {
     use super::Layout;
     use crate::data::Dataset;
 
-    /// Rows of 200 features with 12 non-zeros (6 %, values other than 1): CSR for passes of one
-    /// column at a time, the dense copy (9.4× the CSR bytes) for batched blocks; rows of 2
+    /// Rows of 200 features with 24 non-zeros (12 %, values other than 1): CSR for passes of one
+    /// column at a time, the dense copy (4.0× the CSR bytes) for batched blocks; rows of 2
     /// non-zeros stay CSR either way.
     #[test]
     fn batched_blocks_copy_moderately_sparse_rows_dense() {
@@ -457,18 +462,18 @@ mod tests {
             }
             Dataset::from_csr(d, indptr, indices, values, vec![1.0; m])
         };
-        let six = rows(12);
+        let twelve = rows(24);
         assert!(matches!(
-            Layout::new_as(&six, None, false),
+            Layout::new_as(&twelve, None, false),
             Layout::Sparse { .. }
         ));
         assert!(matches!(
-            Layout::new_as(&six, None, true),
+            Layout::new_as(&twelve, None, true),
             Layout::Dense { .. }
         ));
         // Three rows: features all zero there count as 0/1 ones (the hybrid copy).
         assert!(!matches!(
-            Layout::of_rows(&six, &[3, 1, 2], true),
+            Layout::of_rows(&twelve, &[3, 1, 2], true),
             Layout::Sparse { .. }
         ));
         let one = rows(2);
