@@ -1526,7 +1526,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         return;
     }
     let Layout::Dense { d, xb } = a.layout else {
-        // Bit rows: one popcount pass per query.
+        // Bit rows, and a single CSR column: one pass per query.
         for (&(j, q), out) in cols.iter().zip(outs.iter_mut()) {
             column_chunk_impl::<F, T>(a, j, q, r0, dots, out);
         }

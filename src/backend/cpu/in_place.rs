@@ -171,8 +171,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             }
             return;
         }
-        // The block is the working-set solver's, which computes its columns in batches.
-        let sub = Layout::of_rows(prob.data, w, true);
+        let sub = Layout::of_rows(prob.data, w, false);
         let norms: Vec<f64> = w.iter().map(|&i| prob.norms[i]).collect();
         let y: Vec<f64> = w.iter().map(|&i| prob.y[i]).collect();
         let args = ColumnArgs {
