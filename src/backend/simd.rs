@@ -745,6 +745,7 @@ fn sparse_dots_k<const K: usize>(
     let n = indptr.len() - 1;
     assert!(out.len() >= (K - 1) * stride + n);
     let d = q.iter().map(|qc| qc.len()).min().unwrap_or(0);
+    let rows = (indptr, (indices, values));
     if 4 * d <= indptr[n] - indptr[0] {
         SPARSE_PACKED.with_borrow_mut(|qp| {
             qp.clear();
@@ -754,30 +755,31 @@ fn sparse_dots_k<const K: usize>(
                     qp[f * K + c] = v;
                 }
             }
-            for r in 0..n {
-                let (a, b) = (indptr[r], indptr[r + 1]);
-                let mut s = [0.0f64; K];
-                for (&j, &v) in indices[a..b].iter().zip(values[a..b].iter()) {
-                    let (j, v) = (j as usize, v as f64);
-                    let qj: &[f64; K] = qp[j * K..j * K + K].try_into().expect("K values");
-                    for c in 0..K {
-                        s[c] += v * qj[c];
-                    }
-                }
-                for (c, &sc) in s.iter().enumerate() {
-                    out[c * stride + r] = sc;
-                }
-            }
+            sparse_sums::<K>(rows, stride, out, |j| {
+                qp[j * K..j * K + K].try_into().expect("K values")
+            });
         });
-        return;
+    } else {
+        sparse_sums::<K>(rows, stride, out, |j| std::array::from_fn(|c| q[c][j]));
     }
-    for r in 0..n {
+}
+
+/// The rows' K sums Σ v · q_c[j] over their non-zeros (j, v), in the row's order, query c's
+/// to `out[c * stride + r]`; `at(j)` gives feature j of the K queries.
+#[inline(always)]
+fn sparse_sums<const K: usize>(
+    (indptr, (indices, values)): (&[usize], (&[u32], &[f32])),
+    stride: usize,
+    out: &mut [f64],
+    at: impl Fn(usize) -> [f64; K],
+) {
+    for r in 0..indptr.len() - 1 {
         let (a, b) = (indptr[r], indptr[r + 1]);
         let mut s = [0.0f64; K];
         for (&j, &v) in indices[a..b].iter().zip(values[a..b].iter()) {
-            let (j, v) = (j as usize, v as f64);
+            let (qj, v) = (at(j as usize), v as f64);
             for c in 0..K {
-                s[c] += v * q[c][j];
+                s[c] += v * qj[c];
             }
         }
         for (c, &sc) in s.iter().enumerate() {
@@ -1496,6 +1498,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         hybrid_batch::<F, T>(a, (cont, bin, xb, *words, bits), cols, r0, dots, outs);
         return;
     }
+    let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
     if let Layout::Sparse {
         indptr,
         indices,
@@ -1504,7 +1507,6 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         && cols.len() > 1
     {
         let stride = n;
-        let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
         sparse_dots_batch(
             &indptr[r0..r0 + n + 1],
             (indices, values),
@@ -1512,17 +1514,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
             stride,
             dots,
         );
-        for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
-            finish::<F, T>(
-                a.kernel,
-                &dots[c * stride..c * stride + n],
-                &a.norms[r0..r0 + n],
-                &a.y[r0..r0 + n],
-                a.norms[j],
-                a.y[j],
-                out,
-            );
-        }
+        finish_batch::<F, T>(a, cols, (r0, n, stride), dots, outs);
         return;
     }
     let Layout::Dense { d, xb } = a.layout else {
@@ -1537,9 +1529,21 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let stride = nb * LANES;
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
-    let qs: [&[f64]; BATCH] = std::array::from_fn(|c| cols.get(c).map_or(&[][..], |x| x.1));
     let q32 = q32.filter(|p| cols.len() == BATCH && p.len() == BATCH * d);
     dense_dots_split::<F>(xb, d, (&qs[..cols.len()], q32), (stride, T::SINGLE), dots);
+    finish_batch::<F, T>(a, cols, (r0, n, stride), dots, outs);
+}
+
+/// The batch's entries from their dots (column c's n dots at `dots[c * stride ..]`) over rows
+/// r0..r0 + n.
+#[inline(always)]
+fn finish_batch<const F: bool, T: Elem>(
+    a: &ColumnArgs<'_>,
+    cols: &[(usize, &[f64])],
+    (r0, n, stride): (usize, usize, usize),
+    dots: &[f64],
+    outs: &mut [&mut [T]],
+) {
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
