@@ -384,16 +384,18 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
     // SAFETY: the caller's conditions.
     unsafe {
         let zero = _mm512_setzero_pd();
-        let exp = |x: __m512d| super::simd::exp_nonpos_f64(x);
         let ng = _mm512_set1_pd(-gamma);
         let m2 = _mm512_set1_pd(-2.0);
         let offset = _mm512_set1_pd(p.offset);
         let (nj, cf) = (p.nj.as_ptr().add(t), p.coef.as_ptr().add(t));
         let base = p.zt.as_ptr().add(t);
-        let term = |q: usize, ni: __m512d, dot: __m512d| -> __m512d {
+        // The exponent of the kernel value at vector q from its dot, and its term from the
+        // exponential (taken for several vectors at once: `exp_nonpos_f64_x`).
+        let arg = |q: usize, ni: __m512d, dot: __m512d| -> __m512d {
             let n = _mm512_add_pd(ni, _mm512_loadu_pd(nj.add(8 * q)));
-            let d2 = _mm512_max_pd(_mm512_fmadd_pd(m2, dot, n), zero);
-            let e = exp(_mm512_mul_pd(ng, d2));
+            _mm512_mul_pd(ng, _mm512_max_pd(_mm512_fmadd_pd(m2, dot, n), zero))
+        };
+        let term = |q: usize, e: __m512d| -> __m512d {
             _mm512_mul_pd(_mm512_loadu_pd(cf.add(8 * q)), _mm512_add_pd(e, offset))
         };
         let rows = sums.len();
@@ -421,8 +423,10 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
                         }
                     }
                     for (k, ak) in acc.iter().enumerate() {
-                        for (g, &dot) in ak.iter().enumerate() {
-                            sums[r + k] = _mm512_add_pd(sums[r + k], term(h + g, ni[k], dot));
+                        let x: [__m512d; 4] = std::array::from_fn(|g| arg(h + g, ni[k], ak[g]));
+                        let e = super::simd::exp_nonpos_f64_x(x);
+                        for (g, &e) in e.iter().enumerate() {
+                            sums[r + k] = _mm512_add_pd(sums[r + k], term(h + g, e));
                         }
                     }
                 }
@@ -440,8 +444,9 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
                 }
             }
             let ni = _mm512_set1_pd(s.ni[r]);
-            for (q, aq) in acc.iter().enumerate() {
-                *sum = _mm512_add_pd(*sum, term(q, ni, *aq));
+            let x: [__m512d; V] = std::array::from_fn(|q| arg(q, ni, acc[q]));
+            for (q, &e) in super::simd::exp_nonpos_f64_x(x).iter().enumerate() {
+                *sum = _mm512_add_pd(*sum, term(q, e));
             }
             r += 1;
         }

@@ -385,6 +385,35 @@ impl Rows {
     }
 }
 
+/// [`exp2_nonpos_f32`]'s steps on `N` vectors of sixteen lanes, taken across the vectors one
+/// at a time (k rounded to the nearest integer by adding and taking away 1.5·2²³; q·2^k is
+/// exact, a normal result): each lane is that function's number, and the `N` independent
+/// chains interleave in the instruction stream, so one's latency does not idle the units.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn exp2_x<const N: usize>(
+    x: [std::arch::x86_64::__m512; N],
+) -> [std::arch::x86_64::__m512; N] {
+    use std::arch::x86_64::*;
+    let (lo, zero, shift) = (
+        _mm512_set1_ps(EXP2_32_LO),
+        _mm512_setzero_ps(),
+        _mm512_set1_ps(SHIFT32),
+    );
+    let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
+    let k = x.map(|x| _mm512_sub_ps(_mm512_add_ps(x, shift), shift));
+    let f: [__m512; N] = std::array::from_fn(|v| _mm512_sub_ps(x[v], k[v]));
+    let mut q = [_mm512_set1_ps(POLY2_32[0]); N];
+    for &c in &POLY2_32[1..] {
+        let c = _mm512_set1_ps(c);
+        for v in 0..N {
+            q[v] = _mm512_fmadd_ps(q[v], f[v], c);
+        }
+    }
+    std::array::from_fn(|v| _mm512_scalef_ps(q[v], k[v]))
+}
+
 /// The rows' S̃ into `sum` and W into `wsum` (the caller turns W into B).
 ///
 /// # Safety
@@ -417,22 +446,7 @@ unsafe fn block_avx512(
     // t + TILE ≤ width (checked above); gnj, coef and abs_coef have `width` entries; a value
     // store writes values[r · width + t .. + TILE] with r < rows (checked above).
     unsafe {
-        let lo = _mm512_set1_ps(EXP2_32_LO);
         let zero = _mm512_setzero_ps();
-        let shift = _mm512_set1_ps(SHIFT32);
-        let poly = POLY2_32.map(|c| _mm512_set1_ps(c));
-        // exp2_nonpos_f32's steps (k rounded to the nearest integer by adding and taking away
-        // 1.5·2²³); q·2^k is exact (a normal result), as adding k to q's exponent bits is.
-        let exp2 = |x: __m512| -> __m512 {
-            let x = _mm512_min_ps(_mm512_max_ps(x, lo), zero);
-            let k = _mm512_sub_ps(_mm512_add_ps(x, shift), shift);
-            let f = _mm512_sub_ps(x, k);
-            let mut q = poly[0];
-            for &c in &poly[1..] {
-                q = _mm512_fmadd_ps(q, f, c);
-            }
-            _mm512_scalef_ps(q, k)
-        };
         let zt = p.zt.as_ptr();
         // Per row: S̃ in two f64 vectors (one per half of the lanes), W in one f32 vector.
         let mut sacc = [[_mm512_setzero_pd(); 2]; ROW_BLOCK];
@@ -448,12 +462,15 @@ unsafe fn block_avx512(
             let sign = p.tile_sign[t / TILE];
             let mixed = sign == 0;
             let neg = _mm512_set1_ps(f32::from(sign));
-            // One kernel value vector (columns t + 16q ..) of row r from its dot products
-            // `dot`: the exponential, its store, and the row's S̃ and W vectors of the tile.
-            let entry = |r: usize, q: usize, dot: __m512, sw: &mut (__m512, __m512)| {
-                // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²).
-                let arg = _mm512_add_ps(_mm512_set1_ps(s.gni[r]), _mm512_loadu_ps(gnj.add(16 * q)));
-                let e = exp2(_mm512_add_ps(dot, arg));
+            // One kernel value vector (columns t + 16q ..) of row r, its exponential `e`: its
+            // store, and the row's S̃ and W vectors of the tile.
+            // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²): the exponent of
+            // row r's kernel value vector (columns t + 16q ..) from its dot products.
+            let arg = |r: usize, q: usize, dot: __m512| -> __m512 {
+                let g = _mm512_add_ps(_mm512_set1_ps(s.gni[r]), _mm512_loadu_ps(gnj.add(16 * q)));
+                _mm512_add_ps(dot, g)
+            };
+            let entry = |r: usize, q: usize, e: __m512, sw: &mut (__m512, __m512)| {
                 if let Some(out) = values {
                     _mm512_storeu_ps(out.add(r * p.width + t + 16 * q), e);
                 }
@@ -495,9 +512,12 @@ unsafe fn block_avx512(
                                 ak[1] = _mm512_fmadd_ps(v, z1, ak[1]);
                             }
                         }
-                        for (k, ak) in acc.iter().enumerate() {
-                            entry(r + k, q, ak[0], &mut sw[k]);
-                            entry(r + k, q + 1, ak[1], &mut sw[k]);
+                        let x: [__m512; 2 * FULL_ROWS] =
+                            std::array::from_fn(|v| arg(r + v / 2, q + v % 2, acc[v / 2][v % 2]));
+                        let e = exp2_x(x);
+                        for k in 0..FULL_ROWS {
+                            entry(r + k, q, e[2 * k], &mut sw[k]);
+                            entry(r + k, q + 1, e[2 * k + 1], &mut sw[k]);
                         }
                     }
                     for (k, swk) in sw.into_iter().enumerate() {
@@ -516,8 +536,9 @@ unsafe fn block_avx512(
                     }
                 }
                 let mut sw = (zero, zero);
-                for (q, aq) in acc.iter().enumerate() {
-                    entry(r, q, *aq, &mut sw);
+                let e = exp2_x::<V>(std::array::from_fn(|q| arg(r, q, acc[q])));
+                for (q, &e) in e.iter().enumerate() {
+                    entry(r, q, e, &mut sw);
                 }
                 fold(&mut sacc[r], &mut wacc[r], sw);
                 r += 1;

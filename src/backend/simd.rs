@@ -21,7 +21,7 @@ pub use hamming::{
 use hamming::{hamming_any, query_bits};
 pub use layout::Layout;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use tiles::exp_nonpos_f64;
+pub(crate) use tiles::exp_nonpos_f64_x;
 
 /// Rows per AoSoA block.
 pub const LANES: usize = 8;

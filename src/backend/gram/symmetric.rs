@@ -271,11 +271,14 @@ unsafe fn vectors_avx512<const V: usize>(
                 *aq = _mm512_fmadd_pd(x, _mm512_loadu_pd(z.add(8 * v)), *aq);
             }
         }
-        for (v, &dot) in acc.iter().enumerate() {
+        let x: [__m512d; V] = std::array::from_fn(|v| {
+            let nn = _mm512_add_pd(row.ni, _mm512_loadu_pd(c.nj.add(8 * (q + v))));
+            let d2 = _mm512_max_pd(_mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[v], nn), zero);
+            _mm512_mul_pd(c.ng, d2)
+        });
+        let e = super::super::simd::exp_nonpos_f64_x(x);
+        for (v, &e) in e.iter().enumerate() {
             let at = 8 * (q + v);
-            let nn = _mm512_add_pd(row.ni, _mm512_loadu_pd(c.nj.add(at)));
-            let d2 = _mm512_max_pd(_mm512_fmadd_pd(_mm512_set1_pd(-2.0), dot, nn), zero);
-            let e = super::super::simd::exp_nonpos_f64(_mm512_mul_pd(c.ng, d2));
             let ek = _mm512_add_pd(e, c.offset);
             *sum = _mm512_add_pd(*sum, _mm512_mul_pd(_mm512_loadu_pd(c.cf.add(at)), ek));
             if let Some(l) = row.lanes {

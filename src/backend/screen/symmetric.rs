@@ -193,18 +193,12 @@ unsafe fn vectors_avx512<const V: usize>(
                 *aq = _mm512_fmadd_ps(x, _mm512_loadu_ps(z.add(16 * v)), *aq);
             }
         }
-        let (lo, shift) = (_mm512_set1_ps(EXP2_32_LO), _mm512_set1_ps(SHIFT32));
-        for (v, &dot) in acc.iter().enumerate() {
+        let x: [__m512; V] = std::array::from_fn(|v| {
+            let arg = _mm512_add_ps(row.gni, _mm512_loadu_ps(c.gnj.add(16 * (q + v))));
+            _mm512_add_ps(acc[v], arg)
+        });
+        for (v, &e) in super::exp2_x(x).iter().enumerate() {
             let at = 16 * (q + v);
-            let arg = _mm512_add_ps(row.gni, _mm512_loadu_ps(c.gnj.add(at)));
-            let x = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(dot, arg), lo), zero);
-            let k = _mm512_sub_ps(_mm512_add_ps(x, shift), shift);
-            let f = _mm512_sub_ps(x, k);
-            let mut e = _mm512_set1_ps(POLY2_32[0]);
-            for &cp in &POLY2_32[1..] {
-                e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(cp));
-            }
-            let e = _mm512_scalef_ps(e, k);
             *sum = _mm512_fmadd_ps(_mm512_loadu_ps(c.cf.add(at)), e, *sum);
             if let Some(pt) = row.part {
                 let t = pt.add(at);

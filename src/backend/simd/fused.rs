@@ -153,32 +153,44 @@ struct Queries<'a> {
     yj: &'a [f64; BATCH],
 }
 
-/// e^x + 1 for x ≤ 0 on sixteen lanes: the steps of [`super::exp_nonpos_f32`].
+/// e^x + 1 for x ≤ 0 on `K` vectors of sixteen lanes, the steps of
+/// [`super::exp_nonpos_f32`] taken across the vectors one at a time: each lane is that
+/// function's number, and the `K` independent chains interleave in the instruction stream (one vector's
+/// exponential is a chain of some fifteen dependent operations, whose latency would otherwise
+/// leave the multiply-add units idle).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-pub(super) fn exp_plus_one(x: __m512) -> __m512 {
-    let x = _mm512_min_ps(
-        _mm512_max_ps(x, _mm512_set1_ps(EXP32_LO)),
-        _mm512_setzero_ps(),
-    );
+#[inline]
+pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
+    let (lo, zero) = (_mm512_set1_ps(EXP32_LO), _mm512_setzero_ps());
     let shift = _mm512_set1_ps(SHIFT32);
-    let t = _mm512_fmadd_ps(x, _mm512_set1_ps(std::f32::consts::LOG2_E), shift);
-    let k = _mm512_sub_ps(t, shift);
-    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_HI32), x);
-    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_LO32), r);
-    let mut p = _mm512_set1_ps(POLY32[0]);
-    for &c in &POLY32[1..] {
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+    let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
+    let log2e = _mm512_set1_ps(std::f32::consts::LOG2_E);
+    let t = x.map(|x| _mm512_fmadd_ps(x, log2e, shift));
+    let r: [__m512; K] = std::array::from_fn(|c| {
+        let k = _mm512_sub_ps(t[c], shift);
+        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_HI32), x[c]);
+        _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_LO32), r)
+    });
+    let mut p = [_mm512_set1_ps(POLY32[0]); K];
+    for &a in &POLY32[1..] {
+        let a = _mm512_set1_ps(a);
+        for c in 0..K {
+            p[c] = _mm512_fmadd_ps(p[c], r[c], a);
+        }
     }
-    let kbits = _mm512_sub_epi32(
-        _mm512_castps_si512(t),
+    let (bias, one) = (
         _mm512_set1_epi32(SHIFT32.to_bits() as i32),
+        _mm512_set1_ps(1.0),
     );
-    let e = _mm512_castsi512_ps(_mm512_add_epi32(
-        _mm512_castps_si512(p),
-        _mm512_slli_epi32::<23>(kbits),
-    ));
-    _mm512_add_ps(e, _mm512_set1_ps(1.0))
+    std::array::from_fn(|c| {
+        let kbits = _mm512_sub_epi32(_mm512_castps_si512(t[c]), bias);
+        let e = _mm512_castsi512_ps(_mm512_add_epi32(
+            _mm512_castps_si512(p[c]),
+            _mm512_slli_epi32::<23>(kbits),
+        ));
+        _mm512_add_ps(e, one)
+    })
 }
 
 /// K columns over the job's rows, sixteen rows (two blocks) per step. The two blocks are
@@ -206,10 +218,12 @@ unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&m
             ([_mm256_setzero_ps(); K], [_mm256_setzero_ps(); K])
         };
         let rows = (n - b * LANES).min(2 * LANES);
+        let tt: [__m512; K] =
+            std::array::from_fn(|c| _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t0[c]), t1[c]));
+        let ek = exp_plus_one_x(tt);
         for c in 0..K {
-            let tt = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t0[c]), t1[c]);
             let ss = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s0[c]), s1[c]);
-            let e = _mm512_mul_ps(exp_plus_one(tt), ss);
+            let e = _mm512_mul_ps(ek[c], ss);
             // SAFETY: outs[c] holds n entries; rows b·LANES.. b·LANES + rows are within it.
             unsafe {
                 let out = outs[c].as_mut_ptr().add(b * LANES);

@@ -312,7 +312,7 @@ unsafe fn finish_tile<const R: usize, const K: usize>(
                 ))),
                 _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, e.y.as_ptr().add(row0 + LANES))),
             );
-            for c in 0..K {
+            let t: [__m512; K] = std::array::from_fn(|c| {
                 let a = acc[c][r];
                 let nj = _mm512_set1_pd(e.nj[c]);
                 let exponent = |dot: __m256, ni: __m512d| -> __m256 {
@@ -321,9 +321,13 @@ unsafe fn finish_tile<const R: usize, const K: usize>(
                 };
                 let t_lo = exponent(_mm512_castps512_ps256(a), ni_lo);
                 let t_hi = exponent(_mm512_extractf32x8_ps::<1>(a), ni_hi);
-                let t = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t_lo), t_hi);
+                _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t_lo), t_hi)
+            });
+            // The K exponentials interleaved (each a chain of dependent steps).
+            let ek = super::fused::exp_plus_one_x(t);
+            for c in 0..K {
                 let s = _mm512_mul_ps(yi, _mm512_set1_ps(e.yj[c] as f32));
-                let v = _mm512_mul_ps(super::fused::exp_plus_one(t), s);
+                let v = _mm512_mul_ps(ek[c], s);
                 _mm512_mask_storeu_ps(po[c].add(row0), m16, v);
             }
         }
@@ -661,6 +665,7 @@ unsafe fn rbf_tile_f64<const R: usize, const K: usize, X: Widen>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 #[inline]
+#[allow(clippy::needless_range_loop)] // r and c index the accumulators and the outputs alike
 unsafe fn finish_tile_f64<const R: usize, const K: usize>(
     acc: [[__m512d; R]; K],
     b: usize,
@@ -686,12 +691,15 @@ unsafe fn finish_tile_f64<const R: usize, const K: usize>(
             };
             let ni = _mm512_maskz_loadu_pd(mask, e.norms.as_ptr().add(row0));
             let yi = _mm512_maskz_loadu_pd(mask, e.y.as_ptr().add(row0));
-            for (c, ac) in acc.iter().enumerate() {
+            let x: [__m512d; K] = std::array::from_fn(|c| {
                 let nj = _mm512_set1_pd(e.nj[c]);
-                let d2 = _mm512_fmadd_pd(m2, ac[r], _mm512_add_pd(ni, nj));
-                let x = _mm512_mul_pd(ng, _mm512_max_pd(d2, zero));
+                let d2 = _mm512_fmadd_pd(m2, acc[c][r], _mm512_add_pd(ni, nj));
+                _mm512_mul_pd(ng, _mm512_max_pd(d2, zero))
+            });
+            let ex = exp_nonpos_f64_x(x);
+            for c in 0..K {
                 let s = _mm512_mul_pd(yi, _mm512_set1_pd(e.yj[c]));
-                let v = _mm512_mul_pd(s, _mm512_add_pd(exp_nonpos_f64(x), one));
+                let v = _mm512_mul_pd(s, _mm512_add_pd(ex[c], one));
                 _mm512_mask_storeu_pd(po[c].add(row0), mask, v);
             }
         }
@@ -778,34 +786,42 @@ unsafe fn accumulate_f64<const R: usize, const K: usize, X: Widen>(
     }
 }
 
-/// e^x for x ≤ 0 on eight f64 lanes: the steps of [`super::exp_nonpos`] (clamped to
-/// [−708, 0], 2^k·p(r) with the degree-12 polynomial), so each lane is its number.
+/// e^x for x ≤ 0 on `V` vectors of eight f64 lanes: the steps of [`super::exp_nonpos`]
+/// (clamped to [−708, 0], 2^k·p(r) with the degree-12 polynomial) taken across the vectors
+/// one at a time, so each lane is that function's number, and the `V` independent chains of the polynomial interleave in the
+/// instruction stream, so the multiply-adds of one wait on their latency while the others'
+/// issue (one vector's exponential is a chain of some twenty dependent operations).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,fma")]
 #[inline]
-pub(crate) fn exp_nonpos_f64(x: __m512d) -> __m512d {
+pub(crate) fn exp_nonpos_f64_x<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
     use super::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
-    let x = _mm512_min_pd(
-        _mm512_max_pd(x, _mm512_set1_pd(-708.0)),
-        _mm512_setzero_pd(),
-    );
+    let (lo, zero) = (_mm512_set1_pd(-708.0), _mm512_setzero_pd());
     let shift = _mm512_set1_pd(SHIFT64);
-    let t = _mm512_fmadd_pd(x, _mm512_set1_pd(std::f64::consts::LOG2_E), shift);
-    let k = _mm512_sub_pd(t, shift);
-    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_HI64), x);
-    let r = _mm512_fnmadd_pd(k, _mm512_set1_pd(LN2_LO64), r);
-    let mut p = _mm512_set1_pd(POLY64[0]);
+    let x = x.map(|x| _mm512_min_pd(_mm512_max_pd(x, lo), zero));
+    let t: [__m512d; V] = std::array::from_fn(|v| {
+        _mm512_fmadd_pd(x[v], _mm512_set1_pd(std::f64::consts::LOG2_E), shift)
+    });
+    let k = t.map(|t| _mm512_sub_pd(t, shift));
+    let r: [__m512d; V] =
+        std::array::from_fn(|v| _mm512_fnmadd_pd(k[v], _mm512_set1_pd(LN2_HI64), x[v]));
+    let r: [__m512d; V] =
+        std::array::from_fn(|v| _mm512_fnmadd_pd(k[v], _mm512_set1_pd(LN2_LO64), r[v]));
+    let mut p = [_mm512_set1_pd(POLY64[0]); V];
     for &c in &POLY64[1..] {
-        p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+        let c = _mm512_set1_pd(c);
+        for v in 0..V {
+            p[v] = _mm512_fmadd_pd(p[v], r[v], c);
+        }
     }
-    let kbits = _mm512_sub_epi64(
-        _mm512_castpd_si512(t),
-        _mm512_set1_epi64(SHIFT64.to_bits() as i64),
-    );
-    _mm512_castsi512_pd(_mm512_add_epi64(
-        _mm512_castpd_si512(p),
-        _mm512_slli_epi64::<52>(kbits),
-    ))
+    let bias = _mm512_set1_epi64(SHIFT64.to_bits() as i64);
+    std::array::from_fn(|v| {
+        let kbits = _mm512_sub_epi64(_mm512_castpd_si512(t[v]), bias);
+        _mm512_castsi512_pd(_mm512_add_epi64(
+            _mm512_castpd_si512(p[v]),
+            _mm512_slli_epi64::<52>(kbits),
+        ))
+    })
 }
 
 /// Blocks b..b+R (one register of eight rows each) against the K queries, in f64.
