@@ -114,14 +114,14 @@ pub(super) fn rbf_f32(
         // SAFETY: the features were detected above; `Job`'s slices cover the chunk's blocks.
         unsafe {
             match cols.len() {
-                1 => columns::<1>(&job, &q, outs),
-                2 => columns::<2>(&job, &q, outs),
-                3 => columns::<3>(&job, &q, outs),
-                4 => columns::<4>(&job, &q, outs),
-                5 => columns::<5>(&job, &q, outs),
-                6 => columns::<6>(&job, &q, outs),
-                7 => columns::<7>(&job, &q, outs),
-                _ => columns::<8>(&job, &q, outs),
+                1 => columns::<1, 8, 4>(&job, &q, outs),
+                2 => columns::<2, 4, 2>(&job, &q, outs),
+                3 => columns::<3, 2, 1>(&job, &q, outs),
+                4 => columns::<4, 2, 1>(&job, &q, outs),
+                5 => columns::<5, 2, 1>(&job, &q, outs),
+                6 => columns::<6, 2, 1>(&job, &q, outs),
+                7 => columns::<7, 2, 1>(&job, &q, outs),
+                _ => columns::<8, 2, 1>(&job, &q, outs),
             }
         }
         true
@@ -193,10 +193,12 @@ pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
     })
 }
 
-/// K columns over the job's rows, sixteen rows (two blocks) per step. The two blocks are
-/// computed by [`half`] into values of their own (no array indexed by the block), so the
-/// exponents stay in registers: an array indexed at run time lives on the stack, and reading
-/// its two 256-bit halves back as one 512-bit vector cannot be forwarded from the stores.
+/// K columns over the job's rows, `G` groups of sixteen rows (B = 2G blocks) per step: one
+/// group for many columns, more for one or two, so that the step holds enough independent
+/// chains (a column's dot over one block is a chain of dependent multiply-adds). The blocks'
+/// exponents come from [`blocks`] as values (every array indexed by constants only), so they
+/// stay in registers: an array indexed at run time lives on the stack, and reading its two
+/// 256-bit halves back as one 512-bit vector cannot be forwarded from the stores.
 ///
 /// # Safety
 /// The CPU has AVX-512F, AVX-512DQ, VPOPCNTDQ, AVX2 and FMA (the caller's dispatch checked
@@ -204,98 +206,135 @@ pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::needless_range_loop)] // c indexes the exponents, signs and outputs
 #[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]
-unsafe fn columns<const K: usize>(job: &Job<'_>, q: &Queries<'_>, outs: &mut [&mut [f32]]) {
+unsafe fn columns<const K: usize, const B: usize, const G: usize>(
+    job: &Job<'_>,
+    q: &Queries<'_>,
+    outs: &mut [&mut [f32]],
+) {
+    const {
+        assert!(
+            B == 2 * G && (G == 1 || G * K == 4),
+            "two blocks a group; several groups only for one or two columns"
+        )
+    };
     let n = job.norms.len();
     let nb = n.div_ceil(LANES);
+    // y_j as ±1 in f32: y_i·y_j is then one f32 product per sixteen rows, the f64 product's
+    // value (±1, or 0 past the job's rows).
+    let yj: [__m512; K] = std::array::from_fn(|c| _mm512_set1_ps(q.yj[c] as f32));
     let mut b = 0;
     while b < nb {
-        // SAFETY: blocks b and b + 1 (when it exists) are < nb.
-        let (t0, s0) = unsafe { half::<K>(job, q, b) };
-        let (t1, s1) = if b + 1 < nb {
-            // SAFETY: as above.
-            unsafe { half::<K>(job, q, b + 1) }
+        // SAFETY: b < nb.
+        let t = unsafe { blocks::<K, B>(job, q, b, nb) };
+        let tt: [[__m512; K]; G] = std::array::from_fn(|g| {
+            std::array::from_fn(|c| {
+                _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t[2 * g][c]), t[2 * g + 1][c])
+            })
+        });
+        // The step's G·K exponentials together (G > 1 only where G·K = 4).
+        let ek: [[__m512; K]; G] = if G == 1 {
+            [exp_plus_one_x(tt[0]); G]
         } else {
-            ([_mm256_setzero_ps(); K], [_mm256_setzero_ps(); K])
+            let e = exp_plus_one_x::<4>(std::array::from_fn(|v| tt[v / K][v % K]));
+            std::array::from_fn(|g| std::array::from_fn(|c| e[g * K + c]))
         };
-        let rows = (n - b * LANES).min(2 * LANES);
-        let tt: [__m512; K] =
-            std::array::from_fn(|c| _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t0[c]), t1[c]));
-        let ek = exp_plus_one_x(tt);
-        for c in 0..K {
-            let ss = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(s0[c]), s1[c]);
-            let e = _mm512_mul_ps(ek[c], ss);
-            // SAFETY: outs[c] holds n entries; rows b·LANES.. b·LANES + rows are within it.
+        for g in 0..G {
+            let r0 = (b + 2 * g) * LANES;
+            if r0 >= n {
+                break;
+            }
+            let rows = (n - r0).min(2 * LANES);
+            let m16 = if rows == 2 * LANES {
+                u16::MAX
+            } else {
+                ((1u32 << rows) - 1) as u16
+            };
+            // SAFETY: labels are read under the mask; outs[c] holds n entries, and rows
+            // r0 .. r0 + rows are within it.
             unsafe {
-                let out = outs[c].as_mut_ptr().add(b * LANES);
-                if rows == 2 * LANES {
-                    _mm512_storeu_ps(out, e);
-                } else {
-                    _mm512_mask_storeu_ps(out, ((1u32 << rows) - 1) as u16, e);
+                let (mlo, mhi) = (m16 as u8, (m16 >> 8) as u8);
+                let yi = _mm512_insertf32x8::<1>(
+                    _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_maskz_loadu_pd(
+                        mlo,
+                        job.y.as_ptr().add(r0),
+                    ))),
+                    _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, job.y.as_ptr().add(r0 + LANES))),
+                );
+                for c in 0..K {
+                    let e = _mm512_mul_ps(ek[g][c], _mm512_mul_ps(yi, yj[c]));
+                    _mm512_mask_storeu_ps(outs[c].as_mut_ptr().add(r0), m16, e);
                 }
             }
         }
-        b += 2;
+        b += 2 * G;
     }
 }
 
-/// Block `blk` (eight rows) of K columns: the exponents (−γ·d², rounded to f32) and the signs
-/// y_i·y_j. Rows past the job's end (a last, partial block) read as zero. Always inlined into
+/// Blocks `blk` .. `blk` + B (eight rows each) of K columns: the exponents (−γ·d², rounded to
+/// f32), the B blocks' dots accumulated in one pass over the features (B·K independent chains
+/// of multiply-adds). Rows past the job's end (a last, partial block) read as zero; a block at
+/// or past `nb` reads block `nb` − 1 again (its values are not stored). Always inlined into
 /// [`columns`], whose target features it is compiled with (a call would pass the arrays
 /// through memory).
 ///
 /// # Safety
-/// `blk` < the job's block count; called only from [`columns`] (the CPU has its features).
+/// `blk` < `nb`, the job's block count; called only from [`columns`] (the CPU has its
+/// features).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-unsafe fn half<const K: usize>(
+unsafe fn blocks<const K: usize, const B: usize>(
     job: &Job<'_>,
     q: &Queries<'_>,
     blk: usize,
-) -> ([__m256; K], [__m256; K]) {
+    nb: usize,
+) -> [[__m256; K]; B] {
     let n = job.norms.len();
-    // SAFETY: the CPU has the features (the caller's contract); block `blk` lies in the
-    // job's slices (the caller sliced them to its blocks); norms and labels are read under a
+    let at: [usize; B] = std::array::from_fn(|k| (blk + k).min(nb - 1));
+    // SAFETY: the CPU has the features (the caller's contract); every block read is < nb and
+    // lies in the job's slices (the caller sliced them to its blocks); norms are read under a
     // mask past n.
     unsafe {
-        let mut t = [_mm256_setzero_ps(); K];
-        let mut s = [_mm256_setzero_ps(); K];
-        let rows = (n - blk * LANES).min(LANES);
-        let mask: __mmask8 = if rows == LANES {
-            0xff
-        } else {
-            (1u8 << rows) - 1
-        };
-        let mut acc = [_mm512_setzero_pd(); K];
-        let xp = job.xb.as_ptr().add(blk * job.dc * LANES);
+        let mut acc = [[_mm512_setzero_pd(); K]; B];
+        let xp: [*const f32; B] = at.map(|k| job.xb.as_ptr().add(k * job.dc * LANES));
         for f in 0..job.dc {
-            let x = _mm512_cvtps_pd(_mm256_loadu_ps(xp.add(f * LANES)));
-            for c in 0..K {
-                acc[c] = _mm512_fmadd_pd(x, _mm512_set1_pd(*q.qc[c].get_unchecked(f)), acc[c]);
+            for k in 0..B {
+                let x = _mm512_cvtps_pd(_mm256_loadu_ps(xp[k].add(f * LANES)));
+                for c in 0..K {
+                    acc[k][c] =
+                        _mm512_fmadd_pd(x, _mm512_set1_pd(*q.qc[c].get_unchecked(f)), acc[k][c]);
+                }
             }
         }
         if job.words > 0 {
-            let bp = job.bits.as_ptr().add(blk * job.words * LANES);
-            for c in 0..K {
-                let mut cnt = _mm512_setzero_si512();
-                for w in 0..job.words {
-                    let v = _mm512_loadu_si512(bp.add(w * LANES).cast());
-                    let m = _mm512_and_si512(v, _mm512_set1_epi64(q.qb[c][w] as i64));
-                    cnt = _mm512_add_epi64(cnt, _mm512_popcnt_epi64(m));
+            for k in 0..B {
+                let bp = job.bits.as_ptr().add(at[k] * job.words * LANES);
+                for c in 0..K {
+                    let mut cnt = _mm512_setzero_si512();
+                    for w in 0..job.words {
+                        let v = _mm512_loadu_si512(bp.add(w * LANES).cast());
+                        let m = _mm512_and_si512(v, _mm512_set1_epi64(q.qb[c][w] as i64));
+                        cnt = _mm512_add_epi64(cnt, _mm512_popcnt_epi64(m));
+                    }
+                    acc[k][c] = _mm512_add_pd(acc[k][c], _mm512_cvtepi64_pd(cnt));
                 }
-                acc[c] = _mm512_add_pd(acc[c], _mm512_cvtepi64_pd(cnt));
             }
         }
-        let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(blk * LANES));
-        let yi = _mm512_maskz_loadu_pd(mask, job.y.as_ptr().add(blk * LANES));
-        for c in 0..K {
-            let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
-            let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[c], sum);
-            let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
-            t[c] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2));
-            s[c] = _mm512_cvtpd_ps(_mm512_mul_pd(yi, _mm512_set1_pd(q.yj[c])));
-        }
-        (t, s)
+        std::array::from_fn(|k| {
+            let rows = (n - at[k] * LANES).min(LANES);
+            let mask: __mmask8 = if rows == LANES {
+                0xff
+            } else {
+                (1u8 << rows) - 1
+            };
+            let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(at[k] * LANES));
+            std::array::from_fn(|c| {
+                let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
+                let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[k][c], sum);
+                let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
+                _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2))
+            })
+        })
     }
 }
 
