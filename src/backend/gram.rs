@@ -236,9 +236,12 @@ impl Scratch {
             let i = row(k);
             if let Row::Dense(v) = data.row(i)
                 && !self.dense.is_empty()
+                && v.len() <= self.dense.len()
                 && v.iter().all(|&x| x != 0.0)
             {
-                // Every feature a non-zero held by the panel: for_nonzeros's entries in order.
+                // Every feature a non-zero held by the panel (a row with features past the
+                // panel's, which its columns never use, goes by for_nonzeros below):
+                // for_nonzeros's entries in order.
                 self.feat.extend_from_slice(&self.dense[..v.len()]);
                 self.val.extend(v.iter().map(|&x| x as f64));
                 self.ptr.push(self.feat.len());
@@ -889,6 +892,37 @@ pub(crate) mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Dense rows with more features than the panel's columns use (a model whose support
+    /// vectors never hold the last feature, predicting rows that do) take the row-by-row load,
+    /// the features past the panel's adding nothing: the per-entry kernel's sums.
+    #[test]
+    fn dense_rows_past_the_panels_features() {
+        let cols_ds = Dataset::from_csr(1, vec![0, 1, 2], vec![0, 0], vec![1.0, 0.5], vec![1.0; 2]);
+        let rows_ds = Dataset::from_csr(
+            2,
+            vec![0, 2, 4],
+            vec![0, 1, 0, 1],
+            vec![1.0, 1.0, -0.5, 2.0],
+            vec![1.0; 2],
+        );
+        assert!(rows_ds.is_dense(), "test data layout");
+        let kernel = Kernel::Rbf { gamma: 0.7 };
+        let (cols, coef) = ([0usize, 1], [0.3, -1.2]);
+        let cn: Vec<f64> = norms(&cols_ds);
+        let p = Panel::new(kernel, &cols_ds, &cols, &coef, &cn).unwrap();
+        let nm = norms(&rows_ds);
+        let mut out = vec![0.0; 2];
+        p.row_sums(&rows_ds, &nm, None, &mut out);
+        for (i, got) in out.iter().enumerate() {
+            let want: f64 = cols
+                .iter()
+                .zip(&coef)
+                .map(|(&j, c)| c * (kernel.eval(&rows_ds.row(i), &cols_ds.row(j)) + 1.0))
+                .sum();
+            assert!((got - want).abs() <= 1e-12, "row {i}: {got} vs {want}");
         }
     }
 
