@@ -462,14 +462,14 @@ unsafe fn block_avx512(
             let sign = p.tile_sign[t / TILE];
             let mixed = sign == 0;
             let neg = _mm512_set1_ps(f32::from(sign));
-            // One kernel value vector (columns t + 16q ..) of row r, its exponential `e`: its
-            // store, and the row's S̃ and W vectors of the tile.
             // log₂e·(−γ‖x − z‖²) = x·z' + (−γ·log₂e·‖x‖² − γ·log₂e·‖z‖²): the exponent of
             // row r's kernel value vector (columns t + 16q ..) from its dot products.
             let arg = |r: usize, q: usize, dot: __m512| -> __m512 {
                 let g = _mm512_add_ps(_mm512_set1_ps(s.gni[r]), _mm512_loadu_ps(gnj.add(16 * q)));
                 _mm512_add_ps(dot, g)
             };
+            // That vector's exponential `e`: its store, and the row's S̃ and W vectors of the
+            // tile.
             let entry = |r: usize, q: usize, e: __m512, sw: &mut (__m512, __m512)| {
                 if let Some(out) = values {
                     _mm512_storeu_ps(out.add(r * p.width + t + 16 * q), e);
@@ -512,12 +512,17 @@ unsafe fn block_avx512(
                                 ak[1] = _mm512_fmadd_ps(v, z1, ak[1]);
                             }
                         }
-                        let x: [__m512; 2 * FULL_ROWS] =
-                            std::array::from_fn(|v| arg(r + v / 2, q + v % 2, acc[v / 2][v % 2]));
-                        let e = exp2_x(x);
-                        for k in 0..FULL_ROWS {
-                            entry(r + k, q, e[2 * k], &mut sw[k]);
-                            entry(r + k, q + 1, e[2 * k + 1], &mut sw[k]);
+                        // Eight vectors' exponentials at a time (four rows' two).
+                        const { assert!(FULL_ROWS.is_multiple_of(4)) };
+                        for k0 in (0..FULL_ROWS).step_by(4) {
+                            let x: [__m512; 8] = std::array::from_fn(|v| {
+                                arg(r + k0 + v / 2, q + v % 2, acc[k0 + v / 2][v % 2])
+                            });
+                            let e = exp2_x(x);
+                            for k in 0..4 {
+                                entry(r + k0 + k, q, e[2 * k], &mut sw[k0 + k]);
+                                entry(r + k0 + k, q + 1, e[2 * k + 1], &mut sw[k0 + k]);
+                            }
                         }
                     }
                     for (k, swk) in sw.into_iter().enumerate() {
