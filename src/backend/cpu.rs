@@ -97,6 +97,11 @@ pub fn cpu_backend<'a>(prob: &'a Problem<'a>, cfg: CpuConfig) -> Box<dyn Local +
     }
 }
 
+/// Support points per task of the reduction's gather ([`CpuBackend::reduce_gathered`]).
+const REDUCE_CHUNK: usize = 16_384;
+/// The support size from which the reduction gathers its entries of g on the team's threads.
+pub(super) const REDUCE_GATHERED: usize = 65_536;
+
 #[derive(Clone, Copy)]
 struct SendPtr<T>(*mut T);
 // SAFETY: used only for disjoint chunk writes inside one parallel pass.
@@ -170,6 +175,9 @@ pub struct CpuBackend<'a, T: Elem> {
     /// candidates' scores by chunk.
     diag: Vec<f64>,
     away_scores: Vec<std::sync::Mutex<Vec<f64>>>,
+    /// The support's entries of g (and g⁻) gathered by the reduction, and its chunks' largest.
+    reduce_vals: Vec<f64>,
+    reduce_best: Vec<(f64, usize)>,
     ptr_buf: Vec<(SendPtr<T>, f64)>,
     /// The touched rows' bits, for their entries computed in place (see `touched.rs`).
     touched_bits: touched::TouchedBits,
@@ -339,6 +347,8 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             select_lists: Default::default(),
             diag: Vec::new(),
             away_scores: Vec::new(),
+            reduce_vals: Vec::new(),
+            reduce_best: Vec::new(),
             ptr_buf: Vec::new(),
             touched_bits: touched::TouchedBits::default(),
         }
@@ -582,6 +592,71 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             gp: if self.prev { &self.gp } else { &[] },
             groups: self.distinct.as_ref().map(|dd| &dd.groups),
         }
+    }
+
+    /// The reduction over the support of a plain gradient (no distinct rows): (v, g_v), the
+    /// largest g_i over the support with the lowest index among ties, and (αᵀg, αᵀg⁻). The
+    /// support's entries are gathered side by side first, by chunks on the team's threads
+    /// (each chunk's largest found on the way), so the sums, still one chain each in α's order
+    /// with the same products, are the row-by-row loop's numbers; only the scattered reads of
+    /// g leave the chain.
+    pub(super) fn reduce_gathered(&mut self, alpha: &ActiveSet) -> ((usize, f64), (f64, f64)) {
+        let (idx, w) = (alpha.indices(), alpha.weights());
+        let (n, prev) = (idx.len(), self.prev);
+        let width = if prev { 2 } else { 1 };
+        let mut vals = std::mem::take(&mut self.reduce_vals);
+        if vals.len() < width * n {
+            vals.resize(width * n, 0.0);
+        }
+        let mut best = std::mem::take(&mut self.reduce_best);
+        {
+            let (g, gp, vp) = (&self.g, &self.gp, SendPtr(vals.as_mut_ptr()));
+            crate::team::map_into(
+                n.div_ceil(REDUCE_CHUNK),
+                |c| {
+                    let (k0, k1) = (c * REDUCE_CHUNK, n.min((c + 1) * REDUCE_CHUNK));
+                    let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
+                    for (k, &i) in idx.iter().enumerate().take(k1).skip(k0) {
+                        let gi = g[i];
+                        // SAFETY: entries k (and n + k) of `vals` (width·n long) are this
+                        // chunk's alone.
+                        unsafe {
+                            *vp.at(k) = gi;
+                            if prev {
+                                *vp.at(n + k) = gp[i];
+                            }
+                        }
+                        if gi > g_v || (gi == g_v && i < v) {
+                            g_v = gi;
+                            v = i;
+                        }
+                    }
+                    (g_v, v)
+                },
+                &mut best,
+            );
+        }
+        let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
+        for &(gc, vc) in &best {
+            if gc > g_v || (gc == g_v && vc < v) {
+                g_v = gc;
+                v = vc;
+            }
+        }
+        let (mut ag, mut agp) = (0.0, 0.0);
+        if prev {
+            for (k, &a) in w.iter().enumerate() {
+                ag += a * vals[k];
+                agp += a * vals[n + k];
+            }
+        } else {
+            for (&a, &gi) in w.iter().zip(&vals[..n]) {
+                ag += a * gi;
+            }
+        }
+        self.reduce_vals = vals;
+        self.reduce_best = best;
+        ((v, g_v), (ag, agp))
     }
 
     fn argmin_all(&mut self) -> (usize, f64) {
@@ -1042,6 +1117,68 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The reduction with the support's entries gathered in parallel is the row-by-row
+    /// loop's: the same largest g (ties to the lowest index, NaN never taken) and the same
+    /// sums αᵀg and αᵀg⁻ bit for bit.
+    #[test]
+    fn gathered_reduction_is_the_row_loop() {
+        let (ds, y) = random_problem(40_000, 4, false, 17);
+        let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.5 }, 1.0).unwrap();
+        let m = ds.len();
+        for (prev, nan) in [(false, false), (true, false), (true, true)] {
+            let cfg = CpuConfig {
+                cache_bytes: 16 << 20,
+                ..CpuConfig::default()
+            };
+            let mut be = CpuBackend::<f32>::new(&prob, cfg);
+            let mut r = SplitMix64::new(3);
+            be.prev = prev;
+            be.g = (0..m)
+                .map(|i| {
+                    if i % 97 == 5 {
+                        0.5
+                    } else {
+                        r.next_f64() * 0.4 - 0.1
+                    }
+                })
+                .collect();
+            be.g[123] = f64::NAN;
+            be.gp = if prev {
+                (0..m).map(|_| r.next_f64() - 0.5).collect()
+            } else {
+                Vec::new()
+            };
+            let mut al = ActiveSet::new(m);
+            for k in 0..30_000 {
+                let i = (k * 7919 + 11) % m;
+                if i != 123 {
+                    al.set(i, 0.5 + r.next_f64());
+                }
+            }
+            if nan {
+                al.set(123, 1.0);
+            }
+            let got = be.reduce_gathered(&al);
+            let (mut v, mut g_v, mut ag, mut agp) = (usize::MAX, f64::NEG_INFINITY, 0.0, 0.0);
+            for (i, a) in al.iter() {
+                let gi = be.g[i];
+                if gi > g_v || (gi == g_v && i < v) {
+                    g_v = gi;
+                    v = i;
+                }
+                ag += a * gi;
+                if prev {
+                    agp += a * be.gp[i];
+                }
+            }
+            assert_eq!(got.0, (v, g_v), "prev {prev}, NaN {nan}");
+            assert_eq!(g_v, 0.5, "a tie of the largest");
+            assert_eq!(ag.is_nan(), nan);
+            assert_eq!(got.1.0.to_bits(), ag.to_bits(), "prev {prev}, NaN {nan}");
+            assert_eq!(got.1.1.to_bits(), agp.to_bits(), "prev {prev}, NaN {nan}");
         }
     }
 

@@ -128,6 +128,17 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn reduce(&mut self, alpha: &ActiveSet) -> Result<Reduction> {
         timed_call!(self.stats, call::REDUCE, Result<Reduction>, {
             let (s, g_s) = self.argmin_all();
+            if self.distinct.is_none() && alpha.len() >= super::REDUCE_GATHERED {
+                let ((v, g_v), (alpha_g, alpha_g_prev)) = self.reduce_gathered(alpha);
+                return Ok(Reduction {
+                    s,
+                    g_s,
+                    v,
+                    g_v,
+                    alpha_g,
+                    alpha_g_prev,
+                });
+            }
             let (mut v, mut g_v) = (usize::MAX, f64::NEG_INFINITY);
             let (mut ag, mut agp) = (0.0, 0.0);
             let gv = self.grad();
