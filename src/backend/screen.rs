@@ -389,12 +389,14 @@ impl Rows {
 /// at a time (k rounded to the nearest integer by adding and taking away 1.5·2²³; q·2^k is
 /// exact, a normal result): each lane is that function's number, and the `N` independent
 /// chains interleave in the instruction stream, so one's latency does not idle the units.
+/// `N` at most eight: sixteen spill the registers (the dense screen ran three times slower).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
 pub(super) fn exp2_x<const N: usize>(
     x: [std::arch::x86_64::__m512; N],
 ) -> [std::arch::x86_64::__m512; N] {
+    const { assert!(N <= 8, "more vectors spill") };
     use std::arch::x86_64::*;
     let (lo, zero, shift) = (
         _mm512_set1_ps(EXP2_32_LO),

@@ -155,13 +155,14 @@ struct Queries<'a> {
 
 /// e^x + 1 for x ≤ 0 on `K` vectors of sixteen lanes, the steps of
 /// [`super::exp_nonpos_f32`] taken across the vectors one at a time: each lane is that
-/// function's number, and the `K` independent chains interleave in the instruction stream (one vector's
-/// exponential is a chain of some fifteen dependent operations, whose latency would otherwise
-/// leave the multiply-add units idle).
+/// function's number, and the `K` independent chains interleave in the instruction stream
+/// (one vector's exponential is a chain of some fifteen dependent operations, whose latency
+/// would otherwise leave the multiply-add units idle). `K` at most eight: more spill.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
 pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
+    const { assert!(K <= 8, "more vectors spill") };
     let (lo, zero) = (_mm512_set1_ps(EXP32_LO), _mm512_setzero_ps());
     let shift = _mm512_set1_ps(SHIFT32);
     let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));

@@ -788,13 +788,15 @@ unsafe fn accumulate_f64<const R: usize, const K: usize, X: Widen>(
 
 /// e^x for x ≤ 0 on `V` vectors of eight f64 lanes: the steps of [`super::exp_nonpos`]
 /// (clamped to [−708, 0], 2^k·p(r) with the degree-12 polynomial) taken across the vectors
-/// one at a time, so each lane is that function's number, and the `V` independent chains of the polynomial interleave in the
-/// instruction stream, so the multiply-adds of one wait on their latency while the others'
-/// issue (one vector's exponential is a chain of some twenty dependent operations).
+/// one at a time, so each lane is that function's number, and the `V` independent chains
+/// interleave in the instruction stream: the multiply-adds of one wait on their latency while
+/// the others' issue (one vector's exponential is a chain of some twenty dependent
+/// operations). `V` at most eight: more spill.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,fma")]
 #[inline]
 pub(crate) fn exp_nonpos_f64_x<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
+    const { assert!(V <= 8, "more vectors spill") };
     use super::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
     let (lo, zero) = (_mm512_set1_pd(-708.0), _mm512_setzero_pd());
     let shift = _mm512_set1_pd(SHIFT64);
