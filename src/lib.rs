@@ -31,6 +31,7 @@ pub mod bench;
 pub(crate) mod budget;
 pub mod comm;
 pub mod data;
+pub(crate) mod decimal;
 pub mod dist;
 pub(crate) mod duplicates;
 pub mod error;

@@ -737,10 +737,10 @@ impl Model {
         while start < nsv {
             let end = nsv.min(start + CHUNK * rayon::current_num_threads().max(1) * 4);
             let chunks: Vec<usize> = (start..end).step_by(CHUNK).collect();
-            let texts: Vec<String> = chunks
+            let texts: Vec<Vec<u8>> = chunks
                 .into_par_iter()
                 .map(|c0| {
-                    let mut text = String::new();
+                    let mut text = Vec::new();
                     for j in c0..end.min(c0 + CHUNK) {
                         self.write_sv_line(j, &mut text);
                     }
@@ -748,7 +748,7 @@ impl Model {
                 })
                 .collect();
             for t in texts {
-                w.write_all(t.as_bytes())?;
+                w.write_all(&t)?;
             }
             start = end;
         }
@@ -757,26 +757,33 @@ impl Model {
 
     /// Appends support vector j's line (its coefficients, then its non-zero features) to
     /// `line`.
-    fn write_sv_line(&self, j: usize, line: &mut String) {
-        use std::fmt::Write as _;
+    fn write_sv_line(&self, j: usize, line: &mut Vec<u8>) {
+        use crate::decimal::{push_f32, push_f64, push_usize};
         for c in &self.sv_coef {
-            let _ = write!(line, "{} ", c[j]);
+            push_f64(line, c[j]);
+            line.push(b' ');
         }
+        let mut feature = |f: usize, x: f32| {
+            push_usize(line, f + 1);
+            line.push(b':');
+            push_f32(line, x);
+            line.push(b' ');
+        };
         match self.sv.row(j) {
             Row::Dense(v) => {
                 for (f, &x) in v.iter().enumerate() {
                     if x != 0.0 {
-                        let _ = write!(line, "{}:{} ", f + 1, x);
+                        feature(f, x);
                     }
                 }
             }
             Row::Sparse(ix, v) => {
                 for (&f, &x) in ix.iter().zip(v) {
-                    let _ = write!(line, "{}:{} ", f + 1, x);
+                    feature(f as usize, x);
                 }
             }
         }
-        line.push('\n');
+        line.push(b'\n');
     }
 
     /// Writes the model to `path` atomically (temporary file in the same directory, then

@@ -405,26 +405,28 @@ pub fn renumber_features(path: &Path, map: Option<&[u32]>) -> Result<(Dataset, V
 /// indices, zeros skipped. Reading the output with [`read_libsvm`] gives the same
 /// labels and values.
 pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
+    use crate::decimal::{push_f32, push_f64, push_usize};
     let mut w = BufWriter::with_capacity(1 << 16, w);
+    let mut line = Vec::new();
     for i in 0..ds.len() {
-        write!(w, "{}", ds.labels[i])?;
-        match ds.row(i) {
-            super::Row::Dense(v) => {
-                for (j, &x) in v.iter().enumerate() {
-                    if x != 0.0 {
-                        write!(w, " {}:{}", j + 1, x)?;
-                    }
-                }
+        line.clear();
+        push_f64(&mut line, ds.labels[i]);
+        let mut feature = |j: usize, x: f32| {
+            if x != 0.0 {
+                line.push(b' ');
+                push_usize(&mut line, j + 1);
+                line.push(b':');
+                push_f32(&mut line, x);
             }
+        };
+        match ds.row(i) {
+            super::Row::Dense(v) => v.iter().enumerate().for_each(|(j, &x)| feature(j, x)),
             super::Row::Sparse(ix, v) => {
-                for (&j, &x) in ix.iter().zip(v) {
-                    if x != 0.0 {
-                        write!(w, " {}:{}", j as u64 + 1, x)?;
-                    }
-                }
+                ix.iter().zip(v).for_each(|(&j, &x)| feature(j as usize, x))
             }
         }
-        w.write_all(b"\n")?;
+        line.push(b'\n');
+        w.write_all(&line)?;
     }
     w.flush()
 }
