@@ -237,15 +237,24 @@ impl Scratch {
             if let Row::Dense(v) = data.row(i)
                 && !self.dense.is_empty()
                 && v.len() <= self.dense.len()
-                && v.iter().all(|&x| x != 0.0)
             {
-                // Every feature a non-zero held by the panel (a row with features past the
-                // panel's, which its columns never use, goes by for_nonzeros below):
-                // for_nonzeros's entries in order.
-                self.feat.extend_from_slice(&self.dense[..v.len()]);
-                self.val.extend(v.iter().map(|&x| x as f64));
+                // Every feature held by the panel (a row with features past the panel's,
+                // which its columns never use, goes by for_nonzeros below): for_nonzeros's
+                // entries in order, each feature's offset read from `dense`.
+                let start = self.feat.len();
+                if v.iter().all(|&x| x != 0.0) {
+                    self.feat.extend_from_slice(&self.dense[..v.len()]);
+                    self.val.extend(v.iter().map(|&x| x as f64));
+                } else {
+                    for (&x, &off) in v.iter().zip(&self.dense) {
+                        if x != 0.0 {
+                            self.feat.push(off);
+                            self.val.push(x as f64);
+                        }
+                    }
+                }
                 self.ptr.push(self.feat.len());
-                self.full.push(v.len() == used);
+                self.full.push(self.feat.len() - start == used);
                 self.ni.push(norms[i]);
                 continue;
             }
