@@ -400,10 +400,10 @@ pub fn renumber_features(path: &Path, map: Option<&[u32]>) -> Result<(Dataset, V
     Ok((ds, old))
 }
 
-/// Writes `ds` in LIBSVM format: labels with `{}` of f64 (so `1.0` prints `1`), values
-/// with `{}` of f32 (the shortest text that reads back to the same f32), 1-based
-/// indices, zeros skipped. Reading the output with [`read_libsvm`] gives the same
-/// labels and values.
+/// Writes `ds` in LIBSVM format: labels and values as `{}` writes them, f64 and f32 (the
+/// shortest text that reads back as the same number, so `1.0` prints `1`; formatted by
+/// `crate::decimal`), 1-based indices, zeros skipped. Reading the output with
+/// [`read_libsvm`] gives the same labels and values.
 pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
     use crate::decimal::{push_f32, push_f64, push_usize};
     let mut w = BufWriter::with_capacity(1 << 16, w);
