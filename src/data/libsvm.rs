@@ -403,32 +403,53 @@ pub fn renumber_features(path: &Path, map: Option<&[u32]>) -> Result<(Dataset, V
 /// Writes `ds` in LIBSVM format: labels and values as `{}` writes them, f64 and f32 (the
 /// shortest text that reads back as the same number, so `1.0` prints `1`; formatted by
 /// `crate::decimal`), 1-based indices, zeros skipped. Reading the output with
-/// [`read_libsvm`] gives the same labels and values.
+/// [`read_libsvm`] gives the same labels and values. The lines are formatted in parallel, a
+/// batch of chunks of rows at a time, and written in order.
 pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
-    use crate::decimal::{push_f32, push_f64, push_usize};
+    use rayon::prelude::*;
+    const CHUNK: usize = 1024;
     let mut w = BufWriter::with_capacity(1 << 16, w);
-    let mut line = Vec::new();
-    for i in 0..ds.len() {
-        line.clear();
-        push_f64(&mut line, ds.labels[i]);
-        let mut feature = |j: usize, x: f32| {
-            if x != 0.0 {
-                line.push(b' ');
-                push_usize(&mut line, j + 1);
-                line.push(b':');
-                push_f32(&mut line, x);
-            }
-        };
-        match ds.row(i) {
-            super::Row::Dense(v) => v.iter().enumerate().for_each(|(j, &x)| feature(j, x)),
-            super::Row::Sparse(ix, v) => {
-                ix.iter().zip(v).for_each(|(&j, &x)| feature(j as usize, x))
-            }
+    let n = ds.len();
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + CHUNK * rayon::current_num_threads().max(1) * 4);
+        let texts: Vec<Vec<u8>> = (start..end)
+            .step_by(CHUNK)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|r0| {
+                let mut text = Vec::new();
+                for i in r0..end.min(r0 + CHUNK) {
+                    push_row(&mut text, ds, i);
+                }
+                text
+            })
+            .collect();
+        for t in texts {
+            w.write_all(&t)?;
         }
-        line.push(b'\n');
-        w.write_all(&line)?;
+        start = end;
     }
     w.flush()
+}
+
+/// Appends row `i` of `ds` as one line of LIBSVM text ([`write_libsvm`]).
+fn push_row(line: &mut Vec<u8>, ds: &Dataset, i: usize) {
+    use crate::decimal::{push_f32, push_f64, push_usize};
+    push_f64(line, ds.labels[i]);
+    let mut feature = |j: usize, x: f32| {
+        if x != 0.0 {
+            line.push(b' ');
+            push_usize(line, j + 1);
+            line.push(b':');
+            push_f32(line, x);
+        }
+    };
+    match ds.row(i) {
+        super::Row::Dense(v) => v.iter().enumerate().for_each(|(j, &x)| feature(j, x)),
+        super::Row::Sparse(ix, v) => ix.iter().zip(v).for_each(|(&j, &x)| feature(j as usize, x)),
+    }
+    line.push(b'\n');
 }
 
 /// CSR parts accumulated while reading.
@@ -989,6 +1010,37 @@ mod tests {
         let mut buf = Vec::new();
         write_libsvm(&mut buf, &dense).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), "1 1:1 2:2\n-1 1:3 2:0.5\n");
+    }
+
+    /// Many rows (several batches of parallel chunks) come out in order, each line the one a
+    /// row alone gives.
+    #[test]
+    fn many_rows_are_written_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 3 * 4 * 1024 * rayon::current_num_threads().max(1) + 17;
+        let text: String = (0..n)
+            .map(|i| {
+                format!(
+                    "{} {}:{} 9:{}\n",
+                    i % 3,
+                    i % 7 + 1,
+                    i as f32 * 0.37,
+                    -(i as f32)
+                )
+            })
+            .collect();
+        let ds = read_libsvm(&write(&dir, "many", &text)).unwrap();
+        let mut buf = Vec::new();
+        write_libsvm(&mut buf, &ds).unwrap();
+        let mut want = Vec::new();
+        for i in 0..n {
+            push_row(&mut want, &ds, i);
+        }
+        assert_eq!(buf, want);
+        assert_eq!(
+            read_libsvm(&write(&dir, "back", &String::from_utf8(buf).unwrap())).unwrap(),
+            ds
+        );
     }
 
     #[test]
