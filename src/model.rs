@@ -729,29 +729,10 @@ impl Model {
             )?;
         }
         writeln!(w, "SV")?;
-        // The lines are formatted in parallel, a batch of chunks at a time, and written in
-        // order.
-        const CHUNK: usize = 256;
-        let nsv = self.total_sv();
-        let mut start = 0;
-        while start < nsv {
-            let end = nsv.min(start + CHUNK * rayon::current_num_threads().max(1) * 4);
-            let chunks: Vec<usize> = (start..end).step_by(CHUNK).collect();
-            let texts: Vec<Vec<u8>> = chunks
-                .into_par_iter()
-                .map(|c0| {
-                    let mut text = Vec::new();
-                    for j in c0..end.min(c0 + CHUNK) {
-                        self.write_sv_line(j, &mut text);
-                    }
-                    text
-                })
-                .collect();
-            for t in texts {
-                w.write_all(&t)?;
-            }
-            start = end;
-        }
+        // The lines formatted in parallel and written in order.
+        crate::output::write_lines_in_order(w, self.total_sv(), 256, |j, text| {
+            self.write_sv_line(j, text)
+        })?;
         Ok(())
     }
 

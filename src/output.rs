@@ -284,6 +284,41 @@ pub fn write_output(
     f.commit()
 }
 
+/// Writes lines 0..n to `w` in order, line i appended to a buffer by `line(i, buf)`: the lines
+/// are formatted in parallel by chunks of `chunk`, a batch of four chunks per thread at a
+/// time, and each batch written before the next is formatted (a model file's support vectors,
+/// a dataset's rows).
+pub(crate) fn write_lines_in_order<W: Write + ?Sized>(
+    w: &mut W,
+    n: usize,
+    chunk: usize,
+    line: impl Fn(usize, &mut Vec<u8>) + Sync,
+) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    let chunk = chunk.max(1);
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + chunk * rayon::current_num_threads().max(1) * 4);
+        let texts: Vec<Vec<u8>> = (start..end)
+            .step_by(chunk)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|r0| {
+                let mut text = Vec::new();
+                for i in r0..end.min(r0 + chunk) {
+                    line(i, &mut text);
+                }
+                text
+            })
+            .collect();
+        for t in texts {
+            w.write_all(&t)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
 /// Removes every temporary file in flight and exits with `code` at once, holding the registry
 /// so no new one can appear: what a second Ctrl-C does. Files already in place stay as they
 /// are; files being replaced are left as they were before.

@@ -406,30 +406,8 @@ pub fn renumber_features(path: &Path, map: Option<&[u32]>) -> Result<(Dataset, V
 /// [`read_libsvm`] gives the same labels and values. The lines are formatted in parallel, a
 /// batch of chunks of rows at a time, and written in order.
 pub fn write_libsvm<W: Write>(w: &mut W, ds: &Dataset) -> io::Result<()> {
-    use rayon::prelude::*;
-    const CHUNK: usize = 1024;
     let mut w = BufWriter::with_capacity(1 << 16, w);
-    let n = ds.len();
-    let mut start = 0;
-    while start < n {
-        let end = n.min(start + CHUNK * rayon::current_num_threads().max(1) * 4);
-        let texts: Vec<Vec<u8>> = (start..end)
-            .step_by(CHUNK)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|r0| {
-                let mut text = Vec::new();
-                for i in r0..end.min(r0 + CHUNK) {
-                    push_row(&mut text, ds, i);
-                }
-                text
-            })
-            .collect();
-        for t in texts {
-            w.write_all(&t)?;
-        }
-        start = end;
-    }
+    crate::output::write_lines_in_order(&mut w, ds.len(), 1024, |i, text| push_row(text, ds, i))?;
     w.flush()
 }
 
