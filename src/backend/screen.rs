@@ -41,6 +41,21 @@
 //! first). Rows for which δ > 0.01 get B_i = +∞ (decided
 //! in f64).
 //!
+//! **The centre.** δ grows with the squared norms, and ‖x − z‖² does not depend on where the
+//! points are measured from: the panel may measure both sides from a centre μ instead of the
+//! origin, t = −γ(‖x − μ‖² + ‖z − μ‖² − 2(x − μ)·(z − μ)). μ_f is the columns' mean of feature
+//! f (an f32 value) on the features that at least half of the columns hold, chosen when it
+//! shrinks δ's factor (1.01·n + 7)·(‖x‖² + max ‖z‖²), the columns standing for the rows, to at
+//! most 0.8 of itself without adding more than a quarter to a row's entries (each a multiply-
+//! add per column): features far from zero on most points (covtype's ten [0, 1]-scaled
+//! measurements, every pixel of a digit image whose background is −1). A centred feature is an
+//! entry of every row, x_f − μ_f and z_f − μ_f computed in f64 and rounded to f32 — a relative
+//! error u more on each factor of the dot's terms than the exact features have — and the
+//! squared norms are ‖x − μ‖² = ‖x‖² + Σ_f μ_f(μ_f − 2x_f) in f64. So for a centred panel
+//! δ = γ·u·(1.01·n + 8.5)·(‖x − μ‖² + max_j ‖z_j − μ‖²), n counting the centred features
+//! (covtype's factor falls from about 230 to 110–130: its ten measurements are centred, its
+//! one-hot features, each on few points, are not).
+//!
 //! **The values.** [`Screen::kernel_values`] writes the k̃ themselves with the bound
 //! ε = 1.01·δ + 2.01·EXP2_32_ERR on their relative error (plus 10⁻³⁷ for clamped exponents),
 //! for callers that combine one row's values in several sums (a multi-class model's pairs).
@@ -84,8 +99,15 @@ pub struct Screen {
     tile_sign: Vec<i8>,
     coef: Aligned<f32>,
     abs_coef: Aligned<f32>,
-    /// max_j ‖z_j‖² (f64).
+    /// max_j ‖z_j − μ‖² (f64).
     nz_max: f64,
+    /// The centre μ the points are measured from (see the module documentation): for each
+    /// feature with μ_f ≠ 0, in increasing feature order, (the feature, its panel offset, μ_f,
+    /// an f32 value). Empty when the panel is not centred.
+    shift: Vec<(usize, usize, f64)>,
+    /// The constant of the dot's rounding in δ: 7 (8.5 for a centred panel, whose points are
+    /// rounded to f32 once more).
+    rounding: f64,
     /// Which compiled copy of the block runs.
     isa: Isa,
     /// Σ_j |c_j|.
@@ -108,6 +130,19 @@ impl Screen {
         norms: &[f64],
         max_bytes: usize,
     ) -> Option<Screen> {
+        Screen::build(gamma, data, cols, coef, norms, max_bytes, true)
+    }
+
+    /// [`Screen::new`], centred where that tightens the bound (`centre`) or not at all.
+    fn build(
+        gamma: f64,
+        data: &Dataset,
+        cols: &[usize],
+        coef: &[f64],
+        norms: &[f64],
+        max_bytes: usize,
+        centre: bool,
+    ) -> Option<Screen> {
         let isa = Isa::detect()?;
         if !(gamma > 0.0) || !gamma.is_finite() {
             return None;
@@ -125,10 +160,23 @@ impl Screen {
         let mut order: Vec<usize> = (0..cols.len()).collect();
         order.sort_by_key(|&c| coef[c] < 0.0);
         let scale = 2.0 * gamma * std::f64::consts::LOG2_E;
+        let (shift, cnorms) = if centre {
+            centre_of(data, cols, &fmap, width, norms)
+        } else {
+            (Vec::new(), norms.to_vec())
+        };
         let mut zt = Aligned::zeroed(used as usize * width);
+        for &(_, off, mu) in &shift {
+            zt[off..off + cols.len()].fill((-scale * mu) as f32);
+        }
+        let mu_of = |f: usize| match shift.binary_search_by_key(&f, |s| s.0) {
+            Ok(k) => shift[k].2,
+            Err(_) => 0.0,
+        };
         for (c, &o) in order.iter().enumerate() {
             for_nonzeros(data.row(cols[o]), |f, v| {
-                zt[fmap[f] as usize * width + c] = (scale * v) as f32;
+                let mu = if shift.is_empty() { 0.0 } else { mu_of(f) };
+                zt[fmap[f] as usize * width + c] = (scale * (v - mu)) as f32;
             });
         }
         let pad = |v: &dyn Fn(usize) -> f64| -> Aligned<f32> {
@@ -158,11 +206,13 @@ impl Screen {
             width,
             fmap,
             zt,
-            gnj: pad(&|o| -g2 * norms[o]),
+            gnj: pad(&|o| -g2 * cnorms[o]),
             tile_sign,
             coef: pad(&|o| coef[o]),
             abs_coef: pad(&|o| coef[o].abs()),
-            nz_max: norms.iter().copied().fold(0.0, f64::max),
+            nz_max: cnorms.iter().copied().fold(0.0, f64::max),
+            rounding: if shift.is_empty() { 7.0 } else { 8.5 },
+            shift,
             isa,
             abs_sum: coef.iter().map(|c| c.abs()).sum(),
             cols: cols.to_vec(),
@@ -267,7 +317,7 @@ impl Screen {
     /// the panel's features and ‖x‖² = `ni`: 1.01·δ + 2.01·EXP2_32_ERR (module
     /// documentation); +∞ when δ > 0.01.
     fn relative(&self, n: usize, ni: f64) -> f64 {
-        let delta = self.gamma * U * (1.01 * n as f64 + 7.0) * (ni + self.nz_max);
+        let delta = self.gamma * U * (1.01 * n as f64 + self.rounding) * (ni + self.nz_max);
         if !(delta <= 0.01) {
             return f64::INFINITY;
         }
@@ -341,6 +391,8 @@ struct Rows {
     /// Whether the row has every feature of the panel (then its offsets are the panel's
     /// features in order, the same for every such row).
     full: Vec<bool>,
+    /// A row's non-zeros in feature order, for [`centred`].
+    entries: Vec<(usize, f64)>,
 }
 
 impl Rows {
@@ -362,27 +414,164 @@ impl Rows {
                 Row::Dense(_) => true,
                 Row::Sparse(ix, _) => ix.windows(2).all(|w| w[0] < w[1]),
             };
-            for_nonzeros(data.row(i), |f, v| {
-                if let Some(&r) = p.fmap.get(f)
-                    && r != u32::MAX
-                {
-                    feat.push(r as usize * p.width);
-                    val.push(v as f32);
-                }
-            });
+            let mut ni = norms[i];
+            if p.shift.is_empty() {
+                for_nonzeros(data.row(i), |f, v| {
+                    if let Some(&r) = p.fmap.get(f)
+                        && r != u32::MAX
+                    {
+                        feat.push(r as usize * p.width);
+                        val.push(v as f32);
+                    }
+                });
+            } else {
+                ni = (ni + centred(p, data.row(i), increasing, &mut self.entries, feat, val))
+                    .max(0.0);
+            }
             self.ptr.push(self.feat.len());
             self.full.push(
                 increasing && self.ptr[self.ptr.len() - 1] - self.ptr[self.ptr.len() - 2] == used,
             );
-            self.ni.push(norms[i]);
+            self.ni.push(ni);
             self.gni
-                .push((-p.gamma * std::f64::consts::LOG2_E * norms[i]) as f32);
+                .push((-p.gamma * std::f64::consts::LOG2_E * ni) as f32);
         }
     }
 
     fn nnz(&self, k: usize) -> usize {
         self.ptr[k + 1] - self.ptr[k]
     }
+}
+
+/// The centre of a panel's columns where it tightens the screen's bound, and every column's
+/// ‖z − μ‖²: μ_f is the columns' mean of feature f (rounded to f32) for the features at least
+/// half of the columns hold, when measuring from it shrinks the bound's factor
+/// (1.01·n + 8.5)·(‖x − μ‖² + max_j ‖z_j − μ‖²) to at most 0.8 of (1.01·n + 7)·(‖x‖² + max_j
+/// ‖z_j‖²) with the columns standing for the rows (their mean n and squared norm), and adds
+/// at most a quarter to the entries a row holds (each a multiply-add per column). Otherwise
+/// no centre, and the norms given.
+fn centre_of(
+    data: &Dataset,
+    cols: &[usize],
+    fmap: &[u32],
+    width: usize,
+    norms: &[f64],
+) -> (Vec<(usize, usize, f64)>, Vec<f64>) {
+    let none = || (Vec::new(), norms.to_vec());
+    let nc = cols.len();
+    if nc < 2 {
+        return none();
+    }
+    let (mut count, mut sum) = (vec![0usize; fmap.len()], vec![0.0f64; fmap.len()]);
+    let mut entries = 0usize;
+    for &j in cols {
+        for_nonzeros(data.row(j), |f, v| {
+            count[f] += 1;
+            sum[f] += v;
+            entries += 1;
+        });
+    }
+    let shift: Vec<(usize, usize, f64)> = (0..fmap.len())
+        .filter(|&f| fmap[f] != u32::MAX && 2 * count[f] >= nc)
+        .map(|f| {
+            (
+                f,
+                fmap[f] as usize * width,
+                (sum[f] / nc as f64) as f32 as f64,
+            )
+        })
+        .filter(|s| s.2 != 0.0 && s.2.is_finite())
+        .collect();
+    if shift.is_empty() {
+        return none();
+    }
+    // ‖z − μ‖² = ‖z‖² + Σ_f μ_f (μ_f − 2 z_f) over the centred features.
+    let mu_sq: f64 = shift.iter().map(|s| s.2 * s.2).sum();
+    let cnorms: Vec<f64> = cols
+        .iter()
+        .zip(norms)
+        .map(|(&j, &n)| {
+            let mut d = mu_sq;
+            for_nonzeros(data.row(j), |f, v| {
+                if let Ok(k) = shift.binary_search_by_key(&f, |s| s.0) {
+                    d -= 2.0 * shift[k].2 * v;
+                }
+            });
+            (n + d).max(0.0)
+        })
+        .collect();
+    let n0 = entries as f64 / nc as f64;
+    let added: f64 = shift
+        .iter()
+        .map(|s| 1.0 - count[s.0] as f64 / nc as f64)
+        .sum();
+    let n1 = n0 + added;
+    let size =
+        |v: &[f64]| v.iter().copied().fold(0.0, f64::max) + v.iter().sum::<f64>() / nc as f64;
+    let before = (1.01 * n0 + 7.0) * size(norms);
+    let after = (1.01 * n1 + 8.5) * size(&cnorms);
+    if after <= 0.8 * before && n1 <= 1.25 * n0 {
+        (shift, cnorms)
+    } else {
+        none()
+    }
+}
+
+/// The row's entries measured from the panel's centre into `feat`, `val` (panel offsets and
+/// values): every centred feature (x_f − μ_f, rounded to f32 from f64) and the row's other
+/// non-zeros among the panel's features, in feature order (a CSR row whose indices repeat has
+/// its centred features' values summed first, as its dot products sum them); returns
+/// ‖x − μ‖² − ‖x‖² = Σ_f μ_f (μ_f − 2 x_f) over the centred features.
+fn centred(
+    p: &Screen,
+    row: Row<'_>,
+    increasing: bool,
+    entries: &mut Vec<(usize, f64)>,
+    feat: &mut Vec<usize>,
+    val: &mut Vec<f32>,
+) -> f64 {
+    entries.clear();
+    for_nonzeros(row, |f, v| entries.push((f, v)));
+    if !increasing {
+        entries.sort_by_key(|e| e.0);
+    }
+    let mut d = 0.0;
+    let mut next = 0;
+    let sh = &p.shift;
+    let mut k = 0;
+    while k < entries.len() {
+        let (f, mut v) = entries[k];
+        k += 1;
+        while next < sh.len() && sh[next].0 < f {
+            let (_, off, mu) = sh[next];
+            feat.push(off);
+            val.push((-mu) as f32);
+            d += mu * mu;
+            next += 1;
+        }
+        if next < sh.len() && sh[next].0 == f {
+            while k < entries.len() && entries[k].0 == f {
+                v += entries[k].1;
+                k += 1;
+            }
+            let (_, off, mu) = sh[next];
+            feat.push(off);
+            val.push((v - mu) as f32);
+            d += mu * (mu - 2.0 * v);
+            next += 1;
+        } else if let Some(&r) = p.fmap.get(f)
+            && r != u32::MAX
+        {
+            feat.push(r as usize * p.width);
+            val.push(v as f32);
+        }
+    }
+    for &(_, off, mu) in &sh[next..] {
+        feat.push(off);
+        val.push((-mu) as f32);
+        d += mu * mu;
+    }
+    d
 }
 
 /// [`exp2_nonpos_f32`]'s steps on `N` vectors of sixteen lanes, taken across the vectors one
@@ -864,6 +1053,165 @@ mod tests {
 
     /// `m` rows of `d` features in [−1, 1] (each feature kept with probability `keep`, all
     /// when None) and their squared norms.
+    /// A panel over features far from zero (`dense` in [3, 4] on every row, then `sparse` in
+    /// [−1, 1] on about 15 % of them) is centred, and its bound is within every sum's error
+    /// and much tighter than the bound of the same panel uncentred; so are the kernel values'.
+    #[test]
+    fn a_centred_panel_bounds_its_sums_more_tightly() {
+        if Isa::detect().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 nor AVX2 on this CPU (the screen is not used)");
+            return;
+        }
+        let mut r = SplitMix64::new(31);
+        let (ds, norms) = offset_rows(&mut r, 600, (12, 20));
+        let m = ds.len();
+        let cols: Vec<usize> = (0..m).step_by(2).collect();
+        let coef: Vec<f64> = cols
+            .iter()
+            .map(|_| (r.next_f64() - 0.45) / cols.len() as f64)
+            .collect();
+        let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+        let all: Vec<usize> = (0..m).collect();
+        for gamma in [0.02, 0.3] {
+            let mut centred = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).unwrap();
+            let mut plain = Screen::build(gamma, &ds, &cols, &coef, &nj, 1 << 30, false).unwrap();
+            assert_eq!(centred.shift.len(), 12, "the dense features are centred");
+            assert!(plain.shift.is_empty());
+            for isa in copies() {
+                (centred.isa, plain.isa) = (isa, isa);
+                let (mut s, mut b) = (vec![0.0; m], vec![0.0; m]);
+                let (mut s0, mut b0) = (vec![0.0; m], vec![0.0; m]);
+                centred.row_sums(&ds, &norms, &all, &mut s, &mut b);
+                plain.row_sums(&ds, &norms, &all, &mut s0, &mut b0);
+                for i in 0..m {
+                    let exact = exact_sum(&ds, &norms, gamma, &cols, &coef, i);
+                    assert!(
+                        (s[i] - exact).abs() <= b[i],
+                        "{isa:?} γ {gamma} row {i}: {} vs {exact}, bound {}",
+                        s[i],
+                        b[i]
+                    );
+                    assert!((s0[i] - exact).abs() <= b0[i]);
+                    assert!(
+                        b[i] <= 0.2 * b0[i],
+                        "{isa:?} γ {gamma} row {i}: centred bound {} against {}",
+                        b[i],
+                        b0[i]
+                    );
+                }
+            }
+            let values = Screen::values(gamma, &ds, &cols, &nj, 1 << 30).unwrap();
+            assert!(!values.shift.is_empty());
+            let w = values.stride();
+            let rows: Vec<usize> = (0..ROWS).collect();
+            let (mut v, mut e) = (vec![0.0f32; rows.len() * w], vec![0.0; rows.len()]);
+            let mut scratch = RowScratch::default();
+            values.kernel_values(&ds, &norms, &rows, &mut scratch, &mut v, &mut e);
+            for (k, &i) in rows.iter().enumerate() {
+                for (c, &j) in cols.iter().enumerate() {
+                    let exact = exact_sum(&ds, &norms, gamma, &[j], &[1.0], i);
+                    let got = f64::from(v[k * w + c]);
+                    assert!(
+                        (got - exact).abs() <= e[k] * got + VALUE_FLOOR,
+                        "γ {gamma} row {i} column {j}: {got} vs {exact}, ε {}",
+                        e[k]
+                    );
+                }
+            }
+        }
+    }
+
+    /// A CSR row whose indices repeat, and one that lacks some centred features, are measured
+    /// from the centre as their dot products take them: a repeated centred feature once, with
+    /// its values summed; an absent one as −μ_f.
+    #[test]
+    fn centred_entries_of_irregular_rows() {
+        if Isa::detect().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 nor AVX2 on this CPU (the screen is not used)");
+            return;
+        }
+        // Columns: feature 0 on every one (centred, μ = 3.5), feature 2 on a few.
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for k in 0..8 {
+            ix.push(0);
+            vs.push(if k % 2 == 0 { 3.0 } else { 4.0 });
+            if k == 0 {
+                ix.push(2);
+                vs.push(1.0);
+            }
+            ip.push(ix.len());
+        }
+        // Row 8: feature 2 then feature 0 twice (1 + 2 = 3 in all); row 9: feature 2 only.
+        ix.extend([2, 0, 0]);
+        vs.extend([0.5, 1.0, 2.0]);
+        ip.push(ix.len());
+        ix.push(2);
+        vs.push(0.25);
+        ip.push(ix.len());
+        let ds = Dataset::from_csr(3, ip, ix, vs, vec![1.0; 10]);
+        let cols: Vec<usize> = (0..8).collect();
+        let norms: Vec<f64> = (0..8)
+            .map(|j| if j == 0 { 10.0 } else { [9.0, 16.0][j % 2] })
+            .collect();
+        let sc = Screen::new(0.1, &ds, &cols, &[1.0; 8], &norms, 1 << 20).unwrap();
+        assert_eq!(sc.shift.len(), 1);
+        assert_eq!(sc.shift[0].2, 3.5);
+        let (mut ent, mut feat, mut val) = (Vec::new(), Vec::new(), Vec::new());
+        let d = centred(&sc, ds.row(8), false, &mut ent, &mut feat, &mut val);
+        assert_eq!(
+            val,
+            [-0.5, 0.5],
+            "feature 0 once, summed: 3 − 3.5; then feature 2"
+        );
+        assert_eq!(feat, [sc.shift[0].1, sc.fmap[2] as usize * sc.width]);
+        assert_eq!(d, 3.5 * (3.5 - 6.0));
+        let (mut feat, mut val) = (Vec::new(), Vec::new());
+        let d = centred(&sc, ds.row(9), true, &mut ent, &mut feat, &mut val);
+        assert_eq!(val, [-3.5, 0.25], "the absent centred feature first, as −μ");
+        assert_eq!(d, 3.5 * 3.5);
+    }
+
+    /// Σ_j c_j exp(−γ‖x_i − z_j‖²) in f64, the distance as the f64 paths form it.
+    fn exact_sum(
+        ds: &Dataset,
+        norms: &[f64],
+        gamma: f64,
+        cols: &[usize],
+        coef: &[f64],
+        i: usize,
+    ) -> f64 {
+        cols.iter()
+            .zip(coef)
+            .map(|(&j, c)| {
+                let d2 = (norms[i] + norms[j] - 2.0 * ds.row(i).dot(&ds.row(j))).max(0.0);
+                c * (-gamma * d2).exp()
+            })
+            .sum()
+    }
+
+    /// `m` rows of `dense` features in [3, 4] and `sparse` more in [−1, 1] on about 15 % of
+    /// the rows each, with their squared norms.
+    pub(in crate::backend::screen) fn offset_rows(
+        r: &mut SplitMix64,
+        m: usize,
+        (dense, sparse): (usize, usize),
+    ) -> (Dataset, Vec<f64>) {
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for _ in 0..m {
+            for f in 0..dense + sparse {
+                if f < dense || r.next_f64() < 0.15 {
+                    ix.push(f as u32);
+                    let v = r.next_f64();
+                    vs.push(if f < dense { 3.0 + v } else { 2.0 * v - 1.0 } as f32);
+                }
+            }
+            ip.push(ix.len());
+        }
+        let ds = Dataset::from_csr(dense + sparse, ip, ix, vs, vec![1.0; m]);
+        let norms = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+        (ds, norms)
+    }
+
     fn random_rows(
         r: &mut SplitMix64,
         (m, d): (usize, usize),

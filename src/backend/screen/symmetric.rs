@@ -230,6 +230,15 @@ mod tests {
                 crate::backend::gram::tests::data(650, 54, 0.2, 22, false),
                 "sparse",
             ),
+            (
+                super::super::tests::offset_rows(
+                    &mut crate::rng::SplitMix64::new(23),
+                    640,
+                    (10, 30),
+                )
+                .0,
+                "centred",
+            ),
         ] {
             let nm = crate::backend::gram::tests::norms(&ds);
             for (ncols, gamma) in [(100usize, 0.7), (301, 0.05), (600, 2.0)] {
@@ -239,6 +248,11 @@ mod tests {
                     .collect();
                 let cn: Vec<f64> = cols.iter().map(|&j| nm[j]).collect();
                 let sc = Screen::new(gamma, &ds, &cols, &coef, &cn, 1 << 29).unwrap();
+                assert_eq!(
+                    !sc.shift.is_empty(),
+                    tag == "centred",
+                    "{tag}: centred or not"
+                );
                 let (mut want, mut bound) = (vec![0.0; cols.len()], vec![0.0; cols.len()]);
                 sc.row_sums(&ds, &nm, &cols, &mut want, &mut bound);
                 let mut got = vec![f64::NAN; cols.len()];
