@@ -367,9 +367,12 @@ impl<'a> Problem<'a> {
 
     /// Q_ii.
     pub fn q_diag(&self, i: usize) -> f64 {
-        let k = self
-            .kernel
-            .from_dot(self.norms[i], self.norms[i], self.norms[i]);
+        let k = match self.kernel {
+            // exp(−γ·max(n + n − 2n, 0)) is exactly 1 whatever the norm n: the value
+            // `from_dot` gives, without the exponential.
+            crate::kernel::Kernel::Rbf { gamma } if gamma.is_finite() => 1.0,
+            kernel => kernel.from_dot(self.norms[i], self.norms[i], self.norms[i]),
+        };
         k + 1.0 + self.inv_c(i)
     }
 

@@ -234,6 +234,20 @@ pub fn run(n: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+/// Runs `f` with this thread's team calls made serially, as inside a team job: for tasks that
+/// run side by side on rayon's workers, each of which should keep its passes to itself.
+pub fn serially<R>(f: impl FnOnce() -> R) -> R {
+    let was = IN_JOB.with(|c| c.replace(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_JOB.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(was);
+    f()
+}
+
 /// `out` ← [f(0), …, f(n − 1)], computed in parallel by [`run`].
 pub fn map_into<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync, out: &mut Vec<R>) {
     struct Ptr<R>(*mut R);
@@ -252,6 +266,36 @@ pub fn map_into<R: Send>(n: usize, f: impl Fn(usize) -> R + Sync, out: &mut Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Inside `serially` a team call runs every task on the calling thread, in order; after
+    /// it the thread dispatches to its team again.
+    #[test]
+    fn serially_keeps_team_calls_on_the_calling_thread() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let me = std::thread::current().id();
+            let seen = Mutex::new(Vec::new());
+            serially(|| {
+                run(64, &|t| {
+                    seen.lock().unwrap().push((t, std::thread::current().id()));
+                })
+            });
+            let seen = seen.into_inner().unwrap();
+            assert_eq!(seen.len(), 64);
+            assert!(
+                seen.iter()
+                    .enumerate()
+                    .all(|(k, &(t, id))| t == k && id == me)
+            );
+            assert!(!IN_JOB.with(|c| c.get()), "the flag is restored");
+            let mut out = Vec::new();
+            map_into(8, |t| t * 2, &mut out);
+            assert_eq!(out, [0, 2, 4, 6, 8, 10, 12, 14]);
+        });
+    }
 
     #[test]
     fn every_task_runs_once_and_results_keep_their_order() {

@@ -439,15 +439,21 @@ fn train_within(
             pairs[1..].iter().map(|p| observers(&p.info())).collect();
         if rest.iter().all(|o| o.is_empty()) {
             // No observer to call from another thread: the pairs, each solved on one core,
-            // run side by side (a pair this small keeps a second core idle otherwise).
+            // run side by side (a pair this small keeps a second core idle otherwise), as
+            // rayon tasks: a pair's rayon passes (its start, its certification) then run on
+            // its own worker instead of waiting on threads the other pairs keep busy, and its
+            // team passes run serially.
             let budget = crate::budget::current();
-            let mut out = Vec::with_capacity(pairs.len());
-            crate::team::map_into(
-                pairs.len(),
-                |t| crate::budget::adopt(budget.clone(), || one(&pairs[t], Vec::new())),
-                &mut out,
-            );
-            outcomes = out.into_iter().collect::<Result<Vec<_>>>()?;
+            use rayon::prelude::*;
+            outcomes = (0..pairs.len())
+                .into_par_iter()
+                .with_max_len(1)
+                .map(|t| {
+                    crate::team::serially(|| {
+                        crate::budget::adopt(budget.clone(), || one(&pairs[t], Vec::new()))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
         } else {
             outcomes.push(one(&pairs[0], first)?);
             for (p, obs) in pairs[1..].iter().zip(rest) {
