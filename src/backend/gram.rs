@@ -246,11 +246,22 @@ impl Scratch {
                     self.feat.extend_from_slice(&self.dense[..v.len()]);
                     self.val.extend(v.iter().map(|&x| x as f64));
                 } else {
+                    // Every entry written to the next free slot, which moves past the non-zeros
+                    // only (no branch for a zero to mispredict); the room reserved above holds
+                    // a whole row more.
+                    let (at, d) = (self.feat.len(), v.len());
+                    let fs = &mut self.feat.spare_capacity_mut()[..d];
+                    let vs = &mut self.val.spare_capacity_mut()[..d];
+                    let mut kept = 0;
                     for (&x, &off) in v.iter().zip(&self.dense) {
-                        if x != 0.0 {
-                            self.feat.push(off);
-                            self.val.push(x as f64);
-                        }
+                        fs[kept].write(off);
+                        vs[kept].write(x as f64);
+                        kept += usize::from(x != 0.0);
+                    }
+                    // SAFETY: the slots at..at + kept were written above (kept ≤ d of them).
+                    unsafe {
+                        self.feat.set_len(at + kept);
+                        self.val.set_len(at + kept);
                     }
                 }
                 self.ptr.push(self.feat.len());
