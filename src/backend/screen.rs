@@ -425,8 +425,12 @@ impl Rows {
                     }
                 });
             } else {
-                ni = (ni + centred(p, data.row(i), increasing, &mut self.entries, feat, val))
-                    .max(0.0);
+                ni += centred(p, data.row(i), increasing, &mut self.entries, feat, val);
+                // Rounding may leave it a hair below 0; a NaN (a non-finite feature) stays,
+                // and gives the row no bound.
+                if ni < 0.0 {
+                    ni = 0.0;
+                }
             }
             self.ptr.push(self.feat.len());
             self.full.push(
@@ -497,7 +501,7 @@ fn centre_of(
                     d -= 2.0 * shift[k].2 * v;
                 }
             });
-            (n + d).max(0.0)
+            if n + d < 0.0 { 0.0 } else { n + d }
         })
         .collect();
     let n0 = entries as f64 / nc as f64;
@@ -1100,6 +1104,23 @@ mod tests {
                     );
                 }
             }
+            // A row with a NaN feature has no bound (the certification computes it in f64).
+            let mut nan_rows = ds.clone();
+            match &mut nan_rows.features {
+                crate::data::Features::Sparse { values, .. }
+                | crate::data::Features::Dense { values, .. } => values[0] = f32::NAN,
+            }
+            let nan_norms: Vec<f64> = (0..m)
+                .map(|i| nan_rows.row(i).dot(&nan_rows.row(i)))
+                .collect();
+            let (mut s1, mut b1) = ([0.0], [0.0]);
+            centred.row_sums(&nan_rows, &nan_norms, &[0], &mut s1, &mut b1);
+            assert_eq!(
+                b1[0],
+                f64::INFINITY,
+                "γ {gamma}: a NaN row is bounded by {}",
+                b1[0]
+            );
             let values = Screen::values(gamma, &ds, &cols, &nj, 1 << 30).unwrap();
             assert!(!values.shift.is_empty());
             let w = values.stride();
