@@ -373,21 +373,35 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
     // ≤ width of each.
     unsafe {
         let mut sums = [_mm512_setzero_pd(); ROW_BLOCK];
-        let pairs = p.width / (2 * TILE);
-        for t in (0..pairs).map(|k| 2 * TILE * k) {
-            rbf_tiles_avx512::<8>(p, s, t, gamma, &mut sums[..rows]);
+        let sums = &mut sums[..rows];
+        // The columns in order, eight vectors at a time, then the rest in as few vectors as
+        // hold them: the padding past the last column (whose terms are zeros) is skipped, and
+        // each lane adds its columns' terms in the same order.
+        let n = p.cols.len();
+        let mut t = 0;
+        while t + 2 * TILE <= n {
+            rbf_tiles_avx512::<8, 4>(p, s, t, gamma, sums);
+            t += 2 * TILE;
         }
-        if !p.width.is_multiple_of(2 * TILE) {
-            rbf_tiles_avx512::<4>(p, s, p.width - TILE, gamma, &mut sums[..rows]);
+        if n - t > TILE {
+            rbf_tiles_avx512::<4, 4>(p, s, t, gamma, sums);
+            t += TILE;
         }
-        for (o, v) in out.iter_mut().zip(&sums) {
+        match (n - t).div_ceil(8) {
+            0 => {}
+            1 => rbf_tiles_avx512::<1, 1>(p, s, t, gamma, sums),
+            2 => rbf_tiles_avx512::<2, 2>(p, s, t, gamma, sums),
+            3 => rbf_tiles_avx512::<3, 3>(p, s, t, gamma, sums),
+            _ => rbf_tiles_avx512::<4, 4>(p, s, t, gamma, sums),
+        }
+        for (o, v) in out.iter_mut().zip(sums.iter()) {
             *o = _mm512_reduce_add_pd(*v);
         }
     }
 }
 
 /// Adds to `sums[r]` (eight lanes) Σ coef_j (k(x_r, z_j) + offset) over the 8·`V` columns
-/// from `t`, for every row r of `s`.
+/// from `t`, for every row r of `s`, `G` vectors at a time for four rows at once.
 ///
 /// # Safety
 /// The CPU has AVX-512F, DQ and FMA; t + 8·`V` ≤ the panel's width, and every offset in `s`
@@ -395,7 +409,7 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
 #[inline]
-unsafe fn rbf_tiles_avx512<const V: usize>(
+unsafe fn rbf_tiles_avx512<const V: usize, const G: usize>(
     p: &Panel,
     s: &Scratch,
     t: usize,
@@ -403,7 +417,12 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
     sums: &mut [std::arch::x86_64::__m512d],
 ) {
     use std::arch::x86_64::*;
-    const { assert!(V.is_multiple_of(4), "whole groups of 32 columns") };
+    const {
+        assert!(
+            G >= 1 && G <= 4 && V.is_multiple_of(G),
+            "whole groups of G vectors"
+        )
+    };
     // SAFETY: the caller's conditions.
     unsafe {
         let zero = _mm512_setzero_pd();
@@ -432,11 +451,11 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
                 let vals: [*const f64; 4] =
                     std::array::from_fn(|k| s.val.as_ptr().add(s.ptr[r + k]));
                 let ni: [__m512d; 4] = std::array::from_fn(|k| _mm512_set1_pd(s.ni[r + k]));
-                for h in (0..V).step_by(4) {
-                    let mut acc = [[zero; 4]; 4];
+                for h in (0..V).step_by(G) {
+                    let mut acc = [[zero; G]; 4];
                     for (n, &off) in s.feat[a..b].iter().enumerate() {
                         let z = base.add(off + 8 * h);
-                        let zv: [__m512d; 4] =
+                        let zv: [__m512d; G] =
                             std::array::from_fn(|g| _mm512_loadu_pd(z.add(8 * g)));
                         for (ak, vk) in acc.iter_mut().zip(&vals) {
                             let v = _mm512_set1_pd(*vk.add(n));
@@ -446,7 +465,7 @@ unsafe fn rbf_tiles_avx512<const V: usize>(
                         }
                     }
                     for (k, ak) in acc.iter().enumerate() {
-                        let x: [__m512d; 4] = std::array::from_fn(|g| arg(h + g, ni[k], ak[g]));
+                        let x: [__m512d; G] = std::array::from_fn(|g| arg(h + g, ni[k], ak[g]));
                         let e = super::simd::exp_nonpos_f64_x(x);
                         for (g, &e) in e.iter().enumerate() {
                             sums[r + k] = _mm512_add_pd(sums[r + k], term(h + g, e));
@@ -854,6 +873,40 @@ pub(crate) mod tests {
 
     pub(crate) fn norms(ds: &Dataset) -> Vec<f64> {
         (0..ds.len()).map(|i| ds.row(i).sq_norm()).collect()
+    }
+
+    /// The columns past the last one are not computed: the RBF sums of n columns are those
+    /// of the same columns followed by more of weight zero, bit for bit, for every n around
+    /// the vector and tile sizes (dense rows, so every panel holds every feature).
+    #[test]
+    fn the_last_columns_skip_their_padding() {
+        let ds = data(160, 11, 1.0, 7, true);
+        let nm = norms(&ds);
+        let kernel = Kernel::Rbf { gamma: 0.3 };
+        let rows: Vec<usize> = (0..ds.len()).collect();
+        for n in [
+            1usize, 5, 8, 9, 17, 24, 25, 31, 32, 33, 40, 63, 64, 65, 70, 97, 100,
+        ] {
+            let cols: Vec<usize> = (0..n + 40).map(|k| (k * 3) % ds.len()).collect();
+            let coef: Vec<f64> = (0..n + 40)
+                .map(|k| {
+                    if k < n {
+                        0.2 + (k % 7) as f64 * if k % 2 == 0 { 1.0 } else { -0.7 }
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let cn: Vec<f64> = cols.iter().map(|&j| nm[j]).collect();
+            let short = Panel::new(kernel, &ds, &cols[..n], &coef[..n], &cn[..n]).unwrap();
+            let long = Panel::new(kernel, &ds, &cols, &coef, &cn).unwrap();
+            let (mut a, mut b) = (vec![0.0; rows.len()], vec![0.0; rows.len()]);
+            short.row_sums(&ds, &nm, Some(&rows), &mut a);
+            long.row_sums(&ds, &nm, Some(&rows), &mut b);
+            for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+                assert_eq!(x.to_bits(), y.to_bits(), "{n} columns, row {k}: {x} vs {y}");
+            }
+        }
     }
 
     /// Every kernel, dense and sparse rows, ragged column counts: the panel's sums equal the
