@@ -953,15 +953,7 @@ mod tests {
                 let (mut s, mut b) = (vec![0.0; m], vec![0.0; m]);
                 sc.row_sums(&ds, &norms, &all, &mut s, &mut b);
                 for i in 0..m {
-                    let exact: f64 = cols
-                        .iter()
-                        .zip(&coef)
-                        .map(|(&j, c)| {
-                            let d2 =
-                                (norms[i] + norms[j] - 2.0 * ds.row(i).dot(&ds.row(j))).max(0.0);
-                            c * (-gamma * d2).exp()
-                        })
-                        .sum();
+                    let exact = exact_sum(&ds, &norms, gamma, &cols, &coef, i);
                     assert!(
                         (s[i] - exact).abs() <= b[i],
                         "{isa:?} γ {gamma} row {i}: {} vs {exact}, bound {}",
@@ -1055,8 +1047,6 @@ mod tests {
         }
     }
 
-    /// `m` rows of `d` features in [−1, 1] (each feature kept with probability `keep`, all
-    /// when None) and their squared norms.
     /// A panel over features far from zero (`dense` in [3, 4] on every row, then `sparse` in
     /// [−1, 1] on about 15 % of them) is centred, and its bound is within every sum's error
     /// and much tighter than the bound of the same panel uncentred; so are the kernel values'.
@@ -1233,6 +1223,8 @@ mod tests {
         (ds, norms)
     }
 
+    /// `m` rows of `d` features in [−1, 1] (each feature kept with probability `keep`, all
+    /// when None) and their squared norms.
     fn random_rows(
         r: &mut SplitMix64,
         (m, d): (usize, usize),
