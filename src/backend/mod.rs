@@ -198,11 +198,16 @@ pub struct Hints {
     /// second-order decrease, reading s's column at the support, and else by their gradient.
     /// True by default.
     pub entries_are_local: bool,
+    /// The backend forms the gradient of a starting α of at most [`START_COLUMNS`] points
+    /// from their columns ([`start_from_columns`]) — a distributed backend where every rank's
+    /// local backend does, as one process's does. False by default: the exact f64 product.
+    pub start_from_columns: bool,
 }
 
 impl Default for Hints {
     fn default() -> Self {
         Hints {
+            start_from_columns: false,
             partial_sums: false,
             column_capacity: usize::MAX,
             ws_floor: 0,
@@ -236,7 +241,9 @@ pub trait Backend {
     /// Q_ij, one kernel value evaluated on the host (exact f64).
     fn q(&self, i: usize, j: usize) -> f64;
 
-    /// Sets g = Qα from scratch (exact), and g⁻ = g when the previous slot is enabled.
+    /// Sets g = Qα from scratch (exact; from the points' columns for a starting α of at most
+    /// [`START_COLUMNS`] points where [`Hints::start_from_columns`] says so), and g⁻ = g when
+    /// the previous slot is enabled.
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()>;
 
     /// [`set_alpha`](Self::set_alpha) with g = Qα given (length m), kept by the caller — the
@@ -720,6 +727,33 @@ pub fn block_by_columns<B: Columns + ?Sized>(
     }
     be.gather(w, g_w)?;
     Ok(0)
+}
+
+/// A starting α of at most this many points (the random start's) takes its gradient from the
+/// points' columns where the backend says so ([`Hints::start_from_columns`]).
+pub const START_COLUMNS: usize = 32;
+
+/// Sets α with g = Σ_j α_j·Q[:, j] from the points' columns — those the first iterations
+/// read again, computed as every later column is (in f32 where the backend stores them so),
+/// instead of the exact f64 product, which for a few points over many rows costs more than
+/// the columns: g = 0 and [`Columns::update_many`], then (`prev`) g⁻ = g. Collective on a
+/// distributed backend.
+pub fn start_from_columns<B: Columns + ?Sized>(
+    be: &mut B,
+    alpha: &ActiveSet,
+    prev: bool,
+) -> Result<()> {
+    let m = be.len();
+    be.set_alpha_with(alpha, &vec![0.0; m])?;
+    let cols: Vec<(usize, f64)> = alpha.iter().collect();
+    be.update_many(0.0, &cols)?;
+    if prev {
+        let all: Vec<usize> = (0..m).collect();
+        let mut g = vec![0.0; m];
+        be.gather(&all, &mut g)?;
+        be.set_alpha_with(alpha, &g)?;
+    }
+    Ok(())
 }
 
 /// [`Columns::update_many`] as updates of two columns each.

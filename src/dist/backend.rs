@@ -93,7 +93,9 @@ impl<'a> DistBackend<'a> {
         let rows = all(local.len() as u64)?;
         let floor = all(h.ws_floor as u64)?;
         let entries = all(u64::from(h.entries_are_local))?;
+        let columns_start = all(u64::from(h.start_from_columns))?;
         let hints = crate::backend::Hints {
+            start_from_columns: columns_start.iter().all(|&e| e != 0),
             partial_sums: false,
             column_capacity: column_capacity(&cap, &rows),
             ws_floor: floor.iter().copied().max().unwrap_or(0) as usize,
@@ -271,6 +273,11 @@ impl Backend for DistBackend<'_> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        if alpha.len() <= crate::backend::START_COLUMNS && self.hints.start_from_columns {
+            // One process's start (each rank its own rows).
+            let prev = self.prev;
+            return crate::backend::start_from_columns(self, alpha, prev);
+        }
         self.fetch(alpha.indices())?;
         let g = self.known.exact_gradient(alpha, None)?;
         let mut own = ActiveSet::new(self.slice.rows);

@@ -44,6 +44,10 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     }
 
     fn set_alpha(&mut self, alpha: &ActiveSet) -> Result<()> {
+        if alpha.len() <= crate::backend::START_COLUMNS {
+            let prev = self.prev;
+            return crate::backend::start_from_columns(self, alpha, prev);
+        }
         if self.distinct.is_some() {
             let mut g = vec![0.0; self.prob.len()];
             crate::backend::exact::full_gradient(self.prob, alpha, &mut g);
@@ -195,6 +199,7 @@ impl<T: Elem> Backend for CpuBackend<'_, T> {
     fn hints(&self) -> crate::backend::Hints {
         crate::backend::Hints {
             column_capacity: self.column_capacity(),
+            start_from_columns: true,
             ..Default::default()
         }
     }

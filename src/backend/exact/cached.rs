@@ -45,12 +45,16 @@ const U: f64 = 1.0 / 16_777_216.0;
 /// The certified gap of α, (f, 2f − min g, argmin) exactly as [`certify`] computes it, from
 /// `cols[k]` = the column Q\[:, act\[k\]\] of every point of α's support (act = α's indices in
 /// order) as the CPU backend's column passes store it (m entries each). None where it does
-/// not apply (a kernel other than RBF, a column of another length) or an exact part fails.
+/// not apply (a kernel other than RBF, a column of another length, binary rows, whose full
+/// pass takes their bit counts and so other f64 sums than the panel's) or an exact part fails.
 pub fn certify_from_columns<T: Elem>(
     prob: &Problem<'_>,
     alpha: &ActiveSet,
     cols: &[&[T]],
 ) -> Option<(f64, f64, usize)> {
+    if crate::backend::binary::applies(prob.kernel, prob.data) {
+        return None;
+    }
     let (lo, hi, rest) = intervals(prob, alpha, cols)?;
     let act = alpha.indices();
     let coef: Vec<f64> = act.iter().map(|&j| alpha.get(j) * prob.y[j]).collect();

@@ -298,6 +298,7 @@ impl Backend for GpuBackend<'_> {
                 super::WS_FLOOR
             },
             entries_are_local: false,
+            start_from_columns: false,
         }
     }
 
