@@ -424,11 +424,11 @@ fn train_within(
             deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs as f64))
         })
         .collect();
-    let one = |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>| {
-        crate::budget::within(until[pair.index], || {
-            train_pair(ds, &params, kernel, pair, obs)
-        })
+    let one_until = |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>, until: Option<Instant>| {
+        crate::budget::within(until, || train_pair(ds, &params, kernel, pair, obs))
     };
+    let one =
+        |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>| one_until(pair, obs, until[pair.index]);
     let mut outcomes = Vec::with_capacity(pairs.len());
     let mut first = Vec::new();
     if let Some(p) = pairs.first() {
@@ -443,15 +443,44 @@ fn train_within(
             // rayon tasks: a pair's rayon passes (its start, its certification) then run on
             // its own worker instead of waiting on threads the other pairs keep busy, and its
             // team passes run serially.
+            //
+            // The largest pairs first, each worker taking the next one left when it is done
+            // with its own: the last pairs to end are small ones, so the cores finish
+            // together. Each pair's share of the time limit follows that order.
+            let mut order: Vec<usize> = (0..pairs.len()).collect();
+            order.sort_by_key(|&t| std::cmp::Reverse(pairs[t].m));
+            let mut done = 0usize;
+            let mut until = vec![None; pairs.len()];
+            for &t in &order {
+                done += pairs[t].m;
+                until[t] = deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs as f64));
+            }
             let budget = crate::budget::current();
-            use rayon::prelude::*;
-            outcomes = (0..pairs.len())
-                .into_par_iter()
-                .with_max_len(1)
-                .map(|t| {
-                    crate::team::serially(|| {
-                        crate::budget::adopt(budget.clone(), || one(&pairs[t], Vec::new()))
-                    })
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let slots: Vec<std::sync::Mutex<Option<Result<PairOutcome>>>> =
+                pairs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+            rayon::scope(|scope| {
+                for _ in 0..rayon::current_num_threads().min(pairs.len()) {
+                    scope.spawn(|_| {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(&t) = order.get(i) else { break };
+                            let r = crate::team::serially(|| {
+                                crate::budget::adopt(budget.clone(), || {
+                                    one_until(&pairs[t], Vec::new(), until[t])
+                                })
+                            });
+                            *slots[t].lock().expect("no pair panics holding it") = Some(r);
+                        }
+                    });
+                }
+            });
+            outcomes = slots
+                .into_iter()
+                .map(|s| {
+                    s.into_inner()
+                        .expect("no pair panics holding it")
+                        .expect("every pair ran")
                 })
                 .collect::<Result<Vec<_>>>()?;
         } else {

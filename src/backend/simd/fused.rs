@@ -274,16 +274,19 @@ unsafe fn columns<const K: usize, const B: usize, const G: usize>(
 /// Blocks `blk` .. `blk` + B (eight rows each) of K columns: the exponents (−γ·d², rounded to
 /// f32), the B blocks' dots accumulated in one pass over the features (B·K independent chains
 /// of multiply-adds). Rows past the job's end (a last, partial block) read as zero; a block at
-/// or past `nb` reads block `nb` − 1 again (its values are not stored). Always inlined into
-/// [`columns`], whose target features it is compiled with (a call would pass the arrays
-/// through memory).
+/// or past `nb` reads block `nb` − 1 again (its values are not stored). Compiled with
+/// [`columns`]' target features, which the closures inside inherit: without them an
+/// intrinsic in a closure that the optimiser left out of line is a call per vector (a build
+/// measured so ran pendigits at half speed); inlined into [`columns`] (a call would pass the
+/// arrays through memory).
 ///
 /// # Safety
 /// `blk` < `nb`, the job's block count; called only from [`columns`] (the CPU has its
 /// features).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::needless_range_loop)]
-#[inline(always)]
+#[target_feature(enable = "avx512f,avx512dq,avx512vpopcntdq,avx2,fma")]
+#[inline]
 unsafe fn blocks<const K: usize, const B: usize>(
     job: &Job<'_>,
     q: &Queries<'_>,
@@ -321,7 +324,10 @@ unsafe fn blocks<const K: usize, const B: usize>(
                 }
             }
         }
-        std::array::from_fn(|k| {
+        // Loops, not closures: a closure the optimiser leaves out of line is a call per
+        // vector.
+        let mut out = [[_mm256_setzero_ps(); K]; B];
+        for k in 0..B {
             let rows = (n - at[k] * LANES).min(LANES);
             let mask: __mmask8 = if rows == LANES {
                 0xff
@@ -329,13 +335,14 @@ unsafe fn blocks<const K: usize, const B: usize>(
                 (1u8 << rows) - 1
             };
             let ni = _mm512_maskz_loadu_pd(mask, job.norms.as_ptr().add(at[k] * LANES));
-            std::array::from_fn(|c| {
+            for c in 0..K {
                 let sum = _mm512_add_pd(ni, _mm512_set1_pd(q.nj[c]));
                 let d2 = _mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[k][c], sum);
                 let d2 = _mm512_max_pd(d2, _mm512_setzero_pd());
-                _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2))
-            })
-        })
+                out[k][c] = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_set1_pd(job.ng), d2));
+            }
+        }
+        out
     }
 }
 
