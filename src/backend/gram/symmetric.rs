@@ -20,6 +20,10 @@
 //! alone. The pairs of one anti-diagonal share no block, so they run in parallel. A block's
 //! lanes are held by lane while its rows are the columns of a pair (each row's term then adds
 //! to one lane of eight consecutive rows: one vector), and by row from its diagonal pair on.
+//! Four consecutive rows that hold every feature of the panel (a dense set's rows) go
+//! together, each load of the panel feeding their four chains of multiply-adds, and each of
+//! them adds its terms in the order it takes alone (their lanes of a column block are four
+//! different ones): the same sums.
 
 use super::*;
 use std::sync::Mutex;
@@ -170,7 +174,7 @@ unsafe fn pair_avx512(
     n: usize,
     (a, b): (usize, usize),
     la: &mut Lanes,
-    mut lb: Option<&mut Lanes>,
+    lb: Option<&mut Lanes>,
     gamma: f64,
 ) {
     use std::arch::x86_64::*;
@@ -189,16 +193,44 @@ unsafe fn pair_avx512(
             ng: _mm512_set1_pd(-gamma),
             offset: _mm512_set1_pd(p.offset),
         };
-        for r in 0..rows {
+        let lanes_at = lb.map(|l| l.v.as_mut_ptr());
+        let mut r = 0;
+        while r < rows {
             let k = r0 + r;
+            if r + 4 <= rows && s.full[k..k + 4].iter().all(|&f| f) {
+                // Four rows with every feature of the panel (the same offsets): each load of
+                // the panel serves four rows' multiply-adds, and every row's dots, terms and
+                // lane updates are formed and added in the order one row alone takes (the
+                // four rows' lanes of the column block are four different ones).
+                let mut four = Four {
+                    feat: &s.feat[s.ptr[k]..s.ptr[k + 1]],
+                    val: [0, 1, 2, 3].map(|i| s.val.as_ptr().add(s.ptr[k + i])),
+                    ni: [0, 1, 2, 3].map(|i| _mm512_set1_pd(s.ni[k + i])),
+                    cr: [0, 1, 2, 3].map(|i| _mm512_set1_pd(*p.coef.as_ptr().add(k + i))),
+                    lanes: [0, 1, 2, 3].map(|i| lanes_at.map(|l| l.add(((r + i) % 8) * BLOCK))),
+                    sums: [0, 1, 2, 3].map(|i| _mm512_loadu_pd(la.v.as_ptr().add(8 * (r + i)))),
+                };
+                let mut q = 0;
+                while q + 4 <= vectors {
+                    four_avx512::<4>(&col, &mut four, q);
+                    q += 4;
+                }
+                while q < vectors {
+                    four_avx512::<1>(&col, &mut four, q);
+                    q += 1;
+                }
+                for (i, &sum) in four.sums.iter().enumerate() {
+                    _mm512_storeu_pd(la.v.as_mut_ptr().add(8 * (r + i)), sum);
+                }
+                r += 4;
+                continue;
+            }
             let row = RowAt {
                 feat: &s.feat[s.ptr[k]..s.ptr[k + 1]],
                 val: &s.val[s.ptr[k]..s.ptr[k + 1]],
                 ni: _mm512_set1_pd(s.ni[k]),
                 cr: _mm512_set1_pd(*p.coef.as_ptr().add(k)),
-                lanes: lb
-                    .as_deref_mut()
-                    .map(|l| l.v.as_mut_ptr().add((r % 8) * BLOCK)),
+                lanes: lanes_at.map(|l| l.add((r % 8) * BLOCK)),
             };
             let sum_at = la.v.as_mut_ptr().add(8 * r);
             let mut sum = _mm512_loadu_pd(sum_at);
@@ -219,6 +251,75 @@ unsafe fn pair_avx512(
                 vectors_avx512::<1>(&col, &row, q, &mut sum);
             }
             _mm512_storeu_pd(sum_at, sum);
+            r += 1;
+        }
+    }
+}
+
+/// Four rows of [`pair_avx512`] that hold every feature of the panel: their shared offsets,
+/// each one's values, norm, weight, lane of the column block's rows (when they take its
+/// terms) and running sum.
+#[cfg(target_arch = "x86_64")]
+struct Four<'s> {
+    feat: &'s [usize],
+    val: [*const f64; 4],
+    ni: [std::arch::x86_64::__m512d; 4],
+    cr: [std::arch::x86_64::__m512d; 4],
+    lanes: [Option<*mut f64>; 4],
+    sums: [std::arch::x86_64::__m512d; 4],
+}
+
+/// [`vectors_avx512`] for four rows at once at the `G` vectors of columns from vector `q`:
+/// each load of the panel feeds the four rows' chains of multiply-adds; then row by row the
+/// same exponent, exponential, term and lane update as one row alone.
+///
+/// # Safety
+/// As [`pair_avx512`]; 8·(q + G) lies within the column block's positions, and each row's
+/// values hold the offsets' count.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)]
+unsafe fn four_avx512<const G: usize>(c: &Cols, f: &mut Four<'_>, q: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's conditions.
+    unsafe {
+        let zero = _mm512_setzero_pd();
+        let mut acc = [[zero; G]; 4];
+        for (n, &off) in f.feat.iter().enumerate() {
+            let z = c.zt.add(off + 8 * q);
+            let mut zv = [zero; G];
+            for g in 0..G {
+                zv[g] = _mm512_loadu_pd(z.add(8 * g));
+            }
+            for i in 0..4 {
+                let x = _mm512_set1_pd(*f.val[i].add(n));
+                for g in 0..G {
+                    acc[i][g] = _mm512_fmadd_pd(x, zv[g], acc[i][g]);
+                }
+            }
+        }
+        for i in 0..4 {
+            let mut x = [zero; G];
+            for g in 0..G {
+                let nn = _mm512_add_pd(f.ni[i], _mm512_loadu_pd(c.nj.add(8 * (q + g))));
+                let d2 = _mm512_max_pd(_mm512_fmadd_pd(_mm512_set1_pd(-2.0), acc[i][g], nn), zero);
+                x[g] = _mm512_mul_pd(c.ng, d2);
+            }
+            let e = super::super::simd::exp_nonpos_f64_x(x);
+            for g in 0..G {
+                let at = 8 * (q + g);
+                let ek = _mm512_add_pd(e[g], c.offset);
+                f.sums[i] =
+                    _mm512_add_pd(f.sums[i], _mm512_mul_pd(_mm512_loadu_pd(c.cf.add(at)), ek));
+                if let Some(l) = f.lanes[i] {
+                    let t = l.add(at);
+                    _mm512_storeu_pd(
+                        t,
+                        _mm512_add_pd(_mm512_loadu_pd(t), _mm512_mul_pd(f.cr[i], ek)),
+                    );
+                }
+            }
         }
     }
 }
