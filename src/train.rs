@@ -414,16 +414,7 @@ fn train_within(
     }
     let shared = (k > 2).then(|| SharedRows::new(ds, params.merges_duplicates()));
     let pairs = class_pairs(ds, &labels, &class_of, &count, shared.as_ref());
-    // Each pair's share of the time limit: the points of the pairs up to it over all pairs'.
-    let all_pairs: usize = pairs.iter().map(|p| p.m).sum();
-    let mut done = 0usize;
-    let until: Vec<Option<Instant>> = pairs
-        .iter()
-        .map(|p| {
-            done += p.m;
-            deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs as f64))
-        })
-        .collect();
+    let until = time_shares(&pairs, 0..pairs.len(), deadline);
     let one_until = |pair: &ClassPair<'_>, obs: Vec<Box<dyn Observer>>, until: Option<Instant>| {
         crate::budget::within(until, || train_pair(ds, &params, kernel, pair, obs))
     };
@@ -449,12 +440,7 @@ fn train_within(
             // together. Each pair's share of the time limit follows that order.
             let mut order: Vec<usize> = (0..pairs.len()).collect();
             order.sort_by_key(|&t| std::cmp::Reverse(pairs[t].m));
-            let mut done = 0usize;
-            let mut until = vec![None; pairs.len()];
-            for &t in &order {
-                done += pairs[t].m;
-                until[t] = deadline.map(|(s, t)| s + t.mul_f64(done as f64 / all_pairs as f64));
-            }
+            let until = time_shares(&pairs, order.iter().copied(), deadline);
             let budget = crate::budget::current();
             let next = std::sync::atomic::AtomicUsize::new(0);
             let slots: Vec<std::sync::Mutex<Option<Result<PairOutcome>>>> =
@@ -500,6 +486,25 @@ fn train_within(
         }
     }
     Ok(assemble(ds, kernel, labels, &class_of, outcomes))
+}
+
+/// When each pair must be done (by pair index), the pairs run in the order `order`: pair p
+/// when its share of the time limit has passed, its share growing with the points of the
+/// pairs run up to it over all pairs' (time a pair leaves unused goes to the pairs after it).
+/// None everywhere without a limit.
+fn time_shares(
+    pairs: &[ClassPair<'_>],
+    order: impl Iterator<Item = usize>,
+    deadline: Option<(Instant, Duration)>,
+) -> Vec<Option<Instant>> {
+    let all: usize = pairs.iter().map(|p| p.m).sum();
+    let mut done = 0usize;
+    let mut until = vec![None; pairs.len()];
+    for t in order {
+        done += pairs[t].m;
+        until[t] = deadline.map(|(s, d)| s + d.mul_f64(done as f64 / all as f64));
+    }
+    until
 }
 
 /// Every class pair of a one-versus-one training in LIBSVM's order, (0, 1), (0, 2), …, each
