@@ -32,7 +32,10 @@ share of test rows whose predicted label equals the file's label.
 
 * fwsvm: the whole `fwsvm train` process, parse to model file, timed from outside (wall
   seconds; the median of --repeats runs); its own summary gives solver and certification
-  seconds. Test accuracy from `fwsvm predict` afterwards, untimed (LIBSVM's prediction is
+  seconds. The binary is $FWSVM, else target/release/fwsvm; the table's first line gives its
+  `fwsvm --version`, which names the build's features. README's table is the default build
+  (`cargo build --release -p fwsvm-cli`, what `cargo install --path cli` installs): one built
+  with `--features mpi` loads Open MPI's libraries at every start, about 1 ms a process. Test accuracy from `fwsvm predict` afterwards, untimed (LIBSVM's prediction is
   untimed too).
 * LIBSVM: libsvm-official (`svm_train`, `-s 0 -t 2 -m 1024 -e 0.001`), the problem read and
   converted before the clock starts, the clock around `svm_train` alone. libsvm-official is
@@ -241,6 +244,12 @@ def usps784(src_tr, src_te, tr, te):
         os.replace(dst + ".part", dst)
 
 
+def seconds(s):
+    """Seconds as the table prints them: three decimals below one second (pendigits' whole
+    process is about 30 ms), two above."""
+    return f"{s:.3f}" if s < 1 else f"{s:.2f}"
+
+
 def labels(path):
     """The first column of a LIBSVM text file (or of a prediction file), as numbers."""
     with open_text(path) as f:
@@ -392,8 +401,9 @@ def main():
         return
     dash = "–"
     head = "| set (C, γ) | fwsvm wall s (solver + certify), acc % | fwsvm at --rel-eps 0.01: acc % | LIBSVM: train s, acc % | oneDAL: train s, acc % | fastest other / fwsvm | fwsvm iterations, SVs | LIBSVM / oneDAL SVs |"
+    version = run([FWSVM, "--version"]).stdout.strip()
     md = [
-        f"fwsvm {' '.join(['train'] + a.fwsvm_args.split())} ({rows[0][3]['threads'] if rows else '?'} threads), whole process; LIBSVM libsvm-official svm_train alone ({omp}); oneDAL sklearnex SVC.fit alone.",
+        f"{version}: fwsvm {' '.join(['train'] + a.fwsvm_args.split())} ({rows[0][3]['threads'] if rows else '?'} threads), whole process; LIBSVM libsvm-official svm_train alone ({omp}); oneDAL sklearnex SVC.fit alone.",
         "",
         head,
         "|---|---|---|---|---|---|---|---|",
@@ -407,7 +417,7 @@ def main():
             tool = lambda t: f"{t['secs']:.2f}, {t['acc']:.2f}" if t else dash
             cells = [
                 f"{name} ({c:g}, {gamma:g})",
-                f"{f['wall']:.2f} ({f['solver']:.2f} + {f['certify']:.2f}), {f['acc']:.2f}",
+                f"{seconds(f['wall'])} ({f['solver']:.2f} + {f['certify']:.2f}), {f['acc']:.2f}",
                 f"{ref:.2f}" if ref is not None else dash,
                 tool(l),
                 tool(o),

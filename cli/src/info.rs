@@ -10,8 +10,8 @@ pub struct InfoArgs {}
 /// Runs `fwsvm info`.
 pub fn run(_a: InfoArgs) -> Result<()> {
     println!(
-        "fwsvm {} ({} CPU threads)",
-        env!("CARGO_PKG_VERSION"),
+        "fwsvm {}; {} CPU threads",
+        crate::VERSION,
         rayon::current_num_threads()
     );
     #[cfg(feature = "gpu")]

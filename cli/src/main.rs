@@ -18,9 +18,21 @@ mod train;
 
 use clap::{Parser, Subcommand};
 
+/// The version `fwsvm --version` and `fwsvm info` print, with the optional features this
+/// command was built with (`gpu`: the wgpu backend; `mpi`: training across processes), so that
+/// a benchmark or a bug report says which build it ran.
+#[cfg(all(feature = "gpu", feature = "mpi"))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (features: gpu, mpi)");
+#[cfg(all(feature = "gpu", not(feature = "mpi")))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (features: gpu)");
+#[cfg(all(not(feature = "gpu"), feature = "mpi"))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (features: mpi)");
+#[cfg(not(any(feature = "gpu", feature = "mpi")))]
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (features: none)");
+
 /// Kernel SVMs trained with Frank–Wolfe methods (LIBSVM-compatible models).
 #[derive(Debug, Parser)]
-#[command(name = "fwsvm", version, about, long_about = None, max_term_width = 100)]
+#[command(name = "fwsvm", version = VERSION, about, long_about = None, max_term_width = 100)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -190,7 +202,20 @@ fn install_signal_handlers() {
     drop(spawned);
 }
 
+/// Rust starts a program with SIGPIPE ignored, so a write to a closed pipe (`fwsvm info |
+/// head -1`, `fwsvm predict data model /dev/stdout | head`) fails and `println!` panics. A
+/// command-line tool ends there instead, as `cat` or `grep` do: SIGPIPE's default action.
+#[cfg(unix)]
+fn restore_sigpipe() {
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    restore_sigpipe();
     #[cfg(unix)]
     ensure_runtime_dir();
     let cli = parse();

@@ -2194,3 +2194,51 @@ fn the_library_and_the_cli_train_the_same_default_model() {
         );
     }
 }
+
+/// `fwsvm --version` and `fwsvm info` name the optional features of the build that runs
+/// (a benchmark's or a bug report's provenance): exactly those this test binary was built with.
+#[test]
+fn version_names_the_build_features() {
+    let mut want = Vec::new();
+    if cfg!(feature = "gpu") {
+        want.push("gpu");
+    }
+    if cfg!(feature = "mpi") {
+        want.push("mpi");
+    }
+    let features = if want.is_empty() {
+        "none".to_string()
+    } else {
+        want.join(", ")
+    };
+    let line = format!("fwsvm {} (features: {features})", env!("CARGO_PKG_VERSION"));
+    fwsvm()
+        .arg("--version")
+        .assert()
+        .success()
+        .stdout(format!("{line}\n"));
+    fwsvm()
+        .arg("info")
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(format!("{line}; ")));
+}
+
+/// A closed standard output (`fwsvm info | head -0`) ends the command as SIGPIPE ends `cat`:
+/// no panic, no backtrace on standard error.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fwsvm"))
+        .arg("info")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("running fwsvm info");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}", out.status);
+}
