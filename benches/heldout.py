@@ -109,8 +109,7 @@ def main():
             c = SETS[name]
             train, test = make(name, a.work)
             gamma = peers.scale_gamma(train)
-            runs = sorted((peers.fwsvm(train, test, c, gamma, []) for _ in range(a.repeats)), key=lambda r: r["wall"])
-            f = runs[len(runs) // 2]
+            f = peers.fwsvm_median(train, test, c, gamma, [], a.repeats)
             log(f"{name}: fwsvm {f['wall']:.3f} s, {f['acc']:.2f} %")
             l = None if a.no_libsvm else peers.libsvm(train, test, c, gamma)
             o = None if a.no_onedal else peers.onedal(train, test, c, gamma)

@@ -35,8 +35,8 @@ share of test rows whose predicted label equals the file's label.
   seconds. The binary is $FWSVM, else target/release/fwsvm; the table's first line gives its
   `fwsvm --version`, which names the build's features. README's table is the default build
   (`cargo build --release -p fwsvm-cli`, what `cargo install --path cli` installs): one built
-  with `--features mpi` loads Open MPI's libraries at every start, about 1 ms a process. Test accuracy from `fwsvm predict` afterwards, untimed (LIBSVM's prediction is
-  untimed too).
+  with `--features mpi` loads Open MPI's libraries at every start, about 1 ms a process. Test
+  accuracy from `fwsvm predict` afterwards, untimed (LIBSVM's prediction is untimed too).
 * LIBSVM: libsvm-official (`svm_train`, `-s 0 -t 2 -m 1024 -e 0.001`), the problem read and
   converted before the clock starts, the clock around `svm_train` alone. libsvm-official is
   built with OpenMP: its kernel loops use every core unless OMP_NUM_THREADS says otherwise; the
@@ -297,6 +297,12 @@ def fwsvm(train, test, c, gamma, extra):
     }
 
 
+def fwsvm_median(train, test, c, gamma, extra, repeats):
+    """fwsvm's run of median wall time among `repeats` runs."""
+    runs = sorted((fwsvm(train, test, c, gamma, extra) for _ in range(repeats)), key=lambda r: r["wall"])
+    return runs[len(runs) // 2]
+
+
 def libsvm(train, test, c, gamma):
     from libsvm.svmutil import svm_predict, svm_read_problem, svm_train
 
@@ -383,8 +389,7 @@ def main():
         if a.dry_run:
             print(f"{name}: C {c:g}, γ {gamma!r}, training {train}, test {test}")
             continue
-        runs = sorted((fwsvm(train, test, c, gamma, a.fwsvm_args.split()) for _ in range(a.repeats)), key=lambda r: r["wall"])
-        f = runs[len(runs) // 2]
+        f = fwsvm_median(train, test, c, gamma, a.fwsvm_args.split(), a.repeats)
         log(f"{name}: fwsvm {f['wall']:.2f} s wall ({f['solver']:.2f} + {f['certify']:.2f} certify), {f['acc']:.2f} %")
         l = None if a.no_libsvm else libsvm(train, test, c, gamma)
         if l:
