@@ -335,7 +335,21 @@ pub(crate) fn starting_point(
             let total = super::rounds::round_slice(comm, rows.len())?.total;
             let mut gw = vec![0.0; rows.len()];
             let pass = Instant::now();
-            host.gradient_on_rows(&alpha, &rows, total, &mut gw)?;
+            match warm.as_ref().and_then(|w| w.extension.as_ref()) {
+                // The subsample's gradient is known: only the added points' part is a pass.
+                Some(x) => {
+                    host.gradient_on_rows(&x.added, &rows, total, &mut gw)?;
+                    for (v, &i) in gw.iter_mut().zip(&rows) {
+                        *v += x.scale * x.base[i];
+                    }
+                }
+                // α is the subsample's solution, whose gradient the estimate is.
+                None => {
+                    for (v, &i) in gw.iter_mut().zip(&rows) {
+                        *v = est[i];
+                    }
+                }
+            }
             if let Some(w) = warm.as_mut() {
                 w.stats.start_gradient_seconds = pass.elapsed().as_secs_f64();
             }

@@ -280,8 +280,8 @@ pub(super) fn say_warm_and_rounds(r: &fwsvm::solver::SolveResult) {
         eprintln!(
             "fwsvm: warm start: {} points solved first ({} support vectors, {} in a nested \
              half: support ∝ points^{:.2}, at most {} predicted; {} iterations), extended \
-             to {} starting support vectors ({:.2}s; their gradient over the first working \
-             set {:.2}s)",
+             to {} starting support vectors ({:.2}s; the added points' gradient over the first \
+             working set {:.2}s)",
             w.points,
             w.sub_support,
             w.half_support,
