@@ -325,7 +325,7 @@ mod tests {
             let (ds, y) = random_problem(600, d, sparse, 5);
             let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.1 }, 3.0).unwrap();
             let be = CpuBackend::<f32>::new(&prob, cfg);
-            assert!(64 * 600 * 4 < DEFER_MIN_BYTES);
+            const { assert!(64 * 600 * 4 < DEFER_MIN_BYTES) };
             (be.defers_block(64), be.defers_block(DEFER_MIN_BYTES))
         };
         assert_eq!(small(7, false), (true, true), "7 dense features");
