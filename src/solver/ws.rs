@@ -9,7 +9,8 @@
 //!    which a pairwise step to s decreases f most, (g_v − g_s)²/(Q_ss + Q_vv − 2Q_sv) (away
 //!    vertices: the second-order choice of LIBSVM's working sets with s fixed; the highest
 //!    gradients on a GPU, where s's column costs a round trip), alternately,
-//!    after the previous W's support vectors (whose columns are still cached);
+//!    after the previous W's support vectors (whose columns are still cached; at most q/2 of
+//!    them, those the previous inner solve moved first);
 //! 2. forms the q×q block Q_WW on the host ([`Columns::block`](crate::backend::Columns::block)): W's columns in batched
 //!    passes over the data, or, where the backend defers them, the cached ones read and only
 //!    W's entries of the others computed;
@@ -151,7 +152,8 @@ impl WorkingSet {
     }
 
     /// Picks W (see the module's doc): s and v, the previous W's support vectors (at most
-    /// half of W), then toward and away candidates alternately.
+    /// half of W; those whose α the last inner solve moved first), then toward and away
+    /// candidates alternately.
     fn select(
         &mut self,
         state: &State,
@@ -180,7 +182,7 @@ impl WorkingSet {
         if red.v != usize::MAX {
             take(red.v, &mut w, &mut self.mark);
         }
-        for &i in old.iter().filter(|&&i| state.alpha.contains(i)) {
+        for i in kept(old, &self.aw, &self.a0, &|i| state.alpha.contains(i)) {
             if w.len() >= q / 2 {
                 break;
             }
@@ -230,6 +232,25 @@ impl WorkingSet {
         self.w = w;
         Ok(())
     }
+}
+
+/// The previous W's points (`old`) that the next W keeps, in the order it takes them: the
+/// support vectors (`support`) whose α the last inner solve moved (`aw[k]` ≠ `a0[k]`, W's α
+/// after and before it) first, then the other support vectors, each in `old`'s order. A point
+/// the block left alone sits at its optimum against the others; one that moved is likely to
+/// move again, and its column is cached. Where `aw` and `a0` are not `old`'s (the first outer
+/// iteration), every point counts as moved.
+fn kept<'a>(
+    old: &'a [usize],
+    aw: &'a [f64],
+    a0: &'a [f64],
+    support: &'a impl Fn(usize) -> bool,
+) -> impl Iterator<Item = usize> + 'a {
+    let aligned = aw.len() == old.len() && a0.len() == old.len();
+    let moved = move |k: usize| !aligned || aw[k] != a0[k];
+    let first = (0..old.len()).filter(move |&k| moved(k) && support(old[k]));
+    let then = (0..old.len()).filter(move |&k| !moved(k) && support(old[k]));
+    first.chain(then).map(move |k| old[k])
 }
 
 /// Inner steps per outer iteration at most: this many per point of W, plus a floor.
@@ -320,6 +341,21 @@ impl Variant for WorkingSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// W keeps the previous W's support vectors that its inner solve moved first, then the
+    /// others, each in the previous W's order; without the last step's α, in that order alone.
+    #[test]
+    fn kept_points_are_the_moved_support_vectors_first() {
+        let old = [7, 3, 9, 4, 1, 8];
+        let a0 = [0.1, 0.0, 0.2, 0.3, 0.0, 0.5];
+        let aw = [0.1, 0.2, 0.25, 0.3, 0.0, 0.4];
+        // Point 1 (α = 0 after the solve) is not a support vector.
+        let support = |i: usize| i != 1;
+        let got: Vec<usize> = kept(&old, &aw, &a0, &support).collect();
+        assert_eq!(got, [3, 9, 8, 7, 4]);
+        let got: Vec<usize> = kept(&old, &[], &[], &support).collect();
+        assert_eq!(got, [7, 3, 9, 4, 8]);
+    }
 
     /// The automatic q: m/512 rounded up to a power of two within the backend's floor and
     /// Q_MAX, capped by m and the cache; `--ws-size` overrides the floor.
