@@ -462,7 +462,7 @@ pub(crate) fn start_over(
 /// or more are support vectors, and from half of them where the ladder's first rung (half the
 /// points) warm-starts itself ([`MIN_POINTS`]). A rung below it is solved cold, which costs
 /// more than the tenth saves: a9a (60 % support vectors in its tenth, 26,008 points) 25 %
-/// slower on the ladder, where the 60,000-point noisy set (52 %) trains 13 % faster on it
+/// slower on the ladder, where the 60,000-point noisy set (52 %) trains 6–15 % faster on it
 /// (550 outer iterations instead of 2,894: the half's solution predicts the whole's support
 /// within 5 %, the tenth's 31 % low).
 fn climbs(support: usize, points: usize, m: usize) -> bool {
