@@ -72,6 +72,67 @@ fn a_forced_tiny_working_set_still_reaches_the_optimum() {
     );
 }
 
+/// A run by rounds that asks for no certificate (a warm start's subsample) leaves α's
+/// gradient on every point — from its last round's backend where W held every point, from its
+/// last exact pass where points were set aside (the tiny working set) — and a run that
+/// certifies leaves none.
+#[test]
+fn a_run_without_a_certificate_leaves_its_gradient() {
+    let cpu = CpuConfig {
+        cache_bytes: 1 << 20,
+        precision: Some(Precision::F64),
+        batched: false,
+    };
+    let default_rule = ShrinkParams {
+        min_points: 0,
+        ..Default::default()
+    };
+    let (mut set_aside, mut whole) = (0, 0);
+    for (name, ds, kernel, c, _) in problems() {
+        let prob = Problem::new(&ds, ds.labels.clone(), kernel, c).unwrap();
+        for (rule, sp) in [("default rule", default_rule), ("tiny W", TINY)] {
+            let tag = format!("{name} / {rule}");
+            let params = SolverParams {
+                algorithm: Some(Algorithm::Ws),
+                eps: 1e-7,
+                seed: 5,
+                init_size: 4,
+                certify: false,
+                ..Default::default()
+            };
+            let r = solve_rounds(&prob, &Device::Cpu, cpu, &params, &sp, &mut []).unwrap();
+            assert_eq!(r.stop, StopReason::Converged, "{tag}");
+            let g = r.gradient.as_ref().expect("the gradient is left");
+            let mut exact = vec![0.0; prob.len()];
+            fwsvm::backend::exact::full_gradient(&prob, &r.alpha, &mut exact);
+            let scale = exact.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+            for (i, (a, b)) in g.iter().zip(&exact).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-9 * scale,
+                    "{tag}: g[{i}] {a} against {b}"
+                );
+            }
+            assert_eq!(g.len(), prob.len(), "{tag}");
+            match r.shrink.map(|w| w.last_size) {
+                Some(n) if n < prob.len() => set_aside += 1,
+                _ => whole += 1,
+            }
+            let certified = SolverParams {
+                certify: true,
+                ..params
+            };
+            let r = solve_rounds(&prob, &Device::Cpu, cpu, &certified, &sp, &mut []).unwrap();
+            assert!(r.gradient.is_none(), "{tag}: a certified run");
+        }
+    }
+    // Both ends were taken: W whole (the backend's gradient) and points set aside (the exact
+    // pass's).
+    assert!(
+        set_aside > 0 && whole > 0,
+        "{set_aside} set aside, {whole} whole"
+    );
+}
+
 #[test]
 fn shrinking_on_and_off_agree_on_real_data() {
     let Some(path) = common::dataset("heart_scale.xz") else {

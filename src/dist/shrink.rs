@@ -18,7 +18,7 @@ use super::comm::Comm;
 use super::known::Known;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{CpuConfig, Device};
+use crate::backend::{CpuConfig, Device, Ranks as _};
 use crate::error::Result;
 use crate::problem::Problem;
 use crate::solver::rounds::{ExactPasses, Found, RoundCtx, RoundHost, ShrinkParams};
@@ -79,14 +79,21 @@ impl RoundHost for Ranks<'_> {
         let mut be = DistBackend::new(comm, round_prob, local, ctx.round)?
             .with_partial_sums(self.partial_sums);
         let mut check = ctx.check(found);
-        solve_from(
+        let r = solve_from(
             round_prob,
             &mut be,
             ctx.params,
             observers,
             Some((start.0, Some(start.1))),
             Some(ctx.yield_check(&mut check)),
-        )
+        )?;
+        drop(check);
+        if Found::keeps_gradient(ctx, self.slice.total, &r) {
+            let mut g = Vec::new();
+            be.gather_own(&mut g)?;
+            found.last_g = Some(g);
+        }
+        Ok(r)
     }
 }
 
@@ -128,6 +135,22 @@ impl WarmHost for Ranks<'_> {
     fn inv_c(&self, i: usize) -> f64 {
         self.prob.inv_c(i)
     }
+
+    /// Screened in f32 where the screen applies, as in one process; else exact (f64), the
+    /// pass a block of `total` rows split over the ranks.
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        total: usize,
+        out: &mut [f64],
+    ) -> Result<()> {
+        self.known.fetch(alpha.indices())?;
+        if !rows.is_empty() {
+            out.copy_from_slice(&self.known.estimated_gradient(alpha, Some((rows, total)))?);
+        }
+        Ok(())
+    }
 }
 
 impl StartHost for Ranks<'_> {
@@ -144,22 +167,6 @@ impl StartHost for Ranks<'_> {
             });
         let g = self.known.exact_gradient(&alpha, None)?;
         Ok((alpha, g))
-    }
-
-    /// Screened in f32 where the screen applies, as in one process; else exact (f64), the
-    /// pass a block of `total` rows split over the ranks.
-    fn gradient_on_rows(
-        &mut self,
-        alpha: &ActiveSet,
-        rows: &[usize],
-        total: usize,
-        out: &mut [f64],
-    ) -> Result<()> {
-        self.known.fetch(alpha.indices())?;
-        if !rows.is_empty() {
-            out.copy_from_slice(&self.known.estimated_gradient(alpha, Some((rows, total)))?);
-        }
-        Ok(())
     }
 }
 

@@ -744,6 +744,7 @@ fn read_outcome(buf: &[u8], at: &mut usize) -> Option<crate::train::PairOutcome>
                 stats: Default::default(),
                 shrink: None,
                 rho: r,
+                gradient: None,
             },
         },
     })

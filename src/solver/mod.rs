@@ -549,6 +549,12 @@ pub struct SolveResult {
     /// LIBSVM's rho when the solver has a bias of its own (SimpleSVM's −b); None for the
     /// L2-SVM, whose bias is the +1 in Q (rho = −Σ α_i y_i).
     pub rho: Option<f64>,
+    /// g = Qα on this process's rows (in order) at the end of a run by working-set rounds that
+    /// asked for no certificate (a warm start's subsample): the solver's own where the last
+    /// round converged with every point in W (an estimate in its columns' precision), else the
+    /// last exact pass's (exact, or within its screen); None otherwise. The warm start's
+    /// extension reads the subsample's own rows from it instead of computing them again.
+    pub gradient: Option<Vec<f64>>,
 }
 
 pub use stepper::STALL_ITERATIONS;

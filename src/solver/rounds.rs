@@ -85,6 +85,18 @@ impl RoundCtx<'_> {
 pub(crate) struct Found {
     pub gw: Vec<f64>,
     pub smaller: Option<Vec<bool>>,
+    /// The round's gradient on this process's rows of W where [`Found::keeps_gradient`]
+    /// asked for it (the solver's own, read from its backend when the round ended).
+    pub last_g: Option<Vec<f64>>,
+}
+
+impl Found {
+    /// Whether a round that ended as `r` under `ctx` leaves its gradient for the result
+    /// ([`SolveResult::gradient`]): converged with every point in W, for a caller that asked
+    /// for no certificate (a warm start's subsample), so that the run ends with this round.
+    pub fn keeps_gradient(ctx: &RoundCtx<'_>, slice_total: usize, r: &SolveResult) -> bool {
+        !ctx.params.certify && r.stop == StopReason::Converged && ctx.round.total == slice_total
+    }
 }
 
 /// Runs the rounds from `alpha` (on every process), `g` (its gradient on this process's
@@ -147,7 +159,9 @@ pub(crate) fn run(
         // aside to bring back. (On covtype's warm start, the passes over the 232,405- and
         // 116,203-point rungs' supports.)
         if !params.certify && r.stop == StopReason::Converged && round.total == slice.total {
-            return Ok(run.end(None, true, None, Instant::now(), params, &r, observers));
+            let mut result = run.end(None, true, None, Instant::now(), params, &r, observers);
+            result.gradient = found.last_g.take();
+            return Ok(result);
         }
         // The exact pass over every point: the certification, and the rebuild of the set-aside
         // gradients when the run goes on.
@@ -436,6 +450,7 @@ impl RoundsEnd {
             stats: self.backend_stats,
             shrink: Some(self.stats),
             rho: None,
+            gradient: None,
         };
         for o in observers.iter_mut() {
             o.finish(&result);
@@ -646,7 +661,12 @@ impl Rounds {
         let two_f = 2.0 * f;
         let met = stop_rule_met(params.stop, params.eps, params.rel_eps(), gap, two_f, kappa);
         if r.stop != StopReason::Converged || met || self.idle >= 2 {
-            let end = self.end(Some((two_f, gap)), met, None, t, params, r, observers);
+            let mut end = self.end(Some((two_f, gap)), met, None, t, params, r, observers);
+            // The pass left α's gradient on every row; a caller that asked for no certificate
+            // (a warm start's subsample) reads its rows from it.
+            if !params.certify {
+                end.gradient = Some(std::mem::take(g));
+            }
             return Ok(Some(end));
         }
         let width =
@@ -825,6 +845,7 @@ mod tests {
                 shrink: None,
                 warm: None,
                 rho: None,
+                gradient: None,
             })
         }
     }

@@ -142,6 +142,11 @@ impl RoundHost for OneProcess<'_, '_> {
             Some(ctx.yield_check(&mut check)),
         )?;
         drop(check);
+        if Found::keeps_gradient(ctx, self.prob.len(), &r) {
+            let mut g = Vec::new();
+            be.gather_own(&mut g)?;
+            found.last_g = Some(g);
+        }
         if r.stop == StopReason::Yielded
             && let Some(mask) = &found.smaller
         {
@@ -240,16 +245,6 @@ pub(crate) trait StartHost: super::warm::WarmHost {
     /// The cold start: the initial vertex's α (alike on every process) and its exact gradient
     /// on this process's rows. Collective.
     fn cold(&mut self, params: &SolverParams) -> Result<(ActiveSet, Vec<f64>)>;
-    /// α's gradient on this process's `rows` (own numbering, ascending; `total` over all
-    /// processes) into `out`: an estimate in f32 where the screen applies, else exact.
-    /// Collective.
-    fn gradient_on_rows(
-        &mut self,
-        alpha: &ActiveSet,
-        rows: &[usize],
-        total: usize,
-        out: &mut [f64],
-    ) -> Result<()>;
 }
 
 /// One process's start: its warm start, and passes over its own problem.
@@ -264,6 +259,16 @@ impl super::warm::WarmHost for OneStart<'_, '_, '_> {
         self.0.gradient(alpha, g)
     }
 
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        total: usize,
+        out: &mut [f64],
+    ) -> Result<()> {
+        self.0.gradient_on_rows(alpha, rows, total, out)
+    }
+
     fn inv_c(&self, i: usize) -> f64 {
         self.0.inv_c(i)
     }
@@ -276,20 +281,6 @@ impl StartHost for OneStart<'_, '_, '_> {
         let mut g = vec![0.0; prob.len()];
         crate::backend::exact::full_gradient(prob, &alpha, &mut g);
         Ok((alpha, g))
-    }
-
-    fn gradient_on_rows(
-        &mut self,
-        alpha: &ActiveSet,
-        rows: &[usize],
-        _total: usize,
-        out: &mut [f64],
-    ) -> Result<()> {
-        let prob = self.0.prob;
-        if !crate::backend::exact::screened_gradient_rows(prob, alpha, rows, out) {
-            crate::backend::exact::gradient_on_rows(prob, alpha, rows, out);
-        }
-        Ok(())
     }
 }
 

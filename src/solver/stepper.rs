@@ -186,6 +186,7 @@ pub fn run<B: ?Sized + Upcast, S: Stepper<B>>(
         alpha,
         shrink: None,
         rho,
+        gradient: None,
     };
     for o in observers.iter_mut() {
         o.finish(&result);

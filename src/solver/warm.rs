@@ -259,6 +259,16 @@ pub(crate) trait WarmHost {
     /// g_i = (Qα)_i + α_i/C_i for every row of this process into `g` (an estimate in f32
     /// where a screen applies: the rounds' exact passes follow). Collective.
     fn gradient(&mut self, alpha: &ActiveSet, g: &mut [f64]) -> Result<()>;
+    /// α's gradient on this process's `rows` (own numbering, ascending; `total` over all
+    /// processes) into `out`: an estimate in f32 where the screen applies, else exact.
+    /// Collective.
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        total: usize,
+        out: &mut [f64],
+    ) -> Result<()>;
     /// 1/C_i of this process's row `i` (its own numbering).
     fn inv_c(&self, i: usize) -> f64;
 }
@@ -279,6 +289,19 @@ impl WarmHost for OneProcess<'_, '_, '_> {
         let all: Vec<usize> = (0..self.prob.len()).collect();
         if !crate::backend::exact::screened_gradient_rows(self.prob, alpha, &all, g) {
             crate::backend::exact::full_gradient(self.prob, alpha, g);
+        }
+        Ok(())
+    }
+
+    fn gradient_on_rows(
+        &mut self,
+        alpha: &ActiveSet,
+        rows: &[usize],
+        _total: usize,
+        out: &mut [f64],
+    ) -> Result<()> {
+        if !crate::backend::exact::screened_gradient_rows(self.prob, alpha, rows, out) {
+            crate::backend::exact::gradient_on_rows(self.prob, alpha, rows, out);
         }
         Ok(())
     }
@@ -383,12 +406,19 @@ pub(crate) fn start_over(
             rh.alpha.len()
         }
     };
+    // This process's rows of the subsample.
+    let mut sampled = vec![false; slice.rows];
+    for &j in &rows {
+        if slice.range().contains(&j) {
+            sampled[j - slice.first] = true;
+        }
+    }
     // The subsample's F on every point, g_i = y_i F(x_i) + α_i / C_i: in f32 where the screen
     // applies (the guess and the first W need no more; the rounds' exact passes follow), else
-    // in f64.
+    // in f64; on the subsample's own rows its solve's gradient where it left one.
     let mut g = vec![0.0; slice.rows];
     let pass = Instant::now();
-    host.gradient(&placed, &mut g)?;
+    let passed = subsample_gradient(comm, host, &placed, &sampled, r.gradient.as_deref(), &mut g)?;
     if on_any(comm, crate::budget::current().cut())? {
         stopped(super::StopReason::TimeLimit, &mut stats);
         return Ok(Warm::unextended(placed, stats));
@@ -397,12 +427,6 @@ pub(crate) fn start_over(
     let two_f: f64 = placed.iter().zip(&ga).map(|((_, a), gi)| a * gi).sum();
     // The subsample's points keep their α (its solution's own margins give the same numbers
     // to within its gap); the guess picks the others.
-    let mut sampled = vec![false; slice.rows];
-    for &j in &rows {
-        if slice.range().contains(&j) {
-            sampled[j - slice.first] = true;
-        }
-    }
     let guess: Vec<f64> = (0..slice.rows)
         .map(|i| {
             if sampled[i] {
@@ -417,7 +441,7 @@ pub(crate) fn start_over(
     // Under a deadline, at most the support whose first gradient pass (over about every
     // point, with the added points alone) takes half the time left, at the rate the pass
     // above ran (the slowest process's).
-    let rate = (placed.len() * m) as f64 / pass.elapsed().as_secs_f64().max(1e-6);
+    let rate = (placed.len() * passed) as f64 / pass.elapsed().as_secs_f64().max(1e-6);
     let cap = crate::budget::current().deadline().map_or(predicted, |d| {
         let left = d.saturating_duration_since(Instant::now()).as_secs_f64();
         predicted.min(placed.len() + (AFFORD * left * rate / m as f64) as usize)
@@ -455,6 +479,40 @@ pub(crate) fn start_over(
         subsample: placed,
         extension,
     })
+}
+
+/// The gradient of the subsample's solution `placed` on every row of this process into `g`
+/// (see [`start_over`]): on this process's rows of the subsample (`sampled`) the gradient its
+/// solve kept (`kept`, over those rows in order) where every process has one — the same
+/// quantity, which the working-set rounds maintain to the end (covtype's 232,405-point rung:
+/// half of a 19-second pass) — and a pass over the other rows; else a pass over every row.
+/// Returns the rows the pass covered over all processes. Collective.
+fn subsample_gradient(
+    comm: &dyn Comm,
+    host: &mut dyn WarmHost,
+    placed: &ActiveSet,
+    sampled: &[bool],
+    kept: Option<&[f64]>,
+    g: &mut [f64],
+) -> Result<usize> {
+    let own = sampled.iter().filter(|&&s| s).count();
+    let kept = kept.filter(|k| k.len() == own);
+    let everywhere = !on_any(comm, kept.is_none())?;
+    let (Some(kept), true) = (kept, everywhere) else {
+        host.gradient(placed, g)?;
+        return Ok(placed.dim());
+    };
+    let rest: Vec<usize> = (0..sampled.len()).filter(|&i| !sampled[i]).collect();
+    let total = super::rounds::round_slice(comm, rest.len())?.total;
+    let mut out = vec![0.0; rest.len()];
+    host.gradient_on_rows(placed, &rest, total, &mut out)?;
+    for (&i, v) in rest.iter().zip(out) {
+        g[i] = v;
+    }
+    for (i, &v) in (0..sampled.len()).filter(|&i| sampled[i]).zip(kept) {
+        g[i] = v;
+    }
+    Ok(total)
 }
 
 /// Whether a warm start whose tenth (`points` of the problem's `m`) held `support` support
@@ -533,6 +591,7 @@ impl Warm {
             shrink: None,
             warm: Some(s),
             rho: None,
+            gradient: None,
         }
     }
 
@@ -558,6 +617,7 @@ impl Warm {
         let mut stats = self.stats;
         if stopped && r.certified_f.is_none() && worse {
             stats.fell_back = true;
+            r.gradient = None;
             r.alpha = self.subsample;
             r.f = self.stats.sub_f;
             r.gap = self.stats.sub_gap;
@@ -642,6 +702,66 @@ mod tests {
         assert!(!climbs(1_400, 2_600, 26_000));
         // Fewer: never.
         assert!(!climbs(tenth / 2 - 1, tenth, 10 * big));
+    }
+
+    /// The subsample's rows take the gradient its solve kept, the other rows one pass; where
+    /// the kept gradient is missing or of another length, one pass over every row.
+    #[test]
+    fn the_subsample_rows_take_the_kept_gradient_and_the_rest_one_pass() {
+        use super::{SolveResult, SolverParams, WarmHost, subsample_gradient};
+        use crate::error::Result;
+        /// Every row's "gradient" is 100 + its index from a pass over all rows, 200 + its
+        /// index from a pass over some; the rows each pass covered are recorded.
+        #[derive(Default)]
+        struct Host {
+            all: usize,
+            some: Vec<usize>,
+        }
+        impl WarmHost for Host {
+            fn solve_subset(&mut self, _: &[usize], _: &SolverParams) -> Result<SolveResult> {
+                unreachable!("not solved here")
+            }
+            fn gradient(&mut self, _: &ActiveSet, g: &mut [f64]) -> Result<()> {
+                self.all += 1;
+                for (i, v) in g.iter_mut().enumerate() {
+                    *v = 100.0 + i as f64;
+                }
+                Ok(())
+            }
+            fn gradient_on_rows(
+                &mut self,
+                _: &ActiveSet,
+                rows: &[usize],
+                total: usize,
+                out: &mut [f64],
+            ) -> Result<()> {
+                assert_eq!(total, rows.len(), "one process");
+                self.some.extend_from_slice(rows);
+                for (v, &i) in out.iter_mut().zip(rows) {
+                    *v = 200.0 + i as f64;
+                }
+                Ok(())
+            }
+            fn inv_c(&self, _: usize) -> f64 {
+                1.0
+            }
+        }
+        let placed = ActiveSet::new(6);
+        let sampled = [true, false, false, true, true, false];
+        let kept = [-1.0, -2.0, -3.0];
+        let (mut host, mut g) = (Host::default(), vec![0.0; 6]);
+        let passed =
+            subsample_gradient(&SelfComm, &mut host, &placed, &sampled, Some(&kept), &mut g)
+                .unwrap();
+        assert_eq!(g, [-1.0, 201.0, 202.0, -2.0, -3.0, 205.0]);
+        assert_eq!((passed, host.all, &host.some[..]), (3, 0, &[1, 2, 5][..]));
+        for kept in [None, Some(&kept[..2])] {
+            let (mut host, mut g) = (Host::default(), vec![0.0; 6]);
+            let passed =
+                subsample_gradient(&SelfComm, &mut host, &placed, &sampled, kept, &mut g).unwrap();
+            assert_eq!(g, [100.0, 101.0, 102.0, 103.0, 104.0, 105.0]);
+            assert_eq!((passed, host.all, host.some.len()), (6, 1, 0));
+        }
     }
 
     #[test]
