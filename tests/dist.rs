@@ -759,6 +759,85 @@ fn working_set_rounds_over_ranks_are_the_single_process_rounds() {
     assert!(shrank > 0, "the working set shrank in some run");
 }
 
+/// A run by rounds that asks for no certificate (a warm start's subsample) leaves each rank
+/// α's gradient on its own rows: one process's gradient on them, bit for bit, whether the last
+/// round held every point (the backend's) or some were set aside (the exact pass's), with an
+/// empty slice among the ranks.
+#[test]
+fn ranks_leave_the_single_process_gradient_without_a_certificate() {
+    use fwsvm::backend::Device;
+    use fwsvm::solver::entry::solve_rounds as shrink_solve;
+    use fwsvm::solver::shrink::ShrinkParams;
+    let ds = random_dataset(700, 4, false, 73);
+    let kernel = Kernel::Rbf { gamma: 2.0 };
+    let full = Problem::new(&ds, ds.labels.clone(), kernel, 8.0).unwrap();
+    let params = SolverParams {
+        algorithm: Some(Algorithm::Ws),
+        eps: 1e-6,
+        certify: false,
+        ..Default::default()
+    };
+    let narrow = ShrinkParams {
+        margin: 0.02,
+        min_size: 400,
+        min_points: 0,
+    };
+    let whole = ShrinkParams {
+        min_points: 0,
+        ..Default::default()
+    };
+    let mut ends = Vec::new();
+    for sp in [narrow, whole] {
+        let one = shrink_solve(&full, &Device::Cpu, F64, &params, &sp, &mut []).unwrap();
+        let g1 = one
+            .gradient
+            .clone()
+            .expect("one process leaves its gradient");
+        let mut exact = vec![0.0; full.len()];
+        fwsvm::backend::exact::full_gradient(&full, &one.alpha, &mut exact);
+        // Off the support the exact pass's rows may be its f32 screen's (about 1e-6 of each
+        // term off).
+        let scale = exact.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (a, b) in g1.iter().zip(&exact) {
+            assert!((a - b).abs() <= 1e-5 * scale, "{a} against {b}");
+        }
+        ends.push(one.shrink.expect("rounds").last_size < full.len());
+        for sizes in [None, Some(&[300usize, 0, 400][..])] {
+            let ranks = sizes.map_or(2, |s| s.len());
+            let runs = on_threads(ranks, |comm| {
+                let (local, slice) = slice_of(&ds, comm, sizes);
+                let prob = Problem::new(&local, local.labels.clone(), kernel, 8.0).unwrap();
+                let r = fwsvm::dist::shrink::solve(
+                    comm,
+                    &prob,
+                    slice,
+                    &Device::Cpu,
+                    F64,
+                    &params,
+                    &sp,
+                    false,
+                    &mut [],
+                )
+                .unwrap();
+                (slice, r)
+            });
+            for (rank, (slice, r)) in runs.iter().enumerate() {
+                let g = r.gradient.as_ref().expect("every rank leaves its gradient");
+                assert_eq!(
+                    g[..],
+                    g1[slice.first..slice.first + slice.rows],
+                    "rank {rank} of {ranks}, {sp:?}"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        ends,
+        [true, false],
+        "one end with points set aside, one with W whole"
+    );
+}
+
 /// One-class training over ranks (γ auto): the single-process model file, on 2 and 3 ranks
 /// (an empty slice included), with full gradients and with working-set rounds.
 #[test]

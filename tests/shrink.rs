@@ -105,10 +105,12 @@ fn a_run_without_a_certificate_leaves_its_gradient() {
             let g = r.gradient.as_ref().expect("the gradient is left");
             let mut exact = vec![0.0; prob.len()];
             fwsvm::backend::exact::full_gradient(&prob, &r.alpha, &mut exact);
-            let scale = exact.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+            // Off the support the exact pass's rows may be its f32 screen's (about 1e-6 of
+            // each term off).
+            let scale = exact.iter().fold(0.0f64, |a, v| a.max(v.abs()));
             for (i, (a, b)) in g.iter().zip(&exact).enumerate() {
                 assert!(
-                    (a - b).abs() <= 1e-9 * scale,
+                    (a - b).abs() <= 1e-5 * scale,
                     "{tag}: g[{i}] {a} against {b}"
                 );
             }
