@@ -18,7 +18,7 @@ use super::comm::Comm;
 use super::known::Known;
 use super::slice::RowSlice;
 use crate::active::ActiveSet;
-use crate::backend::{CpuConfig, Device, Ranks as _};
+use crate::backend::{CpuConfig, Device};
 use crate::error::Result;
 use crate::problem::Problem;
 use crate::solver::rounds::{ExactPasses, Found, RoundCtx, RoundHost, ShrinkParams};
@@ -88,11 +88,7 @@ impl RoundHost for Ranks<'_> {
             Some(ctx.yield_check(&mut check)),
         )?;
         drop(check);
-        if Found::keeps_gradient(ctx, self.slice.total, &r) {
-            let mut g = Vec::new();
-            be.gather_own(&mut g)?;
-            found.last_g = Some(g);
-        }
+        found.keep_gradient(ctx, self.slice.total, &r, &mut be)?;
         Ok(r)
     }
 }

@@ -85,17 +85,30 @@ impl RoundCtx<'_> {
 pub(crate) struct Found {
     pub gw: Vec<f64>,
     pub smaller: Option<Vec<bool>>,
-    /// The round's gradient on this process's rows of W where [`Found::keeps_gradient`]
-    /// asked for it (the solver's own, read from its backend when the round ended).
+    /// The round's gradient on this process's rows of W where [`Found::keep_gradient`] kept
+    /// it (the solver's own, read from its backend when the round ended).
     pub last_g: Option<Vec<f64>>,
 }
 
 impl Found {
-    /// Whether a round that ended as `r` under `ctx` leaves its gradient for the result
-    /// ([`SolveResult::gradient`]): converged with every point in W, for a caller that asked
-    /// for no certificate (a warm start's subsample), so that the run ends with this round.
-    pub fn keeps_gradient(ctx: &RoundCtx<'_>, slice_total: usize, r: &SolveResult) -> bool {
-        !ctx.params.certify && r.stop == StopReason::Converged && ctx.round.total == slice_total
+    /// After a round that ended as `r` under `ctx` on `be` (`slice_total` points in all):
+    /// keeps the backend's gradient on this process's rows where the run ends with this round
+    /// and leaves it for the result ([`SolveResult::gradient`]): converged with every point in
+    /// W, for a caller that asked for no certificate (a warm start's subsample).
+    pub fn keep_gradient(
+        &mut self,
+        ctx: &RoundCtx<'_>,
+        slice_total: usize,
+        r: &SolveResult,
+        be: &mut dyn crate::backend::Ranks,
+    ) -> Result<()> {
+        if !ctx.params.certify && r.stop == StopReason::Converged && ctx.round.total == slice_total
+        {
+            let mut g = Vec::new();
+            be.gather_own(&mut g)?;
+            self.last_g = Some(g);
+        }
+        Ok(())
     }
 }
 

@@ -142,11 +142,7 @@ impl RoundHost for OneProcess<'_, '_> {
             Some(ctx.yield_check(&mut check)),
         )?;
         drop(check);
-        if Found::keeps_gradient(ctx, self.prob.len(), &r) {
-            let mut g = Vec::new();
-            be.gather_own(&mut g)?;
-            found.last_g = Some(g);
-        }
+        found.keep_gradient(ctx, self.prob.len(), &r, be.as_mut())?;
         if r.stop == StopReason::Yielded
             && let Some(mask) = &found.smaller
         {
