@@ -70,6 +70,8 @@ use super::aligned::Aligned;
 use super::gram::{feature_map, for_nonzeros};
 #[cfg(doc)]
 use super::simd::exp2_nonpos_f32;
+#[cfg(target_arch = "x86_64")]
+use super::simd::exp2_x;
 use super::simd::{EXP2_32_ERR, EXP2_32_LO, POLY2_32, SHIFT32};
 
 mod symmetric;
@@ -576,37 +578,6 @@ fn centred(
         d += mu * mu;
     }
     d
-}
-
-/// [`exp2_nonpos_f32`]'s steps on `N` vectors of sixteen lanes, taken across the vectors one
-/// at a time (k rounded to the nearest integer by adding and taking away 1.5·2²³; q·2^k is
-/// exact, a normal result): each lane is that function's number, and the `N` independent
-/// chains interleave in the instruction stream, so one's latency does not idle the units.
-/// `N` at most eight: sixteen spill the registers (the dense screen ran three times slower).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[inline]
-pub(super) fn exp2_x<const N: usize>(
-    x: [std::arch::x86_64::__m512; N],
-) -> [std::arch::x86_64::__m512; N] {
-    const { assert!(N <= 8, "more vectors spill") };
-    use std::arch::x86_64::*;
-    let (lo, zero, shift) = (
-        _mm512_set1_ps(EXP2_32_LO),
-        _mm512_setzero_ps(),
-        _mm512_set1_ps(SHIFT32),
-    );
-    let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
-    let k = x.map(|x| _mm512_sub_ps(_mm512_add_ps(x, shift), shift));
-    let f: [__m512; N] = std::array::from_fn(|v| _mm512_sub_ps(x[v], k[v]));
-    let mut q = [_mm512_set1_ps(POLY2_32[0]); N];
-    for &c in &POLY2_32[1..] {
-        let c = _mm512_set1_ps(c);
-        for v in 0..N {
-            q[v] = _mm512_fmadd_ps(q[v], f[v], c);
-        }
-    }
-    std::array::from_fn(|v| _mm512_scalef_ps(q[v], k[v]))
 }
 
 /// The rows' S̃ into `sum` and W into `wsum` (the caller turns W into B).

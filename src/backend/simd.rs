@@ -79,25 +79,26 @@ pub const LN2_HI64: f64 = 6.931_471_803_691_238e-1;
 pub const LN2_LO64: f64 = 1.908_214_929_270_587_7e-10;
 /// 1.5 · 2^52: adding it rounds an f64 to an integer held in the low mantissa bits.
 pub const SHIFT64: f64 = 6_755_399_441_055_744.0;
-/// [`exp_nonpos`]'s Taylor coefficients of e^r, highest degree (12) first.
-pub const POLY64: [f64; 13] = [
-    1.0 / 479_001_600.0,
-    1.0 / 39_916_800.0,
-    1.0 / 3_628_800.0,
-    1.0 / 362_880.0,
-    1.0 / 40_320.0,
-    1.0 / 5_040.0,
-    1.0 / 720.0,
-    1.0 / 120.0,
-    1.0 / 24.0,
-    1.0 / 6.0,
-    0.5,
+/// [`exp_nonpos`]'s polynomial for e^r on |r| ≤ ln2/2, highest degree (10) first: 1 + r +
+/// r²·P(r) with P of least weighted error (Remez exchange in 60-digit arithmetic, then rounded),
+/// relative error 2.9e-16 before rounding, 4.0e-16 in f64 steps (Taylor needs degree 12).
+pub const POLY64: [f64; 11] = [
+    2.747_680_048_409_551_5e-7,
+    2.763_499_075_697_824_7e-6,
+    2.480_193_170_810_392e-5,
+    1.984_118_523_626_433e-4,
+    1.388_888_851_623_632_3e-3,
+    8.333_333_370_870_067e-3,
+    4.166_666_666_813_645e-2,
+    1.666_666_666_661_155_4e-1,
+    4.999_999_999_999_832_4e-1,
     1.0,
     1.0,
 ];
 
 /// e^x for x ≤ 0 (clamped below at −708), branch-free so it vectorizes; relative error
-/// below 3e-16 on the range used (degree-12 Taylor after reduction to |r| ≤ ln2/2).
+/// below 5e-16 on the range used (after reduction to |r| ≤ ln2/2, the degree-10 polynomial of
+/// [`POLY64`]).
 #[inline(always)]
 pub fn exp_nonpos<const F: bool>(x: f64) -> f64 {
     let x = x.clamp(-708.0, 0.0);
@@ -114,47 +115,57 @@ pub fn exp_nonpos<const F: bool>(x: f64) -> f64 {
     f64::from_bits(p.to_bits().wrapping_add(kbits << 52))
 }
 
-/// e^x for x ≤ 0 in f32 arithmetic, branch-free so it vectorizes: reduction to |r| ≤ ln2/2
-/// with ln 2 split in two, degree-7 Taylor polynomial (truncation error 5e-9), 2^k added to the
-/// exponent; relative error below [`EXP32_ERR`]. x is clamped below at [`EXP32_LO`] (e⁻⁸⁶ is
-/// a normal f32). Also the scalar reference of the screen's vector code (same steps).
+/// 2^x for x ≤ 0 in f32 arithmetic, the exponential of the f32 kernel values (the columns'
+/// and the screen's, whose vector copies, [`exp2_x`], take the same steps): x clamped to
+/// [[`EXP2_32_LO`], 0], k = x rounded to the nearest integer (by adding and taking away
+/// 1.5·2²³), f = x − k (exact: |f| ≤ 1/2 and x has at most 17 fraction bits there), 2^f by the
+/// polynomial [`POLY2_32`], k added to the exponent. The callers fold log₂e into their
+/// exponent's factor (−γ·log₂e, in f64, before the one rounding to f32), so there is no
+/// reduction by ln 2 to round. Relative error below [`EXP2_32_ERR`]. `F`: the polynomial by
+/// fused multiply-adds (the vector copies' steps) or by separate products and sums (CPUs
+/// without FMA).
 #[inline(always)]
-pub fn exp_nonpos_f32<const F: bool>(x: f32) -> f32 {
-    #[inline(always)]
-    fn fma32<const F: bool>(a: f32, b: f32, c: f32) -> f32 {
-        if F { a.mul_add(b, c) } else { a * b + c }
-    }
-    let x = x.clamp(EXP32_LO, 0.0);
-    let t = fma32::<F>(x, std::f32::consts::LOG2_E, SHIFT32);
-    let k = t - SHIFT32;
-    let r = fma32::<F>(-k, LN2_HI32, x);
-    let r = fma32::<F>(-k, LN2_LO32, r);
-    let mut p = POLY32[0];
-    for &c in &POLY32[1..] {
-        p = fma32::<F>(p, r, c);
-    }
-    let kbits = t.to_bits().wrapping_sub(SHIFT32.to_bits());
-    f32::from_bits(p.to_bits().wrapping_add(kbits << 23))
-}
-
-/// 2^x for x ≤ 0 in f32 arithmetic, the screen's exponential (its vector copies take the same
-/// steps): x clamped to [[`EXP2_32_LO`], 0], k = x rounded to the nearest integer, f = x − k
-/// (exact: |f| ≤ 1/2 and x has at most 17 fraction bits there), 2^f by the polynomial
-/// [`POLY2_32`], k added to the exponent. With the argument already in base 2 (the screen
-/// folds log₂e into its constants) there is no reduction by ln 2 to round. Relative error
-/// below [`EXP2_32_ERR`].
-#[inline(always)]
-#[cfg_attr(not(test), allow(dead_code))] // the reference its tests measure
-pub fn exp2_nonpos_f32(x: f32) -> f32 {
+pub fn exp2_nonpos_f32<const F: bool>(x: f32) -> f32 {
     let x = x.clamp(EXP2_32_LO, 0.0);
-    let k = x.round_ties_even();
+    let k = (x + SHIFT32) - SHIFT32;
     let f = x - k;
     let mut p = POLY2_32[0];
     for &c in &POLY2_32[1..] {
-        p = p.mul_add(f, c);
+        p = if F { p.mul_add(f, c) } else { p * f + c };
     }
     // k ∈ [−124, 0] and p ∈ [0.7, 1.5]: the result is a normal f32.
     f32::from_bits(p.to_bits().wrapping_add(((k as i32) << 23) as u32))
+}
+
+/// [`exp2_nonpos_f32`]'s steps (with fused multiply-adds) on `N` vectors of sixteen lanes,
+/// taken across the vectors one at a time (2^k applied by `vscalefps`: q·2^k is exact, a
+/// normal result): each lane is that function's number, and the `N` independent chains
+/// interleave in the instruction stream, so one's latency does not idle the units. `N` at most
+/// eight: sixteen spill the registers (the dense screen ran three times slower).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(crate) fn exp2_x<const N: usize>(
+    x: [std::arch::x86_64::__m512; N],
+) -> [std::arch::x86_64::__m512; N] {
+    const { assert!(N <= 8, "more vectors spill") };
+    use std::arch::x86_64::*;
+    let (lo, zero, shift) = (
+        _mm512_set1_ps(EXP2_32_LO),
+        _mm512_setzero_ps(),
+        _mm512_set1_ps(SHIFT32),
+    );
+    let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
+    let k = x.map(|x| _mm512_sub_ps(_mm512_add_ps(x, shift), shift));
+    let f: [__m512; N] = std::array::from_fn(|v| _mm512_sub_ps(x[v], k[v]));
+    let mut q = [_mm512_set1_ps(POLY2_32[0]); N];
+    for &c in &POLY2_32[1..] {
+        let c = _mm512_set1_ps(c);
+        for v in 0..N {
+            q[v] = _mm512_fmadd_ps(q[v], f[v], c);
+        }
+    }
+    std::array::from_fn(|v| _mm512_scalef_ps(q[v], k[v]))
 }
 
 /// Where [`exp2_nonpos_f32`] clamps its argument (2⁻¹²⁴ times the polynomial stays normal).
@@ -174,30 +185,8 @@ pub const POLY2_32: [f32; 6] = [
     1.0,
 ];
 
-/// Bound on the relative error of [`exp_nonpos_f32`] over [−86, 0]: 8 units of f32 roundoff
-/// (the test measures below half of it).
-#[cfg_attr(not(test), allow(dead_code))] // what its test measures against
-pub const EXP32_ERR: f64 = 8.0 / 16_777_216.0;
-/// Where [`exp_nonpos_f32`] clamps its argument.
-pub const EXP32_LO: f32 = -86.0;
 /// 1.5 · 2^23: adding it rounds an f32 to an integer held in the low mantissa bits.
 pub const SHIFT32: f32 = 12_582_912.0;
-/// ln 2 to 9 significant bits (355/512: k · LN2_HI32 is exact), and the rest.
-#[allow(clippy::excessive_precision)]
-pub const LN2_HI32: f32 = 0.693_359_375;
-/// See [`LN2_HI32`].
-pub const LN2_LO32: f32 = -2.121_944_4e-4;
-/// Taylor coefficients of e^r, highest degree first.
-pub const POLY32: [f32; 8] = [
-    1.0 / 5040.0,
-    1.0 / 720.0,
-    1.0 / 120.0,
-    1.0 / 24.0,
-    1.0 / 6.0,
-    0.5,
-    1.0,
-    1.0,
-];
 
 /// Dot products of the query `q` (length d) with the rows of `nblk` consecutive AoSoA blocks.
 #[inline(always)]
@@ -850,13 +839,13 @@ fn finish<const F: bool, T: Elem>(
 ) {
     match kernel {
         // f32 entries: the exponent is formed in f64 (d² cancels there) and the exponential
-        // taken in f32 (twice the lanes): its error, under EXP32_ERR (5e-7) of k ≤ 1, is
+        // taken in f32 (twice the lanes): its error, under EXP2_32_ERR (5e-7) of k ≤ 1, is
         // within about an ulp of the stored k + 1.
         Kernel::Rbf { gamma } if T::SINGLE => {
             // SAFETY: T is f32 (SINGLE), the same size and layout.
             let out: &mut [f32] =
                 unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
-            finish_rbf_f32::<F>(-gamma, dots, norms, y, nj, yj, out);
+            finish_rbf_f32::<F>(rbf_factor(gamma), dots, norms, y, nj, yj, out);
         }
         Kernel::Rbf { gamma } => {
             let ng = -gamma;
@@ -888,10 +877,18 @@ fn finish<const F: bool, T: Elem>(
     }
 }
 
+/// The factor of the f32 RBF entries' exponent, −γ·log₂e (f64): the exponent t = −γ·log₂e·d²
+/// is in base 2, for [`exp2_nonpos_f32`].
+#[inline(always)]
+pub(crate) fn rbf_factor(gamma: f64) -> f64 {
+    -gamma * std::f64::consts::LOG2_E
+}
+
 /// RBF entries in f32: three loops over the chunk (L1-resident), so that the exponential runs
 /// on sixteen f32 lanes instead of the eight the f64 exponent would give the whole loop: the
-/// exponent formed in f64 and rounded to f32, then e^t + 1 in f32, then the labels' sign
-/// (±1: exact). The same values as one fused loop, bit for bit.
+/// exponent t = `ng`·d² formed in f64 (`ng` = [`rbf_factor`]) and rounded to f32, then
+/// 2^t + 1 in f32, then the labels' sign (±1: exact). The same values as one fused loop, bit
+/// for bit.
 #[inline(always)]
 fn finish_rbf_f32<const F: bool>(
     ng: f64,
@@ -907,7 +904,7 @@ fn finish_rbf_f32<const F: bool>(
         *o = (ng * d2) as f32;
     }
     for o in out.iter_mut() {
-        *o = exp_nonpos_f32::<F>(*o) + 1.0;
+        *o = exp2_nonpos_f32::<F>(*o) + 1.0;
     }
     for (o, &yi) in out.iter_mut().zip(y) {
         *o = ((yi * yj) * *o as f64) as f32;
@@ -1116,14 +1113,14 @@ pub fn columns_chunk_packed<T: Elem>(
 }
 
 /// A chunk's batch of RBF columns over dense rows, as the AVX-512 tiles take it: the rows'
-/// whole blocks, their norms and labels, and −γ.
+/// whole blocks, their norms and labels, and γ.
 #[cfg(target_arch = "x86_64")]
 struct DenseRbf<'a> {
     xb: &'a [f32],
     d: usize,
     norms: &'a [f64],
     y: &'a [f64],
-    ng: f64,
+    gamma: f64,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1151,22 +1148,28 @@ impl<'a> DenseRbf<'a> {
             d,
             norms: &a.norms[r0..r0 + n],
             y: &a.y[r0..r0 + n],
-            ng: -gamma,
+            gamma,
         })
     }
 
-    /// The tiles' epilogue for the K columns `cols`.
+    /// The tiles' epilogue for the K columns `cols`, f32 entries (`single`: the exponent in
+    /// base 2, [`rbf_factor`]) or f64 ones (−γ).
     fn epilogue<const K: usize>(
         &self,
         a: &ColumnArgs<'_>,
         cols: &[(usize, &[f64])],
+        single: bool,
     ) -> tiles::RbfEpilogue<'a, K> {
         tiles::RbfEpilogue {
             norms: self.norms,
             y: self.y,
             nj: std::array::from_fn(|c| a.norms[cols[c].0]),
             yj: std::array::from_fn(|c| a.y[cols[c].0]),
-            ng: self.ng,
+            ng: if single {
+                rbf_factor(self.gamma)
+            } else {
+                -self.gamma
+            },
         }
     }
 }
@@ -1278,7 +1281,7 @@ pub fn tile_rate(d: usize, min_time: std::time::Duration) -> Option<f64> {
             y: &y,
             nj: [1.0; BATCH],
             yj: [1.0; BATCH],
-            ng: -1.0 / d as f64,
+            ng: rbf_factor(1.0 / d as f64),
         };
         let mut panels = Aligned::default();
         tiles::pack_panels(&xb, d, &mut panels);
@@ -1358,7 +1361,7 @@ fn wide_rbf_f32(
             cols: &[(usize, &[f64])],
             outs: &mut [&mut [f32]],
         ) {
-            let e = job.epilogue::<K>(a, cols);
+            let e = job.epilogue::<K>(a, cols, true);
             PANELS.with_borrow(|p| match p.of(job.xb) {
                 // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); q32 holds K
                 // packed queries of d features, the panels the rows packed, every output n
@@ -1417,7 +1420,7 @@ fn rbf_f64_in_registers(
             cols: &[(usize, &[f64])],
             outs: &mut [&mut [f64]],
         ) {
-            let e = job.epilogue::<K>(a, cols);
+            let e = job.epilogue::<K>(a, cols, false);
             PANELS.with_borrow(|p| match p.wide_of(job.xb) {
                 // SAFETY: the tiles run on this CPU (DenseRbf::of checked it); every query
                 // holds d values, the widened rows the rows' whole blocks, every output n
@@ -1641,7 +1644,7 @@ fn dot_f64_impl<const F: bool>(a: &[f64], b: &[f64]) -> f64 {
 
 /// k(x, x_j) for every j into `out`, from the dots ⟨x, x_j⟩, the norms ‖x_j‖² and ‖x‖² = `ni`:
 /// [`Kernel::from_dot`] with the RBF's exponential vectorized ([`exp_nonpos`], relative error
-/// below 3e-16). Used by prediction, which needs every support vector's value once per row.
+/// below 5e-16). Used by prediction, which needs every support vector's value once per row.
 pub fn kernel_values(kernel: Kernel, dots: &[f64], nj: &[f64], ni: f64, out: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -2218,30 +2221,15 @@ pub(crate) mod tests {
         worst
     }
 
-    /// The f32 exponential against f64's over [−86, 0]: relative error below half of
-    /// EXP32_ERR, with and without fused multiply-adds.
-    #[test]
-    fn f32_exp_is_within_its_bound() {
-        for got in [exp_nonpos_f32::<true>, exp_nonpos_f32::<false>] {
-            let worst = worst_error(EXP32_LO, |x| got(x) as f64, f64::exp);
-            assert!(worst < EXP32_ERR / 2.0, "relative error {worst:e}");
-        }
-        assert_eq!(exp_nonpos_f32::<true>(0.0), 1.0);
-        assert_eq!(
-            exp_nonpos_f32::<true>(-1e6),
-            exp_nonpos_f32::<true>(EXP32_LO)
-        );
-    }
-
-    /// The screen's base-2 exponential against f64's over [−124, 0]: below half of
-    /// EXP2_32_ERR.
     #[test]
     fn f32_exp2_is_within_its_bound() {
-        let worst = worst_error(EXP2_32_LO, |x| exp2_nonpos_f32(x) as f64, f64::exp2);
-        assert!(worst < EXP2_32_ERR / 2.0, "relative error {worst:e}");
-        assert_eq!(exp2_nonpos_f32(0.0), 1.0);
-        assert_eq!(exp2_nonpos_f32(-3.0), 0.125);
-        assert_eq!(exp2_nonpos_f32(-1e6), exp2_nonpos_f32(EXP2_32_LO));
+        for got in [exp2_nonpos_f32::<true>, exp2_nonpos_f32::<false>] {
+            let worst = worst_error(EXP2_32_LO, |x| got(x) as f64, f64::exp2);
+            assert!(worst < EXP2_32_ERR / 2.0, "relative error {worst:e}");
+            assert_eq!(got(0.0), 1.0);
+            assert_eq!(got(-3.0), 0.125);
+            assert_eq!(got(-1e6), got(EXP2_32_LO));
+        }
     }
 
     #[test]

@@ -20,21 +20,24 @@
 //!   N = ‖x_i‖² + ‖x_j‖² (the features are f32, so the operands are exact); the squared
 //!   distance d̃² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0) in f64 (norms summed in f64 over n
 //!   squares): |d̃² − d²| ≤ 1.01·n·u·N + (n + 4)·2⁻⁵³·N;
-//! * the exponent t̃ = fl32(−γ·d̃²), clamped to [−86, 0]: where not clamped |t̃| ≤ 86, so with
-//!   the f32 rounding |t̃ − t| ≤ Δ = 86.1·u + γ·N·(1.01·n·u + (n + 4)·2⁻⁵³) (N bounded per row
-//!   by ‖x_i‖² + max_j ‖x_j‖²); a clamped exponent has k and k̃′ below 10⁻³⁷;
-//! * k̃′ = exp_nonpos_f32(t̃) within [`EXP32_ERR`]·e^t̃ of e^t̃, and |e^t̃ − e^t| ≤
-//!   e^t̃·1.006·Δ while Δ ≤ 0.01; the table lookup of bit rows, fl32(e^{−γh} + 1), is within
+//! * the exponent, in base 2, t̃ = fl32(−γ·log₂e·d̃²) (the factor formed in f64), clamped to
+//!   [−124, 0]: where not clamped |t̃| ≤ 124, so with the f32 rounding, in natural units,
+//!   ln 2·|t̃ − t| ≤ Δ = 86.1·u + γ·N·(1.01·n·u + (n + 4)·2⁻⁵³) (N bounded per row by
+//!   ‖x_i‖² + max_j ‖x_j‖²; 86.1·u covers the f32 rounding, 124·ln 2·u < 85.96·u, and the
+//!   factor's and the product's roundings in f64, below 2·86·2⁻⁵³); a clamped exponent has k
+//!   and k̃′ below 10⁻³⁷;
+//! * k̃′ = exp2_nonpos_f32(t̃) within [`EXP2_32_ERR`]·2^t̃ of 2^t̃, and |2^t̃ − 2^t| ≤
+//!   2^t̃·1.006·Δ while Δ ≤ 0.01; the table lookup of bit rows, fl32(e^{−γh} + 1), is within
 //!   these too;
 //! * fl32(k̃′ + 1) ∈ [1, 2] within u of k̃′ + 1, and the labels' sign is exact.
 //!
-//! Hence, with k̃′ ≤ |Q̃_ij| − 1 + u and e^t̃ ≤ k̃′/(1 − EXP32_ERR),
-//! |Q̃_ij − Q_ij| ≤ u + (|Q̃_ij| − 1 + u)·(EXP32_ERR + 1.006·Δ)/(1 − EXP32_ERR) + 10⁻³⁷, and
+//! Hence, with k̃′ ≤ |Q̃_ij| − 1 + u and 2^t̃ ≤ k̃′/(1 − EXP2_32_ERR),
+//! |Q̃_ij − Q_ij| ≤ u + (|Q̃_ij| − 1 + u)·(EXP2_32_ERR + 1.006·Δ)/(1 − EXP2_32_ERR) + 10⁻³⁷, and
 //! the row's sum in f64 adds at most |A|·2⁻⁵²·Σ_j α_j|Q̃_ij|. Rows whose Δ exceeds 0.01 get an
 //! unbounded interval (computed in f64).
 
 use super::*;
-use crate::backend::simd::{EXP32_ERR, Elem};
+use crate::backend::simd::{EXP2_32_ERR, Elem};
 
 /// Rows per parallel task of the weighted sums.
 const CHUNK: usize = 2048;
@@ -110,7 +113,7 @@ fn intervals<T: Elem>(
             // W_i = Σ α_j (|Q̃| − 1 + u) ≥ Σ α_j k̃′; its own f64 rounding is far below 10⁻⁹.
             let wi = w[i] * (1.0 + 1e-9);
             U * sum_a
-                + wi * (EXP32_ERR + 1.006 * delta) / (1.0 - EXP32_ERR)
+                + wi * (EXP2_32_ERR + 1.006 * delta) / (1.0 - EXP2_32_ERR)
                 + 1e-37 * sum_a
                 + terms * 2.0 * f64_u * (wi + 2.0 * sum_a)
         } else {

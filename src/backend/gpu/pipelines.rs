@@ -680,6 +680,28 @@ mod tests {
             .collect()
     }
 
+    /// The device's f64 exponential takes the CPU's steps with the CPU's constants
+    /// (`simd::exp_nonpos`): the polynomial's coefficients in order, ln 2's two parts and
+    /// log₂e, each the same f64.
+    #[test]
+    fn the_f64_exponential_has_the_cpu_constants() {
+        use crate::backend::simd::{LN2_HI64, LN2_LO64, POLY64};
+        let lit = |l: &str| -> Option<f64> {
+            let (_, rest) = l.rsplit_once("f64(")?;
+            rest.split(')').next()?.parse().ok()
+        };
+        let poly: Vec<f64> = EXP_F64
+            .lines()
+            .filter(|l| l.trim_start().starts_with("var s =") || l.contains("s = fma(s, r,"))
+            .filter_map(lit)
+            .collect();
+        assert_eq!(poly, POLY64.to_vec());
+        let all: Vec<f64> = EXP_F64.lines().filter_map(lit).collect();
+        for c in [LN2_HI64, LN2_LO64, std::f64::consts::LOG2_E] {
+            assert!(all.contains(&c), "{c:e} is not in the shader");
+        }
+    }
+
     /// The flag bits, sentinels and sizes the host writes are the ones the shaders read: the
     /// constants are defined on both sides, and this keeps them equal.
     #[test]

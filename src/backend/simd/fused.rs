@@ -8,9 +8,9 @@
 //! added (hybrid rows), the exponent formed and rounded to f32, and the exponential taken on
 //! all sixteen lanes. Every operation is the one the portable path performs, in the same
 //! order — the same fused multiply-adds over the features from zero, the popcount added as an
-//! f64, d² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0), (−γ·d²) rounded to f32, the exponential's
-//! steps of [`super::exp_nonpos_f32`], + 1, and the sign of y_i·y_j (±1, so the f32 product is
-//! the f64 one) — so the entries are the same, bit for bit.
+//! f64, d² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0), (−γ·log₂e·d²) rounded to f32, the
+//! exponential's steps of [`super::exp2_nonpos_f32`], + 1, and the sign of y_i·y_j (±1, so the
+//! f32 product is the f64 one) — so the entries are the same, bit for bit.
 
 use super::{BATCH, ColumnArgs, F32_DOTS_MIN_D, LANES, Layout, MAX_HYBRID_WORDS, hybrid_query};
 
@@ -18,7 +18,6 @@ use super::{BATCH, ColumnArgs, F32_DOTS_MIN_D, LANES, Layout, MAX_HYBRID_WORDS, 
 /// products are formed in f32 by the portable pass instead, and the queries' scratch on the
 /// stack (cleared for every call) stays this small.
 const MAX_CONT: usize = F32_DOTS_MIN_D - 1;
-use super::{EXP32_LO, LN2_HI32, LN2_LO32, POLY32, SHIFT32};
 use crate::kernel::Kernel;
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -97,7 +96,7 @@ pub(super) fn rbf_f32(
             words,
             norms: &a.norms[r0..r0 + n],
             y: &a.y[r0..r0 + n],
-            ng: -gamma,
+            ng: super::rbf_factor(gamma),
         };
         let mut nj = [0.0; BATCH];
         let mut yj = [0.0; BATCH];
@@ -153,45 +152,14 @@ struct Queries<'a> {
     yj: &'a [f64; BATCH],
 }
 
-/// e^x + 1 for x ≤ 0 on `K` vectors of sixteen lanes, the steps of
-/// [`super::exp_nonpos_f32`] taken across the vectors one at a time: each lane is that
-/// function's number, and the `K` independent chains interleave in the instruction stream
-/// (one vector's exponential is a chain of some fifteen dependent operations, whose latency
-/// would otherwise leave the multiply-add units idle). `K` at most eight: more spill.
+/// 2^x + 1 for x ≤ 0 on `K` vectors of sixteen lanes: [`super::exp2_x`] (the steps of
+/// [`super::exp2_nonpos_f32`], the `K` independent chains interleaved), + 1.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
 pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
-    const { assert!(K <= 8, "more vectors spill") };
-    let (lo, zero) = (_mm512_set1_ps(EXP32_LO), _mm512_setzero_ps());
-    let shift = _mm512_set1_ps(SHIFT32);
-    let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
-    let log2e = _mm512_set1_ps(std::f32::consts::LOG2_E);
-    let t = x.map(|x| _mm512_fmadd_ps(x, log2e, shift));
-    let r: [__m512; K] = std::array::from_fn(|c| {
-        let k = _mm512_sub_ps(t[c], shift);
-        let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_HI32), x[c]);
-        _mm512_fnmadd_ps(k, _mm512_set1_ps(LN2_LO32), r)
-    });
-    let mut p = [_mm512_set1_ps(POLY32[0]); K];
-    for &a in &POLY32[1..] {
-        let a = _mm512_set1_ps(a);
-        for c in 0..K {
-            p[c] = _mm512_fmadd_ps(p[c], r[c], a);
-        }
-    }
-    let (bias, one) = (
-        _mm512_set1_epi32(SHIFT32.to_bits() as i32),
-        _mm512_set1_ps(1.0),
-    );
-    std::array::from_fn(|c| {
-        let kbits = _mm512_sub_epi32(_mm512_castps_si512(t[c]), bias);
-        let e = _mm512_castsi512_ps(_mm512_add_epi32(
-            _mm512_castps_si512(p[c]),
-            _mm512_slli_epi32::<23>(kbits),
-        ));
-        _mm512_add_ps(e, one)
-    })
+    let one = _mm512_set1_ps(1.0);
+    super::exp2_x(x).map(|e| _mm512_add_ps(e, one))
 }
 
 /// K columns over the job's rows, `G` groups of sixteen rows (B = 2G blocks) per step: one
