@@ -1566,8 +1566,9 @@ fn widened(ds: &fwsvm::data::Dataset, d: usize, dense: bool) -> fwsvm::data::Dat
 /// dense and CSR chunks, query rows in workgroup memory (d = 6) and read from the device
 /// buffer (d = 460), over fifteen iterations (q = 16 on 300 points: W is kept, refilled and
 /// cut by the away list; the two may part only at a near-tie that rounding breaks either way,
-/// and not within the first five), and four at q = 512 over 3,000 points. Three batches of five iterations end where fifteen batches of one
-/// do, to the bit, in a fifth of the round trips, and read back only their status and W's α.
+/// and not within the first five), and four at q = 512 over 3,000 points. Three batches of
+/// five iterations end where fifteen batches of one do, to the bit, in a fifth of the round
+/// trips, and read back only their status and W's α.
 fn the_device_loop_replays_its_rule_on_the_host() {
     use fwsvm::solver::device_replay::replay;
     let Some(ctx) = context() else { return };

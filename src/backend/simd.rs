@@ -2221,6 +2221,8 @@ pub(crate) mod tests {
         worst
     }
 
+    /// The f32 base-2 exponential (columns and screen) against f64's over [−124, 0]: below
+    /// half of EXP2_32_ERR, with and without fused multiply-adds.
     #[test]
     fn f32_exp2_is_within_its_bound() {
         for got in [exp2_nonpos_f32::<true>, exp2_nonpos_f32::<false>] {

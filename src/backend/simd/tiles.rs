@@ -178,9 +178,9 @@ pub(super) struct RbfEpilogue<'a, const K: usize> {
 /// f32 RBF entries of K columns over the rows of the blocks in `xb` (the epilogue's rows),
 /// written to `outs[c]`: the products of [`dots_f32`] finished in registers, each entry by the
 /// steps of [`super::finish_rbf_f32`] — the dot widened to f64, d² = max(fma(−2, dot, ‖x_i‖² +
-/// ‖x_j‖²), 0), (−γ·log₂e·d²) rounded to f32, the exponential of [`super::exp2_nonpos_f32`] + 1, the
-/// labels' sign (±1) — so every entry is the same number, without the dots' round trip
-/// through memory.
+/// ‖x_j‖²), 0), (−γ·log₂e·d²) rounded to f32, its exponential [`super::exp2_nonpos_f32`]
+/// plus 1, the labels' sign (±1) — so every entry is the same number, without the dots' round
+/// trip through memory.
 ///
 /// # Safety
 /// [`available`] is true; `q32` holds K·d values packed as for [`dots_f32`]; `xb` holds the
@@ -788,11 +788,11 @@ unsafe fn accumulate_f64<const R: usize, const K: usize, X: Widen>(
 }
 
 /// e^x for x ≤ 0 on `V` vectors of eight f64 lanes: the steps of [`super::exp_nonpos`]
-/// (clamped to [−708, 0], 2^k·p(r) with the degree-10 polynomial [`super::POLY64`]) taken across the vectors
-/// one at a time, so each lane is that function's number, and the `V` independent chains
-/// interleave in the instruction stream: the multiply-adds of one wait on their latency while
-/// the others' issue (one vector's exponential is a chain of some twenty dependent
-/// operations). `V` at most eight: more spill.
+/// (clamped to [−708, 0], 2^k·p(r) with the degree-10 polynomial [`super::POLY64`]) taken
+/// across the vectors one at a time, so each lane is that function's number, and the `V`
+/// independent chains interleave in the instruction stream: the multiply-adds of one wait on
+/// their latency while the others' issue (one vector's exponential is a chain of some twenty
+/// dependent operations). `V` at most eight: more spill.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,fma")]
 #[inline]
