@@ -380,6 +380,7 @@ pub fn train(
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let deadline = params.solver.time_limit.map(|t| (Instant::now(), t));
+    let _memory = crate::backend::CacheMemoryScope;
     crate::budget::within(deadline.map(|(s, t)| s + t), || {
         train_within(ds, params, deadline, observers)
     })
@@ -607,6 +608,7 @@ pub fn train_dealt(
     share: &mut dyn FnMut(Result<Vec<PairOutcome>>) -> Result<Vec<PairOutcome>>,
 ) -> Result<(Model, Vec<PairReport>)> {
     let checked = params.check()?;
+    let _memory = crate::backend::CacheMemoryScope;
     // What `train` treats apart goes there.
     if checked.one_class || class_order(ds).len() < 3 {
         return train(ds, params, observers);
@@ -885,6 +887,7 @@ pub fn train_one_class(
     };
     let params = params.check()?;
     params.check_sample_weights(ds)?;
+    let _memory = crate::backend::CacheMemoryScope;
     one_class(ds, &params, observers)
 }
 

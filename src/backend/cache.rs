@@ -13,11 +13,13 @@
 //! distances of thousands grow the cache by thousands of columns, whose first-touch faults
 //! cost more than those few hits save, while data whose reuses are short still grow it. The
 //! slots live in one zeroed region whose untouched pages cost nothing; a warmed-up cache
-//! allocates nothing, and a small region is handed on to the next cache when this one is
-//! dropped (a multi-class set's class pairs: `pool`). The region asks for no 2 MiB pages (`madvise(MADV_HUGEPAGE)`): with
-//! `defrag = madvise` the kernel compacts memory on those faults, which makes training
-//! slower. The pages of the next slots are populated ahead of the cache's growth in the team's
-//! idle time ([`super::prefault`]), so a column pass rarely takes a fault itself.
+//! allocates nothing, and its region is handed on to the next cache when this one is
+//! dropped (`pool`: a multi-class set's class pairs, the warm start's rungs and then the whole
+//! set), its pages already touched. The region asks for no 2 MiB pages
+//! (`madvise(MADV_HUGEPAGE)`): with `defrag = madvise` the kernel compacts memory on those
+//! faults, which makes training slower. The pages of the next slots are populated ahead of the
+//! cache's growth in the team's idle time ([`super::prefault`]), so a column pass rarely takes a
+//! fault itself.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::VecDeque;
@@ -53,6 +55,9 @@ pub struct ColumnCache<T: Send + 'static> {
     ghost_set: HashSet<usize>,
     /// Slots the cache may use now (grows from BASE_SLOTS towards `capacity`).
     allowed: usize,
+    /// The byte budget in values: a region reserved whole is reserved this large, so that a
+    /// later cache of the same budget can take it over ([`pool::take_large`]).
+    budget: usize,
 }
 
 impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
@@ -71,6 +76,7 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             ghosts: VecDeque::new(),
             ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
+            budget: bytes / std::mem::size_of::<T>().max(1),
         }
     }
 
@@ -88,6 +94,7 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             ghosts: VecDeque::new(),
             ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
+            budget: slots.max(2) * m,
         }
     }
 
@@ -306,14 +313,19 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
     /// fresh zero pages that cost nothing until first written, but a small one is carved from
     /// the heap and cleared at once (the allocator maps regions below [`EAGER_BYTES`] from
     /// freed memory), which for the many small problems of a multi-class set cleared far more
-    /// than their solves ever touch. Growing moves the slots in use (no slot's data is borrowed
-    /// across [`get_or_assign`](Self::get_or_assign)).
+    /// than their solves ever touch. A large region is the one an earlier cache left
+    /// ([`pool::keep_large`]) where there is one, its pages touched already, else the whole
+    /// byte budget (untouched pages cost nothing), so that a later cache can take it over.
+    /// Growing moves the slots in use (no slot's data is borrowed across
+    /// [`get_or_assign`](Self::get_or_assign)).
     fn reserve(&mut self) {
         let full = self.capacity * self.m;
         if full * std::mem::size_of::<T>() >= EAGER_BYTES {
             if self.region.len() < full {
+                debug_assert!(self.slots.len() <= 1, "a whole region is reserved once");
                 self.free_region();
-                self.region = vec![T::default(); full];
+                self.region = pool::take_large::<T>(full)
+                    .unwrap_or_else(|| vec![T::default(); full.max(self.budget)]);
             }
             return;
         }
@@ -375,8 +387,23 @@ fn release<T: Send + 'static>(region: Vec<T>) {
     let bytes = region.len() * std::mem::size_of::<T>();
     if bytes < EAGER_BYTES {
         pool::put(region);
-        return;
+    } else {
+        pool::keep_large(region);
     }
+}
+
+/// Frees the large region a dropped cache left for the next one ([`pool::keep_large`]), if
+/// any: called when training ends, so that memory the next problem's cache would have taken
+/// over is returned to the system.
+pub fn release_kept() {
+    if let Some(region) = pool::take_any_large() {
+        region.free();
+    }
+}
+
+/// Frees `region`, a large one on a thread of its own.
+fn free_aside<T: Send + 'static>(region: Vec<T>) {
+    let bytes = region.len() * std::mem::size_of::<T>();
     if bytes >= FREE_ASIDE {
         // Without a thread (the system refuses one), freed here by the closure's drop.
         let _ = std::thread::Builder::new()
@@ -391,6 +418,12 @@ fn release<T: Send + 'static>(region: Vec<T>) {
 /// time). A region returned here is handed to the next cache that grows past its own, with
 /// its pages touched and its content initialised (old columns, overwritten before they are
 /// read). At most [`pool::MAX_BYTES`] are kept; a region that does not fit is freed.
+///
+/// One large region is kept too, the last one a cache left, for the next cache that reserves
+/// its region whole: the warm start's rungs and then the whole problem each have a cache of
+/// their own, and each would otherwise fault in up to the byte budget afresh (a 60,000-row,
+/// 8-feature set: 650,000 faults, a third of the run's time in the kernel). Training frees it
+/// when it ends ([`release_kept`]).
 mod pool {
     use std::any::Any;
     use std::sync::Mutex;
@@ -419,6 +452,73 @@ mod pool {
         p.regions.push((bytes, Box::new(region)));
     }
 
+    /// A region kept, type-erased with the means to free it.
+    pub(crate) struct Large(Box<dyn Any + Send>, fn(Box<dyn Any + Send>));
+
+    impl Large {
+        /// Frees the region (on a thread of its own when large).
+        pub(crate) fn free(self) {
+            (self.1)(self.0)
+        }
+    }
+
+    /// At most one large region, of any value type.
+    #[derive(Default)]
+    pub(super) struct LargeSlot(Option<Large>);
+
+    impl LargeSlot {
+        /// Keeps `region`; returns the region it replaces.
+        pub(super) fn keep<T: Send + 'static>(&mut self, region: Vec<T>) -> Option<Large> {
+            fn free<T: Send + 'static>(b: Box<dyn Any + Send>) {
+                if let Ok(v) = b.downcast::<Vec<T>>() {
+                    super::free_aside(*v);
+                }
+            }
+            self.0.replace(Large(Box::new(region), free::<T>))
+        }
+
+        /// The region kept, if it holds `T` and at least `len` values.
+        pub(super) fn take<T: Send + 'static>(&mut self, len: usize) -> Option<Vec<T>> {
+            let fits = self
+                .0
+                .as_ref()
+                .and_then(|l| l.0.downcast_ref::<Vec<T>>())
+                .is_some_and(|v| v.len() >= len);
+            if !fits {
+                return None;
+            }
+            self.0.take()?.0.downcast::<Vec<T>>().ok().map(|v| *v)
+        }
+
+        /// The region kept, whatever it holds.
+        pub(super) fn take_any(&mut self) -> Option<Large> {
+            self.0.take()
+        }
+    }
+
+    static LARGE: Mutex<LargeSlot> = Mutex::new(LargeSlot(None));
+
+    /// Keeps `region` as the large region for the next cache, freeing the one it replaces.
+    pub(super) fn keep_large<T: Send + 'static>(region: Vec<T>) {
+        let old = match LARGE.lock() {
+            Ok(mut slot) => slot.keep(region),
+            Err(_) => return,
+        };
+        if let Some(old) = old {
+            old.free();
+        }
+    }
+
+    /// The large region kept, if it holds `T` and at least `len` values.
+    pub(super) fn take_large<T: Send + 'static>(len: usize) -> Option<Vec<T>> {
+        LARGE.lock().ok()?.take(len)
+    }
+
+    /// The large region kept, whatever it holds.
+    pub(super) fn take_any_large() -> Option<Large> {
+        LARGE.lock().ok()?.take_any()
+    }
+
     /// The smallest kept region of `T` with at least `len` values, if any.
     pub(super) fn take<T: Send + 'static>(len: usize) -> Option<Vec<T>> {
         let mut p = POOL.lock().ok()?;
@@ -440,6 +540,41 @@ mod pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The large region kept goes to a cache of its value type that needs at most its length,
+    /// with its memory (the same allocation); keeping another frees the first.
+    #[test]
+    fn the_large_region_kept_serves_a_cache_that_fits_in_it() {
+        let mut slot = pool::LargeSlot::default();
+        let region = vec![1.5f32; 1000];
+        let at = region.as_ptr();
+        assert!(slot.keep(region).is_none());
+        assert!(slot.take::<f64>(10).is_none(), "another value type");
+        assert!(slot.take::<f32>(1001).is_none(), "too short");
+        let back = slot.take::<f32>(1000).expect("kept");
+        assert_eq!((back.as_ptr(), back.len(), back[999]), (at, 1000, 1.5));
+        assert!(slot.take::<f32>(1).is_none(), "taken once");
+        assert!(slot.keep(back).is_none());
+        let old = slot
+            .keep(vec![0.0f64; 10])
+            .expect("the f32 region replaced");
+        old.free();
+        assert!(slot.take::<f32>(1).is_none());
+        assert_eq!(slot.take::<f64>(10).map(|v| v.len()), Some(10));
+    }
+
+    /// A large cache reserves its whole byte budget, so that a later cache of the same budget
+    /// but a longer column fits in what it leaves.
+    #[test]
+    fn a_large_region_is_the_whole_budget() {
+        let bytes = 2 * EAGER_BYTES;
+        let m = 3_000; // m² values < bytes / 4: every column fits, well below the budget
+        let mut c: ColumnCache<f32> = ColumnCache::new(m, bytes);
+        assert_eq!(c.capacity(), m);
+        assert!(m * m * 4 >= EAGER_BYTES);
+        c.get_or_assign(0, None);
+        assert_eq!(c.region.len(), bytes / 4);
+    }
 
     /// A small region a dropped cache leaves is taken by the next cache that grows past its
     /// own, with the columns that cache holds moved into it. (A value type of this test's own:

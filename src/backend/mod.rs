@@ -45,6 +45,17 @@ pub use stats::{BackendStats, call};
 pub use cpu::{CpuBackend, CpuConfig};
 pub use open::{BackendChoice, DeviceRequest};
 
+/// Held while a training run lasts: the column caches of its problems (the warm start's
+/// rungs, then the whole set; a multi-class set's class pairs) hand their memory on to each
+/// other, and dropping this frees what the last one left.
+pub struct CacheMemoryScope;
+
+impl Drop for CacheMemoryScope {
+    fn drop(&mut self) {
+        cache::release_kept();
+    }
+}
+
 use crate::active::ActiveSet;
 use crate::error::Result;
 
