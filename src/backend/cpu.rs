@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::problem::Problem;
 use rayon::prelude::*;
 
+mod apply;
 mod away;
 mod backend;
 mod deferred;
@@ -713,8 +714,24 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
 /// Applies the columns `ptrs` (rows r0..r0 + len of each, with their factors) to `h` two at a
 /// time with the arithmetic of one [`Backend::update`] per pair, the first pair scaling by
 /// `scale`; `rep` as in [`ChunkUpdate`] for deduplicated columns (then `h` holds the groups of
-/// distinct rows r0..r0 + len).
+/// distinct rows r0..r0 + len). f32 columns of plain rows on AVX-512 take every column in one
+/// pass over h with the same arithmetic ([`apply::all_columns`]).
 fn apply_by_pairs<T: Elem>(
+    h: &mut [f64],
+    ptrs: &[(SendPtr<T>, f64)],
+    r0: usize,
+    len: usize,
+    scale: f64,
+    rep: Option<&[u32]>,
+) {
+    if rep.is_none() && apply::all_columns(&mut h[..len], ptrs, r0, scale) {
+        return;
+    }
+    apply_pairs_each(h, ptrs, r0, len, scale, rep);
+}
+
+/// [`apply_by_pairs`] one pass over h per pair of columns.
+fn apply_pairs_each<T: Elem>(
     h: &mut [f64],
     ptrs: &[(SendPtr<T>, f64)],
     r0: usize,

@@ -1,7 +1,7 @@
 //! Columns computed when the update needs them ([`CpuBackend::defers_columns`]): the
 //! working-set solver's block Q_WW reads the columns the cache holds and computes only the
 //! q entries of each other one, over W's rows gathered apart; the update then computes the
-//! columns whose coefficient moved in the pass that folds them into g, each chunk of rows
+//! columns whose coefficient moved in the pass that folds them into g, each block of rows
 //! written into the cache and read back while it is still in the core's cache. A point of W
 //! whose coefficient the inner solve left alone costs q entries instead of a column, and a
 //! fresh column is read from memory once instead of twice. The entries are those a column
@@ -156,7 +156,7 @@ impl<T: Elem> CpuBackend<'_, T> {
     }
 
     /// g ← scale·g + Σ c·Q[:, j] over `cols` for [`Self::defers_columns`] backends, in one
-    /// pass: each chunk of rows computes its rows of the columns the cache lacks into their
+    /// pass: each block of rows computes its rows of the columns the cache lacks into their
     /// slots, then applies every column two at a time in the order of `cols`, as
     /// [`Self::update_resident`] does. False (nothing done) when the cache cannot hold them
     /// all at once.
@@ -193,8 +193,8 @@ impl<T: Elem> CpuBackend<'_, T> {
             let ptrs = &ptrs;
             self.pass_blocked_then(&compute, move |r0, n| {
                 debug_assert!(r0 + n <= m);
-                // SAFETY: rows r0..r0+n of g belong to this chunk (r0 + n ≤ m); the columns'
-                // rows are read only, after this chunk wrote them.
+                // SAFETY: rows r0..r0+n of g belong to this block of a chunk (r0 + n ≤ m); the
+                // columns' rows are read only, after this block wrote them.
                 let g = unsafe { std::slice::from_raw_parts_mut(gptr.at(r0), n) };
                 apply_by_pairs(g, ptrs, r0, n, scale, None);
                 match update::argmin(g) {

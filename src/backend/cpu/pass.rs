@@ -75,9 +75,10 @@ impl<T: Elem> CpuBackend<'_, T> {
         self.pass_blocked_then(compute, |_, _| (f64::INFINITY, usize::MAX));
     }
 
-    /// [`pass_blocked`](Self::pass_blocked), then `then(r0, n)` on each chunk of rows
-    /// r0..r0+n once the chunk's rows of every column are written (and still in the core's
-    /// cache), its result recorded as the chunk's minimum.
+    /// [`pass_blocked`](Self::pass_blocked), then `then(r0, n)` on each block of rows
+    /// r0..r0+n once the block's rows of every column are written (and still in the core's
+    /// cache): the least of a chunk's results (the first of equal ones) is recorded as the
+    /// chunk's minimum.
     pub(super) fn pass_blocked_then(
         &mut self,
         compute: &[(usize, usize, usize)],
@@ -133,6 +134,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             m.div_ceil(CHUNK),
             |c| {
                 let (r0, n) = (c * CHUNK, CHUNK.min(m - c * CHUNK));
+                let mut best = (f64::INFINITY, usize::MAX);
                 for b0 in (r0..r0 + n).step_by(block) {
                     let len = block.min(r0 + n - b0);
                     // The next block of the chunk, fetched while this one runs.
@@ -159,15 +161,21 @@ impl<T: Elem> CpuBackend<'_, T> {
                     } else {
                         batches();
                     }
-                }
-                for (col, j, _) in cptr {
-                    if (r0..r0 + n).contains(j) {
-                        // SAFETY: as above (row j is in this chunk).
-                        let e = unsafe { &mut *col.at(*j) };
-                        *e = T::from_f64(e.to_f64() + prob.inv_c(*j));
+                    for (col, j, _) in cptr {
+                        if (b0..b0 + len).contains(j) {
+                            // SAFETY: as above (row j is in this block of the chunk).
+                            let e = unsafe { &mut *col.at(*j) };
+                            *e = T::from_f64(e.to_f64() + prob.inv_c(*j));
+                        }
+                    }
+                    // The block's rows of every column are still in the core's cache; the
+                    // first of equal minima (blocks in ascending order) is the chunk's.
+                    let r = then(b0, len);
+                    if r.0 < best.0 {
+                        best = r;
                     }
                 }
-                then(r0, n)
+                best
             },
             &mut self.chunk_min,
         );
