@@ -316,9 +316,17 @@ pub const F32_DOTS_MIN_D: usize = 32;
 pub const F32_DOTS_MAX_D: usize = 1 << 16;
 
 /// Whether a blocked pass's batches of `d` dense features are worth packing once for the
-/// f32 tiles ([`pack_queries`]).
-pub(crate) fn packs_queries(d: usize) -> bool {
-    f32_dots(d) && tiles::available()
+/// f32 tiles ([`pack_queries`]): products formed in f32 (`exact`: the rows' products are exact
+/// in f32, [`Layout::Dense`]).
+pub(crate) fn packs_queries(d: usize, exact: bool) -> bool {
+    (f32_dots(d) || (exact && d <= F32_DOTS_MAX_D)) && tiles::available()
+}
+
+/// Whether the f32 tiles take the f32 columns of these rows ([`wide_rbf_f32`]): dense rows whose
+/// products are exact in f32 below [`F32_DOTS_MIN_D`] features, on a CPU that runs the tiles.
+pub(crate) fn tiles_take_exact(layout: &Layout<'_>) -> bool {
+    matches!(layout, Layout::Dense { exact: true, d, .. } if *d <= F32_DOTS_MAX_D)
+        && tiles::available()
 }
 
 #[inline(always)]
@@ -963,7 +971,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
 ) {
     let n = out.len();
     match a.layout {
-        Layout::Dense { d, xb } => {
+        Layout::Dense { d, xb, .. } => {
             let nb = n.div_ceil(LANES);
             let b0 = r0 / LANES;
             let d = *d;
@@ -1118,6 +1126,9 @@ pub fn columns_chunk_packed<T: Elem>(
 struct DenseRbf<'a> {
     xb: &'a [f32],
     d: usize,
+    /// The tiles form the products in f32: from [`F32_DOTS_MIN_D`] features, or at any d
+    /// where they are exact in f32 (then the f64 products to the bit).
+    f32: bool,
     norms: &'a [f64],
     y: &'a [f64],
     gamma: f64,
@@ -1129,7 +1140,7 @@ impl<'a> DenseRbf<'a> {
     /// the tiles take it: RBF kernel, dense rows, AVX-512, 1 ≤ k ≤ [`BATCH`] outputs of one
     /// length, r0 on a block's start. None otherwise.
     fn of(a: &ColumnArgs<'a>, k: usize, r0: usize, lens: &[usize]) -> Option<DenseRbf<'a>> {
-        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
+        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb, exact }) = (a.kernel, a.layout) else {
             return None;
         };
         let n = *lens.first()?;
@@ -1146,6 +1157,7 @@ impl<'a> DenseRbf<'a> {
         Some(DenseRbf {
             xb: &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
             d,
+            f32: f32_dots(d) || (*exact && d <= F32_DOTS_MAX_D),
             norms: &a.norms[r0..r0 + n],
             y: &a.y[r0..r0 + n],
             gamma,
@@ -1234,7 +1246,7 @@ pub fn with_row_panels<R>(
 ) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| !single || f32_dots(job.d));
+        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| !single || job.f32);
         if let Some(job) = rows {
             /// Lets the panels go when `f` returns or unwinds.
             struct Held;
@@ -1316,7 +1328,7 @@ pub fn tile_rate(d: usize, min_time: std::time::Duration) -> Option<f64> {
 /// that packing it finds it in cache); nothing for other layouts.
 pub fn prefetch_rows(a: &ColumnArgs<'_>, r0: usize, n: usize, (part, parts): (usize, usize)) {
     #[cfg(target_arch = "x86_64")]
-    if let Layout::Dense { d, xb } = a.layout {
+    if let Layout::Dense { d, xb, .. } = a.layout {
         use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
         let (lo, hi) = ((r0 * d).min(xb.len()), ((r0 + n) * d).min(xb.len()));
         let lines = (hi - lo).div_ceil(16);
@@ -1351,7 +1363,7 @@ fn wide_rbf_f32(
         let Some(job) = DenseRbf::of(a, k, r0, &lens[..outs.len()]) else {
             return false;
         };
-        if !f32_dots(job.d) {
+        if !job.f32 {
             return false;
         }
         fn run<const K: usize>(
@@ -1520,7 +1532,7 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
         finish_batch::<F, T>(a, cols, (r0, n, stride), dots, outs);
         return;
     }
-    let Layout::Dense { d, xb } = a.layout else {
+    let Layout::Dense { d, xb, .. } = a.layout else {
         // Bit rows, and a single CSR column: one pass per query.
         for (&(j, q), out) in cols.iter().zip(outs.iter_mut()) {
             column_chunk_impl::<F, T>(a, j, q, r0, dots, out);
@@ -1901,6 +1913,116 @@ pub(crate) mod tests {
         }
     }
 
+    /// Products exact in f32: integers and multiples of one power of two below the bound, not
+    /// other fractions, values past the bound, or non-finite ones.
+    #[test]
+    fn dots_exact_in_f32_only_where_every_product_is() {
+        use super::layout::dots_exact_in_f32;
+        let ints: Vec<f32> = (0..64).map(|i| (i % 16) as f32).collect();
+        assert!(dots_exact_in_f32(16, &ints));
+        let sixteenths: Vec<f32> = ints.iter().map(|&x| -x / 16.0).collect();
+        assert!(dots_exact_in_f32(16, &sixteenths));
+        // 16 · 4096² = 2²⁸: a sum can leave f32's integers.
+        assert!(!dots_exact_in_f32(16, &[4096.0, 1.0]));
+        assert!(dots_exact_in_f32(16, &[1023.0, 1.0]));
+        assert!(!dots_exact_in_f32(16, &[0.1, 1.0]));
+        assert!(!dots_exact_in_f32(16, &[f32::NAN]));
+        assert!(!dots_exact_in_f32(16, &[f32::MIN_POSITIVE / 2.0]));
+        assert!(!dots_exact_in_f32(0, &[]));
+    }
+
+    /// Dense rows of small integers below [`F32_DOTS_MIN_D`] features are marked exact, and
+    /// their f32 columns (on AVX-512, the tiles' f32 products) are the columns of the same
+    /// rows not marked (f64 products) bit for bit, batched and single.
+    #[test]
+    fn exact_rows_take_f32_products_with_the_same_columns() {
+        let (m, d) = (200usize, 12usize);
+        let mut r = crate::rng::SplitMix64::new(9);
+        let values: Vec<f32> = (0..m * d)
+            .map(|_| (r.next_f64() * 16.0).floor() as f32)
+            .collect();
+        let labels: Vec<f64> = (0..m)
+            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let rows = |values: Vec<f32>, labels: Vec<f64>| {
+            let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
+            let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
+            crate::data::Dataset::from_csr(d, ip, ix, values, labels)
+        };
+        let ds = rows(values, labels);
+        let exact = Layout::new(&ds);
+        let Layout::Dense {
+            exact: true,
+            ref xb,
+            ..
+        } = exact
+        else {
+            panic!("expected dense rows marked exact");
+        };
+        // On AVX-512 the tiles take them (the fused f64-product path declines).
+        assert_eq!(tiles_take_exact(&exact), tiles::available());
+        let plain = Layout::Dense {
+            d,
+            xb: Aligned::from(&xb[..]),
+            exact: false,
+        };
+        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
+        let queries: Vec<(usize, Vec<f64>)> = [0usize, 5, 77, 150, 199, 31, 8, 64]
+            .iter()
+            .map(|&j| {
+                let mut q = vec![0.0; d];
+                ds.row(j).scatter_f64(&mut q);
+                (j, q)
+            })
+            .collect();
+        let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
+        let (r0, n) = (16, 180);
+        let kernel = Kernel::Rbf { gamma: 0.01 };
+        let mut got = vec![vec![0f32; n]; cols.len()];
+        let mut want = vec![vec![0f32; n]; cols.len()];
+        for (layout, out) in [(&exact, &mut got), (&plain, &mut want)] {
+            let a = ColumnArgs {
+                layout,
+                kernel,
+                norms: &norms,
+                y: &ds.labels,
+                rbf_table: None,
+            };
+            let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|v| &mut v[..]).collect();
+            let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
+            columns_chunk(&a, &cols, r0, &mut dots, &mut outs);
+        }
+        let a = ColumnArgs {
+            layout: &exact,
+            kernel,
+            norms: &norms,
+            y: &ds.labels,
+            rbf_table: None,
+        };
+        for c in 0..cols.len() {
+            for i in 0..n {
+                assert_eq!(
+                    got[c][i].to_bits(),
+                    want[c][i].to_bits(),
+                    "column {c} row {i}"
+                );
+            }
+            let mut one = vec![0f32; n];
+            let mut dots1 = vec![0.0; n.next_multiple_of(LANES)];
+            column_chunk(&a, cols[c].0, cols[c].1, r0, &mut dots1, &mut one);
+            for i in 0..n {
+                assert_eq!(one[i].to_bits(), got[c][i].to_bits(), "batched vs single");
+            }
+        }
+        // Fractions that are not exact keep the f64 products.
+        let tenths: Vec<f32> = (0..m * d).map(|i| (i % 10) as f32 / 10.0).collect();
+        let ds = rows(tenths, vec![1.0; m]);
+        assert!(matches!(
+            Layout::new(&ds),
+            Layout::Dense { exact: false, .. }
+        ));
+    }
+
     /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
     /// rows), and its columns equal the plain dense layout's to rounding (the sums are
     /// grouped differently), batched columns equal single ones bit for bit, and a query
@@ -1932,6 +2054,7 @@ pub(crate) mod tests {
         let plain = Layout::Dense {
             d,
             xb: Aligned::from(&xb[..]),
+            exact: false,
         };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         let mut queries: Vec<(usize, Vec<f64>)> = [0usize, 7, 100, 249, 31]

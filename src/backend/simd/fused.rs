@@ -56,15 +56,16 @@ pub(super) fn rbf_f32(
             Layout::Hybrid { cont, .. } => cont.len(),
             _ => return false,
         };
-        // Products formed in f32 (many features) are the portable pass's own, not these.
-        if super::f32_dots(dc) || dc > MAX_CONT {
+        // Products formed in f32 (many features) are the portable pass's own, not these; dense
+        // rows whose products are exact in f32 go to the f32 tiles (the same entries).
+        if super::f32_dots(dc) || dc > MAX_CONT || super::tiles_take_exact(a.layout) {
             return false;
         }
         let n = outs[0].len();
         let mut qc = [[0.0f64; MAX_CONT]; BATCH];
         let mut qb = [[0u64; MAX_HYBRID_WORDS]; BATCH];
         let (xb, dc, bits, words): (&[f32], usize, &[u64], usize) = match a.layout {
-            Layout::Dense { d, xb } => {
+            Layout::Dense { d, xb, .. } => {
                 for (c, &(_, q)) in cols.iter().enumerate() {
                     qc[c][..*d].copy_from_slice(&q[..*d]);
                 }
