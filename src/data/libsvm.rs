@@ -607,7 +607,7 @@ pub(crate) fn parse_features(
             ));
         }
         p += 1;
-        let (v, n) = match small_int(b, p) {
+        let (v, n) = match short_decimal(b, p) {
             Some(r) => r,
             None => match fast_float2::parse_partial::<f32, _>(&b[p..]) {
                 Ok(r) if ends_token(b[p + r.1]) => r,
@@ -640,26 +640,42 @@ pub(crate) fn parse_features(
     Ok(p)
 }
 
-/// Fast path for the common values `1`, `0`, `255`…: an unsigned integer of at most
-/// 7 digits (exact in f32) ending the token. `None` sends the caller to the general
-/// float parser.
+/// Powers of ten exact in f32 (10¹⁰ = 2¹⁰·5¹⁰, 5¹⁰ < 2²⁴).
+const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+
+/// Fast path for the common values `1`, `-1`, `0.5`, `-0.631`, `255`…: an optional `-`, then
+/// digits with at most one `.` among them, at most nine digits whose value m is at most 2²⁴,
+/// ending the token. m and 10^k (k digits after the point) are exact in f32, so m / 10^k
+/// rounded once is the correctly rounded value, as the general parser gives it (Clinger's
+/// fast path). `None` sends the caller to the general float parser (exponents, longer
+/// mantissas, `+`, `inf`, malformed tokens).
 #[inline(always)]
-fn small_int(b: &[u8], p: usize) -> Option<(f32, usize)> {
-    let mut v = 0u32;
-    let mut n = 0;
-    while n < 7 {
-        let d = b[p + n].wrapping_sub(b'0');
-        if d > 9 {
+fn short_decimal(b: &[u8], p: usize) -> Option<(f32, usize)> {
+    let neg = b[p] == b'-';
+    let mut n = usize::from(neg);
+    let (mut m, mut digits, mut frac) = (0u32, 0usize, None);
+    loop {
+        let c = b[p + n];
+        let d = c.wrapping_sub(b'0');
+        if d <= 9 {
+            if digits == 9 {
+                return None;
+            }
+            m = m * 10 + u32::from(d);
+            digits += 1;
+        } else if c == b'.' && frac.is_none() {
+            frac = Some(digits);
+        } else {
             break;
         }
-        v = v * 10 + d as u32;
         n += 1;
     }
-    if n > 0 && ends_token(b[p + n]) {
-        Some((v as f32, n))
-    } else {
-        None
+    if digits == 0 || m > 1 << 24 || !ends_token(b[p + n]) {
+        return None;
     }
+    let k = digits - frac.unwrap_or(digits);
+    let v = m as f32 / POW10_F32[k];
+    Some((if neg { -v } else { v }, n))
 }
 
 /// Position after the `\n` that ends the line containing `b[p]`.
@@ -723,6 +739,81 @@ mod tests {
     fn parse(text: &str) -> Result<Dataset> {
         let dir = tempfile::tempdir().unwrap();
         read_libsvm(&write(&dir, "d.txt", text))
+    }
+
+    /// The short-decimal fast path gives the general parser's f32 bit for bit wherever it
+    /// accepts a token (random mantissas of one to nine digits, the point anywhere, signs,
+    /// the bounds 2²⁴ and nine digits), and leaves everything else to it.
+    #[test]
+    fn short_decimals_are_the_general_parsers_values() {
+        let check = |t: &str| {
+            let b = format!("{t} ");
+            let general = fast_float2::parse_partial::<f32, _>(b.as_bytes())
+                .ok()
+                .filter(|r| r.1 == t.len());
+            match short_decimal(b.as_bytes(), 0) {
+                Some((v, n)) => {
+                    let (w, m) = general.unwrap_or_else(|| panic!("`{t}` taken, not a number"));
+                    assert_eq!((v.to_bits(), n), (w.to_bits(), m), "`{t}`");
+                }
+                None => assert!(
+                    t.len() > 10
+                        || t.contains(['e', '+', 'i', 'n'])
+                        || general.is_none()
+                        || t.trim_start_matches('-')
+                            .replace('.', "")
+                            .parse::<u64>()
+                            .unwrap()
+                            > 1 << 24,
+                    "`{t}` left to the general parser"
+                ),
+            }
+        };
+        let mut r = crate::rng::SplitMix64::new(11);
+        for _ in 0..200_000 {
+            let digits = 1 + r.below(9);
+            let mut t: String = (0..digits)
+                .map(|_| char::from(b'0' + r.below(10) as u8))
+                .collect();
+            if r.next_f64() < 0.8 {
+                t.insert(r.below(digits + 1), '.');
+            }
+            if r.next_f64() < 0.5 {
+                t.insert(0, '-');
+            }
+            check(&t);
+        }
+        for t in [
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "0.5",
+            ".5",
+            "5.",
+            "-.25",
+            "16777216",
+            "16777217",
+            "1677721.6",
+            "0.000000001",
+            "123456789",
+            "1234567890",
+            "1e-3",
+            "+1",
+            "inf",
+            "nan",
+            "-",
+            ".",
+            "1.2.3",
+            "0.0000000001",
+        ] {
+            check(t);
+        }
+        assert_eq!(
+            short_decimal(b"-0 ", 0).map(|(v, _)| v.to_bits()),
+            Some((-0.0f32).to_bits())
+        );
+        assert!(short_decimal(b"- ", 0).is_none() && short_decimal(b". ", 0).is_none());
     }
 
     /// A file large enough to be cut into pieces parsed side by side (blank, comment and
