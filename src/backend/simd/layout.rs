@@ -11,8 +11,10 @@ pub enum Layout<'a> {
         d: usize,
         /// blocks × d × LANES values
         xb: Aligned<f32>,
-        /// Whether every dot product of two rows is exact in f32 ([`dots_exact_in_f32`]): then
-        /// the f32 tiles take the columns at any d, their products the f64 ones to the bit.
+        /// Whether every dot product of two rows is exact in f32 ([`dots_exact_in_f32`]), found
+        /// below [`super::F32_DOTS_MIN_D`] features (above, the products are formed in f32
+        /// anyway; false there): then the f32 tiles take the columns, their products the f64
+        /// ones to the bit.
         exact: bool,
     },
     /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
@@ -170,7 +172,8 @@ impl<'a> Layout<'a> {
             || cont.len() > MAX_HYBRID_CONT
             || words > MAX_HYBRID_WORDS
         {
-            let exact = dots_exact_in_f32(d, &xb);
+            // From F32_DOTS_MIN_D features the products are formed in f32 anyway: no scan.
+            let exact = d < super::F32_DOTS_MIN_D && dots_exact_in_f32(d, &xb);
             return Layout::Dense { d, xb, exact };
         }
         let dc = cont.len();
