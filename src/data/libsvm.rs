@@ -643,25 +643,38 @@ pub(crate) fn parse_features(
 /// Powers of ten exact in f32 (10¹⁰ = 2¹⁰·5¹⁰, 5¹⁰ < 2²⁴).
 const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
 
-/// Fast path for the common values `1`, `-1`, `0.5`, `-0.631`, `255`…: an optional `-`, then
-/// digits with at most one `.` among them, at most nine digits whose value m is at most 2²⁴,
-/// ending the token. m and 10^k (k digits after the point) are exact in f32, so m / 10^k
-/// rounded once is the correctly rounded value, as the general parser gives it (Clinger's
-/// fast path). `None` sends the caller to the general float parser (exponents, longer
-/// mantissas, `+`, `inf`, malformed tokens).
+/// Powers of ten exact in f64 (5²² < 2⁵³).
+const POW10_F64: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Fast path for the common values `1`, `-1`, `0.5`, `-0.631`, `0.0000014883708`…: an
+/// optional `-`, then digits with at most one `.` among them, at most nineteen digits, ending
+/// the token. With m the digits' value and k the digits after the point:
+///
+/// * m ≤ 2²⁴ and k ≤ 10: m and 10^k are exact in f32, so m / 10^k rounded once is the
+///   correctly rounded value (Clinger's fast path);
+/// * else m ≤ 2⁵³ and k ≤ 22: the quotient q is correctly rounded in f64 (both exact there),
+///   and rounding q to f32 rounds the exact value the same way unless q lies within one f64
+///   unit of a midpoint between two f32 values (its 29 bits below f32's precision 2²⁸ ± 1),
+///   where the general parser decides.
+///
+/// So the value is the general parser's, bit for bit. `None` sends the caller to the general
+/// parser (exponents, longer mantissas, `+`, `inf`, malformed tokens).
 #[inline(always)]
 fn short_decimal(b: &[u8], p: usize) -> Option<(f32, usize)> {
     let neg = b[p] == b'-';
     let mut n = usize::from(neg);
-    let (mut m, mut digits, mut frac) = (0u32, 0usize, None);
+    let (mut m, mut digits, mut frac) = (0u64, 0usize, None);
     loop {
         let c = b[p + n];
         let d = c.wrapping_sub(b'0');
         if d <= 9 {
-            if digits == 9 {
+            if digits == 19 {
                 return None;
             }
-            m = m * 10 + u32::from(d);
+            m = m * 10 + u64::from(d);
             digits += 1;
         } else if c == b'.' && frac.is_none() {
             frac = Some(digits);
@@ -670,11 +683,22 @@ fn short_decimal(b: &[u8], p: usize) -> Option<(f32, usize)> {
         }
         n += 1;
     }
-    if digits == 0 || m > 1 << 24 || !ends_token(b[p + n]) {
+    if digits == 0 || !ends_token(b[p + n]) {
         return None;
     }
     let k = digits - frac.unwrap_or(digits);
-    let v = m as f32 / POW10_F32[k];
+    let v = if m <= 1 << 24 && k <= 10 {
+        m as f32 / POW10_F32[k]
+    } else if m <= 1 << 53 && k <= 22 {
+        let q = m as f64 / POW10_F64[k];
+        let low = q.to_bits() & ((1 << 29) - 1);
+        if low.abs_diff(1 << 28) <= 1 {
+            return None;
+        }
+        q as f32
+    } else {
+        return None;
+    };
     Some((if neg { -v } else { v }, n))
 }
 
@@ -742,36 +766,26 @@ mod tests {
     }
 
     /// The short-decimal fast path gives the general parser's f32 bit for bit wherever it
-    /// accepts a token (random mantissas of one to nine digits, the point anywhere, signs,
-    /// the bounds 2²⁴ and nine digits), and leaves everything else to it.
+    /// accepts a token (random mantissas of one to nineteen digits, the point anywhere, signs,
+    /// the bounds 2²⁴, 2⁵³ and nineteen digits, decimals next to midpoints between f32
+    /// values), and takes most such tokens.
     #[test]
     fn short_decimals_are_the_general_parsers_values() {
-        let check = |t: &str| {
+        let mut taken = 0usize;
+        let mut check = |t: &str| {
             let b = format!("{t} ");
             let general = fast_float2::parse_partial::<f32, _>(b.as_bytes())
                 .ok()
                 .filter(|r| r.1 == t.len());
-            match short_decimal(b.as_bytes(), 0) {
-                Some((v, n)) => {
-                    let (w, m) = general.unwrap_or_else(|| panic!("`{t}` taken, not a number"));
-                    assert_eq!((v.to_bits(), n), (w.to_bits(), m), "`{t}`");
-                }
-                None => assert!(
-                    t.len() > 10
-                        || t.contains(['e', '+', 'i', 'n'])
-                        || general.is_none()
-                        || t.trim_start_matches('-')
-                            .replace('.', "")
-                            .parse::<u64>()
-                            .unwrap()
-                            > 1 << 24,
-                    "`{t}` left to the general parser"
-                ),
+            if let Some((v, n)) = short_decimal(b.as_bytes(), 0) {
+                let (w, m) = general.unwrap_or_else(|| panic!("`{t}` taken, not a number"));
+                assert_eq!((v.to_bits(), n), (w.to_bits(), m), "`{t}`");
+                taken += 1;
             }
         };
         let mut r = crate::rng::SplitMix64::new(11);
-        for _ in 0..200_000 {
-            let digits = 1 + r.below(9);
+        for _ in 0..400_000 {
+            let digits = 1 + r.below(19);
             let mut t: String = (0..digits)
                 .map(|_| char::from(b'0' + r.below(10) as u8))
                 .collect();
@@ -806,14 +820,32 @@ mod tests {
             ".",
             "1.2.3",
             "0.0000000001",
+            "9007199254740992",
+            "9007199254740993",
+            "0.0000014883708",
+            "1234567890123456789",
+            "12345678901234567890",
+            "0.00000000000000000000001",
         ] {
             check(t);
         }
+        // Decimals on and next to the midpoint between an f32 and the next one.
+        for x in [1.0f32, 0.75, 3.5, 1024.0, 0.015625, 0.1] {
+            let mid = (f64::from(x) + f64::from(f32::from_bits(x.to_bits() + 1))) / 2.0;
+            for digits in 8..=17 {
+                check(&format!("{mid:.digits$}"));
+                check(&format!("{:.digits$}", mid * (1.0 + 1e-15)));
+                check(&format!("{:.digits$}", mid * (1.0 - 1e-15)));
+            }
+        }
+        assert!(taken > 300_000, "the fast path took {taken} tokens");
         assert_eq!(
             short_decimal(b"-0 ", 0).map(|(v, _)| v.to_bits()),
             Some((-0.0f32).to_bits())
         );
-        assert!(short_decimal(b"- ", 0).is_none() && short_decimal(b". ", 0).is_none());
+        for t in [&b"- "[..], b". ", b"1e5 ", b"+1 ", b"12345678901234567890 "] {
+            assert!(short_decimal(t, 0).is_none());
+        }
     }
 
     /// A file large enough to be cut into pieces parsed side by side (blank, comment and
