@@ -319,14 +319,13 @@ pub const F32_DOTS_MAX_D: usize = 1 << 16;
 /// f32 tiles ([`pack_queries`]): products formed in f32 (`exact`: the rows' products are exact
 /// in f32, [`Layout::Dense`]).
 pub(crate) fn packs_queries(d: usize, exact: bool) -> bool {
-    (f32_dots(d) || (exact && d <= F32_DOTS_MAX_D)) && tiles::available()
+    (f32_dots(d) || exact) && tiles::available()
 }
 
 /// Whether the f32 tiles take the f32 columns of these rows ([`wide_rbf_f32`]): dense rows whose
 /// products are exact in f32 below [`F32_DOTS_MIN_D`] features, on a CPU that runs the tiles.
 pub(crate) fn tiles_take_exact(layout: &Layout<'_>) -> bool {
-    matches!(layout, Layout::Dense { exact: true, d, .. } if *d <= F32_DOTS_MAX_D)
-        && tiles::available()
+    matches!(layout, Layout::Dense { exact: true, .. }) && tiles::available()
 }
 
 #[inline(always)]
@@ -1157,7 +1156,7 @@ impl<'a> DenseRbf<'a> {
         Some(DenseRbf {
             xb: &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
             d,
-            f32: f32_dots(d) || (*exact && d <= F32_DOTS_MAX_D),
+            f32: f32_dots(d) || *exact,
             norms: &a.norms[r0..r0 + n],
             y: &a.y[r0..r0 + n],
             gamma,
@@ -1344,7 +1343,7 @@ pub fn prefetch_rows(a: &ColumnArgs<'_>, r0: usize, n: usize, (part, parts): (us
 }
 
 /// f32 RBF columns over dense rows whose products are formed in f32 ([`F32_DOTS_MIN_D`]
-/// features or more) by the AVX-512 tiles with the entries finished in registers
+/// features or more, or rows whose products are exact in f32) by the AVX-512 tiles with the entries finished in registers
 /// ([`tiles::rbf_f32`]): the same entries as [`columns_chunk_impl`]. Returns whether it
 /// computed them (false: not this kernel, layout or CPU).
 fn wide_rbf_f32(
@@ -1931,15 +1930,16 @@ pub(crate) mod tests {
         assert!(!dots_exact_in_f32(0, &[]));
     }
 
-    /// Dense rows of small integers below [`F32_DOTS_MIN_D`] features are marked exact, and
-    /// their f32 columns (on AVX-512, the tiles' f32 products) are the columns of the same
-    /// rows not marked (f64 products) bit for bit, batched and single.
+    /// Dense rows of sixteenths below [`F32_DOTS_MIN_D`] features are marked exact (not as
+    /// part of a larger set), and their f32 columns (on AVX-512, the tiles' f32 products) are
+    /// the columns of the same rows not marked (f64 products) bit for bit, batched and single.
     #[test]
     fn exact_rows_take_f32_products_with_the_same_columns() {
         let (m, d) = (200usize, 12usize);
         let mut r = crate::rng::SplitMix64::new(9);
+        // Sixteenths in [−2, 2): s = 4, d·(2⁴·2)² = 12,288 < 2²⁴.
         let values: Vec<f32> = (0..m * d)
-            .map(|_| (r.next_f64() * 16.0).floor() as f32)
+            .map(|_| ((r.next_f64() * 64.0).floor() - 32.0) as f32 / 16.0)
             .collect();
         let labels: Vec<f64> = (0..m)
             .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
@@ -2014,6 +2014,12 @@ pub(crate) mod tests {
                 assert_eq!(one[i].to_bits(), got[c][i].to_bits(), "batched vs single");
             }
         }
+        // Laid out as part of a larger set (a rank's rows: queries from other ranks), f64.
+        let whole = crate::data::LayoutStats::of(&ds);
+        assert!(matches!(
+            Layout::new_as(&ds, Some(&whole), false),
+            Layout::Dense { exact: false, .. }
+        ));
         // Fractions that are not exact keep the f64 products.
         let tenths: Vec<f32> = (0..m * d).map(|i| (i % 10) as f32 / 10.0).collect();
         let ds = rows(tenths, vec![1.0; m]);

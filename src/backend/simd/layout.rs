@@ -13,8 +13,8 @@ pub enum Layout<'a> {
         xb: Aligned<f32>,
         /// Whether every dot product of two rows is exact in f32 ([`dots_exact_in_f32`]), found
         /// below [`super::F32_DOTS_MIN_D`] features (above, the products are formed in f32
-        /// anyway; false there): then the f32 tiles take the columns, their products the f64
-        /// ones to the bit.
+        /// anyway; false there) for rows laid out on their own (not as part of a larger set):
+        /// then the f32 tiles take the columns, their products the f64 ones to the bit.
         exact: bool,
     },
     /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
@@ -173,7 +173,11 @@ impl<'a> Layout<'a> {
             || words > MAX_HYBRID_WORDS
         {
             // From F32_DOTS_MIN_D features the products are formed in f32 anyway: no scan.
-            let exact = d < super::F32_DOTS_MIN_D && dots_exact_in_f32(d, &xb);
+            // Rows laid out as part of a larger set (`zero_one` given: a rank of a distributed
+            // run) meet other parts' rows as queries, which these rows cannot vouch for: f64
+            // products there, as one process takes them wherever a row is not exact.
+            let exact =
+                zero_one.is_none() && d < super::F32_DOTS_MIN_D && dots_exact_in_f32(d, &xb);
             return Layout::Dense { d, xb, exact };
         }
         let dc = cont.len();
