@@ -1779,14 +1779,40 @@ pub(crate) mod tests {
     /// `n` rows of `ds` spread over it (row (37c + 5) mod m for c < n) as dense f64 queries,
     /// with their indices.
     fn spread_queries(ds: &crate::data::Dataset, n: usize) -> Vec<(usize, Vec<f64>)> {
-        (0..n)
-            .map(|c| {
-                let j = (c * 37 + 5) % ds.len();
+        let rows: Vec<usize> = (0..n).map(|c| (c * 37 + 5) % ds.len()).collect();
+        queries_at(ds, &rows)
+    }
+
+    /// The rows `rows` of `ds` as dense f64 queries, with their indices.
+    fn queries_at(ds: &crate::data::Dataset, rows: &[usize]) -> Vec<(usize, Vec<f64>)> {
+        rows.iter()
+            .map(|&j| {
                 let mut q = vec![0.0; ds.n_features()];
                 ds.row(j).scatter_f64(&mut q);
                 (j, q)
             })
             .collect()
+    }
+
+    /// The batch `cols` over rows r0..r0 + n of `layout` by [`columns_chunk`].
+    fn batched_columns<T: Elem>(
+        (layout, kernel): (&Layout<'_>, Kernel),
+        (norms, y): (&[f64], &[f64]),
+        cols: &[(usize, &[f64])],
+        (r0, n): (usize, usize),
+    ) -> Vec<Vec<T>> {
+        let a = ColumnArgs {
+            layout,
+            kernel,
+            norms,
+            y,
+            rbf_table: None,
+        };
+        let mut out = vec![vec![T::default(); n]; cols.len()];
+        let mut outs: Vec<&mut [T]> = out.iter_mut().map(|v| &mut v[..]).collect();
+        let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
+        columns_chunk(&a, cols, r0, &mut dots, &mut outs);
+        out
     }
 
     /// Asserts that `compute`, a path that finishes the entries in registers, gives the
@@ -1967,31 +1993,13 @@ pub(crate) mod tests {
             exact: false,
         };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-        let queries: Vec<(usize, Vec<f64>)> = [0usize, 5, 77, 150, 199, 31, 8, 64]
-            .iter()
-            .map(|&j| {
-                let mut q = vec![0.0; d];
-                ds.row(j).scatter_f64(&mut q);
-                (j, q)
-            })
-            .collect();
+        let queries = queries_at(&ds, &[0, 5, 77, 150, 199, 31, 8, 64]);
         let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
         let (r0, n) = (16, 180);
         let kernel = Kernel::Rbf { gamma: 0.01 };
-        let mut got = vec![vec![0f32; n]; cols.len()];
-        let mut want = vec![vec![0f32; n]; cols.len()];
-        for (layout, out) in [(&exact, &mut got), (&plain, &mut want)] {
-            let a = ColumnArgs {
-                layout,
-                kernel,
-                norms: &norms,
-                y: &ds.labels,
-                rbf_table: None,
-            };
-            let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|v| &mut v[..]).collect();
-            let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
-            columns_chunk(&a, &cols, r0, &mut dots, &mut outs);
-        }
+        let (sides, span) = ((&norms[..], &ds.labels[..]), (r0, n));
+        let got: Vec<Vec<f32>> = batched_columns((&exact, kernel), sides, &cols, span);
+        let want: Vec<Vec<f32>> = batched_columns((&plain, kernel), sides, &cols, span);
         let a = ColumnArgs {
             layout: &exact,
             kernel,
@@ -2063,14 +2071,7 @@ pub(crate) mod tests {
             exact: false,
         };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-        let mut queries: Vec<(usize, Vec<f64>)> = [0usize, 7, 100, 249, 31]
-            .iter()
-            .map(|&j| {
-                let mut q = vec![0.0; d];
-                ds.row(j).scatter_f64(&mut q);
-                (j, q)
-            })
-            .collect();
+        let mut queries = queries_at(&ds, &[0, 7, 100, 249, 31]);
         queries[4].1[2] = 0.5;
         let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
         let (r0, n) = (16, 230);
@@ -2082,20 +2083,9 @@ pub(crate) mod tests {
                 coef0: -0.2,
             },
         ] {
-            let mut got = vec![vec![0f64; n]; cols.len()];
-            let mut want = vec![vec![0f64; n]; cols.len()];
-            for (layout, out) in [(&hybrid, &mut got), (&plain, &mut want)] {
-                let a = ColumnArgs {
-                    layout,
-                    kernel,
-                    norms: &norms,
-                    y: &y,
-                    rbf_table: None,
-                };
-                let mut outs: Vec<&mut [f64]> = out.iter_mut().map(|v| &mut v[..]).collect();
-                let mut dots = vec![0.0; cols.len() * n.next_multiple_of(LANES)];
-                columns_chunk(&a, &cols, r0, &mut dots, &mut outs);
-            }
+            let (sides, span) = ((&norms[..], &y[..]), (r0, n));
+            let got: Vec<Vec<f64>> = batched_columns((&hybrid, kernel), sides, &cols, span);
+            let want: Vec<Vec<f64>> = batched_columns((&plain, kernel), sides, &cols, span);
             let a = ColumnArgs {
                 layout: &hybrid,
                 kernel,

@@ -643,10 +643,10 @@ pub(crate) fn parse_features(
 /// Powers of ten exact in f32 (10¹⁰ = 2¹⁰·5¹⁰, 5¹⁰ < 2²⁴).
 const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
 
-/// Powers of ten exact in f64 (5²² < 2⁵³).
-const POW10_F64: [f64; 23] = [
+/// Powers of ten exact in f64 (5¹⁹ < 2⁵³), up to the fast path's nineteen digits.
+const POW10_F64: [f64; 20] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    1e17, 1e18, 1e19,
 ];
 
 /// Fast path for the common values `1`, `-1`, `0.5`, `-0.631`, `0.0000014883708`…: an
@@ -655,7 +655,7 @@ const POW10_F64: [f64; 23] = [
 ///
 /// * m ≤ 2²⁴ and k ≤ 10: m and 10^k are exact in f32, so m / 10^k rounded once is the
 ///   correctly rounded value (Clinger's fast path);
-/// * else m ≤ 2⁵³ and k ≤ 22: the quotient q is correctly rounded in f64 (both exact there),
+/// * else m ≤ 2⁵³ (k ≤ 19): the quotient q is correctly rounded in f64 (both exact there),
 ///   and rounding q to f32 rounds the exact value the same way unless q lies within one f64
 ///   unit of a midpoint between two f32 values (its 29 bits below f32's precision 2²⁸ ± 1),
 ///   where the general parser decides.
@@ -689,7 +689,7 @@ fn short_decimal(b: &[u8], p: usize) -> Option<(f32, usize)> {
     let k = digits - frac.unwrap_or(digits);
     let v = if m <= 1 << 24 && k <= 10 {
         m as f32 / POW10_F32[k]
-    } else if m <= 1 << 53 && k <= 22 {
+    } else if m <= 1 << 53 {
         let q = m as f64 / POW10_F64[k];
         let low = q.to_bits() & ((1 << 29) - 1);
         if low.abs_diff(1 << 28) <= 1 {
