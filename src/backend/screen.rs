@@ -118,6 +118,8 @@ pub struct Screen {
     /// column.
     cols: Vec<usize>,
     order: Vec<usize>,
+    /// The panel's offsets of its features in increasing feature order (a full row's).
+    offsets: Vec<usize>,
 }
 
 impl Screen {
@@ -171,13 +173,14 @@ impl Screen {
         for &(_, off, mu) in &shift {
             zt[off..off + cols.len()].fill((-scale * mu) as f32);
         }
-        let mu_of = |f: usize| match shift.binary_search_by_key(&f, |s| s.0) {
-            Ok(k) => shift[k].2,
-            Err(_) => 0.0,
-        };
+        // Each feature's μ_f (0 where it is not centred).
+        let mut mu_of = vec![0.0f64; if shift.is_empty() { 0 } else { fmap.len() }];
+        for &(f, _, mu) in &shift {
+            mu_of[f] = mu;
+        }
         for (c, &o) in order.iter().enumerate() {
             for_nonzeros(data.row(cols[o]), |f, v| {
-                let mu = if shift.is_empty() { 0.0 } else { mu_of(f) };
+                let mu = if shift.is_empty() { 0.0 } else { mu_of[f] };
                 zt[fmap[f] as usize * width + c] = (scale * (v - mu)) as f32;
             });
         }
@@ -203,6 +206,11 @@ impl Screen {
             })
             .collect();
         let g2 = gamma * std::f64::consts::LOG2_E;
+        let offsets = fmap
+            .iter()
+            .filter(|&&r| r != u32::MAX)
+            .map(|&r| r as usize * width)
+            .collect();
         Some(Screen {
             gamma,
             width,
@@ -219,6 +227,7 @@ impl Screen {
             abs_sum: coef.iter().map(|c| c.abs()).sum(),
             cols: cols.to_vec(),
             order,
+            offsets,
         })
     }
 
@@ -242,7 +251,7 @@ impl Screen {
                 if budget.spent() {
                     return;
                 }
-                scratch.load(self, data, norms, rs);
+                scratch.load(self, data, norms, rs, true);
                 self.block(scratch, s, e, None);
                 for (k, ek) in e.iter_mut().enumerate().take(s.len()) {
                     *ek = self.bound(*ek, scratch.nnz(k), scratch.ni[k]);
@@ -269,7 +278,7 @@ impl Screen {
         assert_eq!(vals.len(), rows.len() * self.width);
         assert_eq!(rel.len(), rows.len());
         let scratch = &mut scratch.0;
-        scratch.load(self, data, norms, rows);
+        scratch.load(self, data, norms, rows, true);
         let mut wsum = [0.0; ROWS];
         let mut sum = [0.0; ROWS];
         let n = rows.len();
@@ -390,21 +399,31 @@ struct Rows {
     /// ‖x‖² (f64) and −γ·log₂e·‖x‖² (f32).
     ni: Vec<f64>,
     gni: Vec<f32>,
-    /// Whether the row has every feature of the panel (then its offsets are the panel's
-    /// features in order, the same for every such row).
+    /// Whether the row has every feature of the panel, its own or padded with zeros (then its
+    /// offsets are the panel's features in order, the same for every such row).
     full: Vec<bool>,
+    /// The row's entries before any padding (the n of its bound).
+    count: Vec<usize>,
     /// A row's non-zeros in feature order, for [`centred`].
     entries: Vec<(usize, f64)>,
+    /// A padded row's own entries while it is laid out again.
+    own: Vec<(usize, f32)>,
 }
 
 impl Rows {
-    fn load(&mut self, p: &Screen, data: &Dataset, norms: &[f64], rows: &[usize]) {
+    /// The rows `rows` of `data` reduced to their entries among the panel's features. With
+    /// `pad`, a row holding at least three quarters of the panel's features (and each once)
+    /// takes the others as zeros and becomes full: the blocks' tiles of full rows then serve
+    /// it, and its sums are the same numbers (each added term is an exact zero), its bound
+    /// still counting its own entries.
+    fn load(&mut self, p: &Screen, data: &Dataset, norms: &[f64], rows: &[usize], pad: bool) {
         self.ptr.clear();
         self.feat.clear();
         self.val.clear();
         self.ni.clear();
         self.gni.clear();
         self.full.clear();
+        self.count.clear();
         self.ptr.push(0);
         let used = p.zt.len() / p.width;
         for &i in rows {
@@ -434,18 +453,50 @@ impl Rows {
                     ni = 0.0;
                 }
             }
+            let start = self.ptr[self.ptr.len() - 1];
+            let count = self.feat.len() - start;
+            let mut full = increasing && count == used;
+            if pad && increasing && !full && 4 * count >= 3 * used {
+                self.pad_row(p, start);
+                full = true;
+            }
             self.ptr.push(self.feat.len());
-            self.full.push(
-                increasing && self.ptr[self.ptr.len() - 1] - self.ptr[self.ptr.len() - 2] == used,
-            );
+            self.full.push(full);
+            self.count.push(count);
             self.ni.push(ni);
             self.gni
                 .push((-p.gamma * std::f64::consts::LOG2_E * ni) as f32);
         }
     }
 
+    /// The entries of row k before any padding.
     fn nnz(&self, k: usize) -> usize {
-        self.ptr[k + 1] - self.ptr[k]
+        self.count[k]
+    }
+
+    /// Lays the row whose entries start at `start` (the last one loaded) out again over every
+    /// feature of the panel, in the panel's order (which its entries follow), with zeros where
+    /// it holds none.
+    fn pad_row(&mut self, p: &Screen, start: usize) {
+        self.own.clear();
+        self.own.extend(
+            self.feat[start..]
+                .iter()
+                .copied()
+                .zip(self.val[start..].iter().copied()),
+        );
+        self.feat.truncate(start);
+        self.val.truncate(start);
+        let mut own = self.own.iter().peekable();
+        for &off in &p.offsets {
+            self.feat.push(off);
+            self.val
+                .push(own.next_if(|&&(o, _)| o == off).map_or(0.0, |&(_, v)| v));
+        }
+        debug_assert!(
+            own.next().is_none(),
+            "a row's entries follow the panel's order"
+        );
     }
 }
 
@@ -491,16 +542,20 @@ fn centre_of(
     if shift.is_empty() {
         return none();
     }
-    // ‖z − μ‖² = ‖z‖² + Σ_f μ_f (μ_f − 2 z_f) over the centred features.
+    // ‖z − μ‖² = ‖z‖² + Σ_f μ_f (μ_f − 2 z_f) over the centred features (whose μ_f is not 0).
     let mu_sq: f64 = shift.iter().map(|s| s.2 * s.2).sum();
+    let mut mu = vec![0.0f64; fmap.len()];
+    for s in &shift {
+        mu[s.0] = s.2;
+    }
     let cnorms: Vec<f64> = cols
-        .iter()
+        .par_iter()
         .zip(norms)
         .map(|(&j, &n)| {
             let mut d = mu_sq;
             for_nonzeros(data.row(j), |f, v| {
-                if let Ok(k) = shift.binary_search_by_key(&f, |s| s.0) {
-                    d -= 2.0 * shift[k].2 * v;
+                if mu[f] != 0.0 {
+                    d -= 2.0 * mu[f] * v;
                 }
             });
             if n + d < 0.0 { 0.0 } else { n + d }
@@ -1014,6 +1069,83 @@ mod tests {
                     a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
                 });
                 assert!(same, "the copies' values differ");
+            }
+        }
+    }
+
+    /// Rows holding most but not all of the panel's features are padded with zeros to full
+    /// rows: their sums, bounds and kernel values are those of the rows laid out with their
+    /// own entries alone, bit for bit, in every copy of the block, on plain and centred panels.
+    #[test]
+    fn rows_padded_to_full_take_their_own_numbers() {
+        if Isa::detect().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 nor AVX2 on this CPU (the screen is not used)");
+            return;
+        }
+        let mut r = SplitMix64::new(17);
+        let sets = [
+            random_rows(&mut r, (500, 30), Some(0.9)),
+            offset_rows(&mut r, 500, (24, 6)),
+        ];
+        for (ds, norms) in &sets {
+            let m = ds.len();
+            let cols: Vec<usize> = (0..m).step_by(3).collect();
+            let coef: Vec<f64> = cols
+                .iter()
+                .map(|_| (r.next_f64() - 0.4) / cols.len() as f64)
+                .collect();
+            let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+            let all: Vec<usize> = (0..m).collect();
+            for gamma in [0.05, 0.5] {
+                let mut sc = Screen::new(gamma, ds, &cols, &coef, &nj, 1 << 30).unwrap();
+                let used = sc.offsets.len();
+                let mut padded = Rows::default();
+                padded.load(&sc, ds, norms, &all, true);
+                let n_padded = (0..m)
+                    .filter(|&k| padded.full[k] && padded.count[k] < used)
+                    .count();
+                assert!(n_padded > m / 2, "{n_padded} of {m} rows padded");
+                let values = Screen::values(gamma, ds, &cols, &nj, 1 << 30).unwrap();
+                let w = values.stride();
+                for isa in copies() {
+                    sc.isa = isa;
+                    let (mut s, mut b) = (vec![0.0; m], vec![0.0; m]);
+                    sc.row_sums(ds, norms, &all, &mut s, &mut b);
+                    let mut own = Rows::default();
+                    for (c, chunk) in all.chunks(ROWS).enumerate() {
+                        own.load(&sc, ds, norms, chunk, false);
+                        let n = chunk.len();
+                        let (mut s0, mut w0) = (vec![0.0; n], vec![0.0; n]);
+                        sc.block(&own, &mut s0, &mut w0, None);
+                        for k in 0..n {
+                            let i = c * ROWS + k;
+                            let b0 = sc.bound(w0[k], own.nnz(k), own.ni[k]);
+                            assert_eq!(s[i].to_bits(), s0[k].to_bits(), "{isa:?} row {i}");
+                            assert_eq!(b[i].to_bits(), b0.to_bits(), "{isa:?} row {i}");
+                        }
+                    }
+                    let mut values = Screen::values(gamma, ds, &cols, &nj, 1 << 30).unwrap();
+                    values.isa = isa;
+                    let rows = &all[..ROWS];
+                    let mut scratch = RowScratch::default();
+                    let (mut v, mut e) = (vec![0.0f32; ROWS * w], vec![0.0; ROWS]);
+                    values.kernel_values(ds, norms, rows, &mut scratch, &mut v, &mut e);
+                    own.load(&values, ds, norms, rows, false);
+                    let (mut v0, mut s0, mut w0) = (v.clone(), vec![0.0; ROWS], vec![0.0; ROWS]);
+                    v0.fill(f32::NAN);
+                    values.block(&own, &mut s0, &mut w0, Some(&mut v0));
+                    for k in 0..ROWS {
+                        let (a, b) = (
+                            &v[k * w..k * w + cols.len()],
+                            &v0[k * w..k * w + cols.len()],
+                        );
+                        assert!(
+                            a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                            "{isa:?} row {k}'s values"
+                        );
+                        assert_eq!(e[k], values.relative(own.nnz(k), own.ni[k]));
+                    }
+                }
             }
         }
     }

@@ -50,7 +50,7 @@ impl Screen {
         if self.isa == Isa::Avx512 {
             let points: Vec<usize> = self.order.iter().map(|&o| cols[o]).collect();
             let mut s = Rows::default();
-            s.load(self, data, norms, &points);
+            s.load(self, data, norms, &points, false);
             if let Some(&last) = s.feat.iter().max() {
                 assert!(
                     last + self.width <= self.zt.len(),
