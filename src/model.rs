@@ -839,13 +839,19 @@ impl Model {
     }
 
     /// [`load`](Self::load) from any reader; `path` names the source in error messages.
-    pub fn read<R: BufRead>(reader: R, path: &Path) -> Result<Model> {
+    pub fn read<R: BufRead>(mut reader: R, path: &Path) -> Result<Model> {
         let src = Source(path);
-        let mut lines = reader.split(b'\n').enumerate();
-        let mut h = Header::parse(&mut lines, src)?;
+        let mut text = Vec::new();
+        reader
+            .read_to_end(&mut text)
+            .map_err(|e| Error::io(path, e))?;
+        if text.last().is_some_and(|&c| c != b'\n') {
+            text.push(b'\n');
+        }
+        let (mut h, body, first) = Header::parse(&text, src)?;
         let kernel = h.kernel(src)?;
         let (k, total) = h.counts(src)?;
-        let (sv, sv_coef) = read_support_vectors(lines, src, &h, k, total)?;
+        let (sv, sv_coef) = read_support_vectors(&text[body..], first, src, &h, k, total)?;
         h.check_probabilities(src, k * (k - 1) / 2)?;
         Ok(Model {
             kernel,
@@ -892,8 +898,6 @@ impl Source<'_> {
 }
 
 /// The lines of a model file, numbered from 0.
-type Lines<R> = std::iter::Enumerate<std::io::Split<R>>;
-
 /// A model file's header, as written (checked by the methods that read it).
 #[derive(Default)]
 struct Header {
@@ -916,19 +920,23 @@ struct Header {
 }
 
 impl Header {
-    /// The `key value…` lines up to and including `SV`.
-    fn parse<R: BufRead>(lines: &mut Lines<R>, src: Source<'_>) -> Result<Header> {
+    /// The `key value…` lines of `text` (which ends with `\n`) up to and including `SV`;
+    /// with the header, where the lines after `SV` start and the (1-based) number of the
+    /// first of them.
+    fn parse(text: &[u8], src: Source<'_>) -> Result<(Header, usize, usize)> {
         let mut h = Header::default();
-        for (k, line) in lines.by_ref() {
-            let ln = k + 1;
-            let line = line.map_err(|e| Error::io(src.0, e))?;
-            let text = String::from_utf8_lossy(&line);
-            let mut toks = text.split_whitespace();
+        let (mut at, mut ln) = (0, 0);
+        while at < text.len() {
+            let end = at + text[at..].iter().position(|&c| c == b'\n').unwrap_or(0);
+            ln += 1;
+            let line = String::from_utf8_lossy(&text[at..end]);
+            at = end + 1;
+            let mut toks = line.split_whitespace();
             let Some(key) = toks.next() else { continue };
             let rest: Vec<&str> = toks.collect();
             if key == "SV" {
                 h.svm_type(src)?;
-                return Ok(h);
+                return Ok((h, at, ln + 1));
             }
             h.set(src, ln, key, &rest)?;
         }
@@ -1114,73 +1122,145 @@ impl Header {
     }
 }
 
-/// The `SV` section: per line k − 1 coefficients, then the support vector's `index:value`
-/// pairs (the data reader's parser); `total` lines, grouped by class as `nr_sv` says.
-fn read_support_vectors<R: BufRead>(
-    lines: Lines<R>,
+/// The support vectors of the lines `body` (the file's after `SV`, ending with `\n`; the
+/// first is line `first`): each line's k − 1 coefficients, then its features. The lines are
+/// cut into pieces parsed side by side; errors are the line-by-line reading's (the first line
+/// in the file that breaks a rule, with its rule's message).
+fn read_support_vectors(
+    body: &[u8],
+    first: usize,
     src: Source<'_>,
     h: &Header,
     k: usize,
     total: usize,
 ) -> Result<(Dataset, Vec<Vec<f64>>)> {
+    use crate::data::libsvm::{Builder, cut_at_lines, join};
+    /// A piece's support vectors, their coefficients (k − 1 per row), each row's line within
+    /// the piece (1-based), its lines, and its first malformed line with the message.
+    type Piece = (
+        Builder,
+        Vec<f64>,
+        Vec<usize>,
+        usize,
+        Option<(usize, String)>,
+    );
+    let cuts = cut_at_lines(body, 4 * rayon::current_num_threads());
+    let pieces: Vec<Piece> = cuts
+        .par_windows(2)
+        .map(|w| {
+            let text = &body[w[0]..w[1]];
+            let (mut rows, mut coef, mut at) = (Builder::default(), Vec::new(), Vec::new());
+            let (mut p, mut ln) = (0, 0);
+            while p < text.len() {
+                ln += 1;
+                match sv_line(text, p, k - 1, &mut rows, &mut coef) {
+                    Ok((next, row)) => {
+                        p = next;
+                        if row {
+                            at.push(ln);
+                        }
+                    }
+                    Err(msg) => return (rows, coef, at, ln, Some((ln, msg))),
+                }
+            }
+            (rows, coef, at, ln, None)
+        })
+        .collect();
+    // The line of the support vector after the `total`-th, where reading stops; then the
+    // first malformed line before it, if any.
+    let (mut before, mut line0) = (0, first);
+    for (rows, _, at, lines, err) in &pieces {
+        let n = rows.rows();
+        if before + n > total {
+            return Err(too_many(src, line0 + at[total - before] - 1, total));
+        }
+        if let Some((ln, msg)) = err {
+            if before + n == total {
+                return Err(too_many(src, line0 + ln - 1, total));
+            }
+            return Err(src.bad(line0 + ln - 1, msg.clone()));
+        }
+        before += n;
+        line0 += lines;
+    }
+    if before != total {
+        return Err(src.bad(
+            0,
+            format!("expected {total} support vectors, found {before} (truncated file?)"),
+        ));
+    }
     let mut sv_coef = vec![Vec::with_capacity(total); k - 1];
-    let mut rows = crate::data::libsvm::Builder::default();
+    for (_, coef, ..) in &pieces {
+        for c in coef.chunks_exact(k - 1) {
+            for (to, &v) in sv_coef.iter_mut().zip(c) {
+                to.push(v);
+            }
+        }
+    }
+    let mut rows = join(pieces.into_iter().map(|p| p.0).collect());
     // Each SV's class: the first class whose running count of nr_sv it falls below.
     let mut ends = h.nr_sv.iter().scan(0, |acc, &n| {
         *acc += n;
         Some(*acc)
     });
     let (mut class, mut end) = (0, ends.next().unwrap_or(0));
-    let mut buf = Vec::new();
-    for (kk, line) in lines {
-        let ln = kk + 1;
-        let line = line.map_err(|e| Error::io(src.0, e))?;
-        // The coefficients are the line's first k − 1 tokens; the pairs follow.
-        let mut p = 0;
-        let skip_blanks = |p: &mut usize| {
-            while line.get(*p).is_some_and(|c| c.is_ascii_whitespace()) {
-                *p += 1;
-            }
-        };
-        skip_blanks(&mut p);
-        if p == line.len() {
-            continue;
-        }
-        if rows.rows() == total {
-            return Err(src.bad(ln, format!("more than total_sv = {total} support vectors")));
-        }
-        for c in sv_coef.iter_mut() {
-            skip_blanks(&mut p);
-            let start = p;
-            while line.get(p).is_some_and(|c| !c.is_ascii_whitespace()) {
-                p += 1;
-            }
-            if p == start {
-                return Err(src.bad(ln, format!("expected {} coefficients", k - 1)));
-            }
-            let tok = String::from_utf8_lossy(&line[start..p]);
-            c.push(src.num(ln, "SV coefficient", &tok)?);
-        }
-        buf.clear();
-        buf.extend_from_slice(&line[p..]);
-        buf.push(b'\n');
-        crate::data::libsvm::parse_features(&buf, 0, &mut rows).map_err(|m| src.bad(ln, m))?;
-        while rows.rows() >= end && class + 1 < k {
+    for (j, label) in rows.labels_mut().iter_mut().enumerate() {
+        while j >= end && class + 1 < k {
             class += 1;
             end = ends.next().unwrap_or(end);
         }
-        rows.end_row(h.labels[class]);
-    }
-    if rows.rows() != total {
-        return Err(src.bad(
-            0,
-            format!(
-                "expected {total} support vectors, found {} (truncated file?)",
-                rows.rows()
-            ),
-        ));
+        *label = h.labels[class];
     }
     Ok((rows.into_dataset(), sv_coef))
+}
+
+/// The error of a support vector past `total_sv`, on line `ln`.
+fn too_many(src: Source<'_>, ln: usize, total: usize) -> Error {
+    src.bad(ln, format!("more than total_sv = {total} support vectors"))
+}
+
+/// One line of a model's support vectors from `text[p]`: nothing for a blank line, else its
+/// `coefs` coefficients (into `coef`) and its features (a row of `rows`, label 0). Returns
+/// the position after the line's `\n` and whether it held a support vector, or the message.
+fn sv_line(
+    text: &[u8],
+    mut p: usize,
+    coefs: usize,
+    rows: &mut crate::data::libsvm::Builder,
+    coef: &mut Vec<f64>,
+) -> std::result::Result<(usize, bool), String> {
+    let blank = |c: u8| c.is_ascii_whitespace() && c != b'\n';
+    while blank(text[p]) {
+        p += 1;
+    }
+    if text[p] == b'\n' {
+        return Ok((p + 1, false));
+    }
+    for _ in 0..coefs {
+        while blank(text[p]) {
+            p += 1;
+        }
+        let start = p;
+        while !text[p].is_ascii_whitespace() {
+            p += 1;
+        }
+        if p == start {
+            return Err(format!("expected {coefs} coefficients"));
+        }
+        let tok = &text[start..p];
+        match fast_float2::parse::<f64, _>(tok) {
+            Ok(v) if v.is_finite() => coef.push(v),
+            _ => {
+                return Err(format!(
+                    "`SV coefficient` expects numbers, found `{}`",
+                    String::from_utf8_lossy(tok)
+                ));
+            }
+        }
+    }
+    let next = crate::data::libsvm::parse_features(text, p, rows)?;
+    rows.end_row(0.0);
+    Ok((next, true))
 }
 
 /// Builds a model's SV dataset with the layout of `like` (dense stays dense).
@@ -1513,5 +1593,105 @@ mod tests {
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A model of many support vectors (cut into pieces read side by side) reads back as
+    /// written, with or without a final newline and with blank lines among its support
+    /// vectors; each broken line is reported with its own line number and the first rule it
+    /// breaks, as a line-by-line reading finds it (a support vector past `total_sv` before a
+    /// later malformed line is the error, a malformed line before it is).
+    #[test]
+    fn support_vectors_are_read_in_pieces_with_their_line_numbers() {
+        let mut r = crate::rng::SplitMix64::new(21);
+        let (n, d) = (3_000, 12);
+        let (mut ip, mut ix, mut vs) = (vec![0], Vec::new(), Vec::new());
+        for _ in 0..n {
+            for f in 0..d {
+                if r.next_f64() < 0.5 {
+                    ix.push(f as u32);
+                    vs.push((r.next_f64() * 4.0 - 2.0) as f32);
+                }
+            }
+            ip.push(ix.len());
+        }
+        let labels = [1.0, 2.0, 3.0];
+        let nr_sv = vec![1_000, 1_200, 800];
+        let sv_labels = (0..n)
+            .map(|j| labels[usize::from(j >= 1_000) + usize::from(j >= 2_200)])
+            .collect();
+        let mut coef = |_| (0..n).map(|_| r.next_f64() - 0.5).collect::<Vec<f64>>();
+        let sv_coef = vec![coef(0), coef(1)];
+        let model = Model {
+            kernel: Kernel::Rbf { gamma: 0.25 },
+            labels: labels.to_vec(),
+            nr_sv,
+            sv: Dataset::from_csr(d, ip, ix, vs, sv_labels),
+            sv_coef,
+            rho: vec![0.1, -0.2, 0.3],
+            prob_a: Vec::new(),
+            prob_b: Vec::new(),
+            one_class: false,
+            sv_rows: Vec::new(),
+        };
+        let mut text = Vec::new();
+        model.write(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let read = |t: &str| Model::read(std::io::Cursor::new(t.as_bytes()), Path::new("m"));
+        let same = |b: &Model| {
+            assert_eq!(b.sv_coef, model.sv_coef);
+            assert_eq!(b.nr_sv, model.nr_sv);
+            assert_eq!(b.sv.labels, model.sv.labels);
+            assert_eq!(b.sv.n_features(), model.sv.n_features());
+            for j in 0..n {
+                assert_eq!(b.sv.row(j).sq_norm(), model.sv.row(j).sq_norm(), "row {j}");
+                assert_eq!(b.sv.row(j).dot(&model.sv.row(j)), model.sv.row(j).sq_norm());
+            }
+        };
+        same(&read(&text).unwrap());
+        same(&read(text.trim_end()).unwrap());
+        let lines: Vec<&str> = text.lines().collect();
+        let first = lines.iter().position(|l| *l == "SV").unwrap() + 2;
+        let edit = |at: usize, with: &[&str]| {
+            let mut l = lines.clone();
+            l.splice(at - 1..at, with.iter().copied());
+            l.join("\n") + "\n"
+        };
+        same(&read(&edit(first + 1_500, &["", "  ", lines[first + 1_499]])).unwrap());
+        let err = |t: &str| read(t).unwrap_err().to_string();
+        let e = err(&edit(first + 2_345, &["0.5 x 1:1"]));
+        assert!(
+            e.contains(&format!(":{}:", first + 2_345)) && e.contains("found `x`"),
+            "{e}"
+        );
+        let e = err(&edit(first + 17, &["0.5"]));
+        assert!(
+            e.contains(&format!(":{}:", first + 17)) && e.contains("2 coefficients"),
+            "{e}"
+        );
+        let e = err(&edit(first + 2_900, &["0.5 0.5 3:1 2:1"]));
+        assert!(
+            e.contains(&format!(":{}:", first + 2_900)) && e.contains("ascending"),
+            "{e}"
+        );
+        let e = err(&edit(first + 100, &[]));
+        assert!(
+            e.contains("expected 3000 support vectors, found 2999"),
+            "{e}"
+        );
+        // One support vector too many, then a malformed line: the first is the error.
+        let extra = edit(first + 1_200, &[lines[first + 1_199], lines[first + 1_199]]);
+        let e = err(&(extra.clone() + "nonsense\n"));
+        assert!(
+            e.contains(&format!(":{}:", first + n)) && e.contains("more than total_sv"),
+            "{e}"
+        );
+        let e = err(&extra);
+        assert!(e.contains(&format!(":{}:", first + n)), "{e}");
+        // A malformed line before the one too many is the error.
+        let e = err(&(edit(first + 10, &["bad"]) + lines[first] + "\n"));
+        assert!(
+            e.contains(&format!(":{}:", first + 10)) && e.contains("found `bad`"),
+            "{e}"
+        );
     }
 }

@@ -209,9 +209,9 @@ fn parse_lines_up_to(
 const PARALLEL_BATCH: usize = 8 << 20;
 
 /// [`parse_lines_up_to`] for every line of `reader`, a batch of complete lines at a time, each
-/// batch cut at line ends into pieces parsed side by side and joined in order: the same rows,
-/// values and errors (the first malformed line's, numbered from the reader's start) as the
-/// line-by-line walk.
+/// batch cut at line ends into pieces parsed side by side, and the pieces joined in order at
+/// the end: the same rows, values and errors (the first malformed line's, numbered from the
+/// reader's start) as the line-by-line walk.
 fn parse_all_lines(
     reader: &mut dyn std::io::BufRead,
     path: &Path,
@@ -219,13 +219,10 @@ fn parse_all_lines(
     at_file_start: bool,
     limit: usize,
 ) -> Result<Parts> {
-    let mut all = Builder {
-        limit,
-        ..Builder::default()
-    };
+    let mut pieces: Vec<Builder> = Vec::new();
     let (mut line, mut first_qid) = (0usize, 0usize);
     let mut batch: Vec<u8> = Vec::new();
-    let mut flush = |batch: &mut Vec<u8>, all: &mut Builder| -> Result<()> {
+    let mut flush = |batch: &mut Vec<u8>, pieces: &mut Vec<Builder>| -> Result<()> {
         let start = at_file_start && line == 0;
         for piece in parse_pieces(batch, start, limit) {
             let (b, lines, qid, err) = piece;
@@ -236,17 +233,11 @@ fn parse_all_lines(
                     msg,
                 });
             }
-            let offset = all.indices.len();
-            all.indptr.extend(b.indptr[1..].iter().map(|&x| x + offset));
-            all.indices.extend_from_slice(&b.indices);
-            all.values.extend_from_slice(&b.values);
-            all.labels.extend_from_slice(&b.labels);
-            all.max_index = all.max_index.max(b.max_index);
             if first_qid == 0 && qid > 0 {
                 first_qid = line + qid;
             }
-            all.qid_lines += b.qid_lines;
             line += lines;
+            pieces.push(b);
         }
         batch.clear();
         Ok(())
@@ -254,11 +245,12 @@ fn parse_all_lines(
     for_each_line_chunk(&mut *reader, path, format, |chunk| {
         batch.extend_from_slice(chunk);
         if batch.len() >= PARALLEL_BATCH {
-            flush(&mut batch, &mut all)?;
+            flush(&mut batch, &mut pieces)?;
         }
         Ok::<(), Error>(())
     })?;
-    flush(&mut batch, &mut all)?;
+    flush(&mut batch, &mut pieces)?;
+    let all = join(pieces);
     Ok(Parts {
         indptr: all.indptr,
         indices: all.indices,
@@ -270,19 +262,55 @@ fn parse_all_lines(
     })
 }
 
-/// A piece of lines parsed: its rows, its lines, its first line with a query id (1-based
-/// within the piece; 0 when none) and its first malformed line (1-based within the piece)
-/// with the message.
-type Piece = (Builder, usize, usize, Option<(usize, String)>);
-
-/// The complete lines of `text` (ending with `\n`) cut at line ends into about four pieces a
-/// thread and parsed side by side, in order; `file_start`: `text` opens the file (a
-/// byte-order mark may open it).
-fn parse_pieces(text: &[u8], file_start: bool, limit: usize) -> Vec<Piece> {
+/// The pieces' rows one after another, each piece copied into its place side by side.
+pub(crate) fn join(pieces: Vec<Builder>) -> Builder {
     use rayon::prelude::*;
-    let n = (4 * rayon::current_num_threads())
-        .min(text.len() / 4096)
-        .max(1);
+    let (rows, nnz) = pieces.iter().fold((0, 0), |(r, n), b| {
+        (r + b.labels.len(), n + b.indices.len())
+    });
+    let mut all = Builder {
+        indptr: vec![0; rows + 1],
+        indices: vec![0; nnz],
+        values: vec![0.0; nnz],
+        labels: vec![0.0; rows],
+        max_index: pieces.iter().map(|b| b.max_index).max().unwrap_or(0),
+        limit: pieces.first().map_or(0, |b| b.limit),
+        qid_lines: pieces.iter().map(|b| b.qid_lines).sum(),
+    };
+    // Each piece's share of the four arrays, and where its entries start.
+    let mut places = Vec::with_capacity(pieces.len());
+    let (mut ptr, mut idx, mut val, mut lab) = (
+        &mut all.indptr[1..],
+        &mut all.indices[..],
+        &mut all.values[..],
+        &mut all.labels[..],
+    );
+    let mut offset = 0;
+    for b in &pieces {
+        let (r, n) = (b.labels.len(), b.indices.len());
+        let (p, p_rest) = std::mem::take(&mut ptr).split_at_mut(r);
+        let (i, i_rest) = std::mem::take(&mut idx).split_at_mut(n);
+        let (v, v_rest) = std::mem::take(&mut val).split_at_mut(n);
+        let (l, l_rest) = std::mem::take(&mut lab).split_at_mut(r);
+        (ptr, idx, val, lab) = (p_rest, i_rest, v_rest, l_rest);
+        places.push((b, offset, p, i, v, l));
+        offset += n;
+    }
+    places.into_par_iter().for_each(|(b, offset, p, i, v, l)| {
+        for (o, &x) in p.iter_mut().zip(&b.indptr[1..]) {
+            *o = x + offset;
+        }
+        i.copy_from_slice(&b.indices);
+        v.copy_from_slice(&b.values);
+        l.copy_from_slice(&b.labels);
+    });
+    all
+}
+
+/// Where `text` (complete lines, each ending with `\n`) is cut into at most `pieces` pieces of
+/// about equal size at line ends (at least 4 KiB each): 0, the cuts, `text.len()`.
+pub(crate) fn cut_at_lines(text: &[u8], pieces: usize) -> Vec<usize> {
+    let n = pieces.min(text.len() / 4096).max(1);
     let mut cuts = vec![0];
     for k in 1..n {
         let at = (k * text.len() / n).max(*cuts.last().unwrap_or(&0));
@@ -295,13 +323,44 @@ fn parse_pieces(text: &[u8], file_start: bool, limit: usize) -> Vec<Piece> {
         }
     }
     cuts.push(text.len());
-    cuts.par_windows(2)
+    cuts
+}
+
+/// The line ends and colons of `text`, counted in blocks of 255 bytes in byte lanes.
+fn lines_and_colons(text: &[u8]) -> (usize, usize) {
+    let (mut lines, mut colons) = (0, 0);
+    for block in text.chunks(255) {
+        let (mut l, mut c) = (0u8, 0u8);
+        for &b in block {
+            l += u8::from(b == b'\n');
+            c += u8::from(b == b':');
+        }
+        lines += usize::from(l);
+        colons += usize::from(c);
+    }
+    (lines, colons)
+}
+
+/// A piece of lines parsed: its rows, its lines, its first line with a query id (1-based
+/// within the piece; 0 when none) and its first malformed line (1-based within the piece)
+/// with the message.
+type Piece = (Builder, usize, usize, Option<(usize, String)>);
+
+/// The complete lines of `text` (ending with `\n`) cut at line ends into about four pieces a
+/// thread and parsed side by side, in order; `file_start`: `text` opens the file (a
+/// byte-order mark may open it). Each piece's arrays are sized first from its line ends and
+/// colons (at least its rows and entries), so they never grow.
+fn parse_pieces(text: &[u8], file_start: bool, limit: usize) -> Vec<Piece> {
+    use rayon::prelude::*;
+    cut_at_lines(text, 4 * rayon::current_num_threads())
+        .par_windows(2)
         .enumerate()
         .map(|(k, w)| {
             let chunk = &text[w[0]..w[1]];
+            let (lines, colons) = lines_and_colons(chunk);
             let mut b = Builder {
                 limit,
-                ..Builder::default()
+                ..Builder::with_capacity(lines, colons)
             };
             let (mut p, mut line, mut qid) = (0, 0, 0);
             if file_start && k == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
@@ -456,6 +515,11 @@ impl Builder {
         self.labels.len()
     }
 
+    /// The rows' labels.
+    pub(crate) fn labels_mut(&mut self) -> &mut [f64] {
+        &mut self.labels
+    }
+
     /// The rows as a sparse dataset over the highest index seen.
     pub(crate) fn into_dataset(self) -> Dataset {
         Dataset::from_csr(
@@ -468,17 +532,26 @@ impl Builder {
     }
 }
 
-impl Default for Builder {
-    fn default() -> Self {
+impl Builder {
+    /// An empty builder with room for `rows` rows and `entries` entries.
+    fn with_capacity(rows: usize, entries: usize) -> Builder {
+        let mut indptr = Vec::with_capacity(rows + 1);
+        indptr.push(0);
         Builder {
-            indptr: vec![0],
-            indices: Vec::new(),
-            values: Vec::new(),
-            labels: Vec::new(),
+            indptr,
+            indices: Vec::with_capacity(entries),
+            values: Vec::with_capacity(entries),
+            labels: Vec::with_capacity(rows),
             max_index: 0,
             limit: crate::util::max_features(),
             qid_lines: 0,
         }
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder::with_capacity(0, 0)
     }
 }
 
