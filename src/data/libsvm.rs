@@ -504,6 +504,21 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
+    /// An empty builder with room for `rows` rows and `entries` entries.
+    fn with_capacity(rows: usize, entries: usize) -> Builder {
+        let mut indptr = Vec::with_capacity(rows + 1);
+        indptr.push(0);
+        Builder {
+            indptr,
+            indices: Vec::with_capacity(entries),
+            values: Vec::with_capacity(entries),
+            labels: Vec::with_capacity(rows),
+            max_index: 0,
+            limit: crate::util::max_features(),
+            qid_lines: 0,
+        }
+    }
+
     /// Closes the row whose features were parsed last, with its label.
     pub(crate) fn end_row(&mut self, label: f64) {
         self.labels.push(label);
@@ -529,23 +544,6 @@ impl Builder {
             self.values,
             self.labels,
         )
-    }
-}
-
-impl Builder {
-    /// An empty builder with room for `rows` rows and `entries` entries.
-    fn with_capacity(rows: usize, entries: usize) -> Builder {
-        let mut indptr = Vec::with_capacity(rows + 1);
-        indptr.push(0);
-        Builder {
-            indptr,
-            indices: Vec::with_capacity(entries),
-            values: Vec::with_capacity(entries),
-            labels: Vec::with_capacity(rows),
-            max_index: 0,
-            limit: crate::util::max_features(),
-            qid_lines: 0,
-        }
     }
 }
 
