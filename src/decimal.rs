@@ -36,9 +36,15 @@ pub(crate) fn push_f64(out: &mut Vec<u8>, x: f64) {
     }
 }
 
-/// Powers of ten exact in f32 (5¹⁰ < 2²⁴) and the same in f64.
-const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
-const POW10_F64: [f64; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+/// Powers of ten exact in f32 (10¹⁰ = 2¹⁰·5¹⁰, 5¹⁰ < 2²⁴), for the text of short decimals here
+/// and the reader's fast path.
+pub(crate) const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+
+/// Powers of ten exact in f64 (5¹⁹ < 2⁵³), up to the reader's nineteen digits.
+pub(crate) const POW10_F64: [f64; 20] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19,
+];
 
 /// Appends the text of a non-zero `x` that is m/10^k as read back (m ≤ 2²⁴, k ≤ 10: `-1`,
 /// `0.5`, `-0.631`, the values of data on a decimal grid), the text `ryu` and [`lay_out`] give

@@ -965,12 +965,7 @@ mod tests {
         for (dense, gamma) in [(true, 0.4), (false, 0.05), (true, 3.0), (false, 20.0)] {
             let m = 700;
             let (ds, norms) = random_rows(&mut r, (m, 30), (!dense).then_some(0.2));
-            let cols: Vec<usize> = (0..m).step_by(3).collect();
-            let coef: Vec<f64> = cols
-                .iter()
-                .map(|_| (r.next_f64() - 0.4) / cols.len() as f64)
-                .collect();
-            let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+            let (cols, coef, nj) = weighted_columns(&mut r, &norms, 3, 0.4);
             let mut sc = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).expect("a vector CPU");
             let all: Vec<usize> = (0..m).collect();
             let mut sums = Vec::new();
@@ -1089,12 +1084,7 @@ mod tests {
         ];
         for (ds, norms) in &sets {
             let m = ds.len();
-            let cols: Vec<usize> = (0..m).step_by(3).collect();
-            let coef: Vec<f64> = cols
-                .iter()
-                .map(|_| (r.next_f64() - 0.4) / cols.len() as f64)
-                .collect();
-            let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+            let (cols, coef, nj) = weighted_columns(&mut r, norms, 3, 0.4);
             let all: Vec<usize> = (0..m).collect();
             for gamma in [0.05, 0.5] {
                 let mut sc = Screen::new(gamma, ds, &cols, &coef, &nj, 1 << 30).unwrap();
@@ -1105,7 +1095,7 @@ mod tests {
                     .filter(|&k| padded.full[k] && padded.count[k] < used)
                     .count();
                 assert!(n_padded > m / 2, "{n_padded} of {m} rows padded");
-                let values = Screen::values(gamma, ds, &cols, &nj, 1 << 30).unwrap();
+                let mut values = Screen::values(gamma, ds, &cols, &nj, 1 << 30).unwrap();
                 let w = values.stride();
                 for isa in copies() {
                     sc.isa = isa;
@@ -1124,7 +1114,6 @@ mod tests {
                             assert_eq!(b[i].to_bits(), b0.to_bits(), "{isa:?} row {i}");
                         }
                     }
-                    let mut values = Screen::values(gamma, ds, &cols, &nj, 1 << 30).unwrap();
                     values.isa = isa;
                     let rows = &all[..ROWS];
                     let mut scratch = RowScratch::default();
@@ -1162,12 +1151,7 @@ mod tests {
         let mut r = SplitMix64::new(31);
         let (ds, norms) = offset_rows(&mut r, 600, (12, 20));
         let m = ds.len();
-        let cols: Vec<usize> = (0..m).step_by(2).collect();
-        let coef: Vec<f64> = cols
-            .iter()
-            .map(|_| (r.next_f64() - 0.45) / cols.len() as f64)
-            .collect();
-        let nj: Vec<f64> = cols.iter().map(|&j| norms[j]).collect();
+        let (cols, coef, nj) = weighted_columns(&mut r, &norms, 2, 0.45);
         let all: Vec<usize> = (0..m).collect();
         for gamma in [0.02, 0.3] {
             let mut centred = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).unwrap();
@@ -1346,6 +1330,23 @@ mod tests {
         let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
         let norms = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
         (ds, norms)
+    }
+
+    /// Every `step`-th point as a panel's columns, with weights (r − `bias`)/n of both signs
+    /// and their squared norms.
+    fn weighted_columns(
+        r: &mut SplitMix64,
+        norms: &[f64],
+        step: usize,
+        bias: f64,
+    ) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+        let cols: Vec<usize> = (0..norms.len()).step_by(step).collect();
+        let coef = cols
+            .iter()
+            .map(|_| (r.next_f64() - bias) / cols.len() as f64)
+            .collect();
+        let nj = cols.iter().map(|&j| norms[j]).collect();
+        (cols, coef, nj)
     }
 
     /// Every copy of the block this CPU can run.

@@ -711,15 +711,6 @@ pub(crate) fn parse_features(
     Ok(p)
 }
 
-/// Powers of ten exact in f32 (10¹⁰ = 2¹⁰·5¹⁰, 5¹⁰ < 2²⁴).
-const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
-
-/// Powers of ten exact in f64 (5¹⁹ < 2⁵³), up to the fast path's nineteen digits.
-const POW10_F64: [f64; 20] = [
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-    1e17, 1e18, 1e19,
-];
-
 /// Fast path for the common values `1`, `-1`, `0.5`, `-0.631`, `0.0000014883708`…: an
 /// optional `-`, then digits with at most one `.` among them, at most nineteen digits, ending
 /// the token. With m the digits' value and k the digits after the point:
@@ -758,6 +749,7 @@ fn short_decimal(b: &[u8], p: usize) -> Option<(f32, usize)> {
         return None;
     }
     let k = digits - frac.unwrap_or(digits);
+    use crate::decimal::{POW10_F32, POW10_F64};
     let v = if m <= 1 << 24 && k <= 10 {
         m as f32 / POW10_F32[k]
     } else if m <= 1 << 53 {
