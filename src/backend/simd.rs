@@ -188,10 +188,11 @@ pub const POLY2_32: [f32; 6] = [
 /// 1.5 · 2^23: adding it rounds an f32 to an integer held in the low mantissa bits.
 pub const SHIFT32: f32 = 12_582_912.0;
 
-/// Dot products of the query `q` (length d) with the rows of `nblk` consecutive AoSoA blocks.
+/// Dot products of the query `q` (length d) with the rows of `nblk` consecutive AoSoA blocks,
+/// the products formed in f32 where `f32` ([`dense_dots_f32`]), else in f64.
 #[inline(always)]
-fn dense_dots<const F: bool>(xb: &[f32], d: usize, q: &[f64], single: bool, out: &mut [f64]) {
-    if single && f32_dots(d) {
+fn dense_dots<const F: bool>(xb: &[f32], d: usize, q: &[f64], f32: bool, out: &mut [f64]) {
+    if f32 {
         dense_dots_f32::<F, 1>(xb, d, &[q], 0, out);
         return;
     }
@@ -207,17 +208,18 @@ fn dense_dots<const F: bool>(xb: &[f32], d: usize, q: &[f64], single: bool, out:
 }
 
 /// The same for K queries at once, reading each block once: query c's dots go to
-/// `out[c * stride ..]`. Every query's sums are formed in the same order as [`dense_dots`], so
-/// a batched column equals the single one bit for bit.
+/// `out[c * stride ..]` (in f32 where the flag beside the stride says so). Every query's sums
+/// are formed in the same order as [`dense_dots`], so a batched column equals the single one
+/// bit for bit.
 #[inline(always)]
 fn dense_dots_batch<const F: bool, const K: usize>(
     xb: &[f32],
     d: usize,
     q: &[&[f64]],
-    (stride, single): (usize, bool),
+    (stride, f32): (usize, bool),
     out: &mut [f64],
 ) {
-    if single && f32_dots(d) {
+    if f32 {
         dense_dots_f32::<F, K>(xb, d, q, stride, out);
         return;
     }
@@ -305,12 +307,13 @@ fn hybrid_add_bits(
 }
 
 /// From this many features on (and up to [`F32_DOTS_MAX_D`]), the dense products of f32
-/// columns are formed in f32 ([`dense_dots_f32`]; f64 columns keep f64 products): there they are the column's cost,
-/// and f32 products run at twice the vector width without a conversion per feature. Below,
-/// the exponential dominates and the f64 products cost little. An f32 product over d features
-/// is within about d·u·Σ|x_f z_f| of the exact one (u = 2⁻²⁴), which moves γ‖x−z‖² by as
-/// much: the columns stay an approximation that the exact f64 passes correct (certification,
-/// rebuilds), as every f32 column is.
+/// columns are formed in f32 ([`dense_dots_f32`]; f64 columns keep f64 products): there they
+/// are the column's cost, and f32 products run at twice the vector width without a conversion
+/// per feature; the exponent is then formed in f64 from them. Below it, the rows are narrow
+/// ([`narrow_f32`]) and the RBF exponent is formed in f32 as well. An f32 product over d
+/// features is within about d·u·Σ|x_f z_f| of the exact one (u = 2⁻²⁴), which moves γ‖x−z‖²
+/// by as much: the columns stay an approximation that the exact f64 passes correct
+/// (certification, rebuilds), as every f32 column is.
 pub const F32_DOTS_MIN_D: usize = 32;
 /// The most features [`dense_dots_f32`] takes (its queries in f32 are a thread's scratch).
 pub const F32_DOTS_MAX_D: usize = 1 << 16;
@@ -322,15 +325,30 @@ pub(crate) fn packs_queries(d: usize, exact: bool) -> bool {
     (f32_dots(d) || exact) && tiles::available()
 }
 
-/// Whether the f32 tiles take the f32 columns of these rows ([`wide_rbf_f32`]): dense rows whose
-/// products are exact in f32 below [`F32_DOTS_MIN_D`] features, on a CPU that runs the tiles.
-pub(crate) fn tiles_take_exact(layout: &Layout<'_>) -> bool {
-    matches!(layout, Layout::Dense { exact: true, .. }) && tiles::available()
-}
-
 #[inline(always)]
 fn f32_dots(d: usize) -> bool {
     (F32_DOTS_MIN_D..=F32_DOTS_MAX_D).contains(&d)
+}
+
+/// Whether f32 RBF columns over these rows are narrow: dense rows of fewer than
+/// [`F32_DOTS_MIN_D`] features, or hybrid rows with fewer than that many continuous ones.
+/// Their columns are formed in f32 from end to end: the products over the continuous features
+/// by fused multiply-adds from zero in feature order, the bit part's count added in f32 (one
+/// rounding), and the base-2 exponent t = fma(s, fl(2γ·log₂e), fl(−γ·log₂e·‖x_i‖²) +
+/// fl(−γ·log₂e·‖x_j‖²)), each factor formed in f64 and rounded once, t ≤ 0
+/// ([`finish_rbf_f32`]). Products and exponent in f64 would be most of such a column's
+/// operations (covtype's ten measurements beside its bits: 58 vector operations per sixteen
+/// entries against 36). The f32 exponent moves γ‖x − z‖² by at most γ·u·(‖x‖² + ‖z‖²)·5.1
+/// beyond the products' own rounding (the certification's bound on cached entries takes it
+/// in, `exact::cached`). The kernel of `simd::fused` computes these columns in registers.
+#[inline(always)]
+pub(crate) fn narrow_f32(kernel: Kernel, layout: &Layout<'_>) -> bool {
+    matches!(kernel, Kernel::Rbf { .. })
+        && match layout {
+            Layout::Dense { d, .. } => *d < F32_DOTS_MIN_D,
+            Layout::Hybrid { cont, .. } => cont.len() < F32_DOTS_MIN_D,
+            _ => false,
+        }
 }
 
 #[inline(always)]
@@ -610,7 +628,7 @@ fn dense_dots_f32_portable<const F: bool, const K: usize>(
 }
 
 /// [`dense_dots_batch`] over any number of queries (at most [`BATCH`]), split into batches
-/// of 8, 4, 2 and 1: query c's dots go to `out[c * stride ..]`.
+/// of 8, 4, 2 and 1: query c's dots go to `out[c * stride ..]`, in f32 where `stride.1`.
 #[inline(always)]
 fn dense_dots_split<const F: bool>(
     xb: &[f32],
@@ -622,7 +640,7 @@ fn dense_dots_split<const F: bool>(
     // f64 products take at most four queries a batch: eight rows by four queries are eight
     // accumulator registers, where eight queries' sixteen spilled to the stack (AVX2 has
     // sixteen registers). Each sum is the same either way.
-    let wide = stride.1 && f32_dots(d);
+    let wide = stride.1;
     #[cfg(target_arch = "x86_64")]
     if F && !wide && tiles::available() {
         // SAFETY: the CPU has the features; every query holds d values, and out the rows'
@@ -835,6 +853,7 @@ fn binary_dots(bits: &[u64], words: usize, q: &[f64], out: &mut [f64]) {
 /// Turns dots into Q entries: out[i] = y_i y_j (k(x_i,x_j) + 1) (+ 1/C on the diagonal,
 /// added by the caller).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn finish<const F: bool, T: Elem>(
     kernel: Kernel,
     dots: &[f64],
@@ -842,17 +861,19 @@ fn finish<const F: bool, T: Elem>(
     y: &[f64],
     nj: f64,
     yj: f64,
+    narrow: bool,
     out: &mut [T],
 ) {
     match kernel {
-        // f32 entries: the exponent is formed in f64 (d² cancels there) and the exponential
-        // taken in f32 (twice the lanes): its error, under EXP2_32_ERR (5e-7) of k ≤ 1, is
-        // within about an ulp of the stored k + 1.
+        // f32 entries: the exponent is formed in f64 (d² cancels there; in f32 for narrow
+        // rows, whose products are f32 too) and the exponential taken in f32 (twice the
+        // lanes): its error, under EXP2_32_ERR (5e-7) of k ≤ 1, is within about an ulp of the
+        // stored k + 1.
         Kernel::Rbf { gamma } if T::SINGLE => {
             // SAFETY: T is f32 (SINGLE), the same size and layout.
             let out: &mut [f32] =
                 unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
-            finish_rbf_f32::<F>(rbf_factor(gamma), dots, norms, y, nj, yj, out);
+            finish_rbf_f32::<F>(rbf_factor(gamma), dots, norms, y, (nj, yj), narrow, out);
         }
         Kernel::Rbf { gamma } => {
             let ng = -gamma;
@@ -893,22 +914,29 @@ pub(crate) fn rbf_factor(gamma: f64) -> f64 {
 
 /// RBF entries in f32: three loops over the chunk (L1-resident), so that the exponential runs
 /// on sixteen f32 lanes instead of the eight the f64 exponent would give the whole loop: the
-/// exponent t = `ng`·d² formed in f64 (`ng` = [`rbf_factor`]) and rounded to f32, then
-/// 2^t + 1 in f32, then the labels' sign (±1: exact). The same values as one fused loop, bit
-/// for bit.
+/// exponent t = `ng`·d² formed in f64 (`ng` = [`rbf_factor`]) and rounded to f32 — for
+/// `narrow` rows ([`narrow_f32`]) formed in f32 from the dot rounded to f32 —, then 2^t + 1 in
+/// f32, then the labels' sign (±1: exact). The same values as one fused loop, bit for bit.
 #[inline(always)]
 fn finish_rbf_f32<const F: bool>(
     ng: f64,
     dots: &[f64],
     norms: &[f64],
     y: &[f64],
-    nj: f64,
-    yj: f64,
+    (nj, yj): (f64, f64),
+    narrow: bool,
     out: &mut [f32],
 ) {
-    for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
-        let d2 = fmadd::<F>(-2.0, dt, n + nj).max(0.0);
-        *o = (ng * d2) as f32;
+    if narrow {
+        let (c, b) = ((-2.0 * ng) as f32, (ng * nj) as f32);
+        for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
+            *o = fmadd32::<F>(dt as f32, c, (ng * n) as f32 + b).min(0.0);
+        }
+    } else {
+        for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
+            let d2 = fmadd::<F>(-2.0, dt, n + nj).max(0.0);
+            *o = (ng * d2) as f32;
+        }
     }
     for o in out.iter_mut() {
         *o = exp2_nonpos_f32::<F>(*o) + 1.0;
@@ -969,6 +997,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
     out: &mut [T],
 ) {
     let n = out.len();
+    let narrow = T::SINGLE && narrow_f32(a.kernel, a.layout);
     match a.layout {
         Layout::Dense { d, xb, .. } => {
             let nb = n.div_ceil(LANES);
@@ -978,7 +1007,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
                 &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
                 d,
                 q,
-                T::SINGLE,
+                T::SINGLE && (f32_dots(d) || narrow),
                 &mut dots[..nb * LANES],
             );
         }
@@ -1022,7 +1051,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
                 &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES],
                 dc,
                 &qc[..dc],
-                T::SINGLE,
+                T::SINGLE && (f32_dots(dc) || narrow),
                 out,
             );
             let bb = &bits[b0 * w * LANES..(b0 + nb) * w * LANES];
@@ -1036,6 +1065,7 @@ fn column_chunk_impl<const F: bool, T: Elem>(
         &a.y[r0..r0 + n],
         a.norms[j],
         a.y[j],
+        narrow,
         out,
     );
 }
@@ -1245,7 +1275,8 @@ pub fn with_row_panels<R>(
 ) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        let rows = DenseRbf::of(a, 1, r0, &[n]).filter(|job| !single || job.f32);
+        let rows = DenseRbf::of(a, 1, r0, &[n])
+            .filter(|job| !single || (job.f32 && !narrow_f32(a.kernel, a.layout)));
         if let Some(job) = rows {
             /// Lets the panels go when `f` returns or unwinds.
             struct Held;
@@ -1343,9 +1374,10 @@ pub fn prefetch_rows(a: &ColumnArgs<'_>, r0: usize, n: usize, (part, parts): (us
 }
 
 /// f32 RBF columns over dense rows whose products are formed in f32 ([`F32_DOTS_MIN_D`]
-/// features or more, or rows whose products are exact in f32) by the AVX-512 tiles with the entries finished in registers
-/// ([`tiles::rbf_f32`]): the same entries as [`columns_chunk_impl`]. Returns whether it
-/// computed them (false: not this kernel, layout or CPU).
+/// features or more: narrow rows, [`narrow_f32`], go to the fused kernel) by the AVX-512
+/// tiles with the entries finished in registers ([`tiles::rbf_f32`]): the same entries as
+/// [`columns_chunk_impl`]. Returns whether it computed them (false: not this kernel, layout
+/// or CPU).
 fn wide_rbf_f32(
     a: &ColumnArgs<'_>,
     (cols, q32): Batch<'_>,
@@ -1362,7 +1394,8 @@ fn wide_rbf_f32(
         let Some(job) = DenseRbf::of(a, k, r0, &lens[..outs.len()]) else {
             return false;
         };
-        if !job.f32 {
+        // Narrow rows form the exponent in f32 too (the fused kernel's columns).
+        if !job.f32 || narrow_f32(a.kernel, a.layout) {
             return false;
         }
         fn run<const K: usize>(
@@ -1544,7 +1577,8 @@ fn columns_chunk_impl<const F: bool, T: Elem>(
     let b0 = r0 / LANES;
     let xb = &xb[b0 * d * LANES..(b0 + nb) * d * LANES];
     let q32 = q32.filter(|p| cols.len() == BATCH && p.len() == BATCH * d);
-    dense_dots_split::<F>(xb, d, (&qs[..cols.len()], q32), (stride, T::SINGLE), dots);
+    let f32 = T::SINGLE && (f32_dots(d) || narrow_f32(a.kernel, a.layout));
+    dense_dots_split::<F>(xb, d, (&qs[..cols.len()], q32), (stride, f32), dots);
     finish_batch::<F, T>(a, cols, (r0, n, stride), dots, outs);
 }
 
@@ -1558,6 +1592,7 @@ fn finish_batch<const F: bool, T: Elem>(
     dots: &[f64],
     outs: &mut [&mut [T]],
 ) {
+    let narrow = T::SINGLE && narrow_f32(a.kernel, a.layout);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
@@ -1566,6 +1601,7 @@ fn finish_batch<const F: bool, T: Elem>(
             &a.y[r0..r0 + n],
             a.norms[j],
             a.y[j],
+            narrow,
             out,
         );
     }
@@ -1593,7 +1629,9 @@ fn hybrid_batch<const F: bool, T: Elem>(
     }
     let xb = &xb[b0 * dc * LANES..(b0 + nb) * dc * LANES];
     let qs: [&[f64]; BATCH] = std::array::from_fn(|c| &qc[c][..dc]);
-    dense_dots_split::<F>(xb, dc, (&qs[..cols.len()], None), (stride, T::SINGLE), dots);
+    let narrow = T::SINGLE && narrow_f32(a.kernel, a.layout);
+    let f32 = T::SINGLE && (f32_dots(dc) || narrow);
+    dense_dots_split::<F>(xb, dc, (&qs[..cols.len()], None), (stride, f32), dots);
     let bb = &bits[b0 * words * LANES..(b0 + nb) * words * LANES];
     for (c, (&(j, q), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         hybrid_add_bits(
@@ -1612,6 +1650,7 @@ fn hybrid_batch<const F: bool, T: Elem>(
             &a.y[r0..r0 + n],
             a.norms[j],
             a.y[j],
+            narrow,
             out,
         );
     }
@@ -1957,8 +1996,8 @@ pub(crate) mod tests {
     }
 
     /// Dense rows of sixteenths below [`F32_DOTS_MIN_D`] features are marked exact (not as
-    /// part of a larger set), and their f32 columns (on AVX-512, the tiles' f32 products) are
-    /// the columns of the same rows not marked (f64 products) bit for bit, batched and single.
+    /// part of a larger set), and their f32 columns (narrow rows, formed in f32 either way)
+    /// are the columns of the same rows not marked bit for bit, batched and single.
     #[test]
     fn exact_rows_take_f32_products_with_the_same_columns() {
         let (m, d) = (200usize, 12usize);
@@ -1985,8 +2024,8 @@ pub(crate) mod tests {
         else {
             panic!("expected dense rows marked exact");
         };
-        // On AVX-512 the tiles take them (the fused f64-product path declines).
-        assert_eq!(tiles_take_exact(&exact), tiles::available());
+        let rbf = Kernel::Rbf { gamma: 0.01 };
+        assert!(narrow_f32(rbf, &exact));
         let plain = Layout::Dense {
             d,
             xb: Aligned::from(&xb[..]),

@@ -22,10 +22,15 @@
 //!   squares): |d̃² − d²| ≤ 1.01·n·u·N + (n + 4)·2⁻⁵³·N;
 //! * the exponent, in base 2, t̃ = fl32(−γ·log₂e·d̃²) (the factor formed in f64), clamped to
 //!   [−124, 0]: where not clamped |t̃| ≤ 124, so with the f32 rounding, in natural units,
-//!   ln 2·|t̃ − t| ≤ Δ = 86.1·u + γ·N·(1.01·n·u + (n + 4)·2⁻⁵³) (N bounded per row by
+//!   ln 2·|t̃ − t| ≤ Δ = 86.1·u + γ·N·((1.01·n + 5.1)·u + (n + 4)·2⁻⁵³) (N bounded per row by
 //!   ‖x_i‖² + max_j ‖x_j‖²; 86.1·u covers the f32 rounding, 124·ln 2·u < 85.96·u, and the
 //!   factor's and the product's roundings in f64, below 2·86·2⁻⁵³); a clamped exponent has k
-//!   and k̃′ below 10⁻³⁷;
+//!   and k̃′ below 10⁻³⁷. Narrow rows (`simd::narrow_f32`) form the exponent in f32 instead,
+//!   t̃ = fl32(fma(s̃, fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²))) with ng = −γ·log₂e and s̃ the
+//!   dot plus the bit count rounded to f32: with |s̃| ≤ N/2 each rounding moves t by at most
+//!   γ·log₂e·N·u — the count's sum, the factor −2·ng, the two norms' products and their sum
+//!   (2u), the product's own rounding where there is no fused multiply-add — and the final
+//!   rounding is the 86.1·u above, so the 5.1·u·γ·N term covers them;
 //! * k̃′ = exp2_nonpos_f32(t̃) within [`EXP2_32_ERR`]·2^t̃ of 2^t̃, and |2^t̃ − 2^t| ≤
 //!   2^t̃·1.006·Δ while Δ ≤ 0.01; the table lookup of bit rows, fl32(e^{−γh} + 1), is within
 //!   these too;
@@ -108,7 +113,7 @@ fn intervals<T: Elem>(
     let terms = act.len() as f64;
     for &i in &rest {
         let big_n = prob.norms[i] + nz_max;
-        let delta = 86.1 * U + gamma * big_n * (1.01 * n * U + (n + 4.0) * f64_u);
+        let delta = 86.1 * U + gamma * big_n * ((1.01 * n + 5.1) * U + (n + 4.0) * f64_u);
         let bound = if delta <= 0.01 {
             // W_i = Σ α_j (|Q̃| − 1 + u) ≥ Σ α_j k̃′; its own f64 rounding is far below 10⁻⁹.
             let wi = w[i] * (1.0 + 1e-9);
@@ -230,23 +235,32 @@ mod tests {
             .collect()
     }
 
-    /// Dense rows of 40 features (f32 products) and 10 (f64 products), sparse rows, several
-    /// γ: every interval holds the exact f64 g_i, and the certificate is the full pass's.
+    /// Dense rows of 40 features (f32 products, the exponent in f64), narrow rows of 10
+    /// features and of 10 continuous beside 6 binary ones (products and exponent in f32),
+    /// sparse rows, several γ: every interval holds the exact f64 g_i, and the certificate is
+    /// the full pass's.
     #[test]
     fn intervals_hold_and_the_certificate_is_the_full_passes() {
         let mut r = SplitMix64::new(21);
-        for (dense, d, gamma) in [
-            (true, 40, 0.05),
-            (true, 10, 0.8),
-            (false, 60, 0.3),
-            (true, 40, 2.0),
+        for (dense, d, bits, gamma) in [
+            (true, 40, 0, 0.05),
+            (true, 10, 0, 0.8),
+            (true, 16, 6, 0.5),
+            (false, 60, 0, 0.3),
+            (true, 40, 0, 2.0),
         ] {
             let m = 600;
             let (mut ip, mut ix, mut vs, mut y) =
                 (vec![0usize], Vec::new(), Vec::new(), Vec::new());
             for i in 0..m {
                 for f in 0..d {
-                    if dense || r.next_f64() < 0.15 {
+                    if f >= d - bits {
+                        // 0/1 features: the hybrid layout's bits.
+                        if r.next_f64() < 0.4 {
+                            ix.push(f as u32);
+                            vs.push(1.0);
+                        }
+                    } else if dense || r.next_f64() < 0.15 {
                         ix.push(f as u32);
                         vs.push((r.next_f64() * 2.0 - 1.0) as f32);
                     }
@@ -255,6 +269,11 @@ mod tests {
                 y.push(if i % 3 == 0 { -1.0 } else { 1.0 });
             }
             let ds = Dataset::from_csr(d, ip, ix, vs, y.clone());
+            assert_eq!(
+                matches!(Layout::new(&ds), Layout::Hybrid { .. }),
+                bits > 0,
+                "the layout"
+            );
             let prob = Problem::new(&ds, y, Kernel::Rbf { gamma }, 1.0).unwrap();
             let mut alpha = ActiveSet::new(m);
             let support: Vec<usize> = (0..m).step_by(7).collect();

@@ -241,8 +241,8 @@ pub(super) unsafe fn rbf_f32<const K: usize>(
                     &dots[c * LANES..c * LANES + n - r0],
                     &e.norms[r0..],
                     &e.y[r0..],
-                    e.nj[c],
-                    e.yj[c],
+                    (e.nj[c], e.yj[c]),
+                    false,
                     out,
                 );
             }
