@@ -10,9 +10,9 @@
 //! eight-row blocks side by side), the bit part's popcounts added as one f32 sum (hybrid
 //! rows), the base-2 exponent t = min(fma(s, fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²)), 0)
 //! with ng = −γ·log₂e, the exponential's steps of [`super::exp2_nonpos_f32`] on all sixteen
-//! lanes, + 1, and the sign of y_i·y_j (±1, so the f32 product is the f64 one). Every
-//! operation is the portable path's, in the same order, so the entries are the same, bit for
-//! bit.
+//! lanes, + 1, and the sign of y_i·y_j (±1: the portable path's product by it is a sign flip,
+//! here applied to the sign bit). Every operation is the portable path's, in the same order,
+//! so the entries are the same, bit for bit.
 
 use super::{BATCH, ColumnArgs, F32_DOTS_MIN_D, LANES, Layout, MAX_HYBRID_WORDS, hybrid_query};
 
@@ -190,9 +190,10 @@ unsafe fn columns<const K: usize, const G: usize, const N: usize>(
     };
     let n = job.norms.len();
     let nb = n.div_ceil(LANES);
-    // y_j as ±1 in f32: y_i·y_j is then one f32 product per sixteen rows, the f64 product's
-    // value (±1, or 0 past the job's rows).
-    let yj: [__m512; K] = std::array::from_fn(|c| _mm512_set1_ps(q.yj[c] as f32));
+    // The labels are ±1, so y_i·y_j·e is e with its sign flipped where the labels differ: the
+    // sign bits of y_i (one vector a group), flipped once for the columns with y_j < 0.
+    let neg: [bool; K] = std::array::from_fn(|c| q.yj[c] < 0.0);
+    let sign = _mm512_set1_ps(-0.0);
     let mut b = 0;
     while b < nb {
         // SAFETY: b < nb.
@@ -220,8 +221,10 @@ unsafe fn columns<const K: usize, const G: usize, const N: usize>(
                     ))),
                     _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, job.y.as_ptr().add(r0 + LANES))),
                 );
+                let si = _mm512_and_ps(yi, sign);
+                let sn = _mm512_xor_ps(si, sign);
                 for c in 0..K {
-                    let e = _mm512_mul_ps(ek[g * K + c], _mm512_mul_ps(yi, yj[c]));
+                    let e = _mm512_xor_ps(ek[g * K + c], if neg[c] { sn } else { si });
                     _mm512_mask_storeu_ps(outs[c].as_mut_ptr().add(r0), m16, e);
                 }
             }
@@ -275,6 +278,7 @@ unsafe fn exponents<const K: usize, const G: usize, const N: usize>(
             }
         }
         if job.words > 0 {
+            let low = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
             for g in 0..G {
                 let bp = [0, 1].map(|h| job.bits.as_ptr().add(at(2 * g + h) * job.words * LANES));
                 for c in 0..K {
@@ -289,10 +293,9 @@ unsafe fn exponents<const K: usize, const G: usize, const N: usize>(
                             );
                         }
                     }
-                    let cf = _mm512_insertf32x8::<1>(
-                        _mm512_castps256_ps512(_mm512_cvtepi64_ps(cnt[0])),
-                        _mm512_cvtepi64_ps(cnt[1]),
-                    );
+                    // The counts (at most 256) are their lanes' low halves: the two vectors' low
+                    // halves side by side, then converted.
+                    let cf = _mm512_cvtepi32_ps(_mm512_permutex2var_epi32(cnt[0], low, cnt[1]));
                     acc[g * K + c] = _mm512_add_ps(acc[g * K + c], cf);
                 }
             }
