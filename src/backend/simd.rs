@@ -319,10 +319,10 @@ pub const F32_DOTS_MIN_D: usize = 32;
 pub const F32_DOTS_MAX_D: usize = 1 << 16;
 
 /// Whether a blocked pass's batches of `d` dense features are worth packing once for the
-/// f32 tiles ([`pack_queries`]): products formed in f32 (`exact`: the rows' products are exact
-/// in f32, [`Layout::Dense`]).
-pub(crate) fn packs_queries(d: usize, exact: bool) -> bool {
-    (f32_dots(d) || exact) && tiles::available()
+/// f32 tiles ([`pack_queries`]): products formed in f32 by the tiles (narrow rows' columns are
+/// the fused kernel's).
+pub(crate) fn packs_queries(d: usize) -> bool {
+    f32_dots(d) && tiles::available()
 }
 
 #[inline(always)]
@@ -1155,8 +1155,7 @@ pub fn columns_chunk_packed<T: Elem>(
 struct DenseRbf<'a> {
     xb: &'a [f32],
     d: usize,
-    /// The tiles form the products in f32: from [`F32_DOTS_MIN_D`] features, or at any d
-    /// where they are exact in f32 (then the f64 products to the bit).
+    /// The tiles form the products in f32: from [`F32_DOTS_MIN_D`] features.
     f32: bool,
     norms: &'a [f64],
     y: &'a [f64],
@@ -1169,7 +1168,7 @@ impl<'a> DenseRbf<'a> {
     /// the tiles take it: RBF kernel, dense rows, AVX-512, 1 ≤ k ≤ [`BATCH`] outputs of one
     /// length, r0 on a block's start. None otherwise.
     fn of(a: &ColumnArgs<'a>, k: usize, r0: usize, lens: &[usize]) -> Option<DenseRbf<'a>> {
-        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb, exact }) = (a.kernel, a.layout) else {
+        let (Kernel::Rbf { gamma }, Layout::Dense { d, xb }) = (a.kernel, a.layout) else {
             return None;
         };
         let n = *lens.first()?;
@@ -1186,7 +1185,7 @@ impl<'a> DenseRbf<'a> {
         Some(DenseRbf {
             xb: &xb[b0 * d * LANES..(b0 + nb) * d * LANES],
             d,
-            f32: f32_dots(d) || *exact,
+            f32: f32_dots(d),
             norms: &a.norms[r0..r0 + n],
             y: &a.y[r0..r0 + n],
             gamma,
@@ -1977,105 +1976,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Products exact in f32: integers and multiples of one power of two below the bound, not
-    /// other fractions, values past the bound, or non-finite ones.
-    #[test]
-    fn dots_exact_in_f32_only_where_every_product_is() {
-        use super::layout::dots_exact_in_f32;
-        let ints: Vec<f32> = (0..64).map(|i| (i % 16) as f32).collect();
-        assert!(dots_exact_in_f32(16, &ints));
-        let sixteenths: Vec<f32> = ints.iter().map(|&x| -x / 16.0).collect();
-        assert!(dots_exact_in_f32(16, &sixteenths));
-        // 16 · 4096² = 2²⁸: a sum can leave f32's integers.
-        assert!(!dots_exact_in_f32(16, &[4096.0, 1.0]));
-        assert!(dots_exact_in_f32(16, &[1023.0, 1.0]));
-        assert!(!dots_exact_in_f32(16, &[0.1, 1.0]));
-        assert!(!dots_exact_in_f32(16, &[f32::NAN]));
-        assert!(!dots_exact_in_f32(16, &[f32::MIN_POSITIVE / 2.0]));
-        assert!(!dots_exact_in_f32(0, &[]));
-    }
-
-    /// Dense rows of sixteenths below [`F32_DOTS_MIN_D`] features are marked exact (not as
-    /// part of a larger set), and their f32 columns (narrow rows, formed in f32 either way)
-    /// are the columns of the same rows not marked bit for bit, batched and single.
-    #[test]
-    fn exact_rows_take_f32_products_with_the_same_columns() {
-        let (m, d) = (200usize, 12usize);
-        let mut r = crate::rng::SplitMix64::new(9);
-        // Sixteenths in [−2, 2): s = 4, d·(2⁴·2)² = 12,288 < 2²⁴.
-        let values: Vec<f32> = (0..m * d)
-            .map(|_| ((r.next_f64() * 64.0).floor() - 32.0) as f32 / 16.0)
-            .collect();
-        let labels: Vec<f64> = (0..m)
-            .map(|i| if i % 3 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let rows = |values: Vec<f32>, labels: Vec<f64>| {
-            let ip: Vec<usize> = (0..=m).map(|i| i * d).collect();
-            let ix: Vec<u32> = (0..m * d).map(|k| (k % d) as u32).collect();
-            crate::data::Dataset::from_csr(d, ip, ix, values, labels)
-        };
-        let ds = rows(values, labels);
-        let exact = Layout::new(&ds);
-        let Layout::Dense {
-            exact: true,
-            ref xb,
-            ..
-        } = exact
-        else {
-            panic!("expected dense rows marked exact");
-        };
-        let rbf = Kernel::Rbf { gamma: 0.01 };
-        assert!(narrow_f32(rbf, &exact));
-        let plain = Layout::Dense {
-            d,
-            xb: Aligned::from(&xb[..]),
-            exact: false,
-        };
-        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
-        let queries = queries_at(&ds, &[0, 5, 77, 150, 199, 31, 8, 64]);
-        let cols: Vec<(usize, &[f64])> = queries.iter().map(|(j, q)| (*j, &q[..])).collect();
-        let (r0, n) = (16, 180);
-        let kernel = Kernel::Rbf { gamma: 0.01 };
-        let (sides, span) = ((&norms[..], &ds.labels[..]), (r0, n));
-        let got: Vec<Vec<f32>> = batched_columns((&exact, kernel), sides, &cols, span);
-        let want: Vec<Vec<f32>> = batched_columns((&plain, kernel), sides, &cols, span);
-        let a = ColumnArgs {
-            layout: &exact,
-            kernel,
-            norms: &norms,
-            y: &ds.labels,
-            rbf_table: None,
-        };
-        for c in 0..cols.len() {
-            for i in 0..n {
-                assert_eq!(
-                    got[c][i].to_bits(),
-                    want[c][i].to_bits(),
-                    "column {c} row {i}"
-                );
-            }
-            let mut one = vec![0f32; n];
-            let mut dots1 = vec![0.0; n.next_multiple_of(LANES)];
-            column_chunk(&a, cols[c].0, cols[c].1, r0, &mut dots1, &mut one);
-            for i in 0..n {
-                assert_eq!(one[i].to_bits(), got[c][i].to_bits(), "batched vs single");
-            }
-        }
-        // Laid out as part of a larger set (a rank's rows: queries from other ranks), f64.
-        let whole = crate::data::LayoutStats::of(&ds);
-        assert!(matches!(
-            Layout::new_as(&ds, Some(&whole), false),
-            Layout::Dense { exact: false, .. }
-        ));
-        // Fractions that are not exact keep the f64 products.
-        let tenths: Vec<f32> = (0..m * d).map(|i| (i % 10) as f32 / 10.0).collect();
-        let ds = rows(tenths, vec![1.0; m]);
-        assert!(matches!(
-            Layout::new(&ds),
-            Layout::Dense { exact: false, .. }
-        ));
-    }
-
     /// Dense rows with enough 0/1 features get the hybrid layout (also for a selection of
     /// rows), and its columns equal the plain dense layout's to rounding (the sums are
     /// grouped differently), batched columns equal single ones bit for bit, and a query
@@ -2107,7 +2007,6 @@ pub(crate) mod tests {
         let plain = Layout::Dense {
             d,
             xb: Aligned::from(&xb[..]),
-            exact: false,
         };
         let norms: Vec<f64> = (0..m).map(|i| ds.row(i).sq_norm()).collect();
         let mut queries = queries_at(&ds, &[0, 7, 100, 249, 31]);

@@ -57,8 +57,8 @@ impl<T: Elem> CpuBackend<'_, T> {
 
     /// True for rows with fewer than [`F32_DOTS_MIN_D`] continuous features (dense, or
     /// the continuous part of hybrid rows), whose columns cost about the same in a pass of a
-    /// few columns as in the block's batch (the fused path; the tiles for rows whose products
-    /// are exact in f32, over so few features). With more features the block's batched
+    /// few columns as in the block's batch (the fused path of narrow rows). With more features
+    /// the block's batched
     /// tiles reuse each load of the rows across its columns, which a deferred column in the
     /// update's pass gives up (usps, 256 features: 1.05× slower deferred below
     /// [`DEFER_MIN_BYTES`]; its 784-feature upsampling 1.13×).

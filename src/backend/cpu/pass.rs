@@ -118,9 +118,9 @@ impl<T: Elem> CpuBackend<'_, T> {
         // f32 tiles take them.
         let mut packed = std::mem::take(&mut self.packed);
         packed.resize_with(cptr.len() / BATCH, Vec::new);
-        if let Layout::Dense { d, exact, .. } = &self.layout
+        if let Layout::Dense { d, .. } = &self.layout
             && T::SINGLE
-            && crate::backend::simd::packs_queries(*d, *exact)
+            && crate::backend::simd::packs_queries(*d)
         {
             for (p, batch) in packed.iter_mut().zip(cptr.chunks_exact(BATCH)) {
                 let q: [&[f64]; BATCH] = std::array::from_fn(|c| &self.qbuf[batch[c].2][..]);

@@ -11,11 +11,6 @@ pub enum Layout<'a> {
         d: usize,
         /// blocks × d × LANES values
         xb: Aligned<f32>,
-        /// Whether every dot product of two rows is exact in f32 ([`dots_exact_in_f32`]), found
-        /// below [`super::F32_DOTS_MIN_D`] features (above, the products are formed in f32
-        /// anyway; false there) for rows laid out on their own (not as part of a larger set):
-        /// then the f32 tiles take the columns, their products the f64 ones to the bit.
-        exact: bool,
     },
     /// AoSoA blocks of the features that take other values than 0 and 1, plus the 0/1
     /// features (one-hot categories: ijcnn1's first 10 of 22) as bit sets per row: the dot
@@ -75,41 +70,6 @@ fn binary_bits<'r>(words: usize, rows: impl Iterator<Item = &'r [u32]>) -> Align
         }
     }
     Aligned::from(&bits[..])
-}
-
-/// Whether every dot product of two of the rows `xb` (`d` features each) is exact in f32, in
-/// any order of its multiply-adds: every value an integer multiple of 2⁻ˢ for one s (small
-/// integers: pixel intensities, counts, categorical codes, a 0..15 grid), and d·(2ˢ·max |x|)²
-/// below 2²⁴, so that every product and partial sum is an integer below 2²⁴ times 2⁻²ˢ. Such
-/// products formed in f32 equal those formed in f64, bit for bit.
-pub(crate) fn dots_exact_in_f32(d: usize, xb: &[f32]) -> bool {
-    // The fractional bits of x (mantissa · 2^(e − 23), its trailing zeros dropped); None for a
-    // value that is not finite or not normal.
-    fn fraction_bits(x: f32) -> Option<u32> {
-        if x == 0.0 {
-            return Some(0);
-        }
-        if !x.is_normal() {
-            return None;
-        }
-        let bits = x.to_bits();
-        let e = ((bits >> 23) & 0xff) as i32 - 127;
-        let mant = (bits & 0x7f_ffff) | 0x80_0000;
-        Some((23 - e - mant.trailing_zeros() as i32).max(0) as u32)
-    }
-    if d == 0 || xb.is_empty() {
-        return false;
-    }
-    let (mut s, mut max) = (0u32, 0.0f32);
-    for &x in xb {
-        match fraction_bits(x) {
-            Some(f) if f <= 24 => s = s.max(f),
-            _ => return false,
-        }
-        max = max.max(x.abs());
-    }
-    let scaled = f64::from(max) * f64::from(s).exp2();
-    (d as f64) * scaled * scaled < f64::from(1u32 << 24)
 }
 
 /// Whether sparse rows are copied dense (see [`Layout::new_as`]): for passes of one column at
@@ -172,13 +132,7 @@ impl<'a> Layout<'a> {
             || cont.len() > MAX_HYBRID_CONT
             || words > MAX_HYBRID_WORDS
         {
-            // From F32_DOTS_MIN_D features the products are formed in f32 anyway: no scan.
-            // Rows laid out as part of a larger set (`zero_one` given: a rank of a distributed
-            // run) meet other parts' rows as queries, which these rows cannot vouch for: f64
-            // products there, as one process takes them wherever a row is not exact.
-            let exact =
-                zero_one.is_none() && d < super::F32_DOTS_MIN_D && dots_exact_in_f32(d, &xb);
-            return Layout::Dense { d, xb, exact };
+            return Layout::Dense { d, xb };
         }
         let dc = cont.len();
         let mut xc = Aligned::zeroed(nb * dc * LANES);
@@ -322,9 +276,8 @@ impl<'a> Layout<'a> {
         }
         let old = out.take();
         *out = Some(match self {
-            Layout::Dense { d, xb, exact } => Layout::Dense {
+            Layout::Dense { d, xb } => Layout::Dense {
                 d: *d,
-                exact: *exact,
                 xb: lanes(
                     xb,
                     *d,
