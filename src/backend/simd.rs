@@ -343,12 +343,18 @@ fn f32_dots(d: usize) -> bool {
 /// in, `exact::cached`). The kernel of `simd::fused` computes these columns in registers.
 #[inline(always)]
 pub(crate) fn narrow_f32(kernel: Kernel, layout: &Layout<'_>) -> bool {
-    matches!(kernel, Kernel::Rbf { .. })
-        && match layout {
-            Layout::Dense { d, .. } => *d < F32_DOTS_MIN_D,
-            Layout::Hybrid { cont, .. } => cont.len() < F32_DOTS_MIN_D,
-            _ => false,
-        }
+    matches!(kernel, Kernel::Rbf { .. }) && narrow_rows(layout)
+}
+
+/// Narrow rows: dense rows of fewer than [`F32_DOTS_MIN_D`] features, hybrid rows of fewer
+/// than that many continuous ones ([`narrow_f32`]'s rows, whatever the kernel).
+#[inline(always)]
+pub(crate) fn narrow_rows(layout: &Layout<'_>) -> bool {
+    match layout {
+        Layout::Dense { d, .. } => *d < F32_DOTS_MIN_D,
+        Layout::Hybrid { cont, .. } => cont.len() < F32_DOTS_MIN_D,
+        _ => false,
+    }
 }
 
 #[inline(always)]

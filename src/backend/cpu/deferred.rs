@@ -8,7 +8,9 @@
 //! computed in full holds, bit for bit.
 
 use super::{CHUNK, CpuBackend, SendPtr, apply_by_pairs, with_dots};
-use crate::backend::simd::{BATCH, ColumnArgs, Elem, F32_DOTS_MIN_D, Layout, columns_chunk};
+#[cfg(doc)]
+use crate::backend::simd::F32_DOTS_MIN_D;
+use crate::backend::simd::{BATCH, ColumnArgs, Elem, Layout, columns_chunk, narrow_rows};
 use crate::backend::update;
 
 /// Bytes of a block's columns from which the block defers them: beyond about a core's L2,
@@ -55,19 +57,14 @@ impl<T: Elem> CpuBackend<'_, T> {
                 || self.columns_cost_alike())
     }
 
-    /// True for rows with fewer than [`F32_DOTS_MIN_D`] continuous features (dense, or
-    /// the continuous part of hybrid rows), whose columns cost about the same in a pass of a
-    /// few columns as in the block's batch (the fused path of narrow rows). With more features
-    /// the block's batched
-    /// tiles reuse each load of the rows across its columns, which a deferred column in the
-    /// update's pass gives up (usps, 256 features: 1.05× slower deferred below
-    /// [`DEFER_MIN_BYTES`]; its 784-feature upsampling 1.13×).
+    /// True for narrow rows (fewer than [`F32_DOTS_MIN_D`] continuous features, dense or the
+    /// continuous part of hybrid rows: [`narrow_rows`]), whose columns cost about the same in
+    /// a pass of a few columns as in the block's batch (the fused path). With more features
+    /// the block's batched tiles reuse each load of the rows across its columns, which a
+    /// deferred column in the update's pass gives up (usps, 256 features: 1.05× slower
+    /// deferred below [`DEFER_MIN_BYTES`]; its 784-feature upsampling 1.13×).
     fn columns_cost_alike(&self) -> bool {
-        match &self.layout {
-            Layout::Dense { d, .. } => *d < F32_DOTS_MIN_D,
-            Layout::Hybrid { cont, .. } => cont.len() < F32_DOTS_MIN_D,
-            _ => false,
-        }
+        narrow_rows(&self.layout)
     }
 
     /// Q_WW (row-major, `out`) for [`Self::defers_columns`] backends: the columns the cache
