@@ -587,9 +587,9 @@ impl Model {
         let mut near = Vec::new();
         for (i, (v, &b)) in dec.iter_mut().zip(&bound).enumerate() {
             // The f64 panel's value is within about nsv/8 · 2⁻⁵³ of Σ|c_j| k_j of the exact
-            // sum, and B ≥ 9·10⁻⁷ times that sum (the f32 exponential's error alone): a
-            // thousandth of B covers it below 10⁷ support vectors; the subtraction's rounding
-            // is the last term.
+            // sum, and B ≥ 10⁻⁶ times that sum (the f32 exponential's error and the f32 sums'
+            // roundings alone): a thousandth of B covers it below 10⁷ support vectors; the
+            // subtraction's rounding is the last term.
             let margin = b * (1.0 + 1e-3) + 4.0 * f64::EPSILON * (v.abs() + rho.abs());
             *v -= rho;
             if !(v.abs() > margin) {

@@ -172,9 +172,11 @@ pub struct CpuBackend<'a, T: Elem> {
     lowest_bound: (usize, f64),
     /// The parallel selections' per-chunk lists.
     select_lists: crate::backend::ChunkLists,
-    /// Q_ii of every point, once the working-set solver asks for away candidates, and the
-    /// candidates' scores by chunk.
+    /// Q_ii of every point, once the working-set solver asks for away candidates (and its
+    /// value when every point has the same), and the candidates' scores by chunk (rows read
+    /// through groups or deduplicated).
     diag: Vec<f64>,
+    diag_all: Option<f64>,
     away_scores: Vec<std::sync::Mutex<Vec<f64>>>,
     /// The support's entries of g (and g⁻) gathered by the reduction, and its chunks' largest.
     reduce_vals: Vec<f64>,
@@ -347,6 +349,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             lowest_bound: (0, f64::NEG_INFINITY),
             select_lists: Default::default(),
             diag: Vec::new(),
+            diag_all: None,
             away_scores: Vec::new(),
             reduce_vals: Vec::new(),
             reduce_best: Vec::new(),

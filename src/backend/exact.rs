@@ -446,9 +446,12 @@ fn screened_sums(
         return false;
     }
     let nj: Vec<f64> = act.iter().map(|&j| prob.norms[j]).collect();
-    let Some(screen) =
-        super::screen::Screen::new(gamma, prob.data, act, coef, &nj, SCREEN_MAX_BYTES)
-    else {
+    let build = if err.is_some() {
+        super::screen::Screen::new
+    } else {
+        super::screen::Screen::estimates
+    };
+    let Some(screen) = build(gamma, prob.data, act, coef, &nj, SCREEN_MAX_BYTES) else {
         return false;
     };
     let mut bound = vec![0.0; rows.len()];

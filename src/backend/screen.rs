@@ -25,21 +25,26 @@
 //! * the two norms rounded, u·γ·log₂e·N; their sum and the final sum, whose magnitudes are at
 //!   most 2γ·log₂e·N, 4u·γ·log₂e·N.
 //!
-//! So |t̃ − t·log₂e| ≤ δ/ln 2 with δ = γ·u·(1.01·n + 7)·(‖x‖² + max_j ‖z_j‖²), the same for
-//! every column of the row (t̃ > 0 is clamped to 0, which only helps), and:
+//! So |t̃ − t·log₂e| ≤ δ_j/ln 2 with δ_j = k·(‖x‖² + ‖z_j‖²), k = γ·u·(1.01·n + 7) (t̃ > 0 is
+//! clamped to 0, which only helps), and:
 //!
 //! * the exponential ([`exp2_nonpos_f32`], whose steps the vector code takes) has relative
-//!   error at most [`EXP2_32_ERR`] (tested against f64 over its range), so
-//!   |k̃ − k| ≤ k̃·(1.01·δ + 2.01·EXP2_32_ERR) while δ ≤ 0.01; exponents below −124 are clamped
-//!   (k̃ ≤ 2⁻¹²⁴·1.5 for a true k below it: at most 1e-37 off);
+//!   error at most [`EXP2_32_ERR`] (checked against f64 at every argument its polynomial
+//!   takes), so |k̃_j − k_j| ≤ k̃_j·(1.01·δ_j + 2.01·EXP2_32_ERR) while δ_j ≤ 0.01; exponents
+//!   below −124 are clamped (k̃ ≤ 2⁻¹²⁴·1.5 for a true k below it: at most 1e-37 off);
 //! * c_j rounded to f32 (u), the products added in f32 over a tile of 128 columns (eight
 //!   terms per lane: 1.01·8u) and the tiles in f64 per lane: 10u·Σ|c_j| k̃_j covers them.
 //!
-//! Hence B_i = W_i·(1.01·δ + 2.01·EXP2_32_ERR + 10u)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|, with
-//! W_i = Σ_j |c_j| k̃_j accumulated beside S̃_i in f32 (8 roundings per lane in a tile, one per
-//! tile, 4 in the final sum of the lanes, so it is scaled up by (1 + (tiles + 12)·1.01u)
-//! first). Rows for which δ > 0.01 get B_i = +∞ (decided
-//! in f64).
+//! Summed over the columns, with W_i = Σ_j |c_j| k̃_j and V_i = Σ_j |c_j| k̃_j ‖z_j‖²:
+//! B_i = (W_i·(1.01·k·‖x‖² + 2.01·EXP2_32_ERR + 10u) + 1.01·k·V_i)·(1 + 10⁻³) + 10⁻³⁶·Σ|c|.
+//! W_i is accumulated beside S̃_i in f32 (8 roundings per lane in a tile, one per tile, 4 in
+//! the final sum of the lanes, so it is scaled up by (1 + (tiles + 12)·1.01u) first), and V_i
+//! as Σ_t n_t·W_it over the tiles t, n_t the largest ‖z_j‖² of the tile's columns (rounded up
+//! to f32: V_i is bounded from above, with the same roundings as W_i). The columns are ordered
+//! by their norms within a sign, so n_t is close to each of its columns' norms (covtype's test
+//! set against its 371,007 support vectors: 19 % fewer rows left to the f64 panel than with
+//! the largest norm of all columns in every term). Rows for which
+//! k·(‖x‖² + max_j ‖z_j‖²) > 0.01 get B_i = +∞ (decided in f64).
 //!
 //! **The centre.** δ grows with the squared norms, and ‖x − z‖² does not depend on where the
 //! points are measured from: the panel may measure both sides from a centre μ instead of the
@@ -52,12 +57,13 @@
 //! entry of every row, x_f − μ_f and z_f − μ_f computed in f64 and rounded to f32 — a relative
 //! error u more on each factor of the dot's terms than the exact features have — and the
 //! squared norms are ‖x − μ‖² = ‖x‖² + Σ_f μ_f(μ_f − 2x_f) in f64. So for a centred panel
-//! δ = γ·u·(1.01·n + 8.5)·(‖x − μ‖² + max_j ‖z_j − μ‖²), n counting the centred features
+//! δ_j = γ·u·(1.01·n + 8.5)·(‖x − μ‖² + ‖z_j − μ‖²), n counting the centred features
 //! (covtype's factor falls from about 230 to 110–130: its ten measurements are centred, its
 //! one-hot features, each on few points, are not).
 //!
-//! **The values.** [`Screen::kernel_values`] writes the k̃ themselves with the bound
-//! ε = 1.01·δ + 2.01·EXP2_32_ERR on their relative error (plus 10⁻³⁷ for clamped exponents),
+//! **The values.** [`Screen::kernel_values`] writes the k̃ themselves (the columns in the order
+//! given) with the bound ε = 1.01·δ + 2.01·EXP2_32_ERR on their relative error, δ taking the
+//! largest ‖z_j − μ‖² (plus 10⁻³⁷ for clamped exponents),
 //! for callers that combine one row's values in several sums (a multi-class model's pairs).
 //!
 //! **The sums.** The columns are ordered by the sign of c_j, so every tile but one holds
@@ -99,6 +105,8 @@ pub struct Screen {
     gnj: Aligned<f32>,
     /// Per tile: 1 when its weights are all ≥ 0, −1 when all ≤ 0, 0 when mixed.
     tile_sign: Vec<i8>,
+    /// Per tile: the largest ‖z_j − μ‖² of its columns, rounded up to f32 (0 for padding).
+    tile_norm: Vec<f32>,
     coef: Aligned<f32>,
     abs_coef: Aligned<f32>,
     /// max_j ‖z_j − μ‖² (f64).
@@ -134,10 +142,25 @@ impl Screen {
         norms: &[f64],
         max_bytes: usize,
     ) -> Option<Screen> {
-        Screen::build(gamma, data, cols, coef, norms, max_bytes, true)
+        Screen::build(gamma, data, cols, coef, norms, max_bytes, true, true)
     }
 
-    /// [`Screen::new`], centred where that tightens the bound (`centre`) or not at all.
+    /// [`Screen::new`] for sums whose bound is not asked for (estimates): the columns within a
+    /// sign keep their order, which the bound alone needs sorted.
+    pub fn estimates(
+        gamma: f64,
+        data: &Dataset,
+        cols: &[usize],
+        coef: &[f64],
+        norms: &[f64],
+        max_bytes: usize,
+    ) -> Option<Screen> {
+        Screen::build(gamma, data, cols, coef, norms, max_bytes, true, false)
+    }
+
+    /// [`Screen::new`], centred where that tightens the bound (`centre`) or not at all, its
+    /// columns within a sign by their norms (`by_norm`) or in the order given.
+    #[allow(clippy::too_many_arguments)]
     fn build(
         gamma: f64,
         data: &Dataset,
@@ -146,6 +169,7 @@ impl Screen {
         norms: &[f64],
         max_bytes: usize,
         centre: bool,
+        by_norm: bool,
     ) -> Option<Screen> {
         let isa = Isa::detect()?;
         if !(gamma > 0.0) || !gamma.is_finite() {
@@ -160,15 +184,25 @@ impl Screen {
         if (used as usize).checked_mul(width)?.checked_mul(4)? > max_bytes {
             return None;
         }
-        // The columns by the sign of their weight (the sum's order does not change the bound).
-        let mut order: Vec<usize> = (0..cols.len()).collect();
-        order.sort_by_key(|&c| coef[c] < 0.0);
         let scale = 2.0 * gamma * std::f64::consts::LOG2_E;
         let (shift, cnorms) = if centre {
             centre_of(data, cols, &fmap, width, norms)
         } else {
             (Vec::new(), norms.to_vec())
         };
+        // The columns by the sign of their weight (the sum's order does not change the bound),
+        // and with `by_norm` within a sign by ‖z − μ‖², so that a tile's largest norm, which
+        // its bound takes, is close to each of its columns'.
+        let mut order: Vec<usize> = (0..cols.len()).collect();
+        if by_norm {
+            order.sort_by(|&a, &b| {
+                (coef[a] < 0.0)
+                    .cmp(&(coef[b] < 0.0))
+                    .then(cnorms[a].total_cmp(&cnorms[b]))
+            });
+        } else {
+            order.sort_by_key(|&c| coef[c] < 0.0);
+        }
         let mut zt = Aligned::zeroed(used as usize * width);
         for &(_, off, mu) in &shift {
             zt[off..off + cols.len()].fill((-scale * mu) as f32);
@@ -205,6 +239,14 @@ impl Screen {
                 }
             })
             .collect();
+        let tile_norm = (0..width / TILE)
+            .map(|t| {
+                let w = &order[(t * TILE).min(order.len())..((t + 1) * TILE).min(order.len())];
+                let m = w.iter().map(|&o| cnorms[o]).fold(0.0, f64::max);
+                let v = m as f32;
+                if (v as f64) < m { v.next_up() } else { v }
+            })
+            .collect();
         let g2 = gamma * std::f64::consts::LOG2_E;
         let offsets = fmap
             .iter()
@@ -218,6 +260,7 @@ impl Screen {
             zt,
             gnj: pad(&|o| -g2 * cnorms[o]),
             tile_sign,
+            tile_norm,
             coef: pad(&|o| coef[o]),
             abs_coef: pad(&|o| coef[o].abs()),
             nz_max: cnorms.iter().copied().fold(0.0, f64::max),
@@ -247,16 +290,21 @@ impl Screen {
         sum.par_chunks_mut(ROW_BLOCK)
             .zip(bound.par_chunks_mut(ROW_BLOCK))
             .zip(rows.par_chunks(ROW_BLOCK))
-            .for_each_init(Rows::default, |scratch, ((s, e), rs)| {
-                if budget.spent() {
-                    return;
-                }
-                scratch.load(self, data, norms, rs, true);
-                self.block(scratch, s, e, None);
-                for (k, ek) in e.iter_mut().enumerate().take(s.len()) {
-                    *ek = self.bound(*ek, scratch.nnz(k), scratch.ni[k]);
-                }
-            });
+            .for_each_init(
+                || (Rows::default(), Vec::new()),
+                |(scratch, wv), ((s, e), rs)| {
+                    if budget.spent() {
+                        return;
+                    }
+                    scratch.load(self, data, norms, rs, true);
+                    wv.clear();
+                    wv.resize(s.len(), [0.0; 2]);
+                    self.block(scratch, s, wv, None);
+                    for (k, ek) in e.iter_mut().enumerate() {
+                        *ek = self.bound(wv[k], scratch.nnz(k), scratch.ni[k]);
+                    }
+                },
+            );
     }
 
     /// The kernel values themselves, for the rows `rows` of `data` (squared norms `norms`; at
@@ -279,7 +327,7 @@ impl Screen {
         assert_eq!(rel.len(), rows.len());
         let scratch = &mut scratch.0;
         scratch.load(self, data, norms, rows, true);
-        let mut wsum = [0.0; ROWS];
+        let mut wsum = [[0.0; 2]; ROWS];
         let mut sum = [0.0; ROWS];
         let n = rows.len();
         self.block(scratch, &mut sum[..n], &mut wsum[..n], Some(vals));
@@ -299,7 +347,8 @@ impl Screen {
         max_bytes: usize,
     ) -> Option<Screen> {
         // Weights of one sign keep the columns in their order (the sort is stable).
-        Screen::new(gamma, data, cols, &vec![1.0; cols.len()], norms, max_bytes)
+        let coef = vec![1.0; cols.len()];
+        Screen::build(gamma, data, cols, &coef, norms, max_bytes, true, false)
     }
 
     /// The distance between two consecutive rows of [`kernel_values`](Self::kernel_values)'
@@ -309,7 +358,7 @@ impl Screen {
     }
 
     /// The copy of the block the CPU runs, with the values written to `vals` when given.
-    fn block(&self, s: &Rows, sum: &mut [f64], wsum: &mut [f64], vals: Option<&mut [f32]>) {
+    fn block(&self, s: &Rows, sum: &mut [f64], wsum: &mut [[f64; 2]], vals: Option<&mut [f32]>) {
         #[cfg(target_arch = "x86_64")]
         match self.isa {
             // SAFETY: `new` chose this copy because the CPU has AVX-512.
@@ -335,17 +384,20 @@ impl Screen {
         1.01 * delta + 2.01 * EXP2_32_ERR
     }
 
-    /// B_i from W_i, the row's non-zeros n and ‖x_i‖².
-    fn bound(&self, w: f64, n: usize, ni: f64) -> f64 {
-        let rel = self.relative(n, ni);
-        if rel.is_infinite() {
+    /// B_i from (W_i, V_i), the row's non-zeros n and ‖x_i − μ‖² (module documentation).
+    fn bound(&self, [w, v]: [f64; 2], n: usize, ni: f64) -> f64 {
+        if self.relative(n, ni).is_infinite() {
             return f64::INFINITY;
         }
         // Terms per lane in a tile.
         const PER_LANE: f64 = (TILE / 16) as f64;
         let tiles = (self.width / TILE) as f64;
-        let w = w * (1.0 + (tiles + PER_LANE + 4.0) * 1.01 * U);
-        w * (rel + (PER_LANE + 2.0) * U) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
+        let grow = 1.0 + (tiles + PER_LANE + 4.0) * 1.01 * U;
+        let (w, v) = (w * grow, v * grow);
+        // δ_ij = k·(‖x − μ‖² + ‖z_j − μ‖²).
+        let k = self.gamma * U * (1.01 * n as f64 + self.rounding);
+        let per_w = 1.01 * k * ni + 2.01 * EXP2_32_ERR + (PER_LANE + 2.0) * U;
+        (w * per_w + v * 1.01 * k) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
     }
 }
 
@@ -635,7 +687,7 @@ fn centred(
     d
 }
 
-/// The rows' S̃ into `sum` and W into `wsum` (the caller turns W into B).
+/// The rows' S̃ into `sum` and (W, V) into `wsum` (the caller turns them into B).
 ///
 /// # Safety
 /// The CPU has AVX-512F, AVX-512DQ, AVX2 and FMA (the caller's dispatch checked it); `s` was
@@ -648,13 +700,13 @@ unsafe fn block_avx512(
     p: &Screen,
     s: &Rows,
     sum: &mut [f64],
-    wsum: &mut [f64],
+    wsum: &mut [[f64; 2]],
     vals: Option<&mut [f32]>,
 ) {
     use std::arch::x86_64::*;
     const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
-    wsum.iter_mut().for_each(|o| *o = 0.0);
+    wsum.iter_mut().for_each(|o| *o = [0.0; 2]);
     let rows = sum.len();
     let values = vals.map(|v| {
         assert_eq!(v.len(), rows * p.width, "one row of values per row");
@@ -671,7 +723,8 @@ unsafe fn block_avx512(
         let zt = p.zt.as_ptr();
         // Per row: S̃ in two f64 vectors (one per half of the lanes), W in one f32 vector.
         let mut sacc = [[_mm512_setzero_pd(); 2]; ROW_BLOCK];
-        let mut wacc = [zero; ROW_BLOCK];
+        // W and V in f32 vectors.
+        let mut wacc = [[zero; 2]; ROW_BLOCK];
         assert!(rows <= ROW_BLOCK);
         for t in (0..p.width).step_by(TILE) {
             let (gnj, cf, af) = (
@@ -701,17 +754,20 @@ unsafe fn block_avx512(
                 sw.1 = _mm512_fmadd_ps(_mm512_loadu_ps(af.add(16 * q)), e, sw.1);
             };
             // A row's tile sums into its f64 and W accumulators.
-            let fold = |sacc: &mut [__m512d; 2], wacc: &mut __m512, (sv, wv): (__m512, __m512)| {
-                // A tile of one sign: S̃ = ±W there.
-                let sv = if mixed { sv } else { _mm512_mul_ps(neg, wv) };
-                let lo_half = _mm512_cvtps_pd(_mm512_castps512_ps256(sv));
-                let hi_half = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
-                    _mm512_castps_pd(sv),
-                )));
-                sacc[0] = _mm512_add_pd(sacc[0], lo_half);
-                sacc[1] = _mm512_add_pd(sacc[1], hi_half);
-                *wacc = _mm512_add_ps(*wacc, wv);
-            };
+            let norm = _mm512_set1_ps(p.tile_norm[t / TILE]);
+            let fold =
+                |sacc: &mut [__m512d; 2], wacc: &mut [__m512; 2], (sv, wv): (__m512, __m512)| {
+                    // A tile of one sign: S̃ = ±W there.
+                    let sv = if mixed { sv } else { _mm512_mul_ps(neg, wv) };
+                    let lo_half = _mm512_cvtps_pd(_mm512_castps512_ps256(sv));
+                    let hi_half = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(
+                        _mm512_castps_pd(sv),
+                    )));
+                    sacc[0] = _mm512_add_pd(sacc[0], lo_half);
+                    sacc[1] = _mm512_add_pd(sacc[1], hi_half);
+                    wacc[0] = _mm512_add_ps(wacc[0], wv);
+                    wacc[1] = _mm512_fmadd_ps(wv, norm, wacc[1]);
+                };
             let mut r = 0;
             while r < rows {
                 if r + FULL_ROWS <= rows && s.full[r..r + FULL_ROWS].iter().all(|&f| f) {
@@ -772,7 +828,7 @@ unsafe fn block_avx512(
         }
         for r in 0..rows {
             sum[r] = _mm512_reduce_add_pd(_mm512_add_pd(sacc[r][0], sacc[r][1]));
-            wsum[r] = _mm512_reduce_add_ps(wacc[r]) as f64;
+            wsum[r] = wacc[r].map(|w| _mm512_reduce_add_ps(w) as f64);
         }
     }
 }
@@ -792,14 +848,14 @@ unsafe fn block_avx2(
     p: &Screen,
     s: &Rows,
     sum: &mut [f64],
-    wsum: &mut [f64],
+    wsum: &mut [[f64; 2]],
     vals: Option<&mut [f32]>,
 ) {
     use super::simd::avx2::hsum_pd;
     use std::arch::x86_64::*;
     const V: usize = TILE / 16;
     sum.iter_mut().for_each(|o| *o = 0.0);
-    wsum.iter_mut().for_each(|o| *o = 0.0);
+    wsum.iter_mut().for_each(|o| *o = [0.0; 2]);
     let rows = sum.len();
     let values = vals.map(|v| {
         assert_eq!(v.len(), rows * p.width, "one row of values per row");
@@ -834,7 +890,8 @@ unsafe fn block_avx2(
         let zt = p.zt.as_ptr();
         // Per row: S̃ in four f64 vectors (the sixteen lanes), W in two f32 vectors.
         let mut sacc = [[_mm256_setzero_pd(); 4]; ROW_BLOCK];
-        let mut wacc = [[zero; 2]; ROW_BLOCK];
+        // W and V, each in two f32 vectors.
+        let mut wacc = [[[zero; 2]; 2]; ROW_BLOCK];
         assert!(rows <= ROW_BLOCK);
         for t in (0..p.width).step_by(TILE) {
             let (gnj, cf, af) = (
@@ -846,7 +903,8 @@ unsafe fn block_avx2(
             let sign = p.tile_sign[t / TILE];
             // A row's sixteen-lane sums of the tile (f32, as the other copy's vectors) into
             // its f64 and W accumulators.
-            let fold = |sacc: &mut [__m256d; 4], wacc: &mut [__m256; 2], h: usize, sv, wv| {
+            let norm = _mm256_set1_ps(p.tile_norm[t / TILE]);
+            let fold = |sacc: &mut [__m256d; 4], wacc: &mut [[__m256; 2]; 2], h: usize, sv, wv| {
                 let sv = match sign {
                     0 => sv,
                     1 => wv,
@@ -856,7 +914,8 @@ unsafe fn block_avx2(
                 let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(sv));
                 sacc[2 * h] = _mm256_add_pd(sacc[2 * h], lo);
                 sacc[2 * h + 1] = _mm256_add_pd(sacc[2 * h + 1], hi);
-                wacc[h] = _mm256_add_ps(wacc[h], wv);
+                wacc[0][h] = _mm256_add_ps(wacc[0][h], wv);
+                wacc[1][h] = _mm256_fmadd_ps(wv, norm, wacc[1][h]);
             };
             let mut r = 0;
             while r < rows {
@@ -938,11 +997,13 @@ unsafe fn block_avx2(
             let [a, b, c, d] = sacc[r];
             sum[r] = hsum_pd(_mm256_add_pd(_mm256_add_pd(a, c), _mm256_add_pd(b, d)));
             // Sixteen lanes to one in four rounded steps, as _mm512_reduce_add_ps.
-            let w = _mm256_add_ps(wacc[r][0], wacc[r][1]);
-            let w = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps::<1>(w));
-            let w = _mm_add_ps(w, _mm_movehl_ps(w, w));
-            let w = _mm_add_ss(w, _mm_movehdup_ps(w));
-            wsum[r] = _mm_cvtss_f32(w) as f64;
+            wsum[r] = wacc[r].map(|[a, b]| {
+                let w = _mm256_add_ps(a, b);
+                let w = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps::<1>(w));
+                let w = _mm_add_ps(w, _mm_movehl_ps(w, w));
+                let w = _mm_add_ss(w, _mm_movehdup_ps(w));
+                _mm_cvtss_f32(w) as f64
+            });
         }
     }
 }
@@ -1105,7 +1166,7 @@ mod tests {
                     for (c, chunk) in all.chunks(ROWS).enumerate() {
                         own.load(&sc, ds, norms, chunk, false);
                         let n = chunk.len();
-                        let (mut s0, mut w0) = (vec![0.0; n], vec![0.0; n]);
+                        let (mut s0, mut w0) = (vec![0.0; n], vec![[0.0; 2]; n]);
                         sc.block(&own, &mut s0, &mut w0, None);
                         for k in 0..n {
                             let i = c * ROWS + k;
@@ -1120,7 +1181,8 @@ mod tests {
                     let (mut v, mut e) = (vec![0.0f32; ROWS * w], vec![0.0; ROWS]);
                     values.kernel_values(ds, norms, rows, &mut scratch, &mut v, &mut e);
                     own.load(&values, ds, norms, rows, false);
-                    let (mut v0, mut s0, mut w0) = (v.clone(), vec![0.0; ROWS], vec![0.0; ROWS]);
+                    let (mut v0, mut s0, mut w0) =
+                        (v.clone(), vec![0.0; ROWS], vec![[0.0; 2]; ROWS]);
                     v0.fill(f32::NAN);
                     values.block(&own, &mut s0, &mut w0, Some(&mut v0));
                     for k in 0..ROWS {
@@ -1135,6 +1197,66 @@ mod tests {
                         assert_eq!(e[k], values.relative(own.nnz(k), own.ni[k]));
                     }
                 }
+            }
+        }
+    }
+
+    /// Columns whose norms differ by a factor of a hundred: every sum stays within its bound,
+    /// which takes each term at its own tile's largest norm, and that bound lies well below the
+    /// one taking the panel's largest norm for every term (V_i = W_i·max_j ‖z_j − μ‖²); the
+    /// columns run by sign, then by norm.
+    #[test]
+    fn tile_norms_tighten_the_bound() {
+        if Isa::detect().is_none() {
+            eprintln!("SKIPPED: neither AVX-512 nor AVX2 on this CPU (the screen is not used)");
+            return;
+        }
+        let mut r = SplitMix64::new(43);
+        let (m, d) = (1200, 6);
+        let (mut ip, mut ix, mut vs) = (vec![0usize], Vec::new(), Vec::new());
+        for i in 0..m {
+            // Rows on five scales, 0.1 to 1: squared norms 0.01 to 1 of each other.
+            let scale = 0.1 + 0.9 * (i % 5) as f64 / 4.0;
+            for f in 0..d {
+                ix.push(f as u32);
+                vs.push((scale * (2.0 * r.next_f64() - 1.0)) as f32);
+            }
+            ip.push(ix.len());
+        }
+        let ds = Dataset::from_csr(d, ip, ix, vs, vec![1.0; m]);
+        let norms: Vec<f64> = (0..m).map(|i| ds.row(i).dot(&ds.row(i))).collect();
+        let (cols, coef, nj) = weighted_columns(&mut r, &norms, 2, 0.3);
+        let all: Vec<usize> = (0..m).collect();
+        for gamma in [0.5, 3.0] {
+            let mut sc = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).unwrap();
+            assert!(sc.shift.is_empty(), "no feature is far from zero");
+            let run: Vec<(bool, f64)> = sc.order.iter().map(|&o| (coef[o] < 0.0, nj[o])).collect();
+            // Non-negative weights first, each sign by increasing norm.
+            assert!(
+                run.windows(2).all(|w| w[0] <= w[1]),
+                "columns by sign, then norm"
+            );
+            for isa in copies() {
+                sc.isa = isa;
+                let (mut s, mut b) = (vec![0.0; m], vec![0.0; m]);
+                sc.row_sums(&ds, &norms, &all, &mut s, &mut b);
+                let mut rows = Rows::default();
+                let mut ratio = 0.0;
+                for (c, chunk) in all.chunks(ROWS).enumerate() {
+                    rows.load(&sc, &ds, &norms, chunk, true);
+                    let n = chunk.len();
+                    let (mut s0, mut w0) = (vec![0.0; n], vec![[0.0; 2]; n]);
+                    sc.block(&rows, &mut s0, &mut w0, None);
+                    for (k, &[w, _]) in w0.iter().enumerate() {
+                        let i = c * ROWS + k;
+                        let exact = exact_sum(&ds, &norms, gamma, &cols, &coef, i);
+                        assert!((s[i] - exact).abs() <= b[i], "{isa:?} γ {gamma} row {i}");
+                        let widest = sc.bound([w, w * sc.nz_max], rows.nnz(k), rows.ni[k]);
+                        assert!(b[i] <= widest, "{isa:?} γ {gamma} row {i}");
+                        ratio += b[i] / widest / m as f64;
+                    }
+                }
+                assert!(ratio < 0.8, "{isa:?} γ {gamma}: mean ratio {ratio}");
             }
         }
     }
@@ -1155,7 +1277,8 @@ mod tests {
         let all: Vec<usize> = (0..m).collect();
         for gamma in [0.02, 0.3] {
             let mut centred = Screen::new(gamma, &ds, &cols, &coef, &nj, 1 << 30).unwrap();
-            let mut plain = Screen::build(gamma, &ds, &cols, &coef, &nj, 1 << 30, false).unwrap();
+            let mut plain =
+                Screen::build(gamma, &ds, &cols, &coef, &nj, 1 << 30, false, true).unwrap();
             assert_eq!(centred.shift.len(), 12, "the dense features are centred");
             assert!(plain.shift.is_empty());
             for isa in copies() {

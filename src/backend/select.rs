@@ -101,13 +101,7 @@ pub fn select_lowest_bounded_par(
     let gather = |t: f64, lists: &ChunkLists, out: &mut Vec<(f64, usize)>| {
         crate::team::run(chunks, &|c| {
             let mut v = lists.0[c].lock().expect("no task panics holding it");
-            v.clear();
-            let mut kp = Keep {
-                out: &mut v,
-                keep,
-                cap,
-                worst: None,
-            };
+            let mut kp = Keep::new(&mut v, keep, cap);
             offer(c, t, &mut kp);
             if v.len() > keep {
                 select_lowest(&mut v, keep);
@@ -164,7 +158,19 @@ pub struct Keep<'a> {
     worst: Option<(f64, usize)>,
 }
 
-impl Keep<'_> {
+impl<'a> Keep<'a> {
+    /// A collection into `out` (emptied first) for the `keep` smallest pairs, pruning to them
+    /// whenever `cap` (> `keep`) are held.
+    pub fn new(out: &'a mut Vec<(f64, usize)>, keep: usize, cap: usize) -> Keep<'a> {
+        out.clear();
+        Keep {
+            out,
+            keep,
+            cap,
+            worst: None,
+        }
+    }
+
     /// Offers one pair.
     pub fn push(&mut self, e: (f64, usize)) {
         if let Some(w) = self.worst
@@ -295,25 +301,12 @@ fn select_lowest_from(
     let keep = 2 * k;
     let cap = (4 * k).max(1024);
     if k > 0 && bound.0 == k {
-        below(
-            bound.1,
-            &mut Keep {
-                out,
-                keep,
-                cap,
-                worst: None,
-            },
-        );
+        below(bound.1, &mut Keep::new(out, keep, cap));
     }
     if out.len() < k.min(n) {
         out.clear();
         if k > 0 {
-            every(&mut Keep {
-                out,
-                keep,
-                cap,
-                worst: None,
-            });
+            every(&mut Keep::new(out, keep, cap));
         }
     }
     select_lowest(out, keep);

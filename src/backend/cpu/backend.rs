@@ -300,64 +300,79 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
             let slot = self.column_slot(s);
             if self.diag.len() != self.len() {
                 self.diag = (0..self.len()).map(|i| self.q_diag(i)).collect();
+                let d0 = self.diag.first().copied();
+                self.diag_all = d0.filter(|d| self.diag.iter().all(|x| x.to_bits() == d.to_bits()));
             }
             let chunks = n.div_ceil(AWAY_CHUNK);
+            // (Scores are stored for rows read through groups or deduplicated alone.)
             while self.away_scores.len() < chunks {
                 self.away_scores.push(Default::default());
             }
-            // A bounded pass first scores every row and keeps the scores: a pass over every
-            // pair, when the bounded one keeps too few, reads them back.
-            let stored_on_nan = k > 0 && bound.0 == k;
             let mut lists = std::mem::take(&mut self.select_lists);
-            {
-                let (entries, gv, diag) = (self.entry_of(slot, s), self.grad(), &self.diag);
-                // Q_ss of s, which may be a guest (a point beyond this backend's rows).
-                let (q_ss, scores) = (self.q_diag(s), &self.away_scores);
-                // Plain rows: g and the f32 column read directly, eight rows a vector.
-                let plain = match (gv.groups, T::as_f32(self.cache.data(slot))) {
-                    (None, Some(col)) if self.distinct.is_none() => Some(col),
-                    _ => None,
-                };
-                crate::backend::select_lowest_bounded_par(
-                    chunks,
-                    |c, t, keep| {
-                        let (c0, c1) = (c * AWAY_CHUNK, n.min((c + 1) * AWAY_CHUNK));
-                        let mut sc = scores[c].lock().expect("no task panics holding it");
-                        if !(t.is_nan() && stored_on_nan) {
-                            sc.clear();
-                            sc.resize(c1 - c0, 0.0);
-                            match plain {
-                                Some(col) => away::scores(
-                                    &away::Rows {
-                                        g: &gv.g[c0..c1],
-                                        diag: &diag[c0..c1],
-                                        col: &col[c0..c1],
+            let (entries, gv, diag) = (self.entry_of(slot, s), self.grad(), &self.diag);
+            // Q_ss of s, which may be a guest (a point beyond this backend's rows).
+            let q_ss = self.q_diag(s);
+            let positions = alpha.positions();
+            match T::as_f32(self.cache.data(slot)) {
+                // Plain rows: g and the f32 column read directly, eight rows a vector, each
+                // chunk scored and offered in one pass (scored again when every pair is
+                // offered).
+                Some(col) if gv.groups.is_none() && self.distinct.is_none() => {
+                    let diag_all = self.diag_all;
+                    crate::backend::select_lowest_bounded_par(
+                        chunks,
+                        |c, t, keep| {
+                            let (c0, c1) = (c * AWAY_CHUNK, n.min((c + 1) * AWAY_CHUNK));
+                            let rows = away::Rows {
+                                g: &gv.g[c0..c1],
+                                diag: match diag_all {
+                                    Some(d) => away::Diag::All(d),
+                                    None => away::Diag::Each(&diag[c0..c1]),
+                                },
+                                col: &col[c0..c1],
+                                g_s,
+                                q_ss,
+                            };
+                            away::offer(&rows, &positions[c0..c1], c0, t, keep);
+                        },
+                        alpha.len(),
+                        k,
+                        bound,
+                        &mut lists,
+                        out,
+                    );
+                }
+                _ => {
+                    // A bounded pass first scores every row and keeps the scores: a pass over
+                    // every pair, when the bounded one keeps too few, reads them back.
+                    let stored_on_nan = k > 0 && bound.0 == k;
+                    let scores = &self.away_scores;
+                    crate::backend::select_lowest_bounded_par(
+                        chunks,
+                        |c, t, keep| {
+                            let (c0, c1) = (c * AWAY_CHUNK, n.min((c + 1) * AWAY_CHUNK));
+                            let mut sc = scores[c].lock().expect("no task panics holding it");
+                            if !(t.is_nan() && stored_on_nan) {
+                                sc.clear();
+                                sc.extend((c0..c1).map(|i| {
+                                    crate::backend::away_score(
+                                        gv.g(i),
                                         g_s,
                                         q_ss,
-                                    },
-                                    &mut sc,
-                                ),
-                                None => {
-                                    for (o, i) in sc.iter_mut().zip(c0..c1) {
-                                        *o = crate::backend::away_score(
-                                            gv.g(i),
-                                            g_s,
-                                            q_ss,
-                                            diag[i],
-                                            entries.get(i),
-                                        );
-                                    }
-                                }
+                                        diag[i],
+                                        entries.get(i),
+                                    )
+                                }));
                             }
-                        }
-                        keep.offer_run(&sc, Some(&alpha.positions()[c0..c1]), c0, t);
-                    },
-                    alpha.len(),
-                    k,
-                    bound,
-                    &mut lists,
-                    out,
-                );
+                            keep.offer_run(&sc, Some(&positions[c0..c1]), c0, t);
+                        },
+                        alpha.len(),
+                        k,
+                        bound,
+                        &mut lists,
+                        out,
+                    );
+                }
             }
             self.select_lists = lists;
             Ok(())
