@@ -40,11 +40,11 @@
 //! W_i is accumulated beside S̃_i in f32 (8 roundings per lane in a tile, one per tile, 4 in
 //! the final sum of the lanes, so it is scaled up by (1 + (tiles + 12)·1.01u) first), and V_i
 //! as Σ_t n_t·W_it over the tiles t, n_t the largest ‖z_j‖² of the tile's columns (rounded up
-//! to f32: V_i is bounded from above, with the same roundings as W_i). The columns are ordered
-//! by their norms within a sign, so n_t is close to each of its columns' norms (covtype's test
-//! set against its 371,007 support vectors: 19 % fewer rows left to the f64 panel than with
-//! the largest norm of all columns in every term). Rows for which
-//! k·(‖x‖² + max_j ‖z_j‖²) > 0.01 get B_i = +∞ (decided in f64).
+//! to f32: V_i is bounded from above, with the same roundings as W_i). The columns of a panel
+//! of more than two tiles are ordered by their norms within a sign, so n_t is close to each of
+//! its columns' norms (covtype's test set against its 371,007 support vectors: 19 % fewer rows
+//! left to the f64 panel than with the largest norm of all columns in every term). Rows for
+//! which k·(‖x‖² + max_j ‖z_j‖²) > 0.01 get B_i = +∞ (decided in f64).
 //!
 //! **The centre.** δ grows with the squared norms, and ‖x − z‖² does not depend on where the
 //! points are measured from: the panel may measure both sides from a centre μ instead of the
@@ -193,13 +193,11 @@ impl Screen {
         // The columns by the sign of their weight (the sum's order does not change the bound),
         // and with `by_norm` within a sign by ‖z − μ‖², so that a tile's largest norm, which
         // its bound takes, is close to each of its columns'.
+        // (A panel of two tiles or fewer gains nothing from the norms' order.)
         let mut order: Vec<usize> = (0..cols.len()).collect();
-        if by_norm {
-            order.sort_by(|&a, &b| {
-                (coef[a] < 0.0)
-                    .cmp(&(coef[b] < 0.0))
-                    .then(cnorms[a].total_cmp(&cnorms[b]))
-            });
+        if by_norm && cols.len() > 2 * TILE {
+            // Ties by position: the stable order, from an unstable sort of distinct keys.
+            order.sort_unstable_by_key(|&c| (coef[c] < 0.0, cnorms[c].to_bits(), c));
         } else {
             order.sort_by_key(|&c| coef[c] < 0.0);
         }
