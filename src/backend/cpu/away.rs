@@ -39,8 +39,8 @@ impl Diag<'_> {
 
 /// Offers `keep` the pairs (score, i0 + k) of the chunk's rows k whose point is in the support
 /// (`positions[k]` ≠ [`ActiveSet::OUT`]) and whose score passes the bounded selection's test
-/// against `t` ([`Keep::offer_members`]'s): the pairs [`scores`] then [`Keep::offer_run`] would
-/// offer, in the same order, without storing the scores.
+/// against `t` ([`Keep::offer_members`]'s): the pairs [`Keep::offer_run`] would offer given the
+/// rows' [`away_score`]s, in the same order, without storing the scores.
 ///
 /// [`ActiveSet::OUT`]: crate::active::ActiveSet::OUT
 pub(super) fn offer(r: &Rows<'_>, positions: &[u32], i0: usize, t: f64, keep: &mut Keep<'_>) {
@@ -82,8 +82,7 @@ fn offer_portable(r: &Rows<'_>, positions: &[u32], i0: usize, t: f64, keep: &mut
     }
 }
 
-/// [`offer`] with AVX-512: [`scores_avx512`]'s operations and [`Keep::offer_run`]'s test on
-/// eight rows a step.
+/// [`offer`] with AVX-512: [`score8`] and [`Keep::offer_run`]'s test on eight rows a step.
 ///
 /// # Safety
 /// The CPU has AVX-512F and AVX-512VL; `positions`, the column and Q_ii (when per row) hold as
