@@ -223,9 +223,12 @@ impl Screen {
             }
             out
         };
+        // The panel positions of tile t's columns.
+        let tile =
+            |t: usize| &order[(t * TILE).min(order.len())..((t + 1) * TILE).min(order.len())];
         let tile_sign = (0..width / TILE)
             .map(|t| {
-                let w = &order[(t * TILE).min(order.len())..((t + 1) * TILE).min(order.len())];
+                let w = tile(t);
                 let (pos, neg) = (
                     w.iter().any(|&o| coef[o] > 0.0),
                     w.iter().any(|&o| coef[o] < 0.0),
@@ -239,8 +242,7 @@ impl Screen {
             .collect();
         let tile_norm = (0..width / TILE)
             .map(|t| {
-                let w = &order[(t * TILE).min(order.len())..((t + 1) * TILE).min(order.len())];
-                let m = w.iter().map(|&o| cnorms[o]).fold(0.0, f64::max);
+                let m = tile(t).iter().map(|&o| cnorms[o]).fold(0.0, f64::max);
                 let v = m as f32;
                 if (v as f64) < m { v.next_up() } else { v }
             })
@@ -375,11 +377,17 @@ impl Screen {
     /// the panel's features and ‖x‖² = `ni`: 1.01·δ + 2.01·EXP2_32_ERR (module
     /// documentation); +∞ when δ > 0.01.
     fn relative(&self, n: usize, ni: f64) -> f64 {
-        let delta = self.gamma * U * (1.01 * n as f64 + self.rounding) * (ni + self.nz_max);
+        let delta = self.exponent_factor(n) * (ni + self.nz_max);
         if !(delta <= 0.01) {
             return f64::INFINITY;
         }
         1.01 * delta + 2.01 * EXP2_32_ERR
+    }
+
+    /// k = γ·u·(1.01·n + 7) (8.5 centred) of a row with n non-zeros among the panel's features:
+    /// its exponent's error against column j is within k·(‖x − μ‖² + ‖z_j − μ‖²).
+    fn exponent_factor(&self, n: usize) -> f64 {
+        self.gamma * U * (1.01 * n as f64 + self.rounding)
     }
 
     /// B_i from (W_i, V_i), the row's non-zeros n and ‖x_i − μ‖² (module documentation).
@@ -393,7 +401,7 @@ impl Screen {
         let grow = 1.0 + (tiles + PER_LANE + 4.0) * 1.01 * U;
         let (w, v) = (w * grow, v * grow);
         // δ_ij = k·(‖x − μ‖² + ‖z_j − μ‖²).
-        let k = self.gamma * U * (1.01 * n as f64 + self.rounding);
+        let k = self.exponent_factor(n);
         let per_w = 1.01 * k * ni + 2.01 * EXP2_32_ERR + (PER_LANE + 2.0) * U;
         (w * per_w + v * 1.01 * k) * (1.0 + 1e-3) + 1e-36 * self.abs_sum
     }
@@ -719,9 +727,9 @@ unsafe fn block_avx512(
     unsafe {
         let zero = _mm512_setzero_ps();
         let zt = p.zt.as_ptr();
-        // Per row: S̃ in two f64 vectors (one per half of the lanes), W in one f32 vector.
+        // Per row: S̃ in two f64 vectors (one per half of the lanes), W and V in one f32 vector
+        // each.
         let mut sacc = [[_mm512_setzero_pd(); 2]; ROW_BLOCK];
-        // W and V in f32 vectors.
         let mut wacc = [[zero; 2]; ROW_BLOCK];
         assert!(rows <= ROW_BLOCK);
         for t in (0..p.width).step_by(TILE) {
@@ -886,9 +894,8 @@ unsafe fn block_avx2(
             ))
         };
         let zt = p.zt.as_ptr();
-        // Per row: S̃ in four f64 vectors (the sixteen lanes), W in two f32 vectors.
+        // Per row: S̃ in four f64 vectors (the sixteen lanes), W and V in two f32 vectors each.
         let mut sacc = [[_mm256_setzero_pd(); 4]; ROW_BLOCK];
-        // W and V, each in two f32 vectors.
         let mut wacc = [[[zero; 2]; 2]; ROW_BLOCK];
         assert!(rows <= ROW_BLOCK);
         for t in (0..p.width).step_by(TILE) {

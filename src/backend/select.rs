@@ -280,7 +280,7 @@ impl<'a> Keep<'a> {
 }
 
 /// Bit k set when `positions[k]` (at most 8) is a member's.
-fn member_bits(positions: &[u32]) -> u8 {
+pub(crate) fn member_bits(positions: &[u32]) -> u8 {
     let mut bits = 0u8;
     for (k, &p) in positions.iter().take(8).enumerate() {
         bits |= u8::from(p != crate::active::ActiveSet::OUT) << k;

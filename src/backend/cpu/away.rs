@@ -67,10 +67,7 @@ fn offer_portable(r: &Rows<'_>, positions: &[u32], i0: usize, t: f64, keep: &mut
     let mut v = [0.0f64; 8];
     for b in (0..n).step_by(8) {
         let len = (n - b).min(8);
-        let mut member = 0u8;
-        for (k, &p) in positions[b..b + len].iter().enumerate() {
-            member |= u8::from(p != crate::active::ActiveSet::OUT) << k;
-        }
+        let member = crate::backend::select::member_bits(&positions[b..b + len]);
         if member == 0 {
             continue;
         }
