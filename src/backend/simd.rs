@@ -117,10 +117,11 @@ pub fn exp_nonpos<const F: bool>(x: f64) -> f64 {
 
 /// 2^x for x ≤ 0 in f32 arithmetic, the exponential of the f32 kernel values (the columns'
 /// and the screen's, whose vector copies, [`exp2_x`], take the same steps): x clamped to
-/// [[`EXP2_32_LO`], 0], k = x rounded to the nearest integer (by adding and taking away
-/// 1.5·2²³), f = x − k (exact: |f| ≤ 1/2 and x has at most 17 fraction bits there), 2^f by the
-/// polynomial [`POLY2_32`], k added to the exponent. The callers fold log₂e into their
-/// exponent's factor (−γ·log₂e, in f64, before the one rounding to f32), so there is no
+/// [[`EXP2_32_LO`], 0], k = x rounded to the nearest integer, ties to even (by adding and
+/// taking away 1.5·2²³; the vector copies round in one step), f = x − k (exact: |f| ≤ 1/2 and
+/// x has at most 17 fraction bits there), 2^f by the polynomial [`POLY2_32`], k added to the
+/// exponent. The callers fold log₂e into their exponent's factors (−γ·log₂e, in f64, before
+/// each factor's one rounding to f32), so there is no
 /// reduction by ln 2 to round. Relative error below [`EXP2_32_ERR`]. `F`: the polynomial by
 /// fused multiply-adds (the vector copies' steps) or by separate products and sums (CPUs
 /// without FMA).
@@ -150,13 +151,10 @@ pub(crate) fn exp2_x<const N: usize>(
 ) -> [std::arch::x86_64::__m512; N] {
     const { assert!(N <= 8, "more vectors spill") };
     use std::arch::x86_64::*;
-    let (lo, zero, shift) = (
-        _mm512_set1_ps(EXP2_32_LO),
-        _mm512_setzero_ps(),
-        _mm512_set1_ps(SHIFT32),
-    );
+    let (lo, zero) = (_mm512_set1_ps(EXP2_32_LO), _mm512_setzero_ps());
     let x = x.map(|x| _mm512_min_ps(_mm512_max_ps(x, lo), zero));
-    let k = x.map(|x| _mm512_sub_ps(_mm512_add_ps(x, shift), shift));
+    // Rounded to the nearest integer, ties to even: (x + SHIFT32) − SHIFT32 in one step.
+    let k = x.map(|x| _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x));
     let f: [__m512; N] = std::array::from_fn(|v| _mm512_sub_ps(x[v], k[v]));
     let mut q = [_mm512_set1_ps(POLY2_32[0]); N];
     for &c in &POLY2_32[1..] {
@@ -311,8 +309,8 @@ fn hybrid_add_bits(
 /// From this many features on (and up to [`F32_DOTS_MAX_D`]), the dense products of f32
 /// columns are formed in f32 ([`dense_dots_f32`]; f64 columns keep f64 products): there they
 /// are the column's cost, and f32 products run at twice the vector width without a conversion
-/// per feature; the exponent is then formed in f64 from them. Below it, the rows are narrow
-/// ([`narrow_f32`]) and the RBF exponent is formed in f32 as well. An f32 product over d
+/// per feature. Below it, the rows are narrow ([`narrow_f32`]): their products are formed in
+/// f32 too, by the fused kernel. An f32 product over d
 /// features is within about d·u·Σ|x_f z_f| of the exact one (u = 2⁻²⁴), which moves γ‖x−z‖²
 /// by as much: the columns stay an approximation that the exact f64 passes correct
 /// (certification, rebuilds), as every f32 column is.
@@ -334,15 +332,12 @@ fn f32_dots(d: usize) -> bool {
 
 /// Whether f32 RBF columns over these rows are narrow: dense rows of fewer than
 /// [`F32_DOTS_MIN_D`] features, or hybrid rows with fewer than that many continuous ones.
-/// Their columns are formed in f32 from end to end: the products over the continuous features
-/// by fused multiply-adds from zero in feature order, the bit part's count added in f32 (one
-/// rounding), and the base-2 exponent t = fma(s, fl(2γ·log₂e), fl(−γ·log₂e·‖x_i‖²) +
-/// fl(−γ·log₂e·‖x_j‖²)), each factor formed in f64 and rounded once, t ≤ 0
-/// ([`finish_rbf_f32`]). Products and exponent in f64 would be most of such a column's
-/// operations (covtype's ten measurements beside its bits: 58 vector operations per sixteen
-/// entries against 36). The f32 exponent moves γ‖x − z‖² by at most γ·u·(‖x‖² + ‖z‖²)·5.1
-/// beyond the products' own rounding (the certification's bound on cached entries takes it
-/// in, `exact::cached`). The kernel of `simd::fused` computes these columns in registers.
+/// Their products over the continuous features are formed in f32 by fused multiply-adds from
+/// zero in feature order, the bit part's count added in f32 (one rounding), and the exponent
+/// as every f32 RBF entry's ([`finish_rbf_f32`]): products in f64 would be most of such a
+/// column's operations (covtype's ten measurements beside its bits: 58 vector operations per
+/// sixteen entries against 36). The kernel of `simd::fused` computes these columns in
+/// registers.
 #[inline(always)]
 pub(crate) fn narrow_f32(kernel: Kernel, layout: &Layout<'_>) -> bool {
     matches!(kernel, Kernel::Rbf { .. }) && narrow_rows(layout)
@@ -869,19 +864,17 @@ fn finish<const F: bool, T: Elem>(
     y: &[f64],
     nj: f64,
     yj: f64,
-    narrow: bool,
     out: &mut [T],
 ) {
     match kernel {
-        // f32 entries: the exponent is formed in f64 (d² cancels there; in f32 for narrow
-        // rows, whose products are f32 too) and the exponential taken in f32 (twice the
-        // lanes): its error, under EXP2_32_ERR (2.1e-7) of k ≤ 1, is within about an ulp of
-        // the stored k + 1.
+        // f32 entries: the exponent formed in f32 from the dot and the exponential taken in
+        // f32 (twice the lanes): its error, under EXP2_32_ERR (2.1e-7) of k ≤ 1, is within
+        // about an ulp of the stored k + 1.
         Kernel::Rbf { gamma } if T::SINGLE => {
             // SAFETY: T is f32 (SINGLE), the same size and layout.
             let out: &mut [f32] =
                 unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast(), out.len()) };
-            finish_rbf_f32::<F>(rbf_factor(gamma), dots, norms, y, (nj, yj), narrow, out);
+            finish_rbf_f32::<F>(rbf_factor(gamma), dots, norms, y, (nj, yj), out);
         }
         Kernel::Rbf { gamma } => {
             let ng = -gamma;
@@ -921,10 +914,16 @@ pub(crate) fn rbf_factor(gamma: f64) -> f64 {
 }
 
 /// RBF entries in f32: three loops over the chunk (L1-resident), so that the exponential runs
-/// on sixteen f32 lanes instead of the eight the f64 exponent would give the whole loop: the
-/// exponent t = `ng`·d² formed in f64 (`ng` = [`rbf_factor`]) and rounded to f32 — for
-/// `narrow` rows ([`narrow_f32`]) formed in f32 from the dot rounded to f32 —, then 2^t + 1 in
-/// f32, then the labels' sign (±1: exact). The same values as one fused loop, bit for bit.
+/// on sixteen f32 lanes instead of the eight an f64 exponent would give the whole loop. The
+/// base-2 exponent is formed in f32 from the dot s (plus the bit count of hybrid rows)
+/// rounded to f32: t = min(fma(fl(s), fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²)), 0) with
+/// `ng` = [`rbf_factor`], each factor formed in f64 and rounded once; then 2^t + 1 in f32,
+/// then the labels' sign (±1: exact). The same values as one fused loop, bit for bit, and as
+/// the tiles' and the fused kernel's registers. In f64 the exponent would be a large part of
+/// an entry's operations where the rows are short (at 54 features, 13 vector operations per
+/// sixteen entries against 4, beside 54 multiply-adds); in f32 it moves γ‖x − z‖² by at most
+/// γ·u·(‖x‖² + ‖z‖²)·5.1 beyond the products' own rounding, of about d·u·(‖x‖² + ‖z‖²)/2
+/// (the certification's bound on cached entries takes it in, `exact::cached`).
 #[inline(always)]
 fn finish_rbf_f32<const F: bool>(
     ng: f64,
@@ -932,19 +931,11 @@ fn finish_rbf_f32<const F: bool>(
     norms: &[f64],
     y: &[f64],
     (nj, yj): (f64, f64),
-    narrow: bool,
     out: &mut [f32],
 ) {
-    if narrow {
-        let (c, b) = ((-2.0 * ng) as f32, (ng * nj) as f32);
-        for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
-            *o = fmadd32::<F>(dt as f32, c, (ng * n) as f32 + b).min(0.0);
-        }
-    } else {
-        for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
-            let d2 = fmadd::<F>(-2.0, dt, n + nj).max(0.0);
-            *o = (ng * d2) as f32;
-        }
+    let (c, b) = ((-2.0 * ng) as f32, (ng * nj) as f32);
+    for ((o, &dt), &n) in out.iter_mut().zip(dots).zip(norms) {
+        *o = fmadd32::<F>(dt as f32, c, (ng * n) as f32 + b).min(0.0);
     }
     for o in out.iter_mut() {
         *o = exp2_nonpos_f32::<F>(*o) + 1.0;
@@ -1073,7 +1064,6 @@ fn column_chunk_impl<const F: bool, T: Elem>(
         &a.y[r0..r0 + n],
         a.norms[j],
         a.y[j],
-        narrow,
         out,
     );
 }
@@ -1599,7 +1589,6 @@ fn finish_batch<const F: bool, T: Elem>(
     dots: &[f64],
     outs: &mut [&mut [T]],
 ) {
-    let narrow = T::SINGLE && narrow_f32(a.kernel, a.layout);
     for (c, (&(j, _), out)) in cols.iter().zip(outs.iter_mut()).enumerate() {
         finish::<F, T>(
             a.kernel,
@@ -1608,7 +1597,6 @@ fn finish_batch<const F: bool, T: Elem>(
             &a.y[r0..r0 + n],
             a.norms[j],
             a.y[j],
-            narrow,
             out,
         );
     }
@@ -1657,7 +1645,6 @@ fn hybrid_batch<const F: bool, T: Elem>(
             &a.y[r0..r0 + n],
             a.norms[j],
             a.y[j],
-            narrow,
             out,
         );
     }

@@ -17,20 +17,19 @@
 //!
 //! * the dot product x_i·x_j over at most n = d features, in f32 with fused multiply-adds or
 //!   in f64, in any order: within 1.01·n·u·Σ|x_f z_f| ≤ 1.01·n·u·N/2 of the exact one, with
-//!   N = ‖x_i‖² + ‖x_j‖² (the features are f32, so the operands are exact); the squared
-//!   distance d̃² = max(fma(−2, dot, ‖x_i‖² + ‖x_j‖²), 0) in f64 (norms summed in f64 over n
-//!   squares): |d̃² − d²| ≤ 1.01·n·u·N + (n + 4)·2⁻⁵³·N;
-//! * the exponent, in base 2, t̃ = fl32(−γ·log₂e·d̃²) (the factor formed in f64), clamped to
-//!   [−124, 0]: where not clamped |t̃| ≤ 124, so with the f32 rounding, in natural units,
-//!   ln 2·|t̃ − t| ≤ Δ = 86.1·u + γ·N·((1.01·n + 5.1)·u + (n + 4)·2⁻⁵³) (N bounded per row by
-//!   ‖x_i‖² + max_j ‖x_j‖²; 86.1·u covers the f32 rounding, 124·ln 2·u < 85.96·u, and the
-//!   factor's and the product's roundings in f64, below 2·86·2⁻⁵³); a clamped exponent has k
-//!   and k̃′ below 10⁻³⁷. Narrow rows (`simd::narrow_f32`) form the exponent in f32 instead,
-//!   t̃ = fl32(fma(s̃, fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²))) with ng = −γ·log₂e and s̃ the
-//!   dot plus the bit count rounded to f32: with |s̃| ≤ N/2 each rounding moves t by at most
-//!   γ·log₂e·N·u — the count's sum, the factor −2·ng, the two norms' products and their sum
-//!   (2u), the product's own rounding where there is no fused multiply-add — and the final
-//!   rounding is the 86.1·u above, so the 5.1·u·γ·N term covers them;
+//!   N = ‖x_i‖² + ‖x_j‖² (the features are f32, so the operands are exact); the norms are
+//!   summed in f64 over n squares, within (n + 4)·2⁻⁵³·N together;
+//! * the exponent, in base 2, t̃ = fl32(fma(s̃, fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²))) with
+//!   ng = −γ·log₂e (each factor formed in f64 and rounded once) and s̃ the dot, plus the bit
+//!   count of hybrid rows, rounded to f32, clamped to [−124, 0]: with |s̃| ≤ N/2 each rounding
+//!   before the last moves t by at most γ·log₂e·N·u — s̃'s, the factor −2·ng's, the two
+//!   norms' products' and their sum's (2u), the product's own where there is no fused
+//!   multiply-add —, which the 5.1·u·γ·N term below covers (in natural units; with the
+//!   factors' own f64 roundings); the dot's error moves t by at most γ·log₂e·1.01·n·u·N;
+//!   where not clamped |t̃| ≤ 124, so the last rounding is within 124·ln 2·u < 85.96·u in
+//!   natural units, and ln 2·|t̃ − t| ≤ Δ = 86.1·u + γ·N·((1.01·n + 5.1)·u + (n + 4)·2⁻⁵³)
+//!   (N bounded per row by ‖x_i‖² + max_j ‖x_j‖²); a clamped exponent has k and k̃′ below
+//!   10⁻³⁷;
 //! * k̃′ = exp2_nonpos_f32(t̃) within [`EXP2_32_ERR`]·2^t̃ of 2^t̃, and |2^t̃ − 2^t| ≤
 //!   2^t̃·1.006·Δ while Δ ≤ 0.01; the table lookup of bit rows, fl32(e^{−γh} + 1), is within
 //!   these too;
@@ -235,8 +234,8 @@ mod tests {
             .collect()
     }
 
-    /// Dense rows of 40 features (f32 products, the exponent in f64), narrow rows of 10
-    /// features and of 10 continuous beside 6 binary ones (products and exponent in f32),
+    /// Dense rows of 40 features (the tiles' f32 products), narrow rows of 10 features and of
+    /// 10 continuous beside 6 binary ones (the fused kernel's),
     /// sparse rows, several γ: every interval holds the exact f64 g_i, and the certificate is
     /// the full pass's.
     #[test]

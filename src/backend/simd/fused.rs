@@ -10,9 +10,10 @@
 //! eight-row blocks side by side), the bit part's popcounts added as one f32 sum (hybrid
 //! rows), the base-2 exponent t = min(fma(s, fl(−2·ng), fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²)), 0)
 //! with ng = −γ·log₂e, the exponential's steps of [`super::exp2_nonpos_f32`] on all sixteen
-//! lanes, + 1, and the sign of y_i·y_j (±1: the portable path's product by it is a sign flip,
-//! here applied to the sign bit). Every operation is the portable path's, in the same order,
-//! so the entries are the same, bit for bit.
+//! lanes, then + 1 and the sign of y_i·y_j (±1) in one fused multiply-add,
+//! [`signed_plus_one`] (the portable path's product by the sign is a sign flip). Every
+//! rounding is the portable path's, in the same order, so the entries are the same, bit for
+//! bit.
 
 use super::{BATCH, ColumnArgs, F32_DOTS_MIN_D, LANES, Layout, MAX_HYBRID_WORDS, hybrid_query};
 
@@ -155,14 +156,13 @@ struct Queries<'a> {
     yj: &'a [f64; BATCH],
 }
 
-/// 2^x + 1 for x ≤ 0 on `K` vectors of sixteen lanes: [`super::exp2_x`] (the steps of
-/// [`super::exp2_nonpos_f32`], the `K` independent chains interleaved), + 1.
+/// s·(e + 1) rounded once, for signs s = ±1: fma(e, s, s), the number fl(e + 1) with s's
+/// sign (rounding to nearest is symmetric), in one step instead of a sum and a product.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,fma")]
 #[inline]
-pub(super) fn exp_plus_one_x<const K: usize>(x: [__m512; K]) -> [__m512; K] {
-    let one = _mm512_set1_ps(1.0);
-    super::exp2_x(x).map(|e| _mm512_add_ps(e, one))
+pub(super) fn signed_plus_one(e: __m512, s: __m512) -> __m512 {
+    _mm512_fmadd_ps(e, s, s)
 }
 
 /// K columns over the job's rows, `G` groups of sixteen rows per step (N = G·K vectors of
@@ -190,15 +190,15 @@ unsafe fn columns<const K: usize, const G: usize, const N: usize>(
     };
     let n = job.norms.len();
     let nb = n.div_ceil(LANES);
-    // The labels are ±1, so y_i·y_j·e is e with its sign flipped where the labels differ: the
-    // sign bits of y_i (one vector a group), flipped once for the columns with y_j < 0.
+    // The labels are ±1, so y_i·y_j·(e + 1) is e + 1 with its sign flipped where the labels
+    // differ: y_i (one vector a group), negated once for the columns with y_j < 0.
     let neg: [bool; K] = std::array::from_fn(|c| q.yj[c] < 0.0);
     let sign = _mm512_set1_ps(-0.0);
     let mut b = 0;
     while b < nb {
         // SAFETY: b < nb.
         let t = unsafe { exponents::<K, G, N>(job, q, b, nb) };
-        let ek = exp_plus_one_x::<N>(t);
+        let ek = super::exp2_x::<N>(t);
         for g in 0..G {
             let r0 = (b + 2 * g) * LANES;
             if r0 >= n {
@@ -221,10 +221,9 @@ unsafe fn columns<const K: usize, const G: usize, const N: usize>(
                     ))),
                     _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, job.y.as_ptr().add(r0 + LANES))),
                 );
-                let si = _mm512_and_ps(yi, sign);
-                let sn = _mm512_xor_ps(si, sign);
+                let sn = _mm512_xor_ps(yi, sign);
                 for c in 0..K {
-                    let e = _mm512_xor_ps(ek[g * K + c], if neg[c] { sn } else { si });
+                    let e = signed_plus_one(ek[g * K + c], if neg[c] { sn } else { yi });
                     _mm512_mask_storeu_ps(outs[c].as_mut_ptr().add(r0), m16, e);
                 }
             }
@@ -323,8 +322,8 @@ unsafe fn exponents<const K: usize, const G: usize, const N: usize>(
             let a = _mm512_insertf32x8::<1>(_mm512_castps256_ps512(half[0]), half[1]);
             for c in 0..K {
                 let ab = _mm512_add_ps(a, _mm512_set1_ps(q.nj[c]));
-                let t = _mm512_fmadd_ps(acc[g * K + c], c2, ab);
-                out[g * K + c] = _mm512_min_ps(t, zero);
+                // min(t, 0) is the exponential's own clamp (`exp2_x`).
+                out[g * K + c] = _mm512_fmadd_ps(acc[g * K + c], c2, ab);
             }
         }
         out

@@ -177,10 +177,10 @@ pub(super) struct RbfEpilogue<'a, const K: usize> {
 
 /// f32 RBF entries of K columns over the rows of the blocks in `xb` (the epilogue's rows),
 /// written to `outs[c]`: the products of [`dots_f32`] finished in registers, each entry by the
-/// steps of [`super::finish_rbf_f32`] — the dot widened to f64, d² = max(fma(−2, dot, ‖x_i‖² +
-/// ‖x_j‖²), 0), (−γ·log₂e·d²) rounded to f32, its exponential [`super::exp2_nonpos_f32`]
-/// plus 1, the labels' sign (±1) — so every entry is the same number, without the dots' round
-/// trip through memory.
+/// steps of [`super::finish_rbf_f32`] — the base-2 exponent t = min(fma(dot, fl(−2·ng),
+/// fl(ng·‖x_i‖²) + fl(ng·‖x_j‖²)), 0) in f32 (ng = −γ·log₂e), its exponential
+/// [`super::exp2_nonpos_f32`] plus 1, the labels' sign (±1) — so every entry is the same
+/// number, without the dots' round trip through memory.
 ///
 /// # Safety
 /// [`available`] is true; `q32` holds K·d values packed as for [`dots_f32`]; `xb` holds the
@@ -242,7 +242,6 @@ pub(super) unsafe fn rbf_f32<const K: usize>(
                     &e.norms[r0..],
                     &e.y[r0..],
                     (e.nj[c], e.yj[c]),
-                    false,
                     out,
                 );
             }
@@ -289,11 +288,14 @@ unsafe fn finish_tile<const R: usize, const K: usize>(
     let n = e.norms.len();
     // SAFETY: norms, labels and outputs are read and written under a mask past n.
     unsafe {
-        let (m2, zero, ng) = (
-            _mm512_set1_pd(-2.0),
-            _mm512_setzero_pd(),
+        // The exponent as `super::finish_rbf_f32` forms it: fma(dot, fl(−2·ng), fl(ng·‖x_i‖²)
+        // + fl(ng·‖x_j‖²)); its min(·, 0) is the exponential's own clamp (`exp2_x`).
+        let (c2, sign, ng) = (
+            _mm512_set1_ps((-2.0 * e.ng) as f32),
+            _mm512_set1_ps(-0.0),
             _mm512_set1_pd(e.ng),
         );
+        let bj: [__m512; K] = std::array::from_fn(|c| _mm512_set1_ps((e.ng * e.nj[c]) as f32));
         for r in 0..R {
             let row0 = (b + 2 * r) * LANES;
             let rows = (n - row0).min(2 * LANES);
@@ -313,22 +315,18 @@ unsafe fn finish_tile<const R: usize, const K: usize>(
                 ))),
                 _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(mhi, e.y.as_ptr().add(row0 + LANES))),
             );
-            let t: [__m512; K] = std::array::from_fn(|c| {
-                let a = acc[c][r];
-                let nj = _mm512_set1_pd(e.nj[c]);
-                let exponent = |dot: __m256, ni: __m512d| -> __m256 {
-                    let d2 = _mm512_fmadd_pd(m2, _mm512_cvtps_pd(dot), _mm512_add_pd(ni, nj));
-                    _mm512_cvtpd_ps(_mm512_mul_pd(ng, _mm512_max_pd(d2, zero)))
-                };
-                let t_lo = exponent(_mm512_castps512_ps256(a), ni_lo);
-                let t_hi = exponent(_mm512_extractf32x8_ps::<1>(a), ni_hi);
-                _mm512_insertf32x8::<1>(_mm512_castps256_ps512(t_lo), t_hi)
-            });
+            let bi = _mm512_insertf32x8::<1>(
+                _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_mul_pd(ng, ni_lo))),
+                _mm512_cvtpd_ps(_mm512_mul_pd(ng, ni_hi)),
+            );
+            let t: [__m512; K] =
+                std::array::from_fn(|c| _mm512_fmadd_ps(acc[c][r], c2, _mm512_add_ps(bi, bj[c])));
             // The K exponentials interleaved (each a chain of dependent steps).
-            let ek = super::fused::exp_plus_one_x(t);
+            let ek = super::exp2_x(t);
+            let yn = _mm512_xor_ps(yi, sign);
             for c in 0..K {
-                let s = _mm512_mul_ps(yi, _mm512_set1_ps(e.yj[c] as f32));
-                let v = _mm512_mul_ps(ek[c], s);
+                let s = if e.yj[c] < 0.0 { yn } else { yi };
+                let v = super::fused::signed_plus_one(ek[c], s);
                 _mm512_mask_storeu_ps(po[c].add(row0), m16, v);
             }
         }
