@@ -459,9 +459,15 @@ pub fn away_score(g: f64, g_s: f64, q_ss: f64, q_ii: f64, q_si: f64) -> f64 {
 pub const AWAY_CURVATURE_FLOOR: f64 = 1e-12;
 
 /// The buffers of [`Columns::away_candidates`]'s default (g and Q[·, s] at the candidates,
-/// their scores, and Q_ii of every point), kept by the caller.
+/// their scores, and Q_ii of every point), kept by the caller, and the points whose columns
+/// the caller wants next.
 #[derive(Default)]
 pub struct AwayScratch {
+    /// The points whose columns the caller computes next, most wanted first (the working-set
+    /// solver: the toward candidates its W takes next, nearly all of which move). A backend
+    /// that computes s's whole column for the scores may compute the first of these in the
+    /// same pass over the rows; the caller fills it before each call.
+    pub next: Vec<usize>,
     g: Vec<f64>,
     qs: Vec<f64>,
     diag: Vec<f64>,

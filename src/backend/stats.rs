@@ -53,8 +53,10 @@ pub mod call {
     pub const AWAY: usize = 7;
     /// [`DeviceLoop::run_batch`](crate::backend::DeviceLoop::run_batch).
     pub const DEVICE_LOOP: usize = 8;
+    /// [`Columns::prefetch_columns`](crate::backend::Columns::prefetch_columns).
+    pub const PREFETCH: usize = 9;
     /// The calls' names, by index.
-    pub const NAMES: [&str; 9] = [
+    pub const NAMES: [&str; 10] = [
         "reduce",
         "lowest",
         "gather",
@@ -64,6 +66,7 @@ pub mod call {
         "setup",
         "away",
         "device_loop",
+        "prefetch",
     ];
 }
 

@@ -466,6 +466,8 @@ impl Columns for DistBackend<'_> {
             }
         }
         let mut mine = std::mem::take(&mut self.cands);
+        // The next columns are named in the problem's numbering, not the local backend's.
+        scratch.next.clear();
         let r = self
             .local
             .away_candidates(ls, g_s, &self.own_alpha, k, bound, scratch, &mut mine);

@@ -194,6 +194,13 @@ impl WorkingSet {
         // column (which W needs anyway), points with g_v ≤ g_s last; on a device, the highest
         // gradients (no round trip for the column).
         if hints.entries_are_local {
+            // The toward candidates W takes next (see `AwayScratch::next`).
+            self.away.next.clear();
+            let unmarked = self.low.iter().map(|&(_, i)| i);
+            let next = unmarked
+                .filter(|&i| i < m && !self.mark[i])
+                .take(q - w.len());
+            self.away.next.extend(next);
             be.away_candidates(
                 red.s,
                 red.g_s,

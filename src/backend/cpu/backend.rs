@@ -213,7 +213,9 @@ const AWAY_SPARSE: usize = 4;
 
 impl<T: Elem> Columns for CpuBackend<'_, T> {
     fn prefetch_columns(&mut self, js: &[usize]) -> Result<usize> {
-        Ok(self.prefetch(js))
+        timed_call!(self.stats, call::PREFETCH, Result<usize>, {
+            Ok(self.prefetch(js))
+        })
     }
 
     fn update_many(&mut self, scale: f64, cols: &[(usize, f64)]) -> Result<()> {
@@ -297,6 +299,7 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
                     out,
                 );
             }
+            self.s_column_with(s, &scratch.next);
             let slot = self.column_slot(s);
             if self.diag.len() != self.len() {
                 self.diag = (0..self.len()).map(|i| self.q_diag(i)).collect();
