@@ -189,7 +189,7 @@ pub struct CpuBackend<'a, T: Elem> {
     diag: Vec<f64>,
     diag_all: Option<f64>,
     away_scores: Vec<std::sync::Mutex<Vec<f64>>>,
-    /// The support's entries of g (and g⁻) gathered by the reduction, and its chunks' largest.
+    /// The reduction's parts over the support, one per chunk (`reduce_gathered`).
     reduce_parts: Vec<ReducePart>,
     ptr_buf: Vec<(SendPtr<T>, f64)>,
     /// The touched rows' bits, for their entries computed in place (see `touched.rs`).
