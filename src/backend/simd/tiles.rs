@@ -786,20 +786,22 @@ unsafe fn accumulate_f64<const R: usize, const K: usize, X: Widen>(
 }
 
 /// e^x for x ≤ 0 on `V` vectors of eight f64 lanes: the steps of [`super::exp_nonpos`]
-/// (clamped to [−708, 0], 2^k·p(r) with the degree-10 polynomial [`super::POLY64`]) taken
+/// (clamped below at −708, 2^k·p(r) with the degree-10 polynomial [`super::POLY64`]) taken
 /// across the vectors one at a time, so each lane is that function's number, and the `V`
 /// independent chains interleave in the instruction stream: the multiply-adds of one wait on
 /// their latency while the others' issue (one vector's exponential is a chain of some twenty
-/// dependent operations). `V` at most eight: more spill.
+/// dependent operations). `V` at most eight: more spill. Every lane must hold x ≤ 0 or
+/// −0 (the callers' −γ·max(d², 0)): exp_nonpos's upper clamp at 0 is left out (for −0 it
+/// gives the same 1 as +0).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,fma")]
 #[inline]
 pub(crate) fn exp_nonpos_f64_x<const V: usize>(x: [__m512d; V]) -> [__m512d; V] {
     const { assert!(V <= 8, "more vectors spill") };
     use super::{LN2_HI64, LN2_LO64, POLY64, SHIFT64};
-    let (lo, zero) = (_mm512_set1_pd(-708.0), _mm512_setzero_pd());
+    let lo = _mm512_set1_pd(-708.0);
     let shift = _mm512_set1_pd(SHIFT64);
-    let x = x.map(|x| _mm512_min_pd(_mm512_max_pd(x, lo), zero));
+    let x = x.map(|x| _mm512_max_pd(x, lo));
     let t: [__m512d; V] = std::array::from_fn(|v| {
         _mm512_fmadd_pd(x[v], _mm512_set1_pd(std::f64::consts::LOG2_E), shift)
     });
