@@ -11,7 +11,15 @@
 //! such as ARC. "Recently" means among the last slots/2 evictions, so a ghost hit says a cache
 //! half again as large would have hit: remembering every eviction lets hits spread over reuse
 //! distances of thousands grow the cache by thousands of columns, whose first-touch faults
-//! cost more than those few hits save, while data whose reuses are short still grow it. The
+//! cost more than those few hits save, while data whose reuses are short still grow it.
+//!
+//! Ghost hits say that a larger cache would hit, not that its hits pay for its faults: where
+//! columns are cheap (a few features, 60,000 rows: a column takes about as long as faulting
+//! in its slot) a 4 GiB bound grew to 4 GiB and trained 3–4× slower than 1 GiB. So past
+//! [`FREE_GROWTH_BYTES`] of slots, growth into pages not yet written is bounded by its cost:
+//! the backend prices a fresh slot in columns (the pages' faults over a column's measured
+//! time, [`ColumnCache::set_price`]), and the fresh slots may cost at most [`FAULT_SHARE`] of
+//! the columns computed so far. Slots whose pages an earlier cache wrote are free. The
 //! slots live in one zeroed region whose untouched pages cost nothing; a warmed-up cache
 //! allocates nothing, and its region is handed on to the next cache when this one is
 //! dropped (`pool`: a multi-class set's class pairs, the warm start's rungs and then the whole
@@ -26,6 +34,13 @@ use std::collections::VecDeque;
 
 /// Slots taken freely before the cache asks for evidence that growing pays.
 pub const BASE_SLOTS: usize = 32;
+
+/// The share of the column computations' time that first-touch faults of fresh slots may
+/// add, past [`FREE_GROWTH_BYTES`] ([`ColumnCache::set_price`]).
+pub const FAULT_SHARE: f64 = 0.1;
+
+/// Bytes of slots the cache takes on ghost hits alone, whatever they cost to fault in.
+pub const FREE_GROWTH_BYTES: usize = 256 << 20;
 
 /// "No slot" in the recency list.
 const NIL: usize = usize::MAX;
@@ -55,6 +70,16 @@ pub struct ColumnCache<T: Send + 'static> {
     ghost_set: HashSet<usize>,
     /// Slots the cache may use now (grows from BASE_SLOTS towards `capacity`).
     allowed: usize,
+    /// What taking a fresh slot costs, in computations of a column (see
+    /// [`set_price`](Self::set_price)); 0 while unknown.
+    price: f64,
+    /// Columns assigned a slot because the cache lacked them (its misses so far).
+    misses: u64,
+    /// Values at the start of the region whose pages have been written (by this cache or by
+    /// the one that left the region): slots within them cost no first-touch faults.
+    touched: usize,
+    /// Bytes of slots growth takes without weighing their faults ([`FREE_GROWTH_BYTES`]).
+    free_bytes: usize,
     /// The byte budget in values: a region reserved whole is reserved up to this large, so
     /// that a later cache of the same budget can take it over ([`pool::take_large`]).
     budget: usize,
@@ -76,6 +101,10 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             ghosts: VecDeque::new(),
             ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
+            price: 0.0,
+            misses: 0,
+            touched: 0,
+            free_bytes: FREE_GROWTH_BYTES,
             budget: bytes / std::mem::size_of::<T>().max(1),
         }
     }
@@ -94,6 +123,10 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             ghosts: VecDeque::new(),
             ghost_set: HashSet::default(),
             allowed: BASE_SLOTS.max(2),
+            price: 0.0,
+            misses: 0,
+            touched: 0,
+            free_bytes: FREE_GROWTH_BYTES,
             budget: slots.max(2) * m,
         }
     }
@@ -116,10 +149,13 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             self.push_newest(s);
             return (s, self.slots[s].valid);
         }
+        self.misses += 1;
         if self.ghost_set.remove(&j) {
             // A larger cache would have hit: allow an eighth more slots (geometric growth,
-            // so a long reuse distance is reached in a few steps).
-            self.allowed = (self.allowed + self.allowed / 8 + 1).min(self.capacity);
+            // so a long reuse distance is reached in a few steps), within what the misses
+            // so far pay for.
+            let grown = (self.allowed + self.allowed / 8 + 1).min(self.growth_bound());
+            self.allowed = self.allowed.max(grown).min(self.capacity);
         }
         // A slot freed by `restrict` (the least recently used end) before any growth.
         let free = self.oldest != NIL && self.slots[self.oldest].col == usize::MAX;
@@ -134,6 +170,7 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
                 newer: NIL,
                 older: NIL,
             });
+            self.touched = self.touched.max(self.slots.len() * self.m);
             self.publish_frontier();
             self.slots.len() - 1
         } else {
@@ -276,6 +313,28 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
         (self.slots.len() / 2).max(8)
     }
 
+    /// The slots growth may reach: every slot while the price is unknown; else the slots of
+    /// [`FREE_GROWTH_BYTES`], those whose pages are written already, or [`BASE_SLOTS`] plus
+    /// the fresh slots whose faults cost [`FAULT_SHARE`] of the columns computed so far (one
+    /// per miss), whichever is most.
+    fn growth_bound(&self) -> usize {
+        if self.price <= 0.0 {
+            return self.capacity;
+        }
+        let m = self.m.max(1);
+        let paid = (self.misses as f64 * FAULT_SHARE / self.price).min(self.capacity as f64);
+        let free = self.free_bytes / (m * std::mem::size_of::<T>()).max(1);
+        (BASE_SLOTS + paid as usize).max(self.touched / m).max(free)
+    }
+
+    /// Sets what a fresh slot costs against computing a column: the first-touch faults of its
+    /// pages over the time a column takes, both measured by the caller.
+    pub fn set_price(&mut self, price: f64) {
+        if price.is_finite() && price >= 0.0 {
+            self.price = price;
+        }
+    }
+
     /// Lets the cache use at least `n` slots (never more than its capacity): the working-set
     /// solver needs all of a block's columns resident at once.
     pub fn ensure_usable(&mut self, n: usize) {
@@ -325,9 +384,12 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
                 debug_assert!(self.slots.len() <= 1, "a whole region is reserved once");
                 // Up to four times the slots' own need: a ladder's next rung (twice the points)
                 // needs four times as much until the budget binds.
-                let fresh = pool::take_large::<T>(full)
-                    .unwrap_or_else(|| vec![T::default(); full.max(self.budget.min(4 * full))]);
-                release(std::mem::replace(&mut self.region, fresh));
+                let (fresh, touched) = pool::take_large::<T>(full).unwrap_or_else(|| {
+                    (vec![T::default(); full.max(self.budget.min(4 * full))], 0)
+                });
+                let old = std::mem::replace(&mut self.region, fresh);
+                release(old, self.touched);
+                self.touched = touched;
             }
             return;
         }
@@ -343,10 +405,12 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
             let used = self.slots.len() * self.m;
             spare[..used].copy_from_slice(&self.region[..used]);
             let old = std::mem::replace(&mut self.region, spare);
-            release(old);
+            release(old, self.touched);
+            self.touched = self.region.len();
             return;
         }
         self.region.resize(need, T::default());
+        self.touched = self.region.len();
     }
 
     /// Tells [`super::prefault`] where the slots in use end: the team's idle time populates
@@ -361,13 +425,14 @@ impl<T: Copy + Default + Send + 'static> ColumnCache<T> {
     }
 
     fn free_region(&mut self) {
-        release(std::mem::take(&mut self.region));
+        release(std::mem::take(&mut self.region), self.touched);
+        self.touched = 0;
     }
 }
 
 impl<T: Send + 'static> Drop for ColumnCache<T> {
     fn drop(&mut self) {
-        release(std::mem::take(&mut self.region));
+        release(std::mem::take(&mut self.region), self.touched);
     }
 }
 
@@ -381,7 +446,7 @@ const FREE_ASIDE: usize = 64 << 20;
 /// Frees a region: a large one on a thread of its own, since unmapping costs about 0.14 µs per
 /// page it holds (ijcnn1's 556 MB: 0.02 s) and the caller has better things to do — write the
 /// model, or start the next round.
-fn release<T: Send + 'static>(region: Vec<T>) {
+fn release<T: Send + 'static>(region: Vec<T>, touched: usize) {
     if region.is_empty() {
         return;
     }
@@ -390,7 +455,7 @@ fn release<T: Send + 'static>(region: Vec<T>) {
     if bytes < EAGER_BYTES {
         pool::put(region);
     } else {
-        pool::keep_large(region);
+        pool::keep_large(region, touched);
     }
 }
 
@@ -500,10 +565,18 @@ mod pool {
 
     static LARGE: Mutex<LargeSlot> = Mutex::new(LargeSlot(None));
 
-    /// Keeps `region` as the large region for the next cache, freeing the one it replaces.
-    pub(super) fn keep_large<T: Send + 'static>(region: Vec<T>) {
+    /// Values at the start of the large region kept whose pages were written.
+    static LARGE_TOUCHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// Keeps `region` (its first `touched` values' pages written) as the large region for the
+    /// next cache, freeing the one it replaces.
+    pub(super) fn keep_large<T: Send + 'static>(region: Vec<T>, touched: usize) {
         let old = match LARGE.lock() {
-            Ok(mut slot) => slot.keep(region),
+            Ok(mut slot) => {
+                let touched = touched.min(region.len());
+                LARGE_TOUCHED.store(touched, std::sync::atomic::Ordering::Relaxed);
+                slot.keep(region)
+            }
             Err(_) => return,
         };
         if let Some(old) = old {
@@ -511,9 +584,15 @@ mod pool {
         }
     }
 
-    /// The large region kept, if it holds `T` and at least `len` values.
-    pub(super) fn take_large<T: Send + 'static>(len: usize) -> Option<Vec<T>> {
-        LARGE.lock().ok()?.take(len)
+    /// The large region kept, if it holds `T` and at least `len` values, and how many values
+    /// at its start have their pages written.
+    pub(super) fn take_large<T: Send + 'static>(len: usize) -> Option<(Vec<T>, usize)> {
+        let mut slot = LARGE.lock().ok()?;
+        let region = slot.take(len)?;
+        Some((
+            region,
+            LARGE_TOUCHED.load(std::sync::atomic::Ordering::Relaxed),
+        ))
     }
 
     /// The large region kept, whatever it holds.
@@ -649,6 +728,52 @@ mod tests {
         assert_eq!(c.slots.len(), BASE_SLOTS + 1);
         assert_eq!(c.allowed, BASE_SLOTS + BASE_SLOTS / 8 + 1);
         assert!(c.get_or_assign(0, None).1);
+    }
+
+    /// Priced slots: past the free bytes, growth on ghost hits stops where the fresh slots'
+    /// faults reach their share of the misses; slots whose pages were written stay free.
+    #[test]
+    fn growth_into_fresh_pages_stops_at_its_share_of_the_misses() {
+        // Columns of 64 KiB and a 64 MiB bound: a region reserved whole, its pages untouched.
+        let m = 16 << 10;
+        let cycle = BASE_SLOTS + 8;
+        let run = |price: Option<f64>, touched_slots: usize| {
+            let mut c = ColumnCache::<f32>::new(m, 64 << 20);
+            c.free_bytes = 0;
+            if let Some(p) = price {
+                c.set_price(p);
+            }
+            // The region is reserved on the first slot; what it held before (a region an
+            // earlier cache left) is set aside for the test's own count.
+            let (s, _) = c.get_or_assign(0, None);
+            c.mark_valid(s);
+            c.touched = touched_slots.max(1) * m;
+            // A cycle over 40 columns: with 32 slots each comes back 8 evictions after it
+            // left, within the ghost window, so every miss is a ghost hit until 40 slots
+            // hold them all.
+            for _ in 0..40 {
+                for j in 0..cycle {
+                    let (s, hit) = c.get_or_assign(j, None);
+                    if !hit {
+                        c.mark_valid(s);
+                    }
+                }
+            }
+            c
+        };
+        let free = run(None, 0);
+        assert!(free.usable() >= cycle, "unpriced: {} slots", free.usable());
+        let priced = run(Some(50.0), 0);
+        let bound = BASE_SLOTS + (priced.misses as f64 * FAULT_SHARE / 50.0) as usize;
+        assert!(
+            priced.usable() <= bound,
+            "{} slots, bound {bound}",
+            priced.usable()
+        );
+        assert!(priced.usable() < cycle, "{} slots", priced.usable());
+        // Pages written already: the bound reaches them.
+        let reused = run(Some(50.0), 2 * cycle);
+        assert!(reused.usable() >= cycle, "{} slots", reused.usable());
     }
 
     /// Restricting keeps each kept column's entries at the kept rows under its new number,

@@ -153,6 +153,9 @@ pub struct CpuBackend<'a, T: Elem> {
     chunk_min: Vec<(f64, usize)>,
     min_valid: bool,
     stats: BackendStats,
+    /// CPU time of a column entry (ns, all threads' time over the entries), an exponential
+    /// average over the column passes; 0 before the first.
+    entry_ns: f64,
     /// Column just computed by `column_entries`: the update that follows is not a cache hit.
     fresh: usize,
     /// Marks of the marked reduction (allocated on first use).
@@ -349,6 +352,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             chunk_min: Vec::with_capacity(m.div_ceil(CHUNK)),
             min_valid: false,
             stats: BackendStats::default(),
+            entry_ns: 0.0,
             fresh: usize::MAX,
             marks: Vec::new(),
             guests: Vec::new(),

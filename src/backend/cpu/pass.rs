@@ -66,7 +66,32 @@ const PANEL_COLUMNS: usize = 8 * BATCH;
 /// column's batch (about half of a core's L2).
 const BLOCK_BYTES: usize = 192 * 1024;
 
+/// What a first write to a fresh 4 KiB page costs (ns): the fault and the page's clearing.
+/// Measured with `madvise(MADV_POPULATE_WRITE)` on the 2-core virtual machine of
+/// docs/BENCHMARKS.md: 0.3–2.7 µs, the most where the host has not backed the memory lately.
+const FAULT_NS: f64 = 1000.0;
+
 impl<T: Elem> CpuBackend<'_, T> {
+    /// Records the time of a pass that computed `cols` columns (since `started`, on every
+    /// thread of the team) and tells the cache what a fresh slot costs against a column:
+    /// the measured first-touch cost of its pages over the column's measured time
+    /// ([`ColumnCache::set_price`](crate::backend::cache::ColumnCache::set_price)).
+    fn note_columns(&mut self, cols: usize, started: std::time::Instant) {
+        let m = self.cache.len();
+        if cols == 0 || m == 0 {
+            return;
+        }
+        let threads = rayon::current_num_threads() as f64;
+        let ns = started.elapsed().as_nanos() as f64 * threads / (cols * m) as f64;
+        self.entry_ns = if self.entry_ns > 0.0 {
+            0.875 * self.entry_ns + 0.125 * ns
+        } else {
+            ns
+        };
+        let fault = FAULT_NS * std::mem::size_of::<T>() as f64 / 4096.0;
+        self.cache.set_price(fault / self.entry_ns.max(1e-3));
+    }
+
     /// Computes any number of columns into their cache slots (`compute`: slot, column, query
     /// buffer) in one parallel pass over chunks of rows (no gradient update): within a chunk,
     /// rows a block of [`BLOCK_BYTES`] at a time, each block through the columns in batches
@@ -84,6 +109,7 @@ impl<T: Elem> CpuBackend<'_, T> {
         compute: &[(usize, usize, usize)],
         then: impl Fn(usize, usize) -> (f64, usize) + Sync,
     ) {
+        let started = std::time::Instant::now();
         let m = self.prob.len();
         let args = ColumnArgs {
             layout: &self.layout,
@@ -184,6 +210,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             self.cache.mark_valid(slot);
         }
         self.stats.columns_computed += compute.len() as u64;
+        self.note_columns(compute.len(), started);
     }
 
     /// One fused parallel pass: compute the listed columns into their cache slots, then (if
@@ -195,6 +222,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             self.distinct = Some(dd);
             return;
         }
+        let started = std::time::Instant::now();
         let m = self.prob.len();
         let nchunks = m.div_ceil(CHUNK);
         let args = ColumnArgs {
@@ -287,6 +315,7 @@ impl<T: Elem> CpuBackend<'_, T> {
             self.cache.mark_valid(slot);
         }
         self.stats.columns_computed += ncomp as u64;
+        self.note_columns(ncomp, started);
         self.min_valid = has_up;
     }
 
