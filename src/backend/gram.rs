@@ -52,9 +52,6 @@ pub struct Panel {
     nj: Aligned<f64>,
     /// Weights (0 for padding, so padded columns add nothing).
     coef: Aligned<f64>,
-    /// Σ_j coef_j, added in column order: each row sum is Σ_j coef_j·k(x_i, z_j) plus
-    /// `offset` times this, which is Σ_j coef_j (k + offset) without an addition per entry.
-    coef_sum: f64,
     /// The columns' points.
     cols: Vec<usize>,
 }
@@ -95,7 +92,6 @@ impl Panel {
             zt,
             nj,
             coef: cf,
-            coef_sum: coef.iter().sum(),
             cols: cols.to_vec(),
         })
     }
@@ -109,11 +105,6 @@ impl Panel {
     /// Number of columns including padding.
     pub fn width(&self) -> usize {
         self.width
-    }
-
-    /// What every row sum adds to its Σ_j coef_j·k(x_i, z_j): `offset`·Σ_j coef_j.
-    fn offset_sum(&self) -> f64 {
-        self.offset * self.coef_sum
     }
 
     /// out\[k\] = Σ_j coef_j (k(x_i, z_j) + 1) for i = rows\[k\] (or i = k when `rows` is None)
@@ -403,14 +394,13 @@ unsafe fn block_rbf_avx512(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) 
             3 => rbf_tiles_avx512::<3, 3>(p, s, t, gamma, sums),
             _ => rbf_tiles_avx512::<4, 4>(p, s, t, gamma, sums),
         }
-        let off = p.offset_sum();
         for (o, v) in out.iter_mut().zip(sums.iter()) {
-            *o = _mm512_reduce_add_pd(*v) + off;
+            *o = _mm512_reduce_add_pd(*v);
         }
     }
 }
 
-/// Adds to `sums[r]` (eight lanes) Σ coef_j·k(x_r, z_j) over the 8·`V` columns
+/// Adds to `sums[r]` (eight lanes) Σ coef_j (k(x_r, z_j) + offset) over the 8·`V` columns
 /// from `t`, for every row r of `s`, `G` vectors at a time for four rows at once.
 ///
 /// # Safety
@@ -438,16 +428,17 @@ unsafe fn rbf_tiles_avx512<const V: usize, const G: usize>(
         let zero = _mm512_setzero_pd();
         let ng = _mm512_set1_pd(-gamma);
         let m2 = _mm512_set1_pd(-2.0);
+        let offset = _mm512_set1_pd(p.offset);
         let (nj, cf) = (p.nj.as_ptr().add(t), p.coef.as_ptr().add(t));
         let base = p.zt.as_ptr().add(t);
-        // The exponent of the kernel value at vector q from its dot, and its term added to a
-        // sum from the exponential (taken for several vectors at once: `exp_nonpos_f64_x`).
+        // The exponent of the kernel value at vector q from its dot, and its term from the
+        // exponential (taken for several vectors at once: `exp_nonpos_f64_x`).
         let arg = |q: usize, ni: __m512d, dot: __m512d| -> __m512d {
             let n = _mm512_add_pd(ni, _mm512_loadu_pd(nj.add(8 * q)));
             _mm512_mul_pd(ng, _mm512_max_pd(_mm512_fmadd_pd(m2, dot, n), zero))
         };
-        let term = |q: usize, e: __m512d, sum: __m512d| -> __m512d {
-            _mm512_fmadd_pd(_mm512_loadu_pd(cf.add(8 * q)), e, sum)
+        let term = |q: usize, e: __m512d| -> __m512d {
+            _mm512_mul_pd(_mm512_loadu_pd(cf.add(8 * q)), _mm512_add_pd(e, offset))
         };
         let rows = sums.len();
         let mut r = 0;
@@ -477,7 +468,7 @@ unsafe fn rbf_tiles_avx512<const V: usize, const G: usize>(
                         let x: [__m512d; G] = std::array::from_fn(|g| arg(h + g, ni[k], ak[g]));
                         let e = super::simd::exp_nonpos_f64_x(x);
                         for (g, &e) in e.iter().enumerate() {
-                            sums[r + k] = term(h + g, e, sums[r + k]);
+                            sums[r + k] = _mm512_add_pd(sums[r + k], term(h + g, e));
                         }
                     }
                 }
@@ -497,7 +488,7 @@ unsafe fn rbf_tiles_avx512<const V: usize, const G: usize>(
             let ni = _mm512_set1_pd(s.ni[r]);
             let x: [__m512d; V] = std::array::from_fn(|q| arg(q, ni, acc[q]));
             for (q, &e) in super::simd::exp_nonpos_f64_x(x).iter().enumerate() {
-                *sum = term(q, e, *sum);
+                *sum = _mm512_add_pd(*sum, term(q, e));
             }
             r += 1;
         }
@@ -534,8 +525,7 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
     unsafe {
         let zero = _mm256_setzero_pd();
         let exp = |x: __m256d| -> __m256d {
-            // x ≤ 0 (−γ times a clamped square): the lower clamp only.
-            let x = _mm256_max_pd(x, _mm256_set1_pd(-708.0));
+            let x = _mm256_min_pd(_mm256_max_pd(x, _mm256_set1_pd(-708.0)), zero);
             let shift = _mm256_set1_pd(SHIFT64);
             let t = _mm256_fmadd_pd(x, _mm256_set1_pd(std::f64::consts::LOG2_E), shift);
             let k = _mm256_sub_pd(t, shift);
@@ -556,16 +546,17 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
         };
         let ng = _mm256_set1_pd(-gamma);
         let m2 = _mm256_set1_pd(-2.0);
+        let offset = _mm256_set1_pd(p.offset);
         let zt = p.zt.as_ptr();
         for t in (0..p.width).step_by(TILE) {
             let nj = p.nj.as_ptr().add(t);
             let cf = p.coef.as_ptr().add(t);
             let base = zt.add(t);
-            let term = |q: usize, ni: __m256d, dot: __m256d, sum: __m256d| -> __m256d {
+            let term = |q: usize, ni: __m256d, dot: __m256d| -> __m256d {
                 let n = _mm256_add_pd(ni, _mm256_loadu_pd(nj.add(4 * q)));
                 let d2 = _mm256_max_pd(_mm256_fmadd_pd(m2, dot, n), zero);
                 let e = exp(_mm256_mul_pd(ng, d2));
-                _mm256_fmadd_pd(_mm256_loadu_pd(cf.add(4 * q)), e, sum)
+                _mm256_mul_pd(_mm256_loadu_pd(cf.add(4 * q)), _mm256_add_pd(e, offset))
             };
             let mut r = 0;
             while r < rows {
@@ -591,8 +582,8 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
                             }
                         }
                         for k in 0..4 {
-                            sum[k] = term(q, ni[k], acc[k][0], sum[k]);
-                            sum[k] = term(q + 1, ni[k], acc[k][1], sum[k]);
+                            sum[k] = _mm256_add_pd(sum[k], term(q, ni[k], acc[k][0]));
+                            sum[k] = _mm256_add_pd(sum[k], term(q + 1, ni[k], acc[k][1]));
                         }
                     }
                     for k in 0..4 {
@@ -613,15 +604,13 @@ unsafe fn block_rbf_avx2(p: &Panel, s: &Scratch, out: &mut [f64], gamma: f64) {
                 let ni = _mm256_set1_pd(s.ni[r]);
                 let mut sum = zero;
                 for (q, aq) in acc.iter().enumerate() {
-                    sum = term(q, ni, *aq, sum);
+                    sum = _mm256_add_pd(sum, term(q, ni, *aq));
                 }
                 out[r] += hsum_pd(sum);
                 r += 1;
             }
         }
     }
-    let off = p.offset_sum();
-    out.iter_mut().for_each(|o| *o += off);
 }
 
 #[inline(always)]
@@ -648,11 +637,9 @@ fn block_impl<const F: bool>(
         for (r, o) in out.iter_mut().enumerate() {
             let (a, b) = (s.ptr[r], s.ptr[r + 1]);
             dots(&s.feat[a..b], &s.val[a..b], zt, &mut acc);
-            *o += tile_sum::<F>(p.kernel, &acc, nj, coef, s.ni[r]);
+            *o += tile_sum::<F>(p.kernel, p.offset, &acc, nj, coef, s.ni[r]);
         }
     }
-    let off = p.offset_sum();
-    out.iter_mut().for_each(|o| *o += off);
 }
 
 /// acc[l] = Σ_k val[k] · zt[feat[k] + l], portable (LLVM vectorizes what it can).
@@ -727,10 +714,11 @@ fn dots_avx2(feat: &[usize], val: &[f64], zt: &[f64], acc: &mut [f64; TILE]) {
     }
 }
 
-/// Σ_l coef_l·k over one tile of dots (the caller adds the offset's part once per row).
+/// Σ_l coef_l (k + offset) over one tile of dots.
 #[inline(always)]
 fn tile_sum<const F: bool>(
     kernel: Kernel,
+    offset: f64,
     dots: &[f64; TILE],
     nj: &[f64; TILE],
     coef: &[f64; TILE],
@@ -741,12 +729,12 @@ fn tile_sum<const F: bool>(
         Kernel::Rbf { gamma } => {
             for l in 0..TILE {
                 let d2 = fmadd::<F>(-2.0, dots[l], ni + nj[l]).max(0.0);
-                terms[l] = coef[l] * exp_nonpos::<F>(-gamma * d2);
+                terms[l] = coef[l] * (exp_nonpos::<F>(-gamma * d2) + offset);
             }
         }
         Kernel::Linear => {
             for l in 0..TILE {
-                terms[l] = coef[l] * dots[l];
+                terms[l] = coef[l] * (dots[l] + offset);
             }
         }
         Kernel::Poly {
@@ -755,12 +743,13 @@ fn tile_sum<const F: bool>(
             degree,
         } => {
             for l in 0..TILE {
-                terms[l] = coef[l] * fmadd::<F>(gamma, dots[l], coef0).powi(degree as i32);
+                terms[l] =
+                    coef[l] * (fmadd::<F>(gamma, dots[l], coef0).powi(degree as i32) + offset);
             }
         }
         Kernel::Sigmoid { gamma, coef0 } => {
             for l in 0..TILE {
-                terms[l] = coef[l] * fmadd::<F>(gamma, dots[l], coef0).tanh();
+                terms[l] = coef[l] * (fmadd::<F>(gamma, dots[l], coef0).tanh() + offset);
             }
         }
     }

@@ -11,9 +11,8 @@
 //! support is most of the data (covtype: 43,175 support vectors of 50,000 points).
 //!
 //! **Every sum is [`Panel::row_sums`]'s to the bit.** A row's sum there is eight lanes, lane ℓ
-//! adding the terms c_j·k by fused multiply-adds over the columns at positions ≡ ℓ (mod 8) in
-//! ascending order, reduced at the end by one fixed tree, plus the offset's part of every row
-//! (offset·Σ_j c_j, [`Panel::offset_sum`]). Here the blocks are multiples of eight
+//! adding the terms c_j (k + offset) of the columns at positions ≡ ℓ (mod 8) in ascending
+//! order, reduced at the end by one fixed tree. Here the blocks are multiples of eight
 //! positions, so a column keeps its lane, and the pairs of blocks (a, b), a ≤ b, run by
 //! anti-diagonals a + b = 0, 1, 2, …: a block's rows receive the column blocks below the
 //! diagonal (as the columns of pairs (a′, b), a′ ascending) before the diagonal pair and the
@@ -110,11 +109,10 @@ fn symmetric_avx512(
     if budget.spent() {
         return;
     }
-    let off = p.offset_sum();
     for (a, chunk) in out.chunks_mut(BLOCK).enumerate() {
         let la = lanes[a].lock().expect("no task panics holding it");
         // SAFETY: the CPU has AVX-512.
-        unsafe { reduce_rows_avx512(&la.v, chunk, off) };
+        unsafe { reduce_rows_avx512(&la.v, chunk) };
     }
 }
 
@@ -146,19 +144,18 @@ pub(in crate::backend) fn by_anti_diagonals<T: Send>(
     }
 }
 
-/// out\[r\] = the sum of row r's eight lanes, by the tree of `_mm512_reduce_add_pd`, plus
-/// `off` (the offset's part of every row sum, [`Panel::offset_sum`]).
+/// out\[r\] = the sum of row r's eight lanes, by the tree of `_mm512_reduce_add_pd`.
 ///
 /// # Safety
 /// The CPU has AVX-512F; `v` holds 8 entries per row of `out`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn reduce_rows_avx512(v: &[f64], out: &mut [f64], off: f64) {
+unsafe fn reduce_rows_avx512(v: &[f64], out: &mut [f64]) {
     use std::arch::x86_64::*;
     assert!(v.len() >= 8 * out.len());
     for (r, o) in out.iter_mut().enumerate() {
         // SAFETY: r·8 + 8 ≤ v's length, checked above.
-        *o = unsafe { _mm512_reduce_add_pd(_mm512_loadu_pd(v.as_ptr().add(8 * r))) } + off;
+        *o = unsafe { _mm512_reduce_add_pd(_mm512_loadu_pd(v.as_ptr().add(8 * r))) };
     }
 }
 
@@ -194,6 +191,7 @@ unsafe fn pair_avx512(
             nj: p.nj.as_ptr().add(c0),
             cf: p.coef.as_ptr().add(c0),
             ng: _mm512_set1_pd(-gamma),
+            offset: _mm512_set1_pd(p.offset),
         };
         let lanes_at = lb.map(|l| l.v.as_mut_ptr());
         let mut r = 0;
@@ -311,10 +309,15 @@ unsafe fn four_avx512<const G: usize>(c: &Cols, f: &mut Four<'_>, q: usize) {
             let e = super::super::simd::exp_nonpos_f64_x(x);
             for g in 0..G {
                 let at = 8 * (q + g);
-                f.sums[i] = _mm512_fmadd_pd(_mm512_loadu_pd(c.cf.add(at)), e[g], f.sums[i]);
+                let ek = _mm512_add_pd(e[g], c.offset);
+                f.sums[i] =
+                    _mm512_add_pd(f.sums[i], _mm512_mul_pd(_mm512_loadu_pd(c.cf.add(at)), ek));
                 if let Some(l) = f.lanes[i] {
                     let t = l.add(at);
-                    _mm512_storeu_pd(t, _mm512_fmadd_pd(f.cr[i], e[g], _mm512_loadu_pd(t)));
+                    _mm512_storeu_pd(
+                        t,
+                        _mm512_add_pd(_mm512_loadu_pd(t), _mm512_mul_pd(f.cr[i], ek)),
+                    );
                 }
             }
         }
@@ -328,6 +331,7 @@ struct Cols {
     nj: *const f64,
     cf: *const f64,
     ng: std::arch::x86_64::__m512d,
+    offset: std::arch::x86_64::__m512d,
 }
 
 /// A row's side of [`pair_avx512`]: its non-zeros (panel offsets and values), norm, weight,
@@ -376,10 +380,14 @@ unsafe fn vectors_avx512<const V: usize>(
         let e = super::super::simd::exp_nonpos_f64_x(x);
         for (v, &e) in e.iter().enumerate() {
             let at = 8 * (q + v);
-            *sum = _mm512_fmadd_pd(_mm512_loadu_pd(c.cf.add(at)), e, *sum);
+            let ek = _mm512_add_pd(e, c.offset);
+            *sum = _mm512_add_pd(*sum, _mm512_mul_pd(_mm512_loadu_pd(c.cf.add(at)), ek));
             if let Some(l) = row.lanes {
                 let t = l.add(at);
-                _mm512_storeu_pd(t, _mm512_fmadd_pd(row.cr, e, _mm512_loadu_pd(t)));
+                _mm512_storeu_pd(
+                    t,
+                    _mm512_add_pd(_mm512_loadu_pd(t), _mm512_mul_pd(row.cr, ek)),
+                );
             }
         }
     }
