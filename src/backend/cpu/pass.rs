@@ -73,9 +73,9 @@ const FAULT_NS: f64 = 1000.0;
 
 impl<T: Elem> CpuBackend<'_, T> {
     /// Records the time of a pass that computed `cols` columns (since `started`, on every
-    /// thread of the team) and tells the cache what a fresh slot costs against a column:
-    /// the measured first-touch cost of its pages over the column's measured time
-    /// ([`ColumnCache::set_price`](crate::backend::cache::ColumnCache::set_price)).
+    /// thread of the team, any update the pass folded in included) and tells the cache what a
+    /// fresh slot costs against a column: [`FAULT_NS`] per page of the slot over the column's
+    /// measured time ([`ColumnCache::set_price`](crate::backend::cache::ColumnCache::set_price)).
     fn note_columns(&mut self, cols: usize, started: std::time::Instant) {
         let m = self.cache.len();
         if cols == 0 || m == 0 {
