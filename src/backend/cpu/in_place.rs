@@ -13,10 +13,13 @@ const IN_PLACE_MAX_D: usize = 4;
 /// Dense rows of at most this many features compute their f32 columns in place where a
 /// block's columns would not stay in a core's cache ([`IN_PLACE_WIDE_MIN_BYTES`]).
 const IN_PLACE_WIDE_D: usize = 8;
-/// Bytes of a smallest automatic block's columns ([`crate::solver::ws::Q_MIN`] of them) from
-/// which rows of up to [`IN_PLACE_WIDE_D`] features compute their columns in place: about a
-/// core's L2, beyond which a cached column is read back from memory.
+/// Bytes of [`IN_PLACE_WIDE_COLUMNS`] columns from which rows of up to [`IN_PLACE_WIDE_D`]
+/// features compute their columns in place: about a core's L2, beyond which a cached column
+/// is read back from memory.
 const IN_PLACE_WIDE_MIN_BYTES: usize = 1 << 21;
+/// The columns of a block that [`IN_PLACE_WIDE_MIN_BYTES`] measures: the working-set solver's
+/// smallest automatic block on the CPU.
+const IN_PLACE_WIDE_COLUMNS: usize = 64;
 /// Columns an in-place update computes per call over a chunk of rows.
 const IN_PLACE_BATCH: usize = crate::backend::simd::BATCH;
 
@@ -30,7 +33,7 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// features (a few multiply-adds and an exponential per entry against four or eight bytes
     /// of memory traffic, and no cache capacity to cap the working set: the noisy
     /// checkerboard); and dense rows of at most [`IN_PLACE_WIDE_D`] features with f32 entries
-    /// where [`crate::solver::ws::Q_MIN`] columns take at least [`IN_PLACE_WIDE_MIN_BYTES`]:
+    /// where [`IN_PLACE_WIDE_COLUMNS`] columns take at least [`IN_PLACE_WIDE_MIN_BYTES`]:
     /// there a column read back from the cache comes from memory, eight multiply-adds and an
     /// exponential per entry cost less, and the columns of sets where most points are support
     /// vectors are used about twice each. Measured (alternated pairs, whole process, the same
@@ -47,9 +50,7 @@ impl<T: Elem> CpuBackend<'_, T> {
                     *d <= IN_PLACE_MAX_D
                         || (*d <= IN_PLACE_WIDE_D
                             && T::SINGLE
-                            && crate::solver::ws::Q_MIN
-                                * self.prob.len()
-                                * std::mem::size_of::<T>()
+                            && IN_PLACE_WIDE_COLUMNS * self.prob.len() * std::mem::size_of::<T>()
                                 >= IN_PLACE_WIDE_MIN_BYTES)
                 }
                 _ => false,
