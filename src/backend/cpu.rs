@@ -182,6 +182,9 @@ pub struct CpuBackend<'a, T: Elem> {
     /// between calls).
     slot_buf: Vec<usize>,
     col_buf: Vec<usize>,
+    /// Whether the last block computed its entries in place ([`Self::blocks_in_place`]): the
+    /// update that follows it does too.
+    in_place_now: bool,
     /// (k, the 2k-th lowest g) of the last [`Columns::lowest`](crate::backend::Columns::lowest) (see there).
     lowest_bound: (usize, f64),
     /// The parallel selections' per-chunk lists.
@@ -360,6 +363,7 @@ impl<'a, T: Elem> CpuBackend<'a, T> {
             y_ext: Vec::new(),
             slot_buf: Vec::new(),
             col_buf: Vec::new(),
+            in_place_now: false,
             lowest_bound: (0, f64::NEG_INFINITY),
             select_lists: Default::default(),
             diag: Vec::new(),

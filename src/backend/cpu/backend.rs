@@ -223,7 +223,7 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
             if cols.len() <= 2 {
                 return crate::backend::update_by_pairs(self, scale, cols);
             }
-            if self.computes_in_place() {
+            if self.computes_in_place() || self.in_place_now {
                 self.update_in_place(scale, cols);
                 return Ok(());
             }
@@ -386,7 +386,8 @@ impl<T: Elem> Columns for CpuBackend<'_, T> {
         timed_call!(self.stats, call::BLOCK, Result<usize>, {
             let n = w.len();
             self.gather(w, g_w)?;
-            if self.computes_in_place() {
+            self.in_place_now = self.blocks_in_place(n);
+            if self.in_place_now {
                 self.block_in_place(w, out);
                 return Ok(0);
             }

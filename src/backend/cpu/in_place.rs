@@ -10,16 +10,13 @@ use crate::backend::update;
 
 /// Dense rows of at most this many features compute their columns in place.
 const IN_PLACE_MAX_D: usize = 4;
-/// Dense rows of at most this many features compute their f32 columns in place where a
-/// block's columns would not stay in a core's cache ([`IN_PLACE_WIDE_MIN_BYTES`]).
-const IN_PLACE_WIDE_D: usize = 8;
-/// Bytes of [`IN_PLACE_WIDE_COLUMNS`] columns from which rows of up to [`IN_PLACE_WIDE_D`]
-/// features compute their columns in place: about a core's L2, beyond which a cached column
-/// is read back from memory.
-const IN_PLACE_WIDE_MIN_BYTES: usize = 1 << 21;
-/// The columns of a block that [`IN_PLACE_WIDE_MIN_BYTES`] measures: the working-set solver's
-/// smallest automatic block on the CPU.
-const IN_PLACE_WIDE_COLUMNS: usize = 64;
+/// Bytes of a block's columns from which narrow dense rows compute them in place
+/// ([`CpuBackend::blocks_in_place`]): about a core's L2, beyond which a cached column is read
+/// back from memory.
+const IN_PLACE_BLOCK_MIN_BYTES: usize = 1 << 21;
+/// Columns of a block from which narrow dense rows compute them in place: the working-set
+/// solver's smallest automatic block on the CPU where not most points are support vectors.
+const IN_PLACE_BLOCK_MIN_Q: usize = 64;
 /// Columns an in-place update computes per call over a chunk of rows.
 const IN_PLACE_BATCH: usize = crate::backend::simd::BATCH;
 
@@ -32,29 +29,37 @@ impl<T: Elem> CpuBackend<'_, T> {
     /// and writing it into the cache longer), and dense rows of at most [`IN_PLACE_MAX_D`]
     /// features (a few multiply-adds and an exponential per entry against four or eight bytes
     /// of memory traffic, and no cache capacity to cap the working set: the noisy
-    /// checkerboard); and dense rows of at most [`IN_PLACE_WIDE_D`] features with f32 entries
-    /// where [`IN_PLACE_WIDE_COLUMNS`] columns take at least [`IN_PLACE_WIDE_MIN_BYTES`]:
-    /// there a column read back from the cache comes from memory, eight multiply-adds and an
-    /// exponential per entry cost less, and the columns of sets where most points are support
-    /// vectors are used about twice each. Measured (alternated pairs, whole process, the same
-    /// models): 60,000 × 8 with 5 % flipped labels 0.81×, generated sets of 6–8 features and
-    /// 20,000–120,000 rows 0.66–0.88×, against 1.03–1.07× on two where every point of
-    /// random features is a support vector; a multi-class set's pairs of 1,500 rows keep
-    /// their cache (in place there: 1.43×). No deduplicated rows, no guests.
+    /// checkerboard). No deduplicated rows, no guests.
     pub(super) fn computes_in_place(&self) -> bool {
         self.distinct.is_none()
             && self.guests.is_empty()
             && match &self.layout {
                 Layout::Binary { .. } => T::SINGLE && self.rbf_table.is_some(),
-                Layout::Dense { d, .. } => {
-                    *d <= IN_PLACE_MAX_D
-                        || (*d <= IN_PLACE_WIDE_D
-                            && T::SINGLE
-                            && IN_PLACE_WIDE_COLUMNS * self.prob.len() * std::mem::size_of::<T>()
-                                >= IN_PLACE_WIDE_MIN_BYTES)
-                }
+                Layout::Dense { d, .. } => *d <= IN_PLACE_MAX_D,
                 _ => false,
             }
+    }
+
+    /// Whether a block of `q` columns, and the update after it, compute their entries in place:
+    /// always where [`Self::computes_in_place`]; and for narrow dense rows (fewer than
+    /// [`crate::backend::simd::F32_DOTS_MIN_D`] features, whose RBF columns the fused f32
+    /// kernel forms in registers) with f32 entries, from [`IN_PLACE_BLOCK_MIN_Q`] columns
+    /// taking [`IN_PLACE_BLOCK_MIN_BYTES`] on: the block's columns would leave the core's cache
+    /// before they are read again, and each is read back from memory at a cost above its
+    /// multiply-adds and exponential. The smaller blocks where most points are support vectors
+    /// (32 columns, each used again within a few outer iterations) keep the cache. Measured
+    /// (alternated pairs, whole process, the same models): generated sets of 6–24 features and
+    /// 30,000–120,000 rows 0.66–0.88× the cached columns' time, against 0.97–1.02× where the
+    /// block is the small one throughout.
+    pub(super) fn blocks_in_place(&self, q: usize) -> bool {
+        self.computes_in_place()
+            || (T::SINGLE
+                && self.distinct.is_none()
+                && self.guests.is_empty()
+                && matches!(self.layout, Layout::Dense { .. })
+                && crate::backend::simd::narrow_f32(self.prob.kernel, &self.layout)
+                && q >= IN_PLACE_BLOCK_MIN_Q
+                && q * self.prob.len() * std::mem::size_of::<T>() >= IN_PLACE_BLOCK_MIN_BYTES)
     }
 
     /// How many columns this backend holds at once ([`crate::backend::Hints`]): every one
@@ -323,17 +328,62 @@ mod tests {
         let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 1.5 }, 3.0).unwrap();
         check_in_place::<f32>(&prob, Precision::F32, 1e-6);
         check_in_place::<f64>(&prob, Precision::F64, 1e-13);
-        // Eight features: in place with f32 entries once 64 columns outgrow the L2.
-        let (ds, y) = crate::backend::cpu::tests::random_problem(9001, 8, false, 10);
-        let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.7 }, 3.0).unwrap();
-        check_in_place::<f32>(&prob, Precision::F32, 1e-6);
     }
 
-    /// Dense rows of five to eight features compute in place with f32 entries from 8,192
-    /// rows on, and keep their cache below that, with f64 entries, or with more features.
+    /// Narrow dense rows compute a large block and the update after it in place, Q_WW and g
+    /// bit for bit as the cached columns give them; a small block, f64 entries, too few rows
+    /// or too many features keep the cache.
     #[test]
-    fn eight_features_compute_in_place_from_the_l2s_size() {
-        let in_place = |m: usize, d: usize, precision: Precision| {
+    fn narrow_rows_compute_large_blocks_in_place() {
+        let (ds, y) = crate::backend::cpu::tests::random_problem(9001, 8, false, 10);
+        let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.7 }, 3.0).unwrap();
+        let m = prob.len();
+        let cfg = CpuConfig {
+            cache_bytes: 64 << 20,
+            precision: Some(Precision::F32),
+            ..CpuConfig::default()
+        };
+        let (mut fused, mut cached) = (
+            CpuBackend::<f32>::new(&prob, cfg),
+            CpuBackend::<f32>::new(&prob, cfg),
+        );
+        assert!(!fused.computes_in_place());
+        assert!(fused.blocks_in_place(64) && !fused.blocks_in_place(32));
+        let mut a = ActiveSet::new(m);
+        a.set(5, 1.0);
+        fused.set_alpha(&a).unwrap();
+        cached.set_alpha(&a).unwrap();
+        let w: Vec<usize> = (0..64).map(|k| (k * 137 + 5) % m).collect();
+        let (mut qf, mut gw) = (vec![0.0; 64 * 64], vec![0.0; 64]);
+        assert_eq!(
+            fused.block(&w, &mut qf, &mut gw).unwrap(),
+            0,
+            "no cache hits in place"
+        );
+        assert!(fused.in_place_now);
+        for (k, &j) in w.iter().enumerate() {
+            let mut col = vec![0.0; 64];
+            cached.column_entries(j, &w, &mut col).unwrap();
+            assert_eq!(&qf[k * 64..(k + 1) * 64], &col[..], "column {j}");
+        }
+        let cols: Vec<(usize, f64)> = w[..11]
+            .iter()
+            .map(|&j| (j, 0.1 + j as f64 * 1e-4))
+            .collect();
+        fused.update_many(0.9, &cols).unwrap();
+        crate::backend::update_by_pairs(&mut cached, 0.9, &cols).unwrap();
+        let idx: Vec<usize> = (0..m).collect();
+        let (mut gf, mut gc) = (vec![0.0; m], vec![0.0; m]);
+        fused.gather(&idx, &mut gf).unwrap();
+        cached.gather(&idx, &mut gc).unwrap();
+        assert_eq!(gf, gc);
+        // A small block keeps the cache.
+        fused
+            .block(&w[..32], &mut qf[..32 * 32], &mut gw[..32])
+            .unwrap();
+        assert!(!fused.in_place_now);
+
+        let in_place = |m: usize, d: usize, precision: Precision, q: usize| {
             let (ds, y) = crate::backend::cpu::tests::random_problem(m, d, false, 11);
             let prob = Problem::new(&ds, y, Kernel::Rbf { gamma: 0.5 }, 1.0).unwrap();
             let cfg = CpuConfig {
@@ -341,15 +391,15 @@ mod tests {
                 ..CpuConfig::default()
             };
             match precision {
-                Precision::F32 => CpuBackend::<f32>::new(&prob, cfg).computes_in_place(),
-                Precision::F64 => CpuBackend::<f64>::new(&prob, cfg).computes_in_place(),
+                Precision::F32 => CpuBackend::<f32>::new(&prob, cfg).blocks_in_place(q),
+                Precision::F64 => CpuBackend::<f64>::new(&prob, cfg).blocks_in_place(q),
             }
         };
-        assert!(in_place(8192, 8, Precision::F32));
-        assert!(in_place(8192, 5, Precision::F32));
-        assert!(!in_place(8191, 8, Precision::F32));
-        assert!(!in_place(8192, 8, Precision::F64));
-        assert!(!in_place(8192, 9, Precision::F32));
-        assert!(in_place(100, 4, Precision::F64));
+        assert!(in_place(8192, 31, Precision::F32, 64));
+        assert!(in_place(4096, 8, Precision::F32, 128));
+        assert!(!in_place(8191, 8, Precision::F32, 64));
+        assert!(!in_place(8192, 32, Precision::F32, 64));
+        assert!(!in_place(8192, 8, Precision::F64, 64));
+        assert!(in_place(100, 4, Precision::F64, 2));
     }
 }
