@@ -247,6 +247,23 @@ mod tests {
     use crate::problem::Problem;
     use crate::rng::SplitMix64;
 
+    /// `fused` updated by `cols` at once and `cached` pair by pair (with scale 0.9) hold the
+    /// same g, bit for bit.
+    fn same_update<T: Elem>(
+        fused: &mut CpuBackend<'_, T>,
+        cached: &mut CpuBackend<'_, T>,
+        cols: &[(usize, f64)],
+    ) {
+        fused.update_many(0.9, cols).unwrap();
+        crate::backend::update_by_pairs(cached, 0.9, cols).unwrap();
+        let m = fused.prob.len();
+        let idx: Vec<usize> = (0..m).collect();
+        let (mut gf, mut gc) = (vec![0.0; m], vec![0.0; m]);
+        fused.gather(&idx, &mut gf).unwrap();
+        cached.gather(&idx, &mut gc).unwrap();
+        assert_eq!(gf, gc);
+    }
+
     /// The working-set update and block computed in place give g and Q_WW bit for bit as
     /// the cached columns do, and entries within f32 rounding of the f64 kernel: a row count
     /// that is not a multiple of the vector blocks; bit rows under the RBF kernel with few
@@ -274,13 +291,7 @@ mod tests {
             .iter()
             .map(|&j| (j, 0.1 + j as f64 * 1e-4))
             .collect();
-        fused.update_many(0.9, &cols).unwrap();
-        crate::backend::update_by_pairs(&mut cached, 0.9, &cols).unwrap();
-        let idx: Vec<usize> = (0..m).collect();
-        let (mut gf, mut gc) = (vec![0.0; m], vec![0.0; m]);
-        fused.gather(&idx, &mut gf).unwrap();
-        cached.gather(&idx, &mut gc).unwrap();
-        assert_eq!(gf, gc);
+        same_update(&mut fused, &mut cached, &cols);
         assert_eq!(fused.reduce(&a).unwrap().s, cached.reduce(&a).unwrap().s);
         let w = [3usize, 5, 17, m - 4, m - 1];
         let (mut qf, mut gw) = (vec![0.0; 25], vec![0.0; 5]);
@@ -370,13 +381,7 @@ mod tests {
             .iter()
             .map(|&j| (j, 0.1 + j as f64 * 1e-4))
             .collect();
-        fused.update_many(0.9, &cols).unwrap();
-        crate::backend::update_by_pairs(&mut cached, 0.9, &cols).unwrap();
-        let idx: Vec<usize> = (0..m).collect();
-        let (mut gf, mut gc) = (vec![0.0; m], vec![0.0; m]);
-        fused.gather(&idx, &mut gf).unwrap();
-        cached.gather(&idx, &mut gc).unwrap();
-        assert_eq!(gf, gc);
+        same_update(&mut fused, &mut cached, &cols);
         // A small block keeps the cache.
         fused
             .block(&w[..32], &mut qf[..32 * 32], &mut gw[..32])
