@@ -49,7 +49,7 @@ pub enum Error {
     #[error("invalid parameter: {0}")]
     InvalidParam(#[from] ParamError),
     /// A model file that is not a LIBSVM/fwsvm model.
-    #[error("{}:{line}: not a valid model file: {msg}", path.display())]
+    #[error("{}{}: not a valid model file: {msg}", path.display(), at_line(*line))]
     Model {
         /// File involved.
         path: PathBuf,
@@ -172,6 +172,15 @@ impl ParamError {
         } else {
             Err(ParamError::NotFinite { name, value })
         }
+    }
+}
+
+/// `:N` after a file's name for a 1-based line N; nothing for 0 (the file as a whole).
+fn at_line(line: usize) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}")
     }
 }
 

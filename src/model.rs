@@ -1678,6 +1678,8 @@ mod tests {
             e.contains("expected 3000 support vectors, found 2999"),
             "{e}"
         );
+        // A problem of the file as a whole names the file alone, no line.
+        assert!(e.starts_with("m: not a valid model file: "), "{e}");
         // One support vector too many, then a malformed line: the first is the error.
         let extra = edit(first + 1_200, &[lines[first + 1_199], lines[first + 1_199]]);
         let e = err(&(extra.clone() + "nonsense\n"));
