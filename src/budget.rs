@@ -142,10 +142,20 @@ pub fn within<R>(deadline: Option<Instant>, f: impl FnOnce() -> R) -> R {
     with(Budget::new(deadline, true, nested_mode(true)), f)
 }
 
+/// The instant `limit` after `start`; None where it lies beyond the clock's range: a limit
+/// that long never ends a run.
+pub fn deadline_after(start: Instant, limit: Duration) -> Option<Instant> {
+    start.checked_add(limit)
+}
+
 /// Runs `f` with `time` from now and nothing else: a stop request already made, or an
 /// enclosing deadline already passed, does not end it (the certification of a stopped run).
 pub fn grace<R>(time: Duration, f: impl FnOnce() -> R) -> R {
-    let b = Budget::new(Some(Instant::now() + time), false, nested_mode(false));
+    let b = Budget::new(
+        deadline_after(Instant::now(), time),
+        false,
+        nested_mode(false),
+    );
     with(b, f)
 }
 
@@ -153,7 +163,7 @@ pub fn grace<R>(time: Duration, f: impl FnOnce() -> R) -> R {
 /// stop request as before: the certification of a run that converged just before its
 /// deadline finishes within the grace a stopped run's would have.
 pub fn extended<R>(time: Duration, f: impl FnOnce() -> R) -> R {
-    let deadline = current().deadline().map(|d| d + time);
+    let deadline = current().deadline().and_then(|d| deadline_after(d, time));
     with(Budget::new(deadline, true, nested_mode(false)), f)
 }
 
@@ -217,6 +227,12 @@ mod tests {
         grace(Duration::ZERO, || assert!(!spent()));
         // A collective scope is never cut, even by a training nested in it.
         unlimited(|| within(past, || assert!(!spent())));
+        // Limits beyond the clock's range are no deadline, and nothing overflows.
+        assert_eq!(deadline_after(Instant::now(), Duration::MAX), None);
+        within(Some(later), || {
+            extended(Duration::MAX, || assert_eq!(current().deadline(), None));
+            grace(Duration::MAX, || assert!(!spent()));
+        });
     }
 
     #[test]

@@ -370,7 +370,7 @@ pub fn class_order(ds: &Dataset) -> Vec<f64> {
 /// Trains a model on `ds`; `observers` is asked for the observers of each binary sub-problem.
 ///
 /// A time limit (`params.solver.time_limit`) holds for the whole training, counted from this
-/// call: with several class pairs, pair p must be done when its share of the time has passed,
+/// call (one that reaches beyond the clock's range is none): with several class pairs, pair p must be done when its share of the time has passed,
 /// its share growing with the points of the pairs up to it (time a pair leaves unused goes to
 /// the pairs after it). A run stopped by the limit or by [`crate::interrupt`] keeps its
 /// iterate, and says in its report whether an exact pass certified it.
@@ -379,7 +379,12 @@ pub fn train(
     params: &TrainParams,
     observers: &mut dyn FnMut(&PairInfo) -> Vec<Box<dyn Observer>>,
 ) -> Result<(Model, Vec<PairReport>)> {
-    let deadline = params.solver.time_limit.map(|t| (Instant::now(), t));
+    let start = Instant::now();
+    let deadline = params
+        .solver
+        .time_limit
+        .filter(|&t| crate::budget::deadline_after(start, t).is_some())
+        .map(|t| (start, t));
     let _memory = crate::backend::CacheMemoryScope;
     crate::budget::within(deadline.map(|(s, t)| s + t), || {
         train_within(ds, params, deadline, observers)
@@ -503,7 +508,9 @@ fn time_shares(
     let mut until = vec![None; pairs.len()];
     for t in order {
         done += pairs[t].m;
-        until[t] = deadline.map(|(s, d)| s + d.mul_f64(done as f64 / all as f64));
+        until[t] = deadline.and_then(|(s, d)| {
+            crate::budget::deadline_after(s, d.mul_f64(done as f64 / all as f64))
+        });
     }
     until
 }

@@ -17,6 +17,13 @@ pub(super) fn parse_positive(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// A time limit of `seconds` (checked positive and finite by its parser or its plan) as a
+/// [`Duration`](std::time::Duration): the longest one where the number exceeds its range.
+pub(super) fn limit_secs(seconds: f64) -> std::time::Duration {
+    fwsvm::solver::SolverParams::time_limit_secs("time limit", seconds)
+        .unwrap_or(std::time::Duration::MAX)
+}
+
 /// A positive number or `inf` (--rel-eps).
 pub(super) fn parse_rel(s: &str) -> std::result::Result<f64, String> {
     match s.parse::<f64>() {

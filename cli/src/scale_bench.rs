@@ -13,7 +13,6 @@ use fwsvm::train::{Gamma, KernelKind, TrainParams};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
 
 /// Options of `fwsvm bench scale`.
 #[derive(Debug, Args)]
@@ -165,7 +164,7 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
                 eps: a.eps,
                 rel_eps: Some(a.rel_eps),
                 certify: !a.no_certify,
-                time_limit: a.time_limit.map(Duration::from_secs_f64),
+                time_limit: a.time_limit.map(crate::common::limit_secs),
                 ..SolverParams::default()
             },
             cpu: CpuConfig {

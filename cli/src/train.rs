@@ -16,7 +16,7 @@ use fwsvm::train::{Gamma, KernelKind, PairInfo, TrainParams, train};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// `fwsvm train` under mpirun.
 #[cfg(feature = "mpi")]

@@ -279,6 +279,44 @@ fn svmlight_query_ids_are_skipped_with_a_note() {
     );
 }
 
+/// A time limit longer than the clock can count (or than a duration holds) is no limit: the
+/// same model as without one, no panic; zero and negative limits are refused.
+#[test]
+fn a_time_limit_beyond_the_clock_is_no_limit() {
+    let d = common::tempdir();
+    let train = write_train(d.path());
+    let run = |extra: &[&str], name: &str| {
+        let model = d.path().join(name);
+        fwsvm()
+            .arg("train")
+            .arg("-q")
+            .args(extra)
+            .arg(&train)
+            .arg(&model)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains("panicked").not());
+        std::fs::read(&model).unwrap()
+    };
+    let plain = run(&[], "plain.model");
+    for t in ["1e19", "1e300"] {
+        assert_eq!(
+            run(&["--time-limit", t], "long.model"),
+            plain,
+            "--time-limit {t}"
+        );
+    }
+    for t in ["0", "-1"] {
+        fwsvm()
+            .args(["train", "--time-limit", t])
+            .arg(&train)
+            .arg(d.path().join("no.model"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("positive number"));
+    }
+}
+
 /// A model whose kernel training would refuse — γ ≤ 0 for rbf (every entry 1: one class
 /// everywhere), a polynomial of degree 0 — is refused as malformed, naming its line.
 #[test]

@@ -66,7 +66,26 @@ FWSVM_PARAMS = ("algorithm", "rel_tol", "sample", "time_limit", "backend", "devi
 
 
 def validate(est, X, y=None, reset=True):
-    """X (and y) as the native trainer takes them: float32/float64 dense or CSR."""
+    """X (and y) as the native trainer takes them: float32/float64 dense or CSR, every value
+    within float32's range (the native code holds the features in float32)."""
+    X, y = _validated(est, X, y, reset)
+    within_float32(X)
+    return X, y
+
+
+# The largest float32: the features' values are rounded to float32 for training and prediction.
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+def within_float32(X):
+    """Raises ValueError where a value of X lies beyond float32's range."""
+    data = X.data if sp.issparse(X) else X
+    if data.dtype == np.float64 and data.size and (data.max() > F32_MAX or data.min() < -F32_MAX):
+        raise ValueError(f"X holds a value beyond float32's range (±{F32_MAX:.1e}), in which "
+                         "fwsvm holds the features; scale them first")
+
+
+def _validated(est, X, y, reset):
     if HAVE_SKLEARN:
         kw = dict(accept_sparse="csr", dtype=[np.float32, np.float64], reset=reset)
         if y is None:

@@ -43,7 +43,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         column per class, votes plus a confidence in (−1/3, 1/3), as scikit-learn's.
     class_weight : dict, 'balanced' or None
         Class ``c`` gets the cost C·class_weight[c]; 'balanced' = n_samples / (n_classes ·
-        count of c).
+        count of c). A class the training labels lack is a ValueError, as scikit-learn's.
     verbose : bool, default=False
         Progress every half second while training and a summary per class pair, on
         ``sys.stderr``.
@@ -61,7 +61,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
     sample : int, default=0
         Randomized iterations over ``sample`` random points per step (0: off).
     time_limit : float or None
-        Seconds for the whole fit (every class pair: each must be done when its share of the
+        Seconds (a positive number; None: no limit) for the whole fit (every class pair: each must be done when its share of the
         time, growing with its points, has passed). The best model so far is kept; it is
         certified where an exact pass fits in a short grace (4 % of the limit, at most 3 s),
         else ``certified_gap_`` is nan for that pair and ``stop_reason_`` says why. Under a
@@ -145,8 +145,10 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
             return len(y_idx) / (k * counts.astype(np.float64))
         for label, w in dict(cw).items():
             hit = np.flatnonzero(self.classes_ == label)
-            if hit.size:
-                out[hit[0]] = float(w)
+            if not hit.size:
+                raise ValueError(f"class_weight names the class {label!r}, which is not among "
+                                 f"the training labels {self.classes_.tolist()}")
+            out[hit[0]] = float(w)
         return out
 
     def fit(self, X, y, sample_weight=None):

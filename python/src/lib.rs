@@ -5,8 +5,9 @@
 use fwsvm::backend::cpu::Precision;
 use fwsvm::backend::{BackendChoice, DeviceRequest};
 use fwsvm::data::{Dataset, Features};
+use fwsvm::error::ParamError;
 use fwsvm::model::Model;
-use fwsvm::solver::{Observer, Progress};
+use fwsvm::solver::{Observer, Progress, SolverParams};
 use fwsvm::train::{Gamma, KernelKind, PairInfo, TrainParams};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -128,16 +129,22 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(e) = opt::<f64>(opts, "tol")? {
         p.solver.eps = e;
     }
-    if let Some(n) = opt::<i64>(opts, "max_iter")?
-        && n > 0
-    {
-        p.solver.max_iter = n as u64;
+    if let Some(n) = opt::<i64>(opts, "max_iter")? {
+        if n < -1 {
+            return Err(PyValueError::new_err(format!(
+                "max_iter must be -1 (no limit) or a whole number ≥ 0, got {n}"
+            )));
+        }
+        if n > 0 {
+            p.solver.max_iter = n as u64;
+        }
     }
     if let Some(s) = opt::<u64>(opts, "random_state")? {
         p.solver.seed = s;
     }
     if let Some(t) = opt::<f64>(opts, "time_limit")? {
-        p.solver.time_limit = Some(std::time::Duration::from_secs_f64(t));
+        p.solver.time_limit =
+            Some(SolverParams::time_limit_secs("time_limit", t).map_err(|e| to_py(e.into()))?);
     }
     if let Some(s) = opt::<usize>(opts, "sample")? {
         p.sample = s;
@@ -150,6 +157,7 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     };
     p.solver.rel_eps = opt::<f64>(opts, "rel_tol")?;
     if let Some(mb) = opt::<f64>(opts, "cache_size")? {
+        ParamError::positive("cache_size", mb).map_err(|e| to_py(e.into()))?;
         p.cpu.cache_bytes = (mb.max(1.0) * (1 << 20) as f64) as usize;
     }
     if let Some(w) = opt::<Vec<(f64, f64)>>(opts, "class_weight")? {

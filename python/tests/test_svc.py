@@ -123,6 +123,43 @@ def test_bad_inputs_raise_value_error(X, y, says):
         fwsvm.SVC().fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "params, says",
+    [
+        ({"time_limit": -1.0}, "time_limit must be a positive number"),
+        ({"time_limit": 0}, "time_limit must be a positive number"),
+        ({"time_limit": float("nan")}, "time_limit must be a positive number"),
+        ({"cache_size": 0}, "cache_size must be a positive number"),
+        ({"cache_size": float("nan")}, "cache_size must be a positive number"),
+        ({"max_iter": -5}, "max_iter must be -1"),
+        ({"class_weight": {7: 2.0}}, "class 7, which is not among the training labels"),
+    ],
+)
+def test_bad_parameters_raise_value_error(params, says):
+    X, y = heart()
+    with pytest.raises(ValueError, match=says):
+        fwsvm.SVC(**params).fit(X, y)
+
+
+def test_a_time_limit_beyond_the_clock_is_no_limit():
+    X, y = heart()
+    plain = fwsvm.SVC(C=1.0, gamma=0.05).fit(X, y)
+    for seconds in (1e19, 1e300):
+        clf = fwsvm.SVC(C=1.0, gamma=0.05, time_limit=seconds).fit(X, y)
+        assert clf._native.to_libsvm() == plain._native.to_libsvm()
+
+
+def test_values_beyond_float32_raise_value_error():
+    X, y = heart()
+    huge = X.toarray() * 1e39
+    for bad in (huge, sp.csr_matrix(huge)):
+        with pytest.raises(ValueError, match="float32's range"):
+            fwsvm.SVC().fit(bad, y)
+    clf = fwsvm.SVC(C=1.0, gamma=0.05).fit(X, y)
+    with pytest.raises(ValueError, match="float32's range"):
+        clf.predict(huge[:3])
+
+
 def test_predict_checks_the_feature_count():
     X, y = heart()
     clf = fwsvm.SVC(C=1.0, gamma=0.05).fit(X, y)

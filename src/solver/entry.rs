@@ -22,7 +22,9 @@ pub fn solve_on(
     sp: Option<ShrinkParams>,
     observers: &mut [&mut dyn Observer],
 ) -> Result<SolveResult> {
-    let deadline = params.time_limit.map(|t| Instant::now() + t);
+    let deadline = params
+        .time_limit
+        .and_then(|t| crate::budget::deadline_after(Instant::now(), t));
     crate::budget::within(deadline, || {
         solve_within(prob, backends, cpu, params, sp, observers)
     })

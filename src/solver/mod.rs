@@ -291,6 +291,18 @@ impl Default for SolverParams {
 }
 
 impl SolverParams {
+    /// A time limit of `seconds` for [`time_limit`](Self::time_limit), `name` being the
+    /// setting as the user spells it: a positive, finite number of seconds, else
+    /// [`ParamError::NotPositive`](crate::error::ParamError::NotPositive); one beyond
+    /// [`Duration`]'s range gives the longest limit, which never ends a run.
+    pub fn time_limit_secs(
+        name: &'static str,
+        seconds: f64,
+    ) -> std::result::Result<Duration, crate::error::ParamError> {
+        crate::error::ParamError::positive(name, seconds)?;
+        Ok(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
+    }
+
     /// The algorithm: the one named, else the default of a one-process run without
     /// randomized iterations (ws). Training through [`crate::train`] names one for every
     /// run first ([`TrainParams::resolved`](crate::train::TrainParams::resolved)); a caller

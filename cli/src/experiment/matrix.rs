@@ -10,7 +10,6 @@ use fwsvm::solver::{Algorithm, Observer, Progress, SolverParams, StopReason, Sto
 use fwsvm::train::{Gamma, KernelKind, PairInfo, TrainParams, stratified_folds, train};
 use serde::Deserialize;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Backends of a matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -131,7 +130,7 @@ impl Plan {
                 algorithm: Some(alg),
                 eps,
                 rel_eps: Some(self.rel_eps),
-                time_limit: self.time_limit.map(Duration::from_secs_f64),
+                time_limit: self.time_limit.map(crate::common::limit_secs),
                 seed,
                 stop: StopRule::Gap,
                 ..SolverParams::default()

@@ -269,7 +269,7 @@ impl TrainOpts {
                 eps: self.eps,
                 rel_eps: self.rel_eps,
                 max_iter: self.max_iter,
-                time_limit: self.time_limit.map(Duration::from_secs_f64),
+                time_limit: self.time_limit.map(crate::common::limit_secs),
                 seed: self.seed,
                 init_size: self.init_size,
                 ws_size: self.ws_size,
