@@ -50,6 +50,24 @@ fn check_poly_range(kernel: Kernel, norms: &[f64]) -> Result<()> {
     )))
 }
 
+/// The smallest cost C_i of a point (C times its class's and its row's weights): the L2-SVM
+/// adds 1/C_i to the kernel's diagonal, and f32 kernel columns (3.4e38 at most) hold it and
+/// the sums of such entries. LIBSVM takes any C > 0; a C this small is a model of nothing.
+pub const MIN_C: f64 = 1e-30;
+
+/// `Ok` when 1/C_i = `inv_c` stays within [`MIN_C`]; else the error naming `what` (C, or C
+/// with a weight) and the C_i given.
+fn check_inv_c(what: &str, inv_c: f64) -> Result<()> {
+    if inv_c <= 1.0 / MIN_C {
+        return Ok(());
+    }
+    Err(Error::param(format!(
+        "{what} must be at least {MIN_C:e}, got {:e}: the L2-SVM adds 1/C to the kernel's \
+         diagonal, which overflows the f32 kernel columns below it",
+        1.0 / inv_c
+    )))
+}
+
 /// `Ok` when every weight in `s` is a positive, finite number; else the first that is not.
 pub fn check_row_weights(name: &'static str, s: &[f64]) -> Result<()> {
     match s
@@ -130,6 +148,7 @@ impl<'a> Problem<'a> {
             }
             .into());
         }
+        check_inv_c("C", 1.0 / c)?;
         if y.len() != data.len() {
             return Err(ParamError::Length {
                 what: "labels",
@@ -206,6 +225,7 @@ impl<'a> Problem<'a> {
         }
         self.weights = (w_pos, w_neg);
         self.inv_c = (1.0 / (w_pos * self.c), 1.0 / (w_neg * self.c));
+        check_inv_c("C times a class weight", self.inv_c.0.max(self.inv_c.1))?;
         if let Some(r) = self.rows.take() {
             return self.with_row_weights(r.s);
         }
@@ -226,11 +246,15 @@ impl<'a> Problem<'a> {
             .into());
         }
         check_row_weights("row weights", &s)?;
-        let inv_c = s
+        let inv_c: Vec<f64> = s
             .iter()
             .zip(&self.y)
             .map(|(&w, &y)| if y > 0.0 { self.inv_c.0 } else { self.inv_c.1 } / w)
             .collect();
+        check_inv_c(
+            "C times a row's weight",
+            inv_c.iter().copied().fold(0.0, f64::max),
+        )?;
         self.rows = Some(RowWeights { s, inv_c });
         Ok(self)
     }

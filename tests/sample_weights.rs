@@ -174,6 +174,39 @@ fn bad_weights_are_refused_by_row() {
     assert!(e.contains("4 sample weights for 5 rows"), "{e}");
 }
 
+/// A point's cost C_i (C times its class's and row's weights) below `MIN_C` is refused,
+/// naming what made it: 1/C_i on the diagonal would overflow the f32 kernel columns. At the
+/// bound itself the problem builds.
+#[test]
+fn costs_below_the_smallest_are_refused() {
+    let ds = random_dataset(6, 2, false, 3);
+    let y: Vec<f64> = ds.labels.clone();
+    let kernel = Kernel::Rbf { gamma: 0.5 };
+    let min = fwsvm::problem::MIN_C;
+    assert!(Problem::new(&ds, y.clone(), kernel, min).is_ok());
+    let e = Problem::new(&ds, y.clone(), kernel, min / 10.0)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("C must be at least 1e-30"), "{e}");
+    let e = Problem::new(&ds, y.clone(), kernel, 1e-20)
+        .unwrap()
+        .with_class_weights(1.0, 1e-20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("C times a class weight"), "{e}");
+    let mut s = vec![1.0; ds.len()];
+    s[2] = 1e-15;
+    let e = Problem::new(&ds, y, kernel, 1e-20)
+        .unwrap()
+        .with_row_weights(s)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("C times a row's weight"), "{e}");
+}
+
 /// Repeated points merged (`TrainParams::merge_duplicates`, the default of ws) train the
 /// problem with every copy kept: the same optimum and decision values, with one support vector
 /// per group; with sample weights the group's weight is the sum of its rows'. One-versus-one

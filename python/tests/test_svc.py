@@ -132,6 +132,7 @@ def test_bad_inputs_raise_value_error(X, y, says):
         ({"cache_size": 0}, "cache_size must be a positive number"),
         ({"cache_size": float("nan")}, "cache_size must be a positive number"),
         ({"max_iter": -5}, "max_iter must be -1"),
+        ({"C": 1e-40}, "C must be at least 1e-30"),
         ({"class_weight": {7: 2.0}}, "class 7, which is not among the training labels"),
     ],
 )
