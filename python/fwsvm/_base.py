@@ -1,6 +1,7 @@
 """What the two estimators share: scikit-learn compatibility shims, input validation, the
 options the native trainer reads, and the trained model's files and pickling."""
 
+import numbers
 import sys
 
 import numpy as np
@@ -176,15 +177,43 @@ def gamma_value(est, X):
     return g
 
 
+def whole(name, value, least=0):
+    """``value`` as an int ≥ ``least``; a ValueError for anything else (a float such as 2.5,
+    a bool, a smaller number), as scikit-learn's parameter checks."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be a whole number ≥ {least}, got {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be a whole number ≥ {least}, got {value}")
+    return int(value)
+
+
+def seed_of(random_state):
+    """The native seed from ``random_state``: None (the library's fixed default), an int in
+    [0, 2⁶⁴), or a NumPy ``RandomState``/``Generator``, from which one seed is drawn (as
+    scikit-learn's ``check_random_state`` takes them)."""
+    rs = random_state
+    if rs is None:
+        return None
+    if isinstance(rs, np.random.RandomState):
+        return int(rs.randint(np.iinfo(np.int32).max))
+    if isinstance(rs, np.random.Generator):
+        return int(rs.integers(2**63))
+    if isinstance(rs, numbers.Integral) and not isinstance(rs, (bool, np.bool_)) \
+            and 0 <= rs < 2**64:
+        return int(rs)
+    raise ValueError("random_state must be None, an int in [0, 2**64) or a numpy RandomState "
+                     f"or Generator, got {rs!r}")
+
+
 def common_options(est, X):
     """The options both estimators pass to the native trainer."""
     return {
         "C": float(est.C), "kernel": est.kernel, "gamma": gamma_value(est, X),
-        "tol": float(est.tol), "max_iter": int(est.max_iter),
+        "tol": float(est.tol), "max_iter": whole("max_iter", est.max_iter, -1),
         "rel_tol": None if est.rel_tol is None else float(est.rel_tol),
-        "random_state": None if est.random_state is None else int(est.random_state),
+        "random_state": seed_of(est.random_state),
         "time_limit": None if est.time_limit is None else float(est.time_limit),
-        "algorithm": est.algorithm, "sample": int(est.sample),
+        "algorithm": est.algorithm, "sample": whole("sample", est.sample),
         "cache_size": float(est.cache_size), "verbose": bool(est.verbose),
         "backend": est.backend, "device": est.device, "precision": est.precision,
         "n_jobs": None if est.n_jobs is None else int(est.n_jobs),

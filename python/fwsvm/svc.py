@@ -164,7 +164,7 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
                              "least two are needed")
         self.class_weight_ = self._class_weights(y_idx)
         opts = dict(_base.common_options(self, X), duplicates=self.duplicates)
-        opts.update(degree=int(self.degree), coef0=float(self.coef0),
+        opts.update(degree=_base.whole("degree", self.degree, 1), coef0=float(self.coef0),
                     probability=bool(self.probability),
                     class_weight=[(float(c), float(wc)) for c, wc in
                                   enumerate(self.class_weight_) if wc != 1.0])

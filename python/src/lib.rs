@@ -10,17 +10,32 @@ use fwsvm::model::Model;
 use fwsvm::solver::{Observer, Progress, SolverParams};
 use fwsvm::train::{Gamma, KernelKind, PairInfo, TrainParams};
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyKeyboardInterrupt, PyOSError, PyPermissionError,
+    PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A library error as the Python exception a scikit-learn user expects.
+/// A library error as the Python exception a scikit-learn user expects: a stop request as
+/// KeyboardInterrupt, a file that cannot be opened or read as OSError (FileNotFoundError,
+/// PermissionError, IsADirectoryError), anything else as ValueError.
 fn to_py(e: fwsvm::error::Error) -> PyErr {
+    use std::io::ErrorKind;
     match e {
         fwsvm::error::Error::Interrupted(m) => PyKeyboardInterrupt::new_err(m),
+        fwsvm::error::Error::Io { ref source, .. } => {
+            let msg = e.to_string();
+            match source.kind() {
+                ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+                ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+                ErrorKind::IsADirectory => PyIsADirectoryError::new_err(msg),
+                _ => PyOSError::new_err(msg),
+            }
+        }
         e => PyValueError::new_err(e.to_string()),
     }
 }

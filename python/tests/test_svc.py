@@ -131,7 +131,11 @@ def test_bad_inputs_raise_value_error(X, y, says):
         ({"time_limit": float("nan")}, "time_limit must be a positive number"),
         ({"cache_size": 0}, "cache_size must be a positive number"),
         ({"cache_size": float("nan")}, "cache_size must be a positive number"),
-        ({"max_iter": -5}, "max_iter must be -1"),
+        ({"max_iter": -5}, "max_iter must be a whole number ≥ -1"),
+        ({"max_iter": 2.5}, "max_iter must be a whole number"),
+        ({"sample": -1}, "sample must be a whole number ≥ 0"),
+        ({"kernel": "poly", "degree": 2.5}, "degree must be a whole number ≥ 1"),
+        ({"random_state": -1}, "random_state must be None"),
         ({"C": 1e-40}, "C must be at least 1e-30"),
         ({"class_weight": {7: 2.0}}, "class 7, which is not among the training labels"),
     ],
@@ -140,6 +144,14 @@ def test_bad_parameters_raise_value_error(params, says):
     X, y = heart()
     with pytest.raises(ValueError, match=says):
         fwsvm.SVC(**params).fit(X, y)
+
+
+def test_a_numpy_random_state_seeds_the_fit():
+    X, y = heart()
+    a = fwsvm.SVC(algorithm="partan", sample=20, random_state=np.random.RandomState(3)).fit(X, y)
+    b = fwsvm.SVC(algorithm="partan", sample=20, random_state=np.random.RandomState(3)).fit(X, y)
+    assert a._native.to_libsvm() == b._native.to_libsvm()
+    fwsvm.SVC(random_state=np.random.default_rng(3)).fit(X, y)
 
 
 def test_a_time_limit_beyond_the_clock_is_no_limit():
@@ -327,7 +339,7 @@ def test_load_svmlight_reads_what_scikit_learn_reads(tmp_path):
     assert wide.shape == (270, 20) and np.array_equal(wide[:, :13].toarray(), X.toarray())
     with pytest.raises(ValueError, match="n_features=5"):
         fwsvm.load_svmlight(HEART, n_features=5)
-    with pytest.raises(ValueError, match="missing.txt"):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
         fwsvm.load_svmlight(tmp_path / "missing.txt")
 
 
