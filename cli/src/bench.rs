@@ -272,6 +272,22 @@ fn check_kernels_args(a: &KernelsArgs) -> Result<()> {
             "--dims: need at least 1 feature, got {bad}"
         )));
     }
+    if a.block_dims.contains(&0) {
+        return Err(Error::param(
+            "--block-dims: need at least 1 feature, got 0".into(),
+        ));
+    }
+    if a.block_q.contains(&0) {
+        return Err(Error::param(
+            "--block-q: need at least 1 column, got 0".into(),
+        ));
+    }
+    if !a.block_dims.is_empty() && a.block_rows < 3 {
+        return Err(Error::param(format!(
+            "--block-rows: need at least 3 rows, got {}",
+            a.block_rows
+        )));
+    }
     Ok(())
 }
 

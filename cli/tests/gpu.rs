@@ -164,6 +164,17 @@ fn info_and_gpu_backend() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--density"));
+    for (flag, says) in [
+        ("--block-dims", "need at least 1 feature"),
+        ("--block-q", "need at least 1 column"),
+        ("--block-rows", "need at least 3 rows"),
+    ] {
+        fwsvm()
+            .args(["bench", "kernels", "--backend", "cpu", flag, "0"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(flag).and(predicate::str::contains(says)));
+    }
 
     // fwsvm check: CPU and GPU agree within the documented tolerances ...
     let out = fwsvm()
