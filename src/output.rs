@@ -39,6 +39,41 @@ pub enum Target {
     Replace(PathBuf),
 }
 
+/// Bytes free to this process on the file system a file written to `path` would land on: the
+/// directory of a [`Target::Replace`] file (where its temporary is made); None for the other
+/// targets, and where the system does not say (not unix, or `statvfs` failed).
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let Ok(Target::Replace(dest)) = resolve(path) else {
+        return None;
+    };
+    let dir = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    statvfs_free(&dir)
+}
+
+#[cfg(unix)]
+fn statvfs_free(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` a buffer of the struct statvfs fills.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    // The fields' types differ across systems (u32 or u64).
+    #[allow(clippy::unnecessary_cast)]
+    (st.f_bavail as u64).checked_mul(st.f_frsize as u64)
+}
+
+#[cfg(not(unix))]
+fn statvfs_free(_dir: &Path) -> Option<u64> {
+    None
+}
+
 /// `/proc/self/fd/N`, `/proc/<pid>/fd/N` or `/dev/fd/N` → N (for N of this process).
 fn own_descriptor(p: &Path) -> Option<u32> {
     let parts: Vec<&std::ffi::OsStr> = p
@@ -560,6 +595,16 @@ mod tests {
         );
         let dir = tempfile::tempdir().unwrap();
         assert!(resolve(dir.path()).is_err());
+    }
+
+    /// Free space is that of a replaced file's directory; devices and descriptors have none.
+    #[test]
+    fn free_bytes_are_the_directory_s_for_files_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let free = free_bytes(&dir.path().join("new.txt")).expect("statvfs on a temporary dir");
+        assert!(free > 0);
+        assert_eq!(free_bytes(Path::new("-")), None);
+        assert_eq!(free_bytes(Path::new("/dev/null")), None);
     }
 
     #[test]

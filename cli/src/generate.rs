@@ -6,6 +6,21 @@ use fwsvm::error::{Error, Result};
 use fwsvm::output::write_output;
 use std::path::PathBuf;
 
+/// Bytes of a checkerboard row in the file, on average (`+1 1:1.4178377 2:0.73831475`: 25–28
+/// with any board), so that a file that cannot fit is refused before it fills the disk.
+const ROW_BYTES: u64 = 25;
+
+/// `n` bytes in the unit that reads best (GB, TB, PB).
+fn bytes(n: u64) -> String {
+    let n = n as f64;
+    match n {
+        n if n >= 1e15 => format!("{:.1} PB", n / 1e15),
+        n if n >= 1e12 => format!("{:.1} TB", n / 1e12),
+        n if n >= 1e9 => format!("{:.1} GB", n / 1e9),
+        n => format!("{:.1} MB", n / 1e6),
+    }
+}
+
 /// Generators.
 #[derive(Debug, Subcommand)]
 pub enum GenCommand {
@@ -51,6 +66,17 @@ pub fn run(c: GenCommand) -> Result<()> {
             if !(1..=1 << 20).contains(&board) {
                 return Err(Error::param(format!(
                     "--board must be between 1 and 1048576, got {board}"
+                )));
+            }
+            let need = rows.saturating_mul(ROW_BYTES);
+            if let Some(free) = fwsvm::output::free_bytes(&out)
+                && need > free
+            {
+                return Err(Error::param(format!(
+                    "--rows {rows} would write about {} to {}, which has {} free",
+                    bytes(need),
+                    out.display(),
+                    bytes(free)
                 )));
             }
             write_output(&out, |w| write_checkerboard(w, rows, board, seed, noise))

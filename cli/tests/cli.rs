@@ -680,6 +680,14 @@ fn gen_checkerboard() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--rows"));
+    // A file larger than the disk's free space is refused before a byte is written.
+    fwsvm()
+        .args(["gen", "checkerboard", "--rows", "1000000000000000000"])
+        .arg(p("huge"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("free"));
+    assert!(!p("huge").exists(), "nothing written");
     fwsvm()
         .args(["gen", "checkerboard", "--rows", "10"])
         .arg(dir.path().join("missing").join("x"))
