@@ -49,9 +49,10 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
         ``sys.stderr``.
     max_iter : int, default=-1
         Iteration limit per class pair (−1: none).
-    random_state : int or None
+    random_state : int, numpy RandomState or Generator, or None
         Seed of the randomized choices (sampled iterations, probability folds, γ 'fwsvm');
-        None uses the library's fixed default seed, so fits repeat exactly.
+        None uses the library's fixed default seed, so fits repeat exactly; a RandomState or
+        Generator gives one seed drawn from it at each fit.
     algorithm : str or None, default=None
         'ws' (working-set Frank–Wolfe), 'fw', 'mfw', 'swap', 'swap2', 'partan', 'cvm',
         'sparse-fw' or 'simplesvm'; None: 'ws', or 'partan' when ``sample`` > 0.
