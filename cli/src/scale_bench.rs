@@ -122,7 +122,11 @@ pub fn run(a: ScaleBenchArgs) -> Result<()> {
                 .ok()
                 .filter(|v| *v >= 2.0 && v.fract() == 0.0 && *v <= 1e9)
                 .map(|v| v as usize)
-                .ok_or_else(|| Error::param(format!("--rows: `{s}` is not a row count ≥ 2")))
+                .ok_or_else(|| {
+                    Error::param(format!(
+                        "--rows: `{s}` is not a whole row count from 2 to 1e9"
+                    ))
+                })
         })
         .collect::<Result<_>>()?;
     let alg = Algorithm::from_str(&a.algorithm)
