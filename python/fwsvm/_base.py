@@ -277,8 +277,14 @@ class ModelFiles:
 
     @staticmethod
     def _read_native(path):
-        with open(path) as f:
-            return _native.NativeModel.from_libsvm(f.read(), str(path))
+        with open(path, "rb") as f:
+            raw = f.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not a valid model file: not text (byte {e.start + 1} is "
+                             "not UTF-8)") from None
+        return _native.NativeModel.from_libsvm(text, str(path))
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -303,6 +303,15 @@ def test_weighted_simplesvm_equals_libsvm_through_scikit_learn():
     assert np.array_equal(ours.predict(X), theirs.predict(X))
 
 
+def test_loading_a_file_that_is_not_a_model_names_it(tmp_path):
+    binary = tmp_path / "binary.model"
+    binary.write_bytes(b"\x00\x85\xff svm_type")
+    with pytest.raises(ValueError, match=r"binary\.model: not a valid model file: not text"):
+        fwsvm.SVC.load(binary)
+    with pytest.raises(FileNotFoundError, match="nothing.model"):
+        fwsvm.SVC.load(tmp_path / "nothing.model")
+
+
 def test_save_and_load_round_trip_with_the_cli(tmp_path):
     X, y = heart()
     clf = fwsvm.SVC(C=1.0, gamma=0.05, probability=True).fit(X, y)
