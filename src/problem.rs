@@ -55,16 +55,15 @@ fn check_poly_range(kernel: Kernel, norms: &[f64]) -> Result<()> {
 /// the sums of such entries. LIBSVM takes any C > 0; a C this small is a model of nothing.
 pub const MIN_C: f64 = 1e-30;
 
-/// `Ok` when 1/C_i = `inv_c` stays within [`MIN_C`]; else the error naming `what` (C, or C
-/// with a weight) and the C_i given.
-fn check_inv_c(what: &str, inv_c: f64) -> Result<()> {
-    if inv_c <= 1.0 / MIN_C {
+/// `Ok` when the cost C_i = `cost` is at least [`MIN_C`]; else the error naming `what` (C,
+/// or C with a weight) and the cost.
+fn check_cost(what: &str, cost: f64) -> Result<()> {
+    if cost >= MIN_C {
         return Ok(());
     }
     Err(Error::param(format!(
-        "{what} must be at least {MIN_C:e}, got {:e}: the L2-SVM adds 1/C to the kernel's \
-         diagonal, which overflows the f32 kernel columns below it",
-        1.0 / inv_c
+        "{what} is {cost:e}, below the smallest cost {MIN_C:e}: the L2-SVM adds 1/C to the \
+         kernel's diagonal, which overflows the f32 kernel columns below it"
     )))
 }
 
@@ -148,7 +147,7 @@ impl<'a> Problem<'a> {
             }
             .into());
         }
-        check_inv_c("C", 1.0 / c)?;
+        check_cost("C", c)?;
         if y.len() != data.len() {
             return Err(ParamError::Length {
                 what: "labels",
@@ -225,7 +224,10 @@ impl<'a> Problem<'a> {
         }
         self.weights = (w_pos, w_neg);
         self.inv_c = (1.0 / (w_pos * self.c), 1.0 / (w_neg * self.c));
-        check_inv_c("C times a class weight", self.inv_c.0.max(self.inv_c.1))?;
+        check_cost(
+            "C times a class weight",
+            (w_pos * self.c).min(w_neg * self.c),
+        )?;
         if let Some(r) = self.rows.take() {
             return self.with_row_weights(r.s);
         }
@@ -246,15 +248,31 @@ impl<'a> Problem<'a> {
             .into());
         }
         check_row_weights("row weights", &s)?;
+        let class = |i: usize| {
+            if self.y[i] > 0.0 {
+                self.weights.0
+            } else {
+                self.weights.1
+            }
+        };
+        if let Some((i, cost)) = (0..s.len())
+            .map(|i| (i, self.c * class(i) * s[i]))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+        {
+            check_cost(
+                &format!(
+                    "C times row {}'s weight {:e} (and its class's)",
+                    i + 1,
+                    s[i]
+                ),
+                cost,
+            )?;
+        }
         let inv_c: Vec<f64> = s
             .iter()
             .zip(&self.y)
             .map(|(&w, &y)| if y > 0.0 { self.inv_c.0 } else { self.inv_c.1 } / w)
             .collect();
-        check_inv_c(
-            "C times a row's weight",
-            inv_c.iter().copied().fold(0.0, f64::max),
-        )?;
         self.rows = Some(RowWeights { s, inv_c });
         Ok(self)
     }

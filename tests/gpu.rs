@@ -1229,7 +1229,8 @@ fn device_requests_open_the_gpu_and_sample_weights_train_there() {
         .filter(|(a, b)| **a == *b)
         .count();
     assert!(same >= 297, "weighted labels agree on {same} of 300 rows");
-    // A weight f32 cannot hold is refused on the GPU, not trained as a label of 0.
+    // A weight f32 cannot hold is refused (the smallest cost, before the device), not trained
+    // as a label of 0.
     let tiny: std::sync::Arc<[f64]> = (0..300).map(|i| if i == 7 { 1e-50 } else { 1.0 }).collect();
     let e = train(
         &ds,

@@ -188,14 +188,17 @@ fn costs_below_the_smallest_are_refused() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("C must be at least 1e-30"), "{e}");
+    assert!(
+        e.contains("C is 1e-31, below the smallest cost 1e-30"),
+        "{e}"
+    );
     let e = Problem::new(&ds, y.clone(), kernel, 1e-20)
         .unwrap()
         .with_class_weights(1.0, 1e-20)
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("C times a class weight"), "{e}");
+    assert!(e.contains("C times a class weight is 1e-40"), "{e}");
     let mut s = vec![1.0; ds.len()];
     s[2] = 1e-15;
     let e = Problem::new(&ds, y, kernel, 1e-20)
@@ -204,7 +207,7 @@ fn costs_below_the_smallest_are_refused() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("C times a row's weight"), "{e}");
+    assert!(e.contains("C times row 3's weight 1e-15"), "{e}");
 }
 
 /// Repeated points merged (`TrainParams::merge_duplicates`, the default of ws) train the

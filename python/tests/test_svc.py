@@ -136,7 +136,7 @@ def test_bad_inputs_raise_value_error(X, y, says):
         ({"sample": -1}, "sample must be a whole number ≥ 0"),
         ({"kernel": "poly", "degree": 2.5}, "degree must be a whole number ≥ 1"),
         ({"random_state": -1}, "random_state must be None"),
-        ({"C": 1e-40}, "C must be at least 1e-30"),
+        ({"C": 1e-40}, "below the smallest cost 1e-30"),
         ({"class_weight": {7: 2.0}}, "class 7, which is not among the training labels"),
     ],
 )
