@@ -55,16 +55,13 @@ fn check_poly_range(kernel: Kernel, norms: &[f64]) -> Result<()> {
 /// the sums of such entries. LIBSVM takes any C > 0; a C this small is a model of nothing.
 pub const MIN_C: f64 = 1e-30;
 
-/// `Ok` when the cost C_i = `cost` is at least [`MIN_C`]; else the error naming `what` (C,
-/// or C with a weight) and the cost.
-fn check_cost(what: &str, cost: f64) -> Result<()> {
-    if cost >= MIN_C {
-        return Ok(());
-    }
-    Err(Error::param(format!(
+/// The error for a cost C_i = `cost` below [`MIN_C`], naming `what` made it (C, or C with a
+/// weight).
+fn below_min_c(what: &str, cost: f64) -> Error {
+    Error::param(format!(
         "{what} is {cost:e}, below the smallest cost {MIN_C:e}: the L2-SVM adds 1/C to the \
          kernel's diagonal, which overflows the f32 kernel columns below it"
-    )))
+    ))
 }
 
 /// `Ok` when every weight in `s` is a positive, finite number; else the first that is not.
@@ -147,7 +144,9 @@ impl<'a> Problem<'a> {
             }
             .into());
         }
-        check_cost("C", c)?;
+        if c < MIN_C {
+            return Err(below_min_c("C", c));
+        }
         if y.len() != data.len() {
             return Err(ParamError::Length {
                 what: "labels",
@@ -224,10 +223,10 @@ impl<'a> Problem<'a> {
         }
         self.weights = (w_pos, w_neg);
         self.inv_c = (1.0 / (w_pos * self.c), 1.0 / (w_neg * self.c));
-        check_cost(
-            "C times a class weight",
-            (w_pos * self.c).min(w_neg * self.c),
-        )?;
+        let cheapest = (w_pos * self.c).min(w_neg * self.c);
+        if cheapest < MIN_C {
+            return Err(below_min_c("C times a class weight", cheapest));
+        }
         if let Some(r) = self.rows.take() {
             return self.with_row_weights(r.s);
         }
@@ -248,32 +247,20 @@ impl<'a> Problem<'a> {
             .into());
         }
         check_row_weights("row weights", &s)?;
-        let class = |i: usize| {
-            if self.y[i] > 0.0 {
-                self.weights.0
-            } else {
-                self.weights.1
-            }
-        };
-        if let Some((i, cost)) = (0..s.len())
-            .map(|i| (i, self.c * class(i) * s[i]))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
-        {
-            check_cost(
-                &format!(
-                    "C times row {}'s weight {:e} (and its class's)",
-                    i + 1,
-                    s[i]
-                ),
-                cost,
-            )?;
-        }
         let inv_c: Vec<f64> = s
             .iter()
             .zip(&self.y)
             .map(|(&w, &y)| if y > 0.0 { self.inv_c.0 } else { self.inv_c.1 } / w)
             .collect();
         self.rows = Some(RowWeights { s, inv_c });
+        let cheapest = (0..self.len())
+            .map(|i| (i, self.c * self.cost_factor(i)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((i, cost)) = cheapest.filter(|&(_, cost)| cost < MIN_C) {
+            let w = self.rows.as_ref().map_or(1.0, |r| r.s[i]);
+            let what = format!("C times row {}'s weight {w:e} (and its class's)", i + 1);
+            return Err(below_min_c(&what, cost));
+        }
         Ok(self)
     }
 

@@ -370,10 +370,11 @@ pub fn class_order(ds: &Dataset) -> Vec<f64> {
 /// Trains a model on `ds`; `observers` is asked for the observers of each binary sub-problem.
 ///
 /// A time limit (`params.solver.time_limit`) holds for the whole training, counted from this
-/// call (one that reaches beyond the clock's range is none): with several class pairs, pair p must be done when its share of the time has passed,
-/// its share growing with the points of the pairs up to it (time a pair leaves unused goes to
-/// the pairs after it). A run stopped by the limit or by [`crate::interrupt`] keeps its
-/// iterate, and says in its report whether an exact pass certified it.
+/// call (one that reaches beyond the clock's range is none): with several class pairs, pair p
+/// must be done when its share of the time has passed, its share growing with the points of
+/// the pairs up to it (time a pair leaves unused goes to the pairs after it). A run stopped by
+/// the limit or by [`crate::interrupt`] keeps its iterate, and says in its report whether an
+/// exact pass certified it.
 pub fn train(
     ds: &Dataset,
     params: &TrainParams,

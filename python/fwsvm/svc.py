@@ -62,10 +62,11 @@ class SVC(ModelFiles, ClassifierMixin, BaseEstimator):
     sample : int, default=0
         Randomized iterations over ``sample`` random points per step (0: off).
     time_limit : float or None
-        Seconds (a positive number; None: no limit) for the whole fit (every class pair: each must be done when its share of the
-        time, growing with its points, has passed). The best model so far is kept; it is
-        certified where an exact pass fits in a short grace (4 % of the limit, at most 3 s),
-        else ``certified_gap_`` is nan for that pair and ``stop_reason_`` says why. Under a
+        Seconds (a positive number; None: no limit) for the whole fit (every class pair:
+        each must be done when its share of the time, growing with its points, has passed).
+        The best model so far is kept; it is certified where an exact pass fits in a short
+        grace (4 % of the limit, at most 3 s), else ``certified_gap_`` is nan for that pair
+        and ``stop_reason_`` says why. Under a
         limit, 'ws' on 20,000 rows or more warm-starts from a ladder of nested subsamples, each
         twice the one below, and a fit stopped by the limit keeps the largest one it reached.
     backend : {'auto', 'cpu', 'gpu'}, default='auto'

@@ -144,15 +144,11 @@ fn params(opts: &Bound<'_, PyDict>) -> PyResult<TrainParams> {
     if let Some(e) = opt::<f64>(opts, "tol")? {
         p.solver.eps = e;
     }
-    if let Some(n) = opt::<i64>(opts, "max_iter")? {
-        if n < -1 {
-            return Err(PyValueError::new_err(format!(
-                "max_iter must be -1 (no limit) or a whole number ≥ 0, got {n}"
-            )));
-        }
-        if n > 0 {
-            p.solver.max_iter = n as u64;
-        }
+    // Checked a whole number ≥ −1 by the estimator (`_base.whole`); −1 and 0: no limit.
+    if let Some(n) = opt::<i64>(opts, "max_iter")?
+        && n > 0
+    {
+        p.solver.max_iter = n as u64;
     }
     if let Some(s) = opt::<u64>(opts, "random_state")? {
         p.solver.seed = s;
